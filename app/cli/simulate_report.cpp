@@ -1,0 +1,141 @@
+#include "app/cli/simulate_report.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <ostream>
+#include <utility>
+
+#include "app/cli/format.h"
+#include "app/cli/table.h"
+
+namespace hippie::cli {
+
+namespace {
+
+struct DevicePlace {
+    int stage = -1;  // pipeline position
+    int replica = -1;
+};
+
+std::map<int, DevicePlace> devicePlaces(const Plan& plan) {
+    std::map<int, DevicePlace> places;
+    const std::vector<std::vector<int>> map = plan.stageGroups();
+    for (size_t s = 0; s < map.size(); ++s)
+        for (size_t r = 0; r < map[s].size(); ++r) places[map[s][r]] = {static_cast<int>(s), static_cast<int>(r)};
+    return places;
+}
+
+// Layer ranges held by pipeline position `position`: one, or one per interleaved chunk.
+std::string positionLayers(const Plan& plan, int position) {
+    const size_t pp = static_cast<size_t>(plan.pipelineDepth());
+    std::vector<std::string> ranges;
+    for (size_t s = static_cast<size_t>(position); s < plan.stages.size(); s += pp) ranges.push_back(layerRange(plan.stages[s]));
+    return joined(ranges, ", ");
+}
+
+std::string modelLabel(const ModelSpec& m) {
+    std::string label = m.zoo.empty() ? m.file : m.zoo;
+    label += std::string(" (") + toString(m.precision);
+    if (m.seq_len > 0) label += ", seq " + std::to_string(m.seq_len);
+    return label + ")";
+}
+
+void printPlanSummary(std::ostream& out, const SimulationSetup& s) {
+    const Plan& p = s.plan;
+    std::vector<std::string> stages;
+    for (const StageRange& r : p.stages) stages.push_back(layerRange(r));
+    const std::string chunks = p.virtual_stages > 1 ? " x " + std::to_string(p.virtual_stages) + " chunks" : "";
+    out << "plan: " << modelLabel(p.model) << " on " << p.cluster << ": pp " << p.pipelineDepth() << chunks << " x dp "
+        << p.dp << ", " << p.micro_batches << " micro-batches x " << fixed(p.microBatchSize(), 0) << " samples, "
+        << toString(p.schedule) << ", stages " << joined(stages, " | ") << '\n';
+    out << "      global batch " << p.global_batch << ", optimizer " << toString(p.optimizer) << ", recompute "
+        << (p.recompute_layers.empty() ? std::string("none") : std::to_string(p.recompute_layers.size()) + " layers")
+        << ", planner " << p.planner << '\n';
+}
+
+void printDeviceMapping(std::ostream& out, const SimulationSetup& s) {
+    const Plan& p = s.plan;
+    const std::vector<std::vector<int>> groups = p.stageGroups();
+    printHeading(out, "Device mapping");
+    Table t({{"stage", Align::Right}, {"layers"}, {"devices by replica"}, {"nodes"}});
+    for (size_t stage = 0; stage < groups.size(); ++stage) {
+        std::vector<int> nodes;
+        for (int d : groups[stage]) nodes.push_back(s.cluster.nodeOf(d));
+        t.addRow({std::to_string(stage), positionLayers(p, static_cast<int>(stage)), deviceList(groups[stage]), deviceList(nodes)});
+    }
+    t.print(out);
+
+    printHeading(out, "Process groups");
+    const auto groupList = [](const std::vector<std::vector<int>>& gs) {
+        std::vector<std::string> parts;
+        for (const auto& g : gs) parts.push_back(deviceList(g));
+        return joined(parts, " ");
+    };
+    printFields(out, {{"pipelines", groupList(p.pipelineGroups())}, {"stage groups", groupList(groups)}});
+}
+
+// Trace rows in device id order.
+std::vector<size_t> rowsByDevice(const Trace& t) {
+    std::vector<size_t> rows(t.devices.size());
+    std::iota(rows.begin(), rows.end(), size_t{0});
+    std::sort(rows.begin(), rows.end(), [&](size_t a, size_t b) { return t.devices[a] < t.devices[b]; });
+    return rows;
+}
+
+void printMemory(std::ostream& out, const SimulationSetup& s, const Trace& t) {
+    const std::map<int, DevicePlace> places = devicePlaces(s.plan);
+    printHeading(out, "Peak memory");
+    Table table({{"device", Align::Right},
+                 {"node", Align::Right},
+                 {"stage", Align::Right},
+                 {"replica", Align::Right},
+                 {"peak GiB", Align::Right},
+                 {"capacity GiB", Align::Right},
+                 {""}});
+    for (size_t row : rowsByDevice(t)) {
+        const int d = t.devices[row];
+        const auto place = places.find(d);
+        const bool over = t.metrics.peak_memory_bytes[row] > t.capacity_bytes[row];
+        table.addRow({std::to_string(d), std::to_string(s.cluster.nodeOf(d)),
+                      place == places.end() ? "-" : std::to_string(place->second.stage),
+                      place == places.end() ? "-" : std::to_string(place->second.replica),
+                      gib(t.metrics.peak_memory_bytes[row]), gib(t.capacity_bytes[row]), over ? "OVER" : ""});
+    }
+    table.print(out);
+}
+
+void printMetrics(std::ostream& out, const TraceMetrics& m) {
+    printHeading(out, "Metrics");
+    printFields(out, {{"iteration time", milliseconds(m.iteration_time_s)},
+                      {"throughput", fixed(m.throughput_samples_per_s, 1) + " samples/s"},
+                      {"max peak memory", gib(m.max_peak_memory_bytes) + " GiB"},
+                      {"bubble", percent(m.bubble_fraction)},
+                      {"all-reduce hidden", percent(m.allreduce_hidden_fraction)},
+                      {"memory efficiency", fixed(m.memory_efficiency, 2) + " samples/s/GiB"},
+                      {"fits memory", m.fits_memory ? "yes" : "no"}});
+}
+
+}  // namespace
+
+void printReport(std::ostream& out, const SimulationSetup& setup, const Trace& trace) {
+    printPlanSummary(out, setup);
+    printDeviceMapping(out, setup);
+    printMemory(out, setup, trace);
+    printMetrics(out, trace.metrics);
+}
+
+std::vector<std::string> deviceNames(const Plan& plan, const Trace& trace) {
+    const std::map<int, DevicePlace> places = devicePlaces(plan);
+    std::vector<std::string> names;
+    for (int d : trace.devices) {
+        const auto place = places.find(d);
+        std::string name = "d" + std::to_string(d);
+        if (place != places.end())
+            name += " stage " + std::to_string(place->second.stage) + " replica " + std::to_string(place->second.replica);
+        names.push_back(std::move(name));
+    }
+    return names;
+}
+
+}  // namespace hippie::cli

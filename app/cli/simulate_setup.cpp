@@ -1,0 +1,73 @@
+#include "app/cli/simulate_setup.h"
+
+#include <cstdint>
+
+#include "planners/cluster/cluster_json.h"
+#include "planners/common/error.h"
+#include "planners/schedule/balanced_stages.h"
+#include "planners/schedule/plan_json.h"
+
+namespace hippie::cli {
+
+namespace {
+
+// Samples in one micro-batch: the global batch split over replicas and micro-batches.
+int microBatchSize(int global_batch, int dp, int micro_batches) {
+    const int64_t splits = int64_t{dp} * micro_batches;
+    if (global_batch % splits != 0)
+        throw Error("global batch " + std::to_string(global_batch) + " does not divide into dp " + std::to_string(dp) +
+                    " x " + std::to_string(micro_batches) + " micro-batches (" + std::to_string(splits) +
+                    "): the micro-batch size must be a whole number");
+    return static_cast<int>(global_batch / splits);
+}
+
+void checkDeviceCount(int pp, int dp, const Cluster& cluster, const std::string& cluster_name) {
+    if (int64_t{pp} * dp > cluster.deviceCount())
+        throw Error("pp " + std::to_string(pp) + " x dp " + std::to_string(dp) + " needs " + std::to_string(int64_t{pp} * dp) +
+                    " devices but cluster '" + cluster_name + "' has " + std::to_string(cluster.deviceCount()));
+}
+
+// Every layer but the last of each stage: the last one's output is sent on (or is the loss)
+// and stays in memory anyway.
+std::vector<int> recomputeAllButLast(const std::vector<StageRange>& stages) {
+    std::vector<int> layers;
+    for (const StageRange& s : stages)
+        for (int l = s.first_layer; l < s.last_layer; ++l) layers.push_back(l);
+    return layers;
+}
+
+}  // namespace
+
+SimulationSetup setupFromFlags(const SimulateOptions& opts) {
+    Plan plan;
+    plan.planner = "manual";
+    plan.cluster = opts.cluster;
+    plan.schedule = scheduleFromString(opts.schedule);
+    plan.optimizer = optimizerFromString(opts.optimizer);
+    plan.dp = opts.dp;
+    plan.micro_batches = opts.micro_batches;
+    plan.global_batch = opts.global_batch;
+    plan.virtual_stages = opts.virtual_stages;
+    plan.device_map = defaultDeviceMap(opts.pp, opts.dp);
+
+    Cluster cluster = loadCluster(opts.cluster);
+    checkDeviceCount(opts.pp, opts.dp, cluster, opts.cluster);
+    Graph graph = buildGraph(opts.model, microBatchSize(opts.global_batch, opts.dp, opts.micro_batches));
+    plan.model = graph.source;
+    plan.stages = balancedStages(graph, opts.pp * opts.virtual_stages);
+    if (opts.recompute) plan.recompute_layers = recomputeAllButLast(plan.stages);
+    return {std::move(plan), std::move(graph), std::move(cluster)};
+}
+
+SimulationSetup setupFromPlanFile(const SimulateOptions& opts) {
+    Plan plan = loadPlanFile(opts.plan_file);
+    if (!opts.cluster.empty()) plan.cluster = opts.cluster;
+    if (plan.cluster.empty())
+        throw Error(opts.plan_file + ": the plan names no cluster; give one with --cluster");
+    Cluster cluster = loadCluster(plan.cluster);
+    microBatchSize(plan.global_batch, plan.dp, plan.micro_batches);
+    Graph graph = buildGraph(plan.model);
+    return {std::move(plan), std::move(graph), std::move(cluster)};
+}
+
+}  // namespace hippie::cli

@@ -1,0 +1,47 @@
+#pragma once
+// What `hippie-plan simulate` simulates: a Plan with its Graph and Cluster, made either from
+// the shape flags or from a plan file.
+#include <string>
+
+#include "app/cli/model_options.h"
+#include "planners/cluster/cluster.h"
+#include "planners/model/graph.h"
+#include "planners/schedule/plan.h"
+
+namespace hippie::cli {
+
+struct SimulateOptions {
+    ModelOptions model;
+    std::string cluster;    // preset or cluster JSON file; with --plan it overrides the plan's
+    std::string plan_file;  // --plan: replaces every shape flag below
+    int pp = 0;
+    int dp = 0;
+    int micro_batches = 0;
+    int global_batch = 0;
+    std::string schedule;
+    int virtual_stages = 1;
+    bool recompute = false;
+    std::string optimizer = "adam";
+    // Outputs.
+    std::string trace_file;
+    std::string chrome_trace_file;
+    std::string save_plan_file;
+    bool program = false;
+    bool json = false;
+};
+
+struct SimulationSetup {
+    Plan plan;
+    Graph graph;
+    Cluster cluster;
+};
+
+// Pipeline stages balanced by forward FLOPs, default device map, "manual" planner. Throws
+// Error for unknown names, a batch that does not split into whole micro-batches, or a model
+// with fewer layers than stages.
+SimulationSetup setupFromFlags(const SimulateOptions& opts);
+
+// The plan file as written; opts.cluster, when given, replaces the plan's cluster.
+SimulationSetup setupFromPlanFile(const SimulateOptions& opts);
+
+}  // namespace hippie::cli

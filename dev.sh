@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The two commands of the README's quick start.
+#   ./dev.sh run    install what is missing, build, open the studio on the default example
+#                   (with no display: run the headless comparison instead)
+#   ./dev.sh test   install what is missing, build, run the whole test suite
+# BUILD_DIR (default: build) and JOBS (default: all cores) can be set in the environment.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+build="${BUILD_DIR:-$root/build}"
+jobs="${JOBS:-$(nproc)}"
+
+# The default example: a 1.3B-parameter GPT-3 on two DGX A100 nodes.
+example_model=gpt3-1.3b
+example_cluster=dgx-a100-2x8
+example_batch=512
+
+build_all() {
+  "$root/packaging/install-deps.sh"
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  cmake --build "$build" -j "$jobs"
+}
+
+headless_comparison() {
+  local plan="$build/bin/hippie-plan"
+  if "$plan" compare --help >/dev/null 2>&1; then
+    "$plan" compare --model "$example_model" --cluster "$example_cluster" --global-batch "$example_batch" --precision fp16
+    return
+  fi
+  # Until the planners land: the example under each pipeline schedule, 4 stages x 4 replicas.
+  for schedule in gpipe 1f1b hippie zb-h1; do
+    echo "== schedule $schedule"
+    "$plan" simulate --model "$example_model" --cluster "$example_cluster" --pp 4 --dp 4 --microbatches 16 \
+      --global-batch "$example_batch" --schedule "$schedule" --precision fp16
+  done
+}
+
+case "${1:-}" in
+  run)
+    build_all
+    studio="$build/bin/hippie-studio"
+    if [[ -z "${DISPLAY:-}" && -z "${WAYLAND_DISPLAY:-}" ]]; then
+      echo "No display (DISPLAY and WAYLAND_DISPLAY are unset): running the headless comparison instead."
+      headless_comparison
+    elif [[ -x "$studio" ]]; then
+      exec "$studio" --model "$example_model" --cluster "$example_cluster" --global-batch "$example_batch"
+    else
+      echo "hippie-studio is not built yet (see the configure summary above): running the headless comparison."
+      headless_comparison
+    fi
+    ;;
+  test)
+    build_all
+    ctest --test-dir "$build" --output-on-failure -j "$jobs"
+    ;;
+  *)
+    sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'
+    exit 2
+    ;;
+esac

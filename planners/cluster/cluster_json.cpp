@@ -1,0 +1,130 @@
+#include "planners/cluster/cluster_json.h"
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "planners/common/error.h"
+#include "planners/common/json_read.h"
+
+namespace hippie {
+
+using nlohmann::json;
+using namespace json_read;
+
+namespace {
+
+constexpr const char* kFormat = "hippie-cluster";
+constexpr int kVersion = 1;
+// Guards against a typo in "count" allocating millions of nodes; far above any cluster the
+// planners can search.
+constexpr int64_t kMaxDevices = 1 << 20;
+
+// ---- writing ----
+
+json linkToJson(const Link& l) {
+    return {{"bandwidth_bytes_per_s", l.bandwidth_bytes_per_s}, {"latency_s", l.latency_s}};
+}
+
+json deviceToJson(const DeviceSpec& d) {
+    return {{"type", d.type},
+            {"peak_flops_fp32", d.peak_flops_fp32},
+            {"peak_flops_fp16", d.peak_flops_fp16},
+            {"efficiency", d.efficiency},
+            {"memory_bytes", d.memory_bytes}};
+}
+
+json nodeToJson(const Node& n, int count) {
+    return {{"count", count}, {"devices", n.devices}, {"device", deviceToJson(n.device)}, {"intra", linkToJson(n.intra)}};
+}
+
+// ---- reading ----
+
+Link readLink(const json& parent, const char* key, const std::string& where) {
+    const json& j = requireObject(parent, key, where);
+    const std::string w = at(where, key);
+    Link l;
+    l.bandwidth_bytes_per_s = requireNumber(j, "bandwidth_bytes_per_s", w, Bound::Positive);
+    l.latency_s = requireNumber(j, "latency_s", w, Bound::NonNegative);
+    return l;
+}
+
+DeviceSpec readDevice(const json& parent, const std::string& where) {
+    const json& j = requireObject(parent, "device", where);
+    const std::string w = at(where, "device");
+    DeviceSpec d;
+    d.type = requireString(j, "type", w);
+    if (d.type.empty()) failField(w, "type", "must not be empty (e.g. \"A100-SXM4-40GB\")");
+    d.peak_flops_fp32 = requireNumber(j, "peak_flops_fp32", w, Bound::Positive);
+    d.peak_flops_fp16 = requireNumber(j, "peak_flops_fp16", w, Bound::Positive);
+    d.efficiency = requireNumber(j, "efficiency", w, Bound::Positive);
+    if (d.efficiency > 1)
+        failField(w, "efficiency", "must be in (0, 1]: the achievable fraction of peak (got " + json(d.efficiency).dump() + ")");
+    d.memory_bytes = requireInt64(j, "memory_bytes", w, Bound::Positive);
+    return d;
+}
+
+// Appends the node `count` times.
+void readNode(const json& j, const std::string& w, Cluster& c) {
+    if (!j.is_object()) fail(w, "must be an object (got " + describe(j) + ")");
+    const int count = optionalInt(j, "count", w, Bound::Positive).value_or(1);
+    Node n;
+    n.devices = requireInt(j, "devices", w, Bound::Positive);
+    n.device = readDevice(j, w);
+    n.intra = readLink(j, "intra", w);
+    if (static_cast<int64_t>(c.deviceCount()) + static_cast<int64_t>(count) * n.devices > kMaxDevices)
+        fail(w, "'count' x 'devices' brings the cluster above " + std::to_string(kMaxDevices) + " devices; is 'count' a typo?");
+    c.nodes.insert(c.nodes.end(), static_cast<size_t>(count), n);
+}
+
+bool knownPreset(const std::string& name) {
+    for (const ClusterPreset& p : clusterPresets())
+        if (p.name == name) return true;
+    return false;
+}
+
+}  // namespace
+
+json clusterToJson(const Cluster& c) {
+    json nodes = json::array();
+    // Runs of identical nodes are written once with a count.
+    for (size_t i = 0; i < c.nodes.size();) {
+        size_t end = i + 1;
+        while (end < c.nodes.size() && c.nodes[end] == c.nodes[i]) ++end;
+        nodes.push_back(nodeToJson(c.nodes[i], static_cast<int>(end - i)));
+        i = end;
+    }
+    return {{"format", kFormat},   {"version", kVersion},          {"name", c.name},
+            {"source", c.source},   {"nodes", std::move(nodes)},    {"inter", linkToJson(c.inter)}};
+}
+
+Cluster clusterFromJson(const json& j, const std::string& where) {
+    requireFormat(j, kFormat, kVersion, where);
+    Cluster c;
+    c.name = requireString(j, "name", where);
+    c.source = optionalString(j, "source", where).value_or("");
+    const json& nodes = requireArray(j, "nodes", where);
+    if (nodes.empty()) failField(where, "nodes", "is empty: a cluster needs at least one node");
+    for (size_t i = 0; i < nodes.size(); ++i) readNode(nodes[i], at(where, "nodes", i), c);
+    // Devices of one node never use the inter-node link, so a one-node cluster may omit it.
+    if (c.nodes.size() == 1 && !has(j, "inter"))
+        c.inter = c.nodes.front().intra;
+    else
+        c.inter = readLink(j, "inter", where);
+    return c;
+}
+
+Cluster loadClusterFile(const std::string& path) { return clusterFromJson(readJsonFile(path), path); }
+
+void saveClusterFile(const Cluster& c, const std::string& path) { writeJsonFile(clusterToJson(c), path); }
+
+Cluster loadCluster(const std::string& preset_or_file) {
+    if (knownPreset(preset_or_file)) return buildClusterPreset(preset_or_file);
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(preset_or_file, ec)) return loadClusterFile(preset_or_file);
+    std::string known;
+    for (const ClusterPreset& p : clusterPresets()) known += (known.empty() ? "" : ", ") + p.name;
+    throw Error("cluster '" + preset_or_file + "' is neither a preset nor a file; presets: " + known);
+}
+
+}  // namespace hippie

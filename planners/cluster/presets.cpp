@@ -1,0 +1,175 @@
+// Built-in clusters. Every hardware figure is a named constant with the document it comes
+// from; the same sources are repeated in each preset's `source` so they travel with plans.
+#include <cstdint>
+#include <functional>
+
+#include "planners/cluster/cluster_json.h"
+#include "planners/common/error.h"
+
+namespace hippie {
+
+namespace {
+
+constexpr int64_t kGiB = int64_t{1} << 30;
+constexpr double kGigabitPerS = 1e9 / 8;  // bytes/s in one Gb/s
+
+// Achievable fraction of peak on transformer training kernels. Megatron-LM sustains
+// 138-163 TFLOP/s per A100 on GPT models, 44-52% of the 312 TFLOP/s peak (Narayanan et al.,
+// "Efficient Large-Scale Language Model Training on GPU Clusters", SC'21); we use 0.5 for
+// every GPU preset. Calibrate with `hippie-engine probe` for a particular machine.
+constexpr double kGpuEfficiency = 0.5;
+
+// NVIDIA A100 Tensor Core GPU datasheet (2020), SXM4 40GB: 19.5 TFLOP/s FP32, 312 TFLOP/s
+// FP16/BF16 tensor core (dense), 40 GB HBM2.
+constexpr double kA100PeakFp32 = 19.5e12;
+constexpr double kA100PeakFp16 = 312e12;
+constexpr int64_t kA100MemoryBytes = 40 * kGiB;
+
+// NVIDIA H100 Tensor Core GPU datasheet, SXM 80GB: 67 TFLOP/s FP32, 989 TFLOP/s FP16/BF16
+// tensor core dense (1979 is the figure with 2:4 sparsity), 80 GB HBM3.
+constexpr double kH100PeakFp32 = 67e12;
+constexpr double kH100PeakFp16 = 989e12;
+constexpr int64_t kH100MemoryBytes = 80 * kGiB;
+
+// NVIDIA Tesla V100 datasheet, PCIe 16GB: 14 TFLOP/s FP32, 112 TFLOP/s tensor (FP16).
+constexpr double kV100PciePeakFp32 = 14e12;
+constexpr double kV100PciePeakFp16 = 112e12;
+constexpr int64_t kV100MemoryBytes = 16 * kGiB;
+
+// Third-generation NVLink (A100, through NVSwitch on DGX A100): 600 GB/s total per GPU,
+// 300 GB/s per direction.
+constexpr double kNvlink3BytesPerS = 300e9;
+// Fourth-generation NVLink (H100 SXM, DGX H100): 900 GB/s total per GPU, 450 GB/s per direction.
+constexpr double kNvlink4BytesPerS = 450e9;
+// Small-message latency of an NCCL transfer over NVLink/NVSwitch: a few microseconds.
+constexpr double kNvlinkLatencyS = 3e-6;
+
+// DGX A100: one ConnectX-6 InfiniBand HDR 200 Gb/s compute port per GPU (DGX A100 user guide).
+constexpr double kInfinibandHdrBytesPerS = 200 * kGigabitPerS;
+// DGX H100: one ConnectX-7 InfiniBand NDR 400 Gb/s compute port per GPU (DGX H100 user guide).
+constexpr double kInfinibandNdrBytesPerS = 400 * kGigabitPerS;
+// InfiniBand small-message latency through one switch with NCCL's protocol: ~5-10 us.
+constexpr double kInfinibandLatencyS = 6e-6;
+
+// PCIe 3.0 x16: 8 GT/s x 16 lanes x 128b/130b encoding = 15.75 GB/s per direction (PCI-SIG).
+constexpr double kPcie3x16BytesPerS = 8e9 * 16 * 128 / 130 / 8;
+// GPU-to-GPU through the PCIe switch or host bridge: several microseconds.
+constexpr double kPcieLatencyS = 8e-6;
+// 10 Gb/s Ethernet between servers, as in PipeDream's Cluster-A (Narayanan et al., SOSP'19:
+// servers of 4 V100 on PCIe, 10 Gbps Ethernet between them); TCP latency ~50 us.
+constexpr double kEthernet10GBytesPerS = 10 * kGigabitPerS;
+constexpr double kEthernetLatencyS = 50e-6;
+
+// cpu-local: the development machine (2 cores) running 4 CPU ranks that share them. Rough
+// figures, to be replaced by `hippie-engine probe` measurements:
+// - an AVX2 core peaks at ~80 GFLOP/s FP32 (2 FMA units x 8 lanes x 2 FLOP x ~2.5 GHz);
+//   2 cores over 4 ranks give each rank half a core;
+// - LibTorch CPU kernels on small layers reach about a third of that peak;
+// - CPUs have no faster half-precision path, so FP16 gets the FP32 peak;
+// - Gloo over TCP loopback moves ~2 GB/s with tens of microseconds per message.
+constexpr int kCpuLocalRanks = 4;
+constexpr int kCpuLocalCores = 2;
+constexpr double kCpuCorePeakFlops = 80e9;
+constexpr double kCpuRankPeakFlops = kCpuCorePeakFlops * kCpuLocalCores / kCpuLocalRanks;
+constexpr double kCpuEfficiency = 0.3;
+constexpr int64_t kCpuRankMemoryBytes = 4 * kGiB;
+constexpr double kLoopbackBytesPerS = 2e9;
+constexpr double kLoopbackLatencyS = 30e-6;
+
+constexpr int kDgxGpusPerNode = 8;
+constexpr int kPipeDreamGpusPerServer = 4;
+
+const char* const kDgxA100Source =
+    "NVIDIA A100 datasheet (SXM4 40GB: 19.5 TFLOP/s FP32, 312 TFLOP/s FP16 tensor dense); NVLink3 "
+    "300 GB/s per direction; DGX A100 user guide: one InfiniBand HDR 200 Gb/s port per GPU; latencies "
+    "3 us NVLink, 6 us IB; efficiency 0.5 from Megatron-LM's 44-52% of peak on A100 (SC'21)";
+const char* const kDgxH100Source =
+    "NVIDIA H100 datasheet (SXM 80GB: 67 TFLOP/s FP32, 989 TFLOP/s FP16 tensor dense); NVLink4 "
+    "450 GB/s per direction; DGX H100 user guide: one InfiniBand NDR 400 Gb/s port per GPU; latencies "
+    "3 us NVLink, 6 us IB; efficiency 0.5 as for A100 (Megatron-LM, SC'21)";
+const char* const kV100Source =
+    "NVIDIA V100 datasheet (PCIe 16GB: 14 TFLOP/s FP32, 112 TFLOP/s tensor); PCIe 3.0 x16 15.75 GB/s "
+    "inside a server; 10 Gb/s Ethernet between servers as in PipeDream's Cluster-A (SOSP'19); "
+    "latencies 8 us PCIe, 50 us Ethernet; efficiency 0.5";
+const char* const kCpuLocalSource =
+    "rough figures for this machine: 2 cores shared by 4 CPU ranks (20 GFLOP/s peak each, 0.3 efficiency), "
+    "4 GiB per rank, Gloo over TCP loopback (~2 GB/s, 30 us); run 'hippie-engine probe' to measure them";
+
+DeviceSpec gpu(const char* type, double fp32, double fp16, int64_t memory) {
+    return DeviceSpec{type, fp32, fp16, kGpuEfficiency, memory};
+}
+
+Cluster uniform(std::string name, std::string source, int node_count, int devices_per_node, const DeviceSpec& d,
+                Link intra, Link inter) {
+    Cluster c;
+    c.name = std::move(name);
+    c.source = std::move(source);
+    c.nodes.assign(static_cast<size_t>(node_count), Node{devices_per_node, d, intra});
+    c.inter = inter;
+    return c;
+}
+
+Cluster dgxA100(const std::string& name, int node_count) {
+    return uniform(name, kDgxA100Source, node_count, kDgxGpusPerNode,
+                   gpu("A100-SXM4-40GB", kA100PeakFp32, kA100PeakFp16, kA100MemoryBytes),
+                   {kNvlink3BytesPerS, kNvlinkLatencyS}, {kInfinibandHdrBytesPerS, kInfinibandLatencyS});
+}
+
+Cluster dgxH100(const std::string& name, int node_count) {
+    return uniform(name, kDgxH100Source, node_count, kDgxGpusPerNode,
+                   gpu("H100-SXM-80GB", kH100PeakFp32, kH100PeakFp16, kH100MemoryBytes),
+                   {kNvlink4BytesPerS, kNvlinkLatencyS}, {kInfinibandNdrBytesPerS, kInfinibandLatencyS});
+}
+
+Cluster v100Pcie(const std::string& name, int node_count) {
+    return uniform(name, kV100Source, node_count, kPipeDreamGpusPerServer,
+                   gpu("V100-PCIe-16GB", kV100PciePeakFp32, kV100PciePeakFp16, kV100MemoryBytes),
+                   {kPcie3x16BytesPerS, kPcieLatencyS}, {kEthernet10GBytesPerS, kEthernetLatencyS});
+}
+
+Cluster cpuLocal(const std::string& name) {
+    const DeviceSpec cpu{"cpu", kCpuRankPeakFlops, kCpuRankPeakFlops, kCpuEfficiency, kCpuRankMemoryBytes};
+    const Link loopback{kLoopbackBytesPerS, kLoopbackLatencyS};
+    return uniform(name, kCpuLocalSource, 1, kCpuLocalRanks, cpu, loopback, loopback);
+}
+
+struct PresetEntry {
+    ClusterPreset info;
+    std::function<Cluster(const std::string&)> build;
+};
+
+const std::vector<PresetEntry>& entries() {
+    static const std::vector<PresetEntry> list = {
+        {{"dgx-a100-1x8", "1 DGX A100: 8 A100 SXM4 40GB on NVLink3"}, [](const std::string& n) { return dgxA100(n, 1); }},
+        {{"dgx-a100-2x8", "2 DGX A100 (16 A100) on InfiniBand HDR"}, [](const std::string& n) { return dgxA100(n, 2); }},
+        {{"dgx-a100-4x8", "4 DGX A100 (32 A100) on InfiniBand HDR"}, [](const std::string& n) { return dgxA100(n, 4); }},
+        {{"dgx-h100-2x8", "2 DGX H100 (16 H100 SXM 80GB) on InfiniBand NDR"}, [](const std::string& n) { return dgxH100(n, 2); }},
+        {{"v100-4x4", "4 servers of 4 V100 PCIe 16GB, 10 Gb/s Ethernet (PipeDream's Cluster-A)"},
+         [](const std::string& n) { return v100Pcie(n, 4); }},
+        {{"cpu-local", "this machine: 4 CPU ranks over loopback (rough; measure with hippie-engine probe)"},
+         [](const std::string& n) { return cpuLocal(n); }},
+    };
+    return list;
+}
+
+}  // namespace
+
+const std::vector<ClusterPreset>& clusterPresets() {
+    static const std::vector<ClusterPreset> presets = [] {
+        std::vector<ClusterPreset> out;
+        for (const PresetEntry& e : entries()) out.push_back(e.info);
+        return out;
+    }();
+    return presets;
+}
+
+Cluster buildClusterPreset(const std::string& name) {
+    std::string known;
+    for (const PresetEntry& e : entries()) {
+        if (e.info.name == name) return e.build(name);
+        known += (known.empty() ? "" : ", ") + e.info.name;
+    }
+    throw Error("unknown cluster preset '" + name + "'; presets: " + known);
+}
+
+}  // namespace hippie

@@ -1,0 +1,14 @@
+#pragma once
+// Errors a user causes (bad file, bad flag, impossible plan). Their message is shown as is,
+// so it names the file, field or value at fault and, where it helps, what to do.
+#include <stdexcept>
+#include <string>
+
+namespace hippie {
+
+class Error : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+}  // namespace hippie

@@ -1,0 +1,237 @@
+#include "planners/common/json_read.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+
+#include "planners/common/error.h"
+
+namespace hippie::json_read {
+
+namespace {
+
+// Longest value echoed back in a message; longer ones are cut so a message stays one line.
+constexpr size_t kMaxEchoChars = 40;
+
+const char* integerWord(Bound bound) {
+    switch (bound) {
+    case Bound::Any: return "an integer";
+    case Bound::NonNegative: return "a non-negative integer";
+    case Bound::Positive: return "a positive integer";
+    }
+    return "an integer";
+}
+
+const char* numberWord(Bound bound) {
+    switch (bound) {
+    case Bound::Any: return "a number";
+    case Bound::NonNegative: return "a non-negative number";
+    case Bound::Positive: return "a positive number";
+    }
+    return "a number";
+}
+
+template <typename T>
+bool inBound(T v, Bound bound) {
+    switch (bound) {
+    case Bound::Any: return true;
+    case Bound::NonNegative: return v >= 0;
+    case Bound::Positive: return v > 0;
+    }
+    return true;
+}
+
+// The value as int64 if it is an integer (or an integral float) that fits.
+std::optional<int64_t> asInt64(const json& v) {
+    if (v.is_number_unsigned()) {
+        const uint64_t u = v.get<uint64_t>();
+        if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return std::nullopt;
+        return static_cast<int64_t>(u);
+    }
+    if (v.is_number_integer()) return v.get<int64_t>();
+    if (v.is_number_float()) {
+        const double d = v.get<double>();
+        // 2^63 is exactly representable; anything at or above it does not fit.
+        constexpr double kTwoPow63 = 9223372036854775808.0;
+        if (!std::isfinite(d) || std::trunc(d) != d || d >= kTwoPow63 || d < -kTwoPow63) return std::nullopt;
+        return static_cast<int64_t>(d);
+    }
+    return std::nullopt;
+}
+
+// Reads an int64 value; `what` is the text after "must be" context (a field or an element).
+int64_t readInt64(const json& v, Bound bound, const std::string& where, std::string_view key) {
+    const std::optional<int64_t> i = asInt64(v);
+    if (!i || !inBound(*i, bound)) {
+        const std::string msg = std::string("must be ") + integerWord(bound) + " (got " + describe(v) + ")";
+        if (key.empty()) fail(where, msg);
+        failField(where, key, msg);
+    }
+    return *i;
+}
+
+int narrowToInt(int64_t v, const std::string& where, std::string_view key) {
+    if (v > std::numeric_limits<int>::max() || v < std::numeric_limits<int>::min()) {
+        const std::string msg = "is out of range (got " + std::to_string(v) + ")";
+        if (key.empty()) fail(where, msg);
+        failField(where, key, msg);
+    }
+    return static_cast<int>(v);
+}
+
+double readNumber(const json& v, Bound bound, const std::string& where, std::string_view key) {
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || !inBound(v.get<double>(), bound)) {
+        const std::string msg = std::string("must be ") + numberWord(bound) + " (got " + describe(v) + ")";
+        if (key.empty()) fail(where, msg);
+        failField(where, key, msg);
+    }
+    return v.get<double>();
+}
+
+const json& requireMember(const json& j, std::string_view key, const std::string& where) {
+    const auto it = j.find(key);
+    if (it == j.end()) failField(where, key, "is missing");
+    return *it;
+}
+
+const json* findMember(const json& j, std::string_view key) {
+    const auto it = j.find(key);
+    return it == j.end() ? nullptr : &*it;
+}
+
+}  // namespace
+
+void fail(const std::string& where, const std::string& what) { throw Error(where + ": " + what); }
+
+void failField(const std::string& where, std::string_view key, const std::string& what) {
+    fail(where, "field '" + std::string(key) + "' " + what);
+}
+
+std::string describe(const json& v) {
+    if (v.is_object()) return "an object";
+    if (v.is_array()) return "an array";
+    std::string s = v.dump();
+    if (s.size() > kMaxEchoChars) s = s.substr(0, kMaxEchoChars) + "...";
+    return s;
+}
+
+std::string at(const std::string& where, const std::string& child) {
+    // The first step after the file name follows ": ", deeper steps follow ".".
+    return where + (where.find(": ") == std::string::npos ? ": " : ".") + child;
+}
+
+std::string at(const std::string& where, std::string_view array, size_t index) {
+    return at(where, std::string(array) + "[" + std::to_string(index) + "]");
+}
+
+void requireObjectRoot(const json& j, const std::string& where) {
+    if (!j.is_object()) fail(where, "the document must be a JSON object (got " + describe(j) + ")");
+}
+
+int requireFormat(const json& j, std::string_view format, int max_version, const std::string& where) {
+    requireObjectRoot(j, where);
+    const std::string f = requireString(j, "format", where);
+    if (f != format)
+        failField(where, "format", "must be \"" + std::string(format) + "\" (got \"" + f + "\"); is this the right kind of file?");
+    const int version = requireInt(j, "version", where, Bound::Positive);
+    if (version > max_version)
+        failField(where, "version", "is " + std::to_string(version) + ", but this build reads " + std::string(format) +
+                                        " up to version " + std::to_string(max_version) + "; update Hippie Studio");
+    return version;
+}
+
+bool has(const json& j, std::string_view key) { return j.is_object() && j.contains(key); }
+
+const json& requireObject(const json& j, std::string_view key, const std::string& where) {
+    const json& v = requireMember(j, key, where);
+    if (!v.is_object()) failField(where, key, "must be an object (got " + describe(v) + ")");
+    return v;
+}
+
+const json& requireArray(const json& j, std::string_view key, const std::string& where) {
+    const json& v = requireMember(j, key, where);
+    if (!v.is_array()) failField(where, key, "must be an array (got " + describe(v) + ")");
+    return v;
+}
+
+const json* optionalObject(const json& j, std::string_view key, const std::string& where) {
+    return findMember(j, key) ? &requireObject(j, key, where) : nullptr;
+}
+
+const json* optionalArray(const json& j, std::string_view key, const std::string& where) {
+    return findMember(j, key) ? &requireArray(j, key, where) : nullptr;
+}
+
+std::string requireString(const json& j, std::string_view key, const std::string& where) {
+    const json& v = requireMember(j, key, where);
+    if (!v.is_string()) failField(where, key, "must be a string (got " + describe(v) + ")");
+    return v.get<std::string>();
+}
+
+std::optional<std::string> optionalString(const json& j, std::string_view key, const std::string& where) {
+    if (!findMember(j, key)) return std::nullopt;
+    return requireString(j, key, where);
+}
+
+bool requireBool(const json& j, std::string_view key, const std::string& where) {
+    const json& v = requireMember(j, key, where);
+    if (!v.is_boolean()) failField(where, key, "must be true or false (got " + describe(v) + ")");
+    return v.get<bool>();
+}
+
+int64_t requireInt64(const json& j, std::string_view key, const std::string& where, Bound bound) {
+    return readInt64(requireMember(j, key, where), bound, where, key);
+}
+
+std::optional<int64_t> optionalInt64(const json& j, std::string_view key, const std::string& where, Bound bound) {
+    if (!findMember(j, key)) return std::nullopt;
+    return requireInt64(j, key, where, bound);
+}
+
+int requireInt(const json& j, std::string_view key, const std::string& where, Bound bound) {
+    return narrowToInt(requireInt64(j, key, where, bound), where, key);
+}
+
+std::optional<int> optionalInt(const json& j, std::string_view key, const std::string& where, Bound bound) {
+    if (!findMember(j, key)) return std::nullopt;
+    return requireInt(j, key, where, bound);
+}
+
+double requireNumber(const json& j, std::string_view key, const std::string& where, Bound bound) {
+    return readNumber(requireMember(j, key, where), bound, where, key);
+}
+
+std::optional<double> optionalNumber(const json& j, std::string_view key, const std::string& where, Bound bound) {
+    if (!findMember(j, key)) return std::nullopt;
+    return requireNumber(j, key, where, bound);
+}
+
+int elementInt(const json& v, const std::string& where, Bound bound) {
+    return narrowToInt(readInt64(v, bound, where, {}), where, {});
+}
+
+int64_t elementInt64(const json& v, const std::string& where, Bound bound) { return readInt64(v, bound, where, {}); }
+
+double elementNumber(const json& v, const std::string& where, Bound bound) { return readNumber(v, bound, where, {}); }
+
+json readJsonFile(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(path + ": cannot open for reading (" + std::strerror(errno) + ")");
+    try {
+        return json::parse(in);
+    } catch (const json::parse_error& e) {
+        throw Error(path + ": not valid JSON: " + e.what());
+    }
+}
+
+void writeJsonFile(const json& j, const std::string& path) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    if (!out) throw Error(path + ": cannot open for writing (" + std::strerror(errno) + ")");
+    out << j.dump(2) << '\n';
+    out.flush();
+    if (!out) throw Error(path + ": write failed (disk full or permissions?)");
+}
+
+}  // namespace hippie::json_read

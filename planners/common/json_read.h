@@ -1,0 +1,78 @@
+#pragma once
+// Field readers shared by every versioned JSON format (graph, cluster, plan, trace). Each one
+// checks presence, type and range and throws Error with a message that locates the value:
+//   "model.json: ops[3] (id 7, 'fc1'): field 'param_bytes' must be a non-negative integer (got -4)"
+// `where` is everything before the field: the file and the object inside it.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace hippie::json_read {
+
+using nlohmann::json;
+
+enum class Bound {
+    Any,          // any value of the type
+    NonNegative,  // >= 0
+    Positive      // > 0
+};
+
+// Throws Error("<where>: <what>").
+[[noreturn]] void fail(const std::string& where, const std::string& what);
+// Throws Error("<where>: field '<key>' <what>").
+[[noreturn]] void failField(const std::string& where, std::string_view key, const std::string& what);
+
+// A short rendering of a JSON value for messages ("-4", "\"abc\"", "an object").
+std::string describe(const json& v);
+
+// "<where>: <child>" with the separator chosen so nested locations read naturally.
+std::string at(const std::string& where, const std::string& child);
+// "<where>: <array>[<index>]"
+std::string at(const std::string& where, std::string_view array, size_t index);
+
+// The document itself must be an object.
+void requireObjectRoot(const json& j, const std::string& where);
+// Checks "format" and "version" (1 .. max_version); returns the version read.
+int requireFormat(const json& j, std::string_view format, int max_version, const std::string& where);
+
+bool has(const json& j, std::string_view key);
+
+const json& requireObject(const json& j, std::string_view key, const std::string& where);
+const json& requireArray(const json& j, std::string_view key, const std::string& where);
+// nullptr when absent; throws when present with another type.
+const json* optionalObject(const json& j, std::string_view key, const std::string& where);
+const json* optionalArray(const json& j, std::string_view key, const std::string& where);
+
+std::string requireString(const json& j, std::string_view key, const std::string& where);
+std::optional<std::string> optionalString(const json& j, std::string_view key, const std::string& where);
+
+bool requireBool(const json& j, std::string_view key, const std::string& where);
+
+// Integers: JSON integers, or numbers with no fractional part (as JSON Schema counts them).
+int64_t requireInt64(const json& j, std::string_view key, const std::string& where, Bound bound = Bound::Any);
+std::optional<int64_t> optionalInt64(const json& j, std::string_view key, const std::string& where,
+                                     Bound bound = Bound::Any);
+// Same, and the value must fit an int.
+int requireInt(const json& j, std::string_view key, const std::string& where, Bound bound = Bound::Any);
+std::optional<int> optionalInt(const json& j, std::string_view key, const std::string& where,
+                               Bound bound = Bound::Any);
+
+// Finite numbers (integers accepted).
+double requireNumber(const json& j, std::string_view key, const std::string& where, Bound bound = Bound::Any);
+std::optional<double> optionalNumber(const json& j, std::string_view key, const std::string& where,
+                                     Bound bound = Bound::Any);
+
+// Array elements, located as "<where>: <array>[<i>]" in messages.
+int elementInt(const json& v, const std::string& where, Bound bound = Bound::Any);
+int64_t elementInt64(const json& v, const std::string& where, Bound bound = Bound::Any);
+double elementNumber(const json& v, const std::string& where, Bound bound = Bound::Any);
+
+// Reads a whole file as JSON; Error names the path when it cannot be read or parsed.
+json readJsonFile(const std::string& path);
+// Writes `j` indented; Error names the path when it cannot be written.
+void writeJsonFile(const json& j, const std::string& path);
+
+}  // namespace hippie::json_read

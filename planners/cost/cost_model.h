@@ -1,0 +1,67 @@
+#pragma once
+// Cost model: compute time of ops on devices, alpha-beta point-to-point and ring
+// collectives, and the memory a device needs for a set of ops.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "planners/cluster/cluster.h"
+#include "planners/model/graph.h"
+#include "planners/schedule/plan.h"
+
+namespace hippie {
+
+// FLOPs of an optimizer update, per parameter (read-modify-write of the states in fp32).
+double optimizerFlopsPerParam(Optimizer o);
+// Optimizer state bytes per parameter (momentum: 4, Adam: 8), master fp32 copy excluded.
+int64_t optimizerStateBytesPerParam(Optimizer o);
+
+struct StaticMemory {
+    int64_t params = 0;
+    int64_t grads = 0;
+    int64_t master_params = 0;  // fp32 copy under mixed precision
+    int64_t optimizer_state = 0;
+    int64_t comm_buffers = 0;   // gradient buckets in flight and p2p receive buffers
+    int64_t total() const { return params + grads + master_params + optimizer_state + comm_buffers; }
+};
+
+class CostModel {
+public:
+    CostModel(const Graph& graph, const Cluster& cluster);
+
+    const Graph& graph() const { return graph_; }
+    const Cluster& cluster() const { return cluster_; }
+    Precision precision() const { return graph_.source.precision; }
+
+    // Seconds for `samples` samples on `device`. Profiled times win over FLOPs.
+    double fwdTime(int op, double samples, int device) const;
+    double bwdTime(int op, double samples, int device) const;          // input + weight grads
+    double bwdWeightTime(int op, double samples, int device) const;    // weight-gradient share
+    double bwdInputTime(int op, double samples, int device) const { return bwdTime(op, samples, device) - bwdWeightTime(op, samples, device); }
+    double fwdTime(std::span<const int> ops, double samples, int device) const;
+    double bwdTime(std::span<const int> ops, double samples, int device) const;
+    double bwdWeightTime(std::span<const int> ops, double samples, int device) const;
+    double optimizerTime(int64_t params, Optimizer o, int device) const;
+
+    // latency + bytes / bandwidth; 0 for a device to itself.
+    double p2pTime(int64_t bytes, int from, int to) const;
+    // Ring all-reduce 2(n-1)/n * bytes / bandwidth + 2(n-1) latency; when the group spans
+    // nodes, hierarchical: reduce-scatter inside nodes, all-reduce across, all-gather inside.
+    double allReduceTime(int64_t bytes, std::span<const int> group) const;
+
+    // Bytes a sample's activations take: ops scale linearly from the graph's batch size.
+    int64_t scaled(int64_t bytes_at_batch, double samples) const;
+
+    // Parameters, gradients, master weights and optimizer state for `ops`, plus bucket and
+    // receive buffers (`dp` > 1 adds in-flight gradient buckets).
+    StaticMemory staticMemory(std::span<const int> ops, Optimizer o, int dp, int64_t bucket_bytes,
+                              int64_t p2p_buffer_bytes) const;
+
+private:
+    double computeSeconds(double flops, int device) const;
+
+    const Graph& graph_;
+    const Cluster& cluster_;
+};
+
+}  // namespace hippie

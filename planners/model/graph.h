@@ -1,0 +1,81 @@
+#pragma once
+// Graph: the one model description planners see. Operators carry costs for `batch_size`
+// samples; FLOPs, activation and edge bytes and profiled times scale linearly with the
+// number of samples, parameter bytes do not.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hippie {
+
+enum class Precision { FP32, FP16, BF16 };  // FP16/BF16 mean mixed precision (fp32 master weights)
+
+const char* toString(Precision p);
+Precision precisionFromString(const std::string& s);  // throws Error naming the value
+int64_t activationElementBytes(Precision p);           // 4 or 2
+bool isMixed(Precision p);
+
+// Where a Graph came from, so that any process (the engine on another host) can rebuild it.
+struct ModelSpec {
+    std::string zoo;        // zoo name, or empty when the graph comes from `file`
+    std::string file;       // graph JSON or TorchScript path when not a zoo model
+    int batch_size = 1;     // samples the graph's costs are given for
+    int seq_len = 0;        // 0 = the model's default
+    Precision precision = Precision::FP32;
+};
+
+struct Op {
+    std::string name;
+    std::string kind;       // "matmul", "conv2d", "attention", "layernorm", ...
+    int layer = 0;          // index of the layer (pipeline unit) it belongs to
+    double fwd_flops = 0;   // for Graph::batch_size samples
+    double bwd_flops = 0;
+    int64_t param_bytes = 0;   // in the graph's precision; independent of batch size
+    int64_t output_bytes = 0;  // activation this op produces, for batch_size samples
+    int64_t temp_bytes = 0;    // workspace while it runs, for batch_size samples
+    std::optional<double> fwd_time_s;  // profiled; wins over FLOPs when present
+    std::optional<double> bwd_time_s;
+};
+
+struct Edge {
+    int src = 0;
+    int dst = 0;
+    int64_t bytes = 0;  // for batch_size samples
+};
+
+// Operators grouped by layer: the unit pipeline planners cut at.
+struct Layer {
+    int index = 0;
+    std::string name;
+    std::vector<int> ops;
+    double fwd_flops = 0;
+    double bwd_flops = 0;
+    std::optional<double> fwd_time_s;  // set when every op has a profiled time
+    std::optional<double> bwd_time_s;
+    int64_t param_bytes = 0;
+    int64_t activation_bytes = 0;  // sum of op outputs: what backward needs kept
+    int64_t temp_bytes = 0;        // largest op workspace
+    int64_t input_bytes = 0;       // bytes on edges entering this layer from earlier layers
+    int64_t output_bytes = 0;      // bytes on edges leaving this layer to later layers
+};
+
+struct Graph {
+    std::string name;
+    int batch_size = 1;
+    ModelSpec source;
+    std::vector<Op> ops;      // an op's id is its index
+    std::vector<Edge> edges;
+
+    int layerCount() const;                  // 1 + largest layer index (0 if empty)
+    std::vector<Layer> layers() const;       // layer view, index i = layer i
+    std::vector<int> topologicalOrder() const;  // throws Error naming an op on a cycle
+    double totalFwdFlops() const;
+    double totalBwdFlops() const;
+    int64_t totalParamBytes() const;
+    // Parameter bytes are in the graph's precision (source.precision): 2 bytes a parameter
+    // for FP16/BF16 graphs, 4 for FP32.
+    int64_t paramCount() const;
+};
+
+}  // namespace hippie

@@ -1,0 +1,93 @@
+#pragma once
+// Building blocks shared by the zoo's model builders (internal to planners/model/zoo*.cpp).
+// Costs follow the standard analytic formulas and are for the whole batch: FLOPs, element
+// counts and workspaces scale with the samples, parameter counts do not.
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "planners/model/graph.h"
+#include "planners/model/zoo.h"
+
+namespace hippie::zoo {
+
+// Per-element FLOPs of the cheap ops. They are rough ("a few FLOPs an element") and matter
+// little next to the matmuls and convolutions; they keep those ops from looking free.
+inline constexpr double kNormFlopsPerElement = 5;     // mean, variance, normalise, scale, shift
+inline constexpr double kSoftmaxFlopsPerElement = 5;  // max, subtract, exp, sum, divide
+inline constexpr double kGeluFlopsPerElement = 8;     // tanh approximation: cube, mul-adds, tanh
+inline constexpr double kTanhFlopsPerElement = 4;
+inline constexpr double kReluFlopsPerElement = 1;
+inline constexpr double kAddFlopsPerElement = 1;
+inline constexpr double kCopyFlopsPerElement = 1;  // gathers, concats: memory moves, 1 so they are not free
+
+// A tensor in the graph being built: the op that produced it and its element count for the
+// whole batch. A slice of an op's output (the K third of a fused QKV projection) is the same
+// op with fewer elements, so edges carry exactly what flows.
+struct Tensor {
+    int op = -1;
+    int64_t elements = 0;
+};
+
+struct OpCost {
+    std::string kind;
+    double fwd_flops = 0;
+    double bwd_flops = 0;
+    int64_t params = 0;           // parameter count owned by the op (a tied weight is owned once)
+    int64_t output_elements = 0;  // the tensor the op passes on
+    int64_t saved_elements = 0;   // internal state kept for backward on top of the output (LSTM gates)
+    int64_t temp_elements = 0;    // workspace freed when the op finishes (im2col)
+};
+
+// Appends ops in program order, so producers always get smaller ids than their consumers,
+// and names each op "<layer name>.<op name>" so the layer view can group them.
+class GraphBuilder {
+public:
+    GraphBuilder(std::string model_name, const ModelSpec& spec);
+
+    int64_t batch() const { return batch_; }
+    void beginLayer(const std::string& name);
+    Tensor add(const std::string& op_name, const OpCost& cost, std::initializer_list<Tensor> inputs = {});
+    Tensor add(const std::string& op_name, const OpCost& cost, const std::vector<Tensor>& inputs);
+    Graph finish();
+
+private:
+    Graph graph_;
+    int64_t batch_ = 1;
+    int64_t element_bytes_ = 4;
+    int layer_ = -1;
+    std::string layer_name_;
+};
+
+// y = x W (+ b) over `rows` rows: 2*rows*in*out forward; backward computes the input and
+// the weight gradient, twice forward. A tied weight (an LM head sharing the embedding)
+// still gets a gradient but is counted where it is owned: owns_weight = false.
+OpCost linearCost(int64_t rows, int64_t in, int64_t out, bool bias, bool owns_weight = true);
+// Product of two activations (attention scores and context): both operands get a gradient,
+// so backward is twice forward although the op has no weights.
+OpCost activationMatmulCost(double fwd_flops, int64_t output_elements);
+// Table lookup: a gather forward, a scatter-add of the gradient backward.
+OpCost embeddingCost(int64_t rows, int64_t vocab, int64_t dim, bool owns_table = true);
+// Weight-free per-element op: backward costs about what forward does.
+OpCost elementwiseCost(const std::string& kind, int64_t elements, double flops_per_element);
+// Layer or batch norm over `elements` with a scale and a shift per channel.
+OpCost normCost(const std::string& kind, int64_t elements, int64_t channels);
+OpCost softmaxCost(int64_t elements);
+// Softmax cross-entropy over `rows` rows of `classes` logits; keeps the probabilities for backward.
+OpCost crossEntropyCost(int64_t rows, int64_t classes);
+
+// A zoo model: its catalogue entry and the builder that fills a GraphBuilder with it for a
+// resolved sequence length (> 0 where the model has a sequence, 0 otherwise). Each family file
+// lists its models next to their dimensions so a figure and its source stay together.
+struct ZooModel {
+    ZooEntry entry;
+    std::function<void(GraphBuilder&, int64_t seq_len)> build;
+};
+
+std::vector<ZooModel> transformerModels();  // zoo_transformers.cpp: GPT-2, GPT-3, BERT, Transformer big
+std::vector<ZooModel> cnnModels();          // zoo_cnn.cpp: ResNets, VGGs, Inception-v3
+std::vector<ZooModel> rnnModels();          // zoo_rnn.cpp: GNMT
+
+}  // namespace hippie::zoo

@@ -1,0 +1,269 @@
+// Transformer models of the zoo: GPT-2, GPT-3, BERT and the Transformer (big) of Vaswani et
+// al., all made of the one transformerBlock() below.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "planners/model/zoo_builder.h"
+
+namespace hippie::zoo {
+namespace {
+
+// GPT-2/3 normalise a block's input (pre-LN); BERT and the original Transformer normalise after
+// each residual add (post-LN). Same ops, different wiring.
+enum class NormPlacement { Pre, Post };
+
+struct BlockShape {
+    int64_t d_model = 0;
+    int64_t heads = 0;
+    int64_t d_ff = 0;
+    NormPlacement norm = NormPlacement::Pre;
+    const char* activation = "gelu";
+    double activation_flops = kGeluFlopsPerElement;
+};
+
+// Keys and values a decoder block's cross-attention reads: the encoder output.
+struct Memory {
+    Tensor tensor;
+    int64_t seq = 0;
+};
+
+// Sinusoidal positions: scale the embedding by sqrt(d_model), add the encoding.
+constexpr double kSinusoidFlopsPerElement = 2;
+
+Tensor layerNorm(GraphBuilder& g, const std::string& name, Tensor x, int64_t d_model) {
+    return g.add(name, normCost("layernorm", x.elements, d_model), {x});
+}
+
+Tensor residual(GraphBuilder& g, const std::string& name, Tensor branch, Tensor skip) {
+    return g.add(name, elementwiseCost("add", branch.elements, kAddFlopsPerElement), {branch, skip});
+}
+
+// Multi-head attention of q_seq queries: projections, scores Q K^T (2*q_seq*kv_seq*d_model
+// FLOPs a sample), softmax (whose probabilities backward needs: they are its output),
+// context P V (same FLOPs) and the output projection. Self-attention projects Q, K and V in
+// one fused matmul; cross-attention projects Q from x and K, V from the encoder memory.
+// A causal mask changes no cost: implementations compute the full score matrix.
+Tensor attention(GraphBuilder& g, const BlockShape& s, const std::string& prefix, Tensor x, int64_t q_seq,
+                 const Memory* memory) {
+    const int64_t b = g.batch(), d = s.d_model;
+    const int64_t q_rows = b * q_seq;
+    const int64_t kv_seq = memory ? memory->seq : q_seq;
+    const int64_t kv_rows = b * kv_seq;
+    std::vector<Tensor> score_inputs;
+    Tensor values;
+    if (!memory) {
+        const Tensor qkv = g.add(prefix + "_qkv", linearCost(q_rows, d, 3 * d, true), {x});
+        score_inputs = {Tensor{qkv.op, 2 * q_rows * d}};  // Q and K, one edge
+        values = Tensor{qkv.op, q_rows * d};
+    } else {
+        const Tensor q = g.add(prefix + "_q", linearCost(q_rows, d, d, true), {x});
+        const Tensor kv = g.add(prefix + "_kv", linearCost(kv_rows, d, 2 * d, true), {memory->tensor});
+        score_inputs = {q, Tensor{kv.op, kv_rows * d}};
+        values = Tensor{kv.op, kv_rows * d};
+    }
+    const double matmul_flops = 2.0 * static_cast<double>(b * q_seq * kv_seq * d);
+    const int64_t score_elements = b * s.heads * q_seq * kv_seq;
+    const Tensor scores = g.add(prefix + "_scores", activationMatmulCost(matmul_flops, score_elements), score_inputs);
+    const Tensor probs = g.add(prefix + "_softmax", softmaxCost(score_elements), {scores});
+    const Tensor context = g.add(prefix + "_context", activationMatmulCost(matmul_flops, q_rows * d), {probs, values});
+    return g.add(prefix + "_proj", linearCost(q_rows, d, d, true), {context});
+}
+
+Tensor feedForward(GraphBuilder& g, const BlockShape& s, Tensor x, int64_t seq) {
+    const int64_t rows = g.batch() * seq;
+    Tensor h = g.add("mlp_fc1", linearCost(rows, s.d_model, s.d_ff, true), {x});
+    h = g.add(std::string("mlp_") + s.activation, elementwiseCost(s.activation, h.elements, s.activation_flops), {h});
+    return g.add("mlp_fc2", linearCost(rows, s.d_ff, s.d_model, true), {h});
+}
+
+Tensor preNormBlock(GraphBuilder& g, const BlockShape& s, Tensor x, int64_t seq, const Memory* encoder) {
+    const int64_t d = s.d_model;
+    Tensor y = attention(g, s, "attn", layerNorm(g, "ln1", x, d), seq, nullptr);
+    x = residual(g, "attn_residual", y, x);
+    if (encoder) {
+        y = attention(g, s, "cross", layerNorm(g, "ln_cross", x, d), seq, encoder);
+        x = residual(g, "cross_residual", y, x);
+    }
+    y = feedForward(g, s, layerNorm(g, "ln2", x, d), seq);
+    return residual(g, "mlp_residual", y, x);
+}
+
+Tensor postNormBlock(GraphBuilder& g, const BlockShape& s, Tensor x, int64_t seq, const Memory* encoder) {
+    const int64_t d = s.d_model;
+    Tensor y = attention(g, s, "attn", x, seq, nullptr);
+    x = layerNorm(g, "attn_norm", residual(g, "attn_residual", y, x), d);
+    if (encoder) {
+        y = attention(g, s, "cross", x, seq, encoder);
+        x = layerNorm(g, "cross_norm", residual(g, "cross_residual", y, x), d);
+    }
+    y = feedForward(g, s, x, seq);
+    return layerNorm(g, "mlp_norm", residual(g, "mlp_residual", y, x), d);
+}
+
+// One transformer block (encoder, decoder-only, or encoder-decoder decoder when `encoder`
+// is given) in the current layer.
+Tensor transformerBlock(GraphBuilder& g, const BlockShape& s, Tensor x, int64_t seq, const Memory* encoder = nullptr) {
+    return s.norm == NormPlacement::Pre ? preNormBlock(g, s, x, seq, encoder) : postNormBlock(g, s, x, seq, encoder);
+}
+
+// Softmax over the vocabulary through a projection tied to the token embedding, whose weight
+// is counted once, in the embedding.
+void tiedLmHead(GraphBuilder& g, Tensor x, int64_t seq, int64_t d_model, int64_t vocab, const char* name,
+                std::vector<Tensor> extra_loss_inputs = {}) {
+    const int64_t rows = g.batch() * seq;
+    const Tensor logits = g.add(name, linearCost(rows, d_model, vocab, false, /*owns_weight=*/false), {x});
+    extra_loss_inputs.insert(extra_loss_inputs.begin(), logits);
+    g.add("loss", crossEntropyCost(rows, vocab), extra_loss_inputs);
+}
+
+// ---- GPT ------------------------------------------------------------------------------------
+
+struct GptDims {
+    int layers = 0;
+    int64_t d_model = 0;
+    int64_t heads = 0;
+    int64_t positions = 0;  // learned position table (n_ctx)
+};
+
+constexpr int64_t kGptVocab = 50257;  // GPT-2 BPE, also used by GPT-3
+
+void buildGpt(GraphBuilder& g, const GptDims& m, int64_t seq) {
+    const int64_t rows = g.batch() * seq, d = m.d_model;
+    const BlockShape block{d, m.heads, 4 * d, NormPlacement::Pre, "gelu", kGeluFlopsPerElement};
+    g.beginLayer("embed");
+    const Tensor tokens = g.add("token_embed", embeddingCost(rows, kGptVocab, d));
+    // A sequence longer than n_ctx needs a longer table: the graph stays buildable.
+    const Tensor positions = g.add("position_embed", embeddingCost(rows, std::max(m.positions, seq), d));
+    Tensor x = g.add("sum", elementwiseCost("add", rows * d, kAddFlopsPerElement), {tokens, positions});
+    for (int i = 0; i < m.layers; ++i) {
+        g.beginLayer("block" + std::to_string(i));
+        x = transformerBlock(g, block, x, seq);
+    }
+    g.beginLayer("head");
+    tiedLmHead(g, layerNorm(g, "ln_f", x, d), seq, d, kGptVocab, "lm_head");
+}
+
+ZooModel gptModel(const char* name, const GptDims& dims, double published, const std::string& source) {
+    const std::string description = std::string(name) + ": decoder-only, " + std::to_string(dims.layers) +
+                                     " pre-LN blocks, d_model " + std::to_string(dims.d_model) + ", " +
+                                     std::to_string(dims.heads) + " heads, 50257-token vocabulary, LM head tied to "
+                                     "the token embedding; " + source;
+    return {{name, "gpt", description, static_cast<int>(dims.positions), published},
+            [dims](GraphBuilder& g, int64_t seq) { buildGpt(g, dims, seq); }};
+}
+
+// ---- BERT -----------------------------------------------------------------------------------
+
+struct BertDims {
+    int layers = 0;
+    int64_t d_model = 0;
+    int64_t heads = 0;
+};
+
+constexpr int64_t kBertVocab = 30522;  // WordPiece, uncased
+constexpr int64_t kBertPositions = 512;
+constexpr int64_t kBertSegments = 2;  // sentence A / B
+
+void bertPretrainingHead(GraphBuilder& g, Tensor x, int64_t seq, int64_t d) {
+    const int64_t b = g.batch(), rows = b * seq;
+    // Next-sentence prediction reads the [CLS] token only: the first row of each sample.
+    Tensor cls = g.add("pooler", linearCost(b, d, d, true), {Tensor{x.op, b * d}});
+    cls = g.add("pooler_tanh", elementwiseCost("tanh", cls.elements, kTanhFlopsPerElement), {cls});
+    const Tensor nsp = g.add("nsp", linearCost(b, d, 2, true), {cls});
+    // Masked-LM: transform, then the decoder tied to the word embedding (its bias is its own).
+    Tensor h = g.add("mlm_transform", linearCost(rows, d, d, true), {x});
+    h = g.add("mlm_gelu", elementwiseCost("gelu", h.elements, kGeluFlopsPerElement), {h});
+    h = layerNorm(g, "mlm_norm", h, d);
+    const Tensor logits = g.add("mlm_decoder", linearCost(rows, d, kBertVocab, true, /*owns_weight=*/false), {h});
+    g.add("loss", crossEntropyCost(rows, kBertVocab), {logits, nsp});
+}
+
+void buildBert(GraphBuilder& g, const BertDims& m, int64_t seq) {
+    const int64_t rows = g.batch() * seq, d = m.d_model;
+    const BlockShape block{d, m.heads, 4 * d, NormPlacement::Post, "gelu", kGeluFlopsPerElement};
+    g.beginLayer("embed");
+    const Tensor words = g.add("word_embed", embeddingCost(rows, kBertVocab, d));
+    const Tensor positions = g.add("position_embed", embeddingCost(rows, std::max(kBertPositions, seq), d));
+    const Tensor segments = g.add("segment_embed", embeddingCost(rows, kBertSegments, d));
+    Tensor x = g.add("sum", elementwiseCost("add", rows * d, 2 * kAddFlopsPerElement), {words, positions, segments});
+    x = layerNorm(g, "norm", x, d);
+    for (int i = 0; i < m.layers; ++i) {
+        g.beginLayer("block" + std::to_string(i));
+        x = transformerBlock(g, block, x, seq);
+    }
+    g.beginLayer("head");
+    bertPretrainingHead(g, x, seq, d);
+}
+
+ZooModel bertModel(const char* name, const BertDims& dims, double published) {
+    const std::string description = std::string(name) + ": " + std::to_string(dims.layers) + " post-LN blocks, d_model " +
+                                    std::to_string(dims.d_model) + ", " + std::to_string(dims.heads) +
+                                    " heads, MLM + NSP pre-training heads; " +
+                                    std::to_string(static_cast<int>(published / 1e6)) +
+                                    "M parameters (Devlin et al. 2019, BERT paper, section 3)";
+    return {{name, "bert", description, static_cast<int>(kBertPositions), published},
+            [dims](GraphBuilder& g, int64_t seq) { buildBert(g, dims, seq); }};
+}
+
+// ---- Transformer (big), Vaswani et al. 2017 -----------------------------------------------
+
+constexpr int kTransformerBigLayers = 6;  // per side
+constexpr int64_t kTransformerBigModel = 1024;
+constexpr int64_t kTransformerBigHeads = 16;
+constexpr int64_t kTransformerBigFf = 4096;
+constexpr int64_t kTransformerBigVocab = 37000;  // shared source-target BPE, WMT'14 en-de
+// Vaswani et al. batch by ~25k tokens, not by a fixed length; tensor2tensor's transformer_big
+// (behind the MLPerf Transformer reference) caps sequences at max_length 256.
+constexpr int kTransformerBigSeq = 256;
+
+void buildTransformerBig(GraphBuilder& g, int64_t seq) {
+    const int64_t rows = g.batch() * seq, d = kTransformerBigModel, vocab = kTransformerBigVocab;
+    const BlockShape block{d, kTransformerBigHeads, kTransformerBigFf, NormPlacement::Post, "relu", kReluFlopsPerElement};
+    const OpCost positions = elementwiseCost("add", rows * d, kSinusoidFlopsPerElement);
+    g.beginLayer("embed");
+    // One table serves source, target and the pre-softmax projection (paper, section 3.4).
+    Tensor src = g.add("source_embed", embeddingCost(rows, vocab, d));
+    src = g.add("source_position", positions, {src});
+    Tensor tgt = g.add("target_embed", embeddingCost(rows, vocab, d, /*owns_table=*/false));
+    tgt = g.add("target_position", positions, {tgt});
+    for (int i = 0; i < kTransformerBigLayers; ++i) {
+        g.beginLayer("enc" + std::to_string(i));
+        src = transformerBlock(g, block, src, seq);
+    }
+    const Memory encoded{src, seq};
+    for (int i = 0; i < kTransformerBigLayers; ++i) {
+        g.beginLayer("dec" + std::to_string(i));
+        tgt = transformerBlock(g, block, tgt, seq, &encoded);
+    }
+    g.beginLayer("head");
+    tiedLmHead(g, tgt, seq, d, vocab, "output_proj");
+}
+
+}  // namespace
+
+std::vector<ZooModel> transformerModels() {
+    const std::string gpt2_source = "parameters as released (openai/gpt-2 checkpoint names 124M/355M/774M/1558M; "
+                                    "the paper's Table 2 figures are lower)";
+    const std::string gpt3_source = "parameters from Brown et al. 2020, Table 2.1 (dense attention in every block)";
+    return {
+        gptModel("gpt2-small", {12, 768, 12, 1024}, 124e6, "124M " + gpt2_source),
+        gptModel("gpt2-medium", {24, 1024, 16, 1024}, 355e6, "355M " + gpt2_source),
+        gptModel("gpt2-large", {36, 1280, 20, 1024}, 774e6, "774M " + gpt2_source),
+        gptModel("gpt2-xl", {48, 1600, 25, 1024}, 1558e6, "1558M " + gpt2_source),
+        gptModel("gpt3-1.3b", {24, 2048, 24, 2048}, 1.3e9, "1.3B " + gpt3_source),
+        gptModel("gpt3-2.7b", {32, 2560, 32, 2048}, 2.7e9, "2.7B " + gpt3_source),
+        gptModel("gpt3-6.7b", {32, 4096, 32, 2048}, 6.7e9, "6.7B " + gpt3_source),
+        gptModel("gpt3-13b", {40, 5140, 40, 2048}, 13.0e9, "13.0B " + gpt3_source),
+        bertModel("bert-base", {12, 768, 12}, 110e6),
+        bertModel("bert-large", {24, 1024, 16}, 340e6),
+        {{"transformer-big", "transformer",
+          "Transformer (big): 6+6 post-LN encoder-decoder blocks, d_model 1024, 16 heads, d_ff 4096, shared "
+          "37000-token vocabulary tied to the output projection, default sequence 256 (tensor2tensor max_length); "
+          "213M parameters (Vaswani et al. 2017, Table 3)",
+          kTransformerBigSeq, 213e6},
+         [](GraphBuilder& g, int64_t seq) { buildTransformerBig(g, seq); }},
+    };
+}
+
+}  // namespace hippie::zoo

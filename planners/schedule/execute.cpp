@@ -1,0 +1,206 @@
+#include "planners/schedule/execute.h"
+
+#include <algorithm>
+#include <cassert>
+#include <deque>
+#include <unordered_map>
+
+namespace hippie {
+
+namespace {
+
+// A point-to-point tensor: which segment's output (or its gradient), which micro-batch, and
+// between which devices. Packs into 64 bits for a flat hash map on the hot path.
+uint64_t p2pKey(bool grad, int segment, int mb, int from, int to) {
+    assert(segment >= 0 && segment < (1 << 22) && mb >= 0 && mb < (1 << 16));
+    assert(from >= 0 && from < (1 << 12) && to >= 0 && to < (1 << 12));
+    return (static_cast<uint64_t>(grad) << 62) | (static_cast<uint64_t>(segment) << 40) |
+           (static_cast<uint64_t>(mb) << 24) | (static_cast<uint64_t>(from) << 12) | static_cast<uint64_t>(to);
+}
+
+struct Transfer {
+    double start = 0;
+    double end = 0;
+};
+
+struct CollectiveInstance {
+    std::vector<std::pair<int, size_t>> members;  // (stream, instruction index)
+    double ready = 0;                             // latest time a member's gradients were ready
+    bool resolved = false;
+};
+
+struct StreamState {
+    size_t pc = 0;
+    double compute_free = 0;       // when the compute stream is idle again
+    double last_compute_end = 0;   // end of the latest compute instruction issued
+    std::vector<size_t> pending_recvs;
+    double collective_free = 0;
+    std::deque<std::pair<int, int>> collective_queue;  // posted, unresolved: (group, instance)
+    int collectives_unresolved = 0;
+};
+
+class Executor {
+public:
+    Executor(const Program& p, const ExecutionDurations& d) : program_(p), durations_(d) {
+        const size_t n = p.streams.size();
+        state_.resize(n);
+        result_.timing.resize(n);
+        for (size_t s = 0; s < n; ++s) result_.timing[s].resize(p.streams[s].size());
+        posted_per_group_.assign(p.groups.size(), std::vector<int>(n, 0));
+        instances_.resize(p.groups.size());
+    }
+
+    ExecutionResult run() {
+        bool progress = true;
+        while (progress) {
+            progress = false;
+            for (size_t s = 0; s < state_.size(); ++s) progress |= advance(static_cast<int>(s));
+            progress |= resolveCollectives();
+        }
+        for (size_t s = 0; s < state_.size(); ++s) {
+            if (state_[s].pc < program_.streams[s].size()) {
+                result_.finished = false;
+                result_.stuck.push_back(describeBlocked(static_cast<int>(s)));
+            }
+        }
+        return std::move(result_);
+    }
+
+private:
+    // Issues as many instructions of stream s as possible; true if any was issued.
+    bool advance(int s) {
+        StreamState& st = state_[static_cast<size_t>(s)];
+        const auto& stream = program_.streams[static_cast<size_t>(s)];
+        const int device = program_.devices[static_cast<size_t>(s)];
+        bool issued = false;
+        while (st.pc < stream.size()) {
+            const Instr& in = stream[st.pc];
+            InstrTiming& t = result_.timing[static_cast<size_t>(s)][st.pc];
+            if (isRecv(in.kind)) {
+                st.pending_recvs.push_back(st.pc);
+            } else if (isSend(in.kind)) {
+                const uint64_t key = p2pKey(in.kind == InstrKind::SendGrad, in.segment, in.mb, device, in.peer);
+                const uint64_t link = (static_cast<uint64_t>(device) << 32) | static_cast<uint32_t>(in.peer);
+                double& link_free = link_free_[link];
+                t.start = std::max(st.last_compute_end, link_free);
+                t.end = t.start + durations_.transfer(in, device, in.peer);
+                link_free = t.end;
+                sends_[key] = {t.start, t.end};
+            } else if (in.kind == InstrKind::AllReduce) {
+                post(s, in);
+            } else {
+                if (!tryCompute(s, in, t)) break;
+            }
+            ++st.pc;
+            issued = true;
+        }
+        return issued;
+    }
+
+    bool tryCompute(int s, const Instr& in, InstrTiming& t) {
+        StreamState& st = state_[static_cast<size_t>(s)];
+        const int device = program_.devices[static_cast<size_t>(s)];
+        double ready = st.compute_free;
+        for (size_t idx : st.pending_recvs) {
+            const Instr& r = program_.streams[static_cast<size_t>(s)][idx];
+            const auto it = sends_.find(p2pKey(r.kind == InstrKind::RecvGrad, r.segment, r.mb, r.peer, device));
+            if (it == sends_.end()) return false;
+            ready = std::max(ready, it->second.end);
+        }
+        if (in.kind == InstrKind::OptimizerStep) {
+            if (st.collectives_unresolved > 0) return false;
+            ready = std::max(ready, st.collective_free);
+        }
+        for (size_t idx : st.pending_recvs) {
+            const Instr& r = program_.streams[static_cast<size_t>(s)][idx];
+            const Transfer& x = sends_[p2pKey(r.kind == InstrKind::RecvGrad, r.segment, r.mb, r.peer, device)];
+            result_.timing[static_cast<size_t>(s)][idx] = {x.start, x.end};
+        }
+        st.pending_recvs.clear();
+        t.start = ready;
+        t.end = ready + durations_.compute(s, in);
+        st.compute_free = t.end;
+        st.last_compute_end = t.end;
+        return true;
+    }
+
+    void post(int s, const Instr& in) {
+        StreamState& st = state_[static_cast<size_t>(s)];
+        const int k = posted_per_group_[static_cast<size_t>(in.group)][static_cast<size_t>(s)]++;
+        auto& list = instances_[static_cast<size_t>(in.group)];
+        if (static_cast<int>(list.size()) <= k) list.resize(static_cast<size_t>(k) + 1);
+        CollectiveInstance& inst = list[static_cast<size_t>(k)];
+        inst.members.emplace_back(s, st.pc);
+        inst.ready = std::max(inst.ready, st.last_compute_end);
+        st.collective_queue.emplace_back(in.group, k);
+        ++st.collectives_unresolved;
+    }
+
+    // Starts every collective whose members have all posted it and have no earlier
+    // collective outstanding (each device's collectives run in program order).
+    bool resolveCollectives() {
+        bool any = false;
+        bool changed = true;
+        while (changed) {
+            changed = false;
+            for (size_t s = 0; s < state_.size(); ++s) {
+                if (state_[s].collective_queue.empty()) continue;
+                const auto [g, k] = state_[s].collective_queue.front();
+                CollectiveInstance& inst = instances_[static_cast<size_t>(g)][static_cast<size_t>(k)];
+                if (inst.members.size() < program_.groups[static_cast<size_t>(g)].size()) continue;
+                const bool heads = std::all_of(inst.members.begin(), inst.members.end(), [&](const auto& m) {
+                    const auto& q = state_[static_cast<size_t>(m.first)].collective_queue;
+                    return !q.empty() && q.front() == std::make_pair(g, k);
+                });
+                if (!heads) continue;
+                double start = inst.ready;
+                for (const auto& m : inst.members) start = std::max(start, state_[static_cast<size_t>(m.first)].collective_free);
+                const Instr& in = program_.streams[static_cast<size_t>(inst.members[0].first)][inst.members[0].second];
+                const double end = start + durations_.collective(in);
+                for (const auto& m : inst.members) {
+                    StreamState& ms = state_[static_cast<size_t>(m.first)];
+                    result_.timing[static_cast<size_t>(m.first)][m.second] = {start, end};
+                    ms.collective_free = end;
+                    ms.collective_queue.pop_front();
+                    --ms.collectives_unresolved;
+                }
+                inst.resolved = true;
+                changed = any = true;
+            }
+        }
+        return any;
+    }
+
+    std::string describeBlocked(int s) const {
+        const StreamState& st = state_[static_cast<size_t>(s)];
+        const int device = program_.devices[static_cast<size_t>(s)];
+        const Instr& in = program_.streams[static_cast<size_t>(s)][st.pc];
+        std::string why = "device " + std::to_string(device) + " blocked at instruction " + std::to_string(st.pc) +
+                          " (" + in.str() + ")";
+        for (size_t idx : st.pending_recvs) {
+            const Instr& r = program_.streams[static_cast<size_t>(s)][idx];
+            if (!sends_.count(p2pKey(r.kind == InstrKind::RecvGrad, r.segment, r.mb, r.peer, device)))
+                why += ", waiting for " + r.str() + " from device " + std::to_string(r.peer);
+        }
+        if (in.kind == InstrKind::OptimizerStep && st.collectives_unresolved > 0)
+            why += ", waiting for " + std::to_string(st.collectives_unresolved) + " all-reduce(s)";
+        return why;
+    }
+
+    const Program& program_;
+    const ExecutionDurations& durations_;
+    std::vector<StreamState> state_;
+    ExecutionResult result_;
+    std::unordered_map<uint64_t, Transfer> sends_;
+    std::unordered_map<uint64_t, double> link_free_;
+    std::vector<std::vector<int>> posted_per_group_;  // [group][stream] collectives posted
+    std::vector<std::vector<CollectiveInstance>> instances_;
+};
+
+}  // namespace
+
+ExecutionResult execute(const Program& program, const ExecutionDurations& durations) {
+    return Executor(program, durations).run();
+}
+
+}  // namespace hippie

@@ -1,0 +1,33 @@
+#pragma once
+// Executor: times a Program under the semantics written in program.h, given durations for
+// each instruction. The simulator runs it with the cost model; the validator with unit
+// durations to prove the program finishes. Each device's instructions are issued in order;
+// results do not depend on the order devices are visited.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "planners/schedule/program.h"
+
+namespace hippie {
+
+struct InstrTiming {
+    double start = 0;
+    double end = 0;
+};
+
+struct ExecutionDurations {
+    std::function<double(int stream, const Instr&)> compute;       // compute instructions
+    std::function<double(const Instr& send, int from, int to)> transfer;  // sends
+    std::function<double(const Instr& all_reduce)> collective;     // all-reduces
+};
+
+struct ExecutionResult {
+    bool finished = true;
+    std::vector<std::string> stuck;  // when not finished: what each blocked device waits for
+    std::vector<std::vector<InstrTiming>> timing;  // [stream][instruction]
+};
+
+ExecutionResult execute(const Program& program, const ExecutionDurations& durations);
+
+}  // namespace hippie

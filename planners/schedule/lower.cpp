@@ -1,0 +1,408 @@
+#include "planners/schedule/lower.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <set>
+
+#include "planners/common/error.h"
+#include "planners/schedule/schedule_orders.h"
+
+namespace hippie {
+
+namespace {
+
+std::string planError(const std::string& field, const std::string& what) { return "plan: field '" + field + "': " + what; }
+
+void checkPipeline(const Plan& plan, const Graph& graph, int cluster_devices) {
+    const int layers = graph.layerCount();
+    if (plan.stages.empty()) throw Error(planError("stages", "a pipeline plan needs at least one stage"));
+    if (plan.virtual_stages < 1) throw Error(planError("virtual_stages", "must be at least 1"));
+    if (plan.stages.size() % static_cast<size_t>(plan.virtual_stages) != 0)
+        throw Error(planError("stages", std::to_string(plan.stages.size()) + " stages is not a multiple of virtual_stages " +
+                                            std::to_string(plan.virtual_stages)));
+    int expected = 0;
+    for (size_t i = 0; i < plan.stages.size(); ++i) {
+        const StageRange& s = plan.stages[i];
+        const std::string f = "stages[" + std::to_string(i) + "]";
+        if (s.first_layer != expected)
+            throw Error(planError(f, "starts at layer " + std::to_string(s.first_layer) + ", expected " + std::to_string(expected) +
+                                         " (stages must cover the layers in order without gaps)"));
+        if (s.last_layer < s.first_layer) throw Error(planError(f, "last_layer is before first_layer"));
+        expected = s.last_layer + 1;
+    }
+    if (expected != layers)
+        throw Error(planError("stages", "cover layers 0.." + std::to_string(expected - 1) + " but the model has " +
+                                            std::to_string(layers) + " layers"));
+    if (plan.dp < 1) throw Error(planError("dp", "must be at least 1"));
+    const int pp = plan.pipelineDepth();
+    if (plan.schedule == ScheduleKind::Interleaved) {
+        if (plan.virtual_stages < 2) throw Error(planError("virtual_stages", "the interleaved schedule needs at least 2 chunks per device"));
+        if (plan.micro_batches % pp != 0)
+            throw Error(planError("micro_batches", "the interleaved schedule needs a multiple of the pipeline depth " +
+                                                       std::to_string(pp) + ", got " + std::to_string(plan.micro_batches)));
+    } else if (plan.virtual_stages != 1) {
+        throw Error(planError("virtual_stages", "only the interleaved schedule runs several chunks per device"));
+    }
+    if (!plan.device_map.empty()) {
+        if (static_cast<int>(plan.device_map.size()) != pp)
+            throw Error(planError("device_map", "has " + std::to_string(plan.device_map.size()) + " rows for " + std::to_string(pp) +
+                                                    " pipeline stages"));
+        std::set<int> seen;
+        for (size_t s = 0; s < plan.device_map.size(); ++s) {
+            if (static_cast<int>(plan.device_map[s].size()) != plan.dp)
+                throw Error(planError("device_map[" + std::to_string(s) + "]", "has " + std::to_string(plan.device_map[s].size()) +
+                                                                                   " replicas, dp is " + std::to_string(plan.dp)));
+            for (int d : plan.device_map[s]) {
+                if (d < 0 || d >= cluster_devices)
+                    throw Error(planError("device_map", "device " + std::to_string(d) + " is not in the cluster (0.." +
+                                                            std::to_string(cluster_devices - 1) + ")"));
+                if (!seen.insert(d).second) throw Error(planError("device_map", "device " + std::to_string(d) + " is used twice"));
+            }
+        }
+    } else if (pp * plan.dp > cluster_devices) {
+        throw Error("plan needs " + std::to_string(pp * plan.dp) + " devices (pp " + std::to_string(pp) + " x dp " +
+                    std::to_string(plan.dp) + ") but the cluster has " + std::to_string(cluster_devices));
+    }
+}
+
+void checkPlacement(const Plan& plan, const Graph& graph, int cluster_devices) {
+    if (plan.placement.size() != graph.ops.size())
+        throw Error(planError("placement", "has " + std::to_string(plan.placement.size()) + " entries for " +
+                                               std::to_string(graph.ops.size()) + " ops"));
+    for (size_t i = 0; i < plan.placement.size(); ++i)
+        if (plan.placement[i] < 0 || plan.placement[i] >= cluster_devices)
+            throw Error(planError("placement[" + std::to_string(i) + "]", "device " + std::to_string(plan.placement[i]) +
+                                                                              " is not in the cluster"));
+    if (plan.dp != 1) throw Error(planError("dp", "placement plans have no data parallelism (dp must be 1)"));
+    if (plan.schedule != ScheduleKind::GPipe && plan.schedule != ScheduleKind::OneFOneB)
+        throw Error(planError("schedule", "placement plans run fill-drain micro-batches; use gpipe"));
+}
+
+// Segments and which device runs each one, per replica.
+struct Layout {
+    std::vector<Segment> segments;
+    std::vector<std::vector<int>> devices;  // [segment][replica]
+    std::vector<int> op_segment;            // op id -> segment
+};
+
+Layout pipelineLayout(const Plan& plan, const Graph& graph, const std::vector<std::vector<int>>& device_map) {
+    Layout l;
+    const int pp = plan.pipelineDepth();
+    l.segments.resize(plan.stages.size());
+    l.devices.resize(plan.stages.size());
+    l.op_segment.assign(graph.ops.size(), -1);
+    std::vector<int> stage_of_layer(static_cast<size_t>(graph.layerCount()));
+    for (size_t s = 0; s < plan.stages.size(); ++s) {
+        for (int layer = plan.stages[s].first_layer; layer <= plan.stages[s].last_layer; ++layer)
+            stage_of_layer[static_cast<size_t>(layer)] = static_cast<int>(s);
+        l.segments[s].stage = static_cast<int>(s);
+        l.devices[s] = device_map[s % static_cast<size_t>(pp)];
+    }
+    for (int op : graph.topologicalOrder()) {
+        const int s = stage_of_layer[static_cast<size_t>(graph.ops[static_cast<size_t>(op)].layer)];
+        l.segments[static_cast<size_t>(s)].ops.push_back(op);
+        l.op_segment[static_cast<size_t>(op)] = s;
+    }
+    return l;
+}
+
+// Placement: maximal runs of the topological order on one device. Edges between runs go
+// forward in the order, so the segment graph is acyclic.
+Layout placementLayout(const Plan& plan, const Graph& graph) {
+    Layout l;
+    l.op_segment.assign(graph.ops.size(), -1);
+    int last_device = -1;
+    for (int op : graph.topologicalOrder()) {
+        const int d = plan.placement[static_cast<size_t>(op)];
+        if (d != last_device) {
+            l.segments.emplace_back();
+            l.devices.push_back({d});
+            last_device = d;
+        }
+        l.segments.back().ops.push_back(op);
+        l.op_segment[static_cast<size_t>(op)] = static_cast<int>(l.segments.size()) - 1;
+    }
+    return l;
+}
+
+// Buckets of each segment: ops taken from the last backwards, closed when their gradient
+// bytes reach bucket_bytes; the remaining ops form the segment's last bucket.
+std::vector<std::vector<int>> makeBuckets(const Graph& graph, const Layout& l, int64_t bucket_bytes, std::vector<Bucket>& buckets) {
+    std::vector<std::vector<int>> of_segment(l.segments.size());
+    for (size_t s = 0; s < l.segments.size(); ++s) {
+        Bucket cur;
+        cur.segment = static_cast<int>(s);
+        const auto& ops = l.segments[s].ops;
+        for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+            cur.ops.push_back(*it);
+            cur.bytes += graph.ops[static_cast<size_t>(*it)].param_bytes;
+            if (cur.bytes >= bucket_bytes && std::next(it) != ops.rend()) {
+                of_segment[s].push_back(static_cast<int>(buckets.size()));
+                buckets.push_back(cur);
+                cur = Bucket{};
+                cur.segment = static_cast<int>(s);
+            }
+        }
+        of_segment[s].push_back(static_cast<int>(buckets.size()));
+        buckets.push_back(cur);
+    }
+    return of_segment;
+}
+
+// Bytes sent from `producer` to the segments of `consumers`: one tensor per producing op,
+// however many of the consumers read it.
+int64_t transferBytes(const Graph& graph, const Layout& l, int producer, const std::set<int>& consumers) {
+    std::map<int, int64_t> tensor;
+    for (const Edge& e : graph.edges) {
+        if (l.op_segment[static_cast<size_t>(e.src)] != producer) continue;
+        if (!consumers.count(l.op_segment[static_cast<size_t>(e.dst)])) continue;
+        tensor[e.src] = std::max(tensor[e.src], e.bytes);
+    }
+    int64_t sum = 0;
+    for (const auto& [op, bytes] : tensor) sum += bytes;
+    return sum;
+}
+
+// Turns each device's compute order into its full stream: receives are posted before the
+// compute that needs them, sends follow the compute that produced their tensor.
+class CommunicationDeriver {
+public:
+    CommunicationDeriver(const Graph& graph, const Layout& l, double mb_scale) : graph_(graph), l_(l), scale_(mb_scale) {
+        const size_t n = l.segments.size();
+        producers_.resize(n);
+        consumers_.resize(n);
+        for (const Edge& e : graph.edges) {
+            const int a = l.op_segment[static_cast<size_t>(e.src)];
+            const int b = l.op_segment[static_cast<size_t>(e.dst)];
+            if (a == b) continue;
+            consumers_[static_cast<size_t>(a)].insert(b);
+            producers_[static_cast<size_t>(b)].insert(a);
+        }
+    }
+
+    std::vector<Instr> derive(const std::vector<Instr>& compute, int replica, int device, const std::vector<int>& parts_of_segment) {
+        std::vector<Instr> out;
+        std::set<std::pair<int, int>> have_activation;                 // (producer segment, mb)
+        std::set<std::tuple<int, int, int>> have_grad;                 // (segment, mb, from device)
+        std::map<std::pair<int, int>, int> parts_done;                 // (segment, mb) -> backward parts done
+        std::map<std::tuple<int, int, int>, int> consumers_done;       // (producer, mb, device) -> consumers done here
+        for (const Instr& in : compute) {
+            if (in.kind == InstrKind::Forward) {
+                for (int p : producers_[static_cast<size_t>(in.segment)]) {
+                    const int from = dev(p, replica);
+                    if (from == device || !have_activation.insert({p, in.mb}).second) continue;
+                    out.push_back(p2p(InstrKind::RecvActivation, p, in.mb, from, bytesTo(p, device, replica)));
+                }
+            }
+            const bool first_backward = startsBackward(in) && !parts_done.count({in.segment, in.mb});
+            if (first_backward) {
+                for (int c : consumers_[static_cast<size_t>(in.segment)]) {
+                    const int from = dev(c, replica);
+                    if (from == device || !have_grad.insert({in.segment, in.mb, from}).second) continue;
+                    out.push_back(p2p(InstrKind::RecvGrad, in.segment, in.mb, from, bytesTo(in.segment, from, replica)));
+                }
+            }
+            out.push_back(in);
+            if (in.kind == InstrKind::Forward) {
+                std::set<int> targets;
+                for (int c : consumers_[static_cast<size_t>(in.segment)]) targets.insert(dev(c, replica));
+                for (int to : targets)
+                    if (to != device) out.push_back(p2p(InstrKind::SendActivation, in.segment, in.mb, to, bytesTo(in.segment, to, replica)));
+            }
+            if (!completesInputGrad(in, parts_done, parts_of_segment)) continue;
+            // This segment's input gradient for in.mb is complete: send each producer's
+            // gradient once every consumer of that producer on this device is done.
+            for (int p : producers_[static_cast<size_t>(in.segment)]) {
+                const int to = dev(p, replica);
+                if (to == device) continue;
+                int& done = consumers_done[{p, in.mb, to}];
+                ++done;
+                if (done == consumersOn(p, device, replica))
+                    out.push_back(p2p(InstrKind::SendGrad, p, in.mb, to, bytesTo(p, device, replica)));
+            }
+        }
+        return out;
+    }
+
+private:
+    static bool startsBackward(const Instr& in) {
+        return in.kind == InstrKind::Backward || in.kind == InstrKind::BackwardInput;
+    }
+
+    static bool completesInputGrad(const Instr& in, std::map<std::pair<int, int>, int>& parts_done,
+                                   const std::vector<int>& parts_of_segment) {
+        if (in.kind == InstrKind::BackwardInput) return true;
+        if (in.kind != InstrKind::Backward) return false;
+        if (in.bucket < 0) return true;
+        return ++parts_done[{in.segment, in.mb}] == parts_of_segment[static_cast<size_t>(in.segment)];
+    }
+
+    int dev(int segment, int replica) const { return l_.devices[static_cast<size_t>(segment)][static_cast<size_t>(replica)]; }
+
+    int consumersOn(int producer, int device, int replica) const {
+        int n = 0;
+        for (int c : consumers_[static_cast<size_t>(producer)]) n += dev(c, replica) == device;
+        return n;
+    }
+
+    int64_t bytesTo(int producer, int device, int replica) {
+        const auto key = std::make_pair(producer, device);
+        if (auto it = bytes_cache_.find(key); it != bytes_cache_.end()) return it->second;
+        std::set<int> on_device;
+        for (int c : consumers_[static_cast<size_t>(producer)])
+            if (dev(c, replica) == device) on_device.insert(c);
+        const int64_t b = static_cast<int64_t>(static_cast<double>(transferBytes(graph_, l_, producer, on_device)) * scale_);
+        bytes_cache_[key] = b;
+        return b;
+    }
+
+    static Instr p2p(InstrKind k, int segment, int mb, int peer, int64_t bytes) {
+        Instr in;
+        in.kind = k;
+        in.segment = segment;
+        in.mb = mb;
+        in.peer = peer;
+        in.bytes = bytes;
+        return in;
+    }
+
+    const Graph& graph_;
+    const Layout& l_;
+    double scale_;
+    std::vector<std::set<int>> producers_;
+    std::vector<std::set<int>> consumers_;
+    std::map<std::pair<int, int>, int64_t> bytes_cache_;  // (producer, device): same for every replica
+};
+
+// Adds recomputation before each segment's first backward of a micro-batch, and the
+// gradient all-reduces and optimizer step at the end (hippie: bucket by bucket during the
+// last backward, so they overlap it).
+std::vector<Instr> finishComputeOrder(const std::vector<Instr>& order, const Plan& plan, const Program& prog,
+                                      const std::vector<std::vector<int>>& buckets_of, const std::vector<int>& group_of_segment,
+                                      const std::vector<bool>& segment_recomputes) {
+    std::vector<Instr> out;
+    std::set<int> hosted;
+    std::map<int, int> last_backward_mb;  // segment -> mb of its last backward in this order
+    for (const Instr& in : order) {
+        hosted.insert(in.segment);
+        if (in.kind == InstrKind::Backward || in.kind == InstrKind::BackwardWeight) last_backward_mb[in.segment] = in.mb;
+    }
+    const bool reduce = plan.dp > 1;
+    const bool overlap = plan.schedule == ScheduleKind::Hippie && reduce;
+    std::set<std::pair<int, int>> recomputed;
+    auto allReduce = [&](int bucket) {
+        Instr ar;
+        ar.kind = InstrKind::AllReduce;
+        ar.bucket = bucket;
+        ar.group = group_of_segment[static_cast<size_t>(prog.buckets[static_cast<size_t>(bucket)].segment)];
+        return ar;
+    };
+    for (const Instr& in : order) {
+        const bool backward = in.kind == InstrKind::Backward || in.kind == InstrKind::BackwardInput;
+        if (backward && segment_recomputes[static_cast<size_t>(in.segment)] && recomputed.insert({in.segment, in.mb}).second) {
+            Instr r = in;
+            r.kind = InstrKind::Recompute;
+            out.push_back(r);
+        }
+        if (overlap && in.kind == InstrKind::Backward && in.mb == last_backward_mb[in.segment]) {
+            for (int b : buckets_of[static_cast<size_t>(in.segment)]) {
+                Instr part = in;
+                part.bucket = b;
+                out.push_back(part);
+                if (prog.buckets[static_cast<size_t>(b)].bytes > 0) out.push_back(allReduce(b));
+            }
+            continue;
+        }
+        out.push_back(in);
+    }
+    if (reduce && !overlap) {
+        for (int s : hosted)
+            for (int b : buckets_of[static_cast<size_t>(s)])
+                if (prog.buckets[static_cast<size_t>(b)].bytes > 0) out.push_back(allReduce(b));
+    }
+    Instr opt;
+    opt.kind = InstrKind::OptimizerStep;
+    out.push_back(opt);
+    return out;
+}
+
+}  // namespace
+
+void checkPlan(const Plan& plan, const Graph& graph, int cluster_devices) {
+    if (graph.ops.empty()) throw Error("plan: the model has no operators");
+    if (plan.micro_batches < 1) throw Error(planError("micro_batches", "must be at least 1"));
+    if (plan.global_batch < 1) throw Error(planError("global_batch", "must be at least 1"));
+    if (plan.isPlacement()) checkPlacement(plan, graph, cluster_devices);
+    else checkPipeline(plan, graph, cluster_devices);
+    if (plan.global_batch % (plan.dp * plan.micro_batches) != 0)
+        throw Error(planError("global_batch", std::to_string(plan.global_batch) + " samples do not split into dp " +
+                                                  std::to_string(plan.dp) + " x " + std::to_string(plan.micro_batches) +
+                                                  " equal micro-batches"));
+    const int layers = graph.layerCount();
+    for (int layer : plan.recompute_layers)
+        if (layer < 0 || layer >= layers)
+            throw Error(planError("recompute_layers", "layer " + std::to_string(layer) + " is not in the model (0.." +
+                                                          std::to_string(layers - 1) + ")"));
+    if (plan.bucket_bytes <= 0) throw Error(planError("bucket_bytes", "must be positive"));
+}
+
+Program lower(const Plan& plan, const Graph& graph) {
+    Program prog;
+    prog.schedule = plan.schedule;
+    prog.micro_batches = plan.micro_batches;
+    prog.pipelines = plan.dp;
+    prog.micro_batch_size = plan.microBatchSize();
+
+    const bool placement = plan.isPlacement();
+    const auto device_map = plan.device_map.empty() ? defaultDeviceMap(plan.pipelineDepth(), plan.dp) : plan.device_map;
+    const Layout layout = placement ? placementLayout(plan, graph) : pipelineLayout(plan, graph, device_map);
+    prog.segments = layout.segments;
+    prog.segment_devices = layout.devices;
+
+    prog.recompute_op.assign(graph.ops.size(), false);
+    std::set<int> recompute_layers(plan.recompute_layers.begin(), plan.recompute_layers.end());
+    std::vector<bool> segment_recomputes(layout.segments.size(), false);
+    for (size_t op = 0; op < graph.ops.size(); ++op) {
+        if (!recompute_layers.count(graph.ops[op].layer)) continue;
+        prog.recompute_op[op] = true;
+        segment_recomputes[static_cast<size_t>(layout.op_segment[op])] = true;
+    }
+
+    const auto buckets_of = makeBuckets(graph, layout, plan.bucket_bytes, prog.buckets);
+    std::vector<int> parts_of_segment(layout.segments.size());
+    std::vector<int> group_of_segment(layout.segments.size());
+    for (size_t s = 0; s < layout.segments.size(); ++s) {
+        parts_of_segment[s] = static_cast<int>(buckets_of[s].size());
+        group_of_segment[s] = static_cast<int>(prog.groups.size());
+        prog.groups.push_back(layout.devices[s]);
+    }
+
+    // Compute order of each pipeline position (or each device of a placement).
+    std::vector<std::vector<Instr>> orders;
+    std::vector<std::vector<int>> position_devices;  // [position][replica]
+    if (placement) {
+        std::map<int, std::vector<int>> segments_of_device;
+        for (size_t s = 0; s < layout.segments.size(); ++s) segments_of_device[layout.devices[s][0]].push_back(static_cast<int>(s));
+        for (const auto& [device, segs] : segments_of_device) {
+            orders.push_back(fillDrainOrder(segs, plan.micro_batches));
+            position_devices.push_back({device});
+        }
+    } else {
+        orders = pipelineOrders(plan.schedule, plan.pipelineDepth(), plan.virtual_stages, plan.micro_batches);
+        position_devices = device_map;
+    }
+
+    CommunicationDeriver deriver(graph, layout, prog.micro_batch_size / graph.batch_size);
+    for (size_t pos = 0; pos < orders.size(); ++pos) {
+        const auto full = finishComputeOrder(orders[pos], plan, prog, buckets_of, group_of_segment, segment_recomputes);
+        for (size_t r = 0; r < position_devices[pos].size(); ++r) {
+            const int device = position_devices[pos][r];
+            prog.devices.push_back(device);
+            prog.streams.push_back(deriver.derive(full, static_cast<int>(r), device, parts_of_segment));
+        }
+    }
+    return prog;
+}
+
+}  // namespace hippie

@@ -1,0 +1,114 @@
+#include "planners/schedule/plan.h"
+
+#include <algorithm>
+#include <array>
+#include <set>
+#include <utility>
+
+#include "planners/common/error.h"
+
+namespace hippie {
+
+namespace {
+
+constexpr std::array<std::pair<ScheduleKind, const char*>, 5> kScheduleNames = {{
+    {ScheduleKind::GPipe, "gpipe"},
+    {ScheduleKind::OneFOneB, "1f1b"},
+    {ScheduleKind::Hippie, "hippie"},
+    {ScheduleKind::Interleaved, "interleaved"},
+    {ScheduleKind::ZeroBubbleH1, "zb-h1"},
+}};
+
+constexpr std::array<std::pair<Optimizer, const char*>, 3> kOptimizerNames = {{
+    {Optimizer::SGD, "sgd"},
+    {Optimizer::SGDMomentum, "sgd-momentum"},
+    {Optimizer::Adam, "adam"},
+}};
+
+template <typename Names>
+std::string nameList(const Names& names) {
+    std::string s;
+    for (const auto& [value, name] : names) s += (s.empty() ? "" : ", ") + std::string(name);
+    return s;
+}
+
+std::vector<int> distinctPlacementDevices(const std::vector<int>& placement) {
+    const std::set<int> devices(placement.begin(), placement.end());
+    return {devices.begin(), devices.end()};
+}
+
+}  // namespace
+
+const char* toString(ScheduleKind k) {
+    for (const auto& [value, name] : kScheduleNames)
+        if (value == k) return name;
+    return "?";
+}
+
+ScheduleKind scheduleFromString(const std::string& s) {
+    for (const auto& [value, name] : kScheduleNames)
+        if (s == name) return value;
+    throw Error("unknown schedule '" + s + "' (use " + nameList(kScheduleNames) + ")");
+}
+
+std::vector<ScheduleKind> allScheduleKinds() {
+    std::vector<ScheduleKind> out;
+    for (const auto& [value, name] : kScheduleNames) out.push_back(value);
+    return out;
+}
+
+const char* toString(Optimizer o) {
+    for (const auto& [value, name] : kOptimizerNames)
+        if (value == o) return name;
+    return "?";
+}
+
+Optimizer optimizerFromString(const std::string& s) {
+    for (const auto& [value, name] : kOptimizerNames)
+        if (s == name) return value;
+    throw Error("unknown optimizer '" + s + "' (use " + nameList(kOptimizerNames) + ")");
+}
+
+int Plan::pipelineDepth() const {
+    if (isPlacement()) return static_cast<int>(distinctPlacementDevices(placement).size());
+    const int v = schedule == ScheduleKind::Interleaved ? std::max(virtual_stages, 1) : 1;
+    return static_cast<int>(stages.size()) / v;
+}
+
+int Plan::deviceCount() const {
+    if (isPlacement()) return pipelineDepth();
+    return pipelineDepth() * dp;
+}
+
+double Plan::microBatchSize() const {
+    return static_cast<double>(global_batch) / (static_cast<double>(dp) * static_cast<double>(micro_batches));
+}
+
+std::vector<std::vector<int>> Plan::pipelineGroups() const {
+    if (isPlacement() && device_map.empty()) return {distinctPlacementDevices(placement)};
+    const std::vector<std::vector<int>> map = device_map.empty() ? defaultDeviceMap(pipelineDepth(), dp) : device_map;
+    size_t replicas = 0;
+    for (const auto& row : map) replicas = std::max(replicas, row.size());
+    std::vector<std::vector<int>> groups(replicas);
+    for (const auto& row : map)
+        for (size_t r = 0; r < row.size(); ++r) groups[r].push_back(row[r]);
+    return groups;
+}
+
+std::vector<std::vector<int>> Plan::stageGroups() const {
+    if (isPlacement() && device_map.empty()) {
+        std::vector<std::vector<int>> groups;
+        for (int d : distinctPlacementDevices(placement)) groups.push_back({d});
+        return groups;
+    }
+    return device_map.empty() ? defaultDeviceMap(pipelineDepth(), dp) : device_map;
+}
+
+std::vector<std::vector<int>> defaultDeviceMap(int pp, int dp) {
+    std::vector<std::vector<int>> map(static_cast<size_t>(std::max(pp, 0)));
+    for (int s = 0; s < pp; ++s)
+        for (int r = 0; r < dp; ++r) map[static_cast<size_t>(s)].push_back(r * pp + s);
+    return map;
+}
+
+}  // namespace hippie

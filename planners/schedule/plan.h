@@ -1,0 +1,69 @@
+#pragma once
+// Plan: what runs where. Either a pipeline (contiguous layer ranges, each stage replicated
+// `dp` times for data parallelism) or an operator -> device placement.
+#include <string>
+#include <vector>
+
+#include "planners/model/graph.h"
+
+namespace hippie {
+
+enum class ScheduleKind {
+    GPipe,        // fill-drain: all forwards, then all backwards
+    OneFOneB,     // PipeDream-flush: warm-up forwards, then one forward one backward
+    Hippie,       // 1F1B with bucketed gradient all-reduce overlapping the last backward
+    Interleaved,  // Megatron 1F1B with `virtual_stages` model chunks per device
+    ZeroBubbleH1  // zb-h1: backward split into input (B) and weight (W) gradients
+};
+const char* toString(ScheduleKind k);              // "gpipe", "1f1b", "hippie", "interleaved", "zb-h1"
+ScheduleKind scheduleFromString(const std::string& s);  // throws Error naming the value
+std::vector<ScheduleKind> allScheduleKinds();
+
+enum class Optimizer { SGD, SGDMomentum, Adam };
+const char* toString(Optimizer o);  // "sgd", "sgd-momentum", "adam"
+Optimizer optimizerFromString(const std::string& s);
+
+struct StageRange {
+    int first_layer = 0;  // inclusive
+    int last_layer = 0;   // inclusive
+};
+
+struct Plan {
+    ModelSpec model;
+    std::string cluster;    // preset name or file the plan was made for
+    std::string planner;    // who made it ("manual" from the CLI flags)
+
+    // Pipeline plans: stages in order; every stage has `dp` replicas.
+    std::vector<StageRange> stages;
+    int dp = 1;
+    // Placement plans (non-empty instead of `stages`): device of each op, by op id.
+    std::vector<int> placement;
+
+    int micro_batches = 1;   // per pipeline per iteration
+    int global_batch = 1;    // samples per iteration over all replicas
+    ScheduleKind schedule = ScheduleKind::OneFOneB;
+    int virtual_stages = 1;  // chunks per device for Interleaved (stages.size() = pp * v)
+    Optimizer optimizer = Optimizer::Adam;
+    std::vector<int> recompute_layers;  // layers whose activations are recomputed in backward
+    int64_t bucket_bytes = 25 * 1024 * 1024;  // gradient all-reduce bucket size (DDP's default)
+
+    // device_map[pipeline stage][replica] = global device id. For interleaved plans the
+    // pipeline stages are the first pp entries of `stages`; chunk c of device position i is
+    // stages[c * pp + i].
+    std::vector<std::vector<int>> device_map;
+
+    bool isPlacement() const { return !placement.empty(); }
+    int pipelineDepth() const;   // pp: devices in one pipeline
+    int deviceCount() const;     // pp * dp, or distinct devices of a placement
+    double microBatchSize() const;  // global_batch / (dp * micro_batches)
+
+    // Process groups the engine creates, derived from device_map.
+    std::vector<std::vector<int>> pipelineGroups() const;  // one per replica: its devices in stage order
+    std::vector<std::vector<int>> stageGroups() const;     // one per pipeline stage: its replicas
+};
+
+// Default device map: replica r of stage s on device r * pp + s (pipelines packed inside
+// nodes). Planners replace it with a topology-aware one.
+std::vector<std::vector<int>> defaultDeviceMap(int pp, int dp);
+
+}  // namespace hippie

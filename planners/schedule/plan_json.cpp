@@ -1,0 +1,188 @@
+#include "planners/schedule/plan_json.h"
+
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "planners/common/error.h"
+#include "planners/common/json_read.h"
+
+namespace hippie {
+
+using nlohmann::json;
+using namespace json_read;
+
+namespace {
+
+constexpr const char* kFormat = "hippie-plan";
+constexpr int kVersion = 1;
+
+// ---- writing ----
+
+json modelToJson(const ModelSpec& s) {
+    return {{"zoo", s.zoo}, {"file", s.file}, {"batch_size", s.batch_size}, {"seq_len", s.seq_len},
+            {"precision", toString(s.precision)}};
+}
+
+json stagesToJson(const std::vector<StageRange>& stages) {
+    json out = json::array();
+    for (const StageRange& s : stages) out.push_back({{"first_layer", s.first_layer}, {"last_layer", s.last_layer}});
+    return out;
+}
+
+// ---- reading ----
+
+template <typename T, typename Parse>
+T readEnum(const json& j, const char* key, const std::string& where, T fallback, Parse parse) {
+    const std::optional<std::string> s = optionalString(j, key, where);
+    if (!s) return fallback;
+    try {
+        return parse(*s);
+    } catch (const Error& e) {
+        failField(where, key, std::string("is invalid: ") + e.what());
+    }
+}
+
+ModelSpec readModel(const json& j, const std::string& where) {
+    const json& m = requireObject(j, "model", where);
+    const std::string w = at(where, "model");
+    ModelSpec s;
+    s.zoo = optionalString(m, "zoo", w).value_or("");
+    s.file = optionalString(m, "file", w).value_or("");
+    if (s.zoo.empty() && s.file.empty()) fail(w, "fields 'zoo' and 'file' are both empty: name a zoo model or a graph file");
+    s.batch_size = requireInt(m, "batch_size", w, Bound::Positive);
+    s.seq_len = optionalInt(m, "seq_len", w, Bound::NonNegative).value_or(0);
+    s.precision = readEnum(m, "precision", w, Precision::FP32, precisionFromString);
+    return s;
+}
+
+// Stages must tile the layers from 0 in order: stage i starts right after stage i-1.
+std::vector<StageRange> readStages(const json& j, const std::string& where) {
+    std::vector<StageRange> stages;
+    const json* arr = optionalArray(j, "stages", where);
+    if (!arr) return stages;
+    for (size_t i = 0; i < arr->size(); ++i) {
+        const std::string w = at(where, "stages", i);
+        const json& s = (*arr)[i];
+        if (!s.is_object()) fail(w, "must be an object (got " + describe(s) + ")");
+        StageRange r;
+        r.first_layer = requireInt(s, "first_layer", w, Bound::NonNegative);
+        r.last_layer = requireInt(s, "last_layer", w, Bound::NonNegative);
+        if (r.last_layer < r.first_layer)
+            failField(w, "last_layer", "is " + std::to_string(r.last_layer) + ", before 'first_layer' " +
+                                           std::to_string(r.first_layer));
+        const int expected_first = stages.empty() ? 0 : stages.back().last_layer + 1;
+        if (r.first_layer != expected_first)
+            failField(w, "first_layer", "is " + std::to_string(r.first_layer) + " but must be " +
+                                            std::to_string(expected_first) +
+                                            ": stages cover the layers in order without gaps or overlaps");
+        stages.push_back(r);
+    }
+    return stages;
+}
+
+std::vector<int> readIntArray(const json& j, const char* key, const std::string& where, Bound bound) {
+    std::vector<int> out;
+    const json* arr = optionalArray(j, key, where);
+    if (!arr) return out;
+    for (size_t i = 0; i < arr->size(); ++i) out.push_back(elementInt((*arr)[i], at(where, key, i), bound));
+    return out;
+}
+
+std::vector<std::vector<int>> readDeviceMap(const json& j, const std::string& where) {
+    std::vector<std::vector<int>> map;
+    const json* arr = optionalArray(j, "device_map", where);
+    if (!arr) return map;
+    for (size_t s = 0; s < arr->size(); ++s) {
+        const std::string ws = at(where, "device_map", s);
+        const json& row = (*arr)[s];
+        if (!row.is_array()) fail(ws, "must be an array of device ids, one per replica (got " + describe(row) + ")");
+        std::vector<int> ids;
+        for (size_t r = 0; r < row.size(); ++r)
+            ids.push_back(elementInt(row[r], ws + "[" + std::to_string(r) + "]", Bound::NonNegative));
+        map.push_back(std::move(ids));
+    }
+    return map;
+}
+
+void checkShape(const Plan& p, const std::string& where) {
+    if (p.stages.empty() == p.placement.empty())
+        fail(where, p.stages.empty() ? "fields 'stages' and 'placement' are both empty: a plan needs one of them"
+                                     : "fields 'stages' and 'placement' are both set: a plan has one or the other");
+    if (p.schedule == ScheduleKind::Interleaved && p.stages.size() % static_cast<size_t>(p.virtual_stages) != 0)
+        failField(where, "virtual_stages", "is " + std::to_string(p.virtual_stages) + " but 'stages' has " +
+                                               std::to_string(p.stages.size()) + " entries; it must be a multiple");
+}
+
+void checkDeviceMap(const Plan& p, const std::string& where) {
+    if (p.isPlacement()) return;
+    const size_t pp = static_cast<size_t>(p.pipelineDepth());
+    if (p.device_map.size() != pp)
+        failField(where, "device_map", "has " + std::to_string(p.device_map.size()) + " rows but the plan has " +
+                                           std::to_string(pp) + " pipeline stages (one row each)");
+    std::map<int, std::string> seen;  // device -> the cell that first used it
+    for (size_t s = 0; s < pp; ++s) {
+        const std::string ws = at(where, "device_map", s);
+        if (p.device_map[s].size() != static_cast<size_t>(p.dp))
+            fail(ws, "has " + std::to_string(p.device_map[s].size()) + " devices but 'dp' is " + std::to_string(p.dp) +
+                         " (one device per replica)");
+        for (size_t r = 0; r < p.device_map[s].size(); ++r) {
+            const std::string cell = "device_map[" + std::to_string(s) + "][" + std::to_string(r) + "]";
+            const int d = p.device_map[s][r];
+            const auto [it, inserted] = seen.emplace(d, cell);
+            if (!inserted) fail(at(where, cell), "device " + std::to_string(d) + " is also used by " + it->second);
+        }
+    }
+}
+
+}  // namespace
+
+json planToJson(const Plan& p) {
+    return {{"format", kFormat},
+            {"version", kVersion},
+            {"model", modelToJson(p.model)},
+            {"cluster", p.cluster},
+            {"planner", p.planner},
+            {"stages", stagesToJson(p.stages)},
+            {"dp", p.dp},
+            {"placement", p.placement},
+            {"micro_batches", p.micro_batches},
+            {"global_batch", p.global_batch},
+            {"schedule", toString(p.schedule)},
+            {"virtual_stages", p.virtual_stages},
+            {"optimizer", toString(p.optimizer)},
+            {"recompute_layers", p.recompute_layers},
+            {"bucket_bytes", p.bucket_bytes},
+            {"device_map", p.device_map},
+            {"groups", {{"pipelines", p.pipelineGroups()}, {"stages", p.stageGroups()}}}};
+}
+
+Plan planFromJson(const json& j, const std::string& where) {
+    requireFormat(j, kFormat, kVersion, where);
+    Plan p;
+    p.model = readModel(j, where);
+    p.cluster = optionalString(j, "cluster", where).value_or("");
+    p.planner = optionalString(j, "planner", where).value_or("manual");
+    p.stages = readStages(j, where);
+    p.dp = optionalInt(j, "dp", where, Bound::Positive).value_or(1);
+    p.placement = readIntArray(j, "placement", where, Bound::NonNegative);
+    p.micro_batches = requireInt(j, "micro_batches", where, Bound::Positive);
+    p.global_batch = requireInt(j, "global_batch", where, Bound::Positive);
+    p.schedule = readEnum(j, "schedule", where, ScheduleKind::OneFOneB, scheduleFromString);
+    p.virtual_stages = optionalInt(j, "virtual_stages", where, Bound::Positive).value_or(1);
+    p.optimizer = readEnum(j, "optimizer", where, Optimizer::Adam, optimizerFromString);
+    p.recompute_layers = readIntArray(j, "recompute_layers", where, Bound::NonNegative);
+    p.bucket_bytes = optionalInt64(j, "bucket_bytes", where, Bound::Positive).value_or(p.bucket_bytes);
+    checkShape(p, where);
+    p.device_map = readDeviceMap(j, where);
+    if (p.device_map.empty() && !p.isPlacement()) p.device_map = defaultDeviceMap(p.pipelineDepth(), p.dp);
+    checkDeviceMap(p, where);
+    // "groups" is derived from device_map; whatever the file says is recomputed, not read.
+    return p;
+}
+
+Plan loadPlanFile(const std::string& path) { return planFromJson(readJsonFile(path), path); }
+
+void savePlanFile(const Plan& p, const std::string& path) { writeJsonFile(planToJson(p), path); }
+
+}  // namespace hippie

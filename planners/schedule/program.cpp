@@ -1,0 +1,73 @@
+#include "planners/schedule/program.h"
+
+#include <algorithm>
+
+namespace hippie {
+
+const char* toString(InstrKind k) {
+    switch (k) {
+    case InstrKind::Forward: return "forward";
+    case InstrKind::Backward: return "backward";
+    case InstrKind::BackwardInput: return "backward-input";
+    case InstrKind::BackwardWeight: return "backward-weight";
+    case InstrKind::Recompute: return "recompute";
+    case InstrKind::SendActivation: return "send-activation";
+    case InstrKind::RecvActivation: return "recv-activation";
+    case InstrKind::SendGrad: return "send-grad";
+    case InstrKind::RecvGrad: return "recv-grad";
+    case InstrKind::AllReduce: return "all-reduce";
+    case InstrKind::OptimizerStep: return "optimizer-step";
+    }
+    return "?";
+}
+
+bool isCompute(InstrKind k) {
+    switch (k) {
+    case InstrKind::Forward:
+    case InstrKind::Backward:
+    case InstrKind::BackwardInput:
+    case InstrKind::BackwardWeight:
+    case InstrKind::Recompute:
+    case InstrKind::OptimizerStep: return true;
+    default: return false;
+    }
+}
+
+bool isSend(InstrKind k) { return k == InstrKind::SendActivation || k == InstrKind::SendGrad; }
+bool isRecv(InstrKind k) { return k == InstrKind::RecvActivation || k == InstrKind::RecvGrad; }
+
+std::string Instr::str() const {
+    const std::string s = std::to_string(segment);
+    const std::string m = std::to_string(mb);
+    switch (kind) {
+    case InstrKind::Forward: return s + "F" + m;
+    case InstrKind::Backward: return s + "B" + m + (bucket >= 0 ? "." + std::to_string(bucket) : "");
+    case InstrKind::BackwardInput: return s + "I" + m;
+    case InstrKind::BackwardWeight: return s + "W" + m + (bucket >= 0 ? "." + std::to_string(bucket) : "");
+    case InstrKind::Recompute: return s + "R" + m;
+    case InstrKind::SendActivation: return s + "SEND_F" + m;
+    case InstrKind::RecvActivation: return s + "RECV_F" + m;
+    case InstrKind::SendGrad: return s + "SEND_B" + m;
+    case InstrKind::RecvGrad: return s + "RECV_B" + m;
+    case InstrKind::AllReduce: return "AR" + std::to_string(bucket);
+    case InstrKind::OptimizerStep: return "OPT";
+    }
+    return "?";
+}
+
+int Program::streamOf(int device) const {
+    const auto it = std::find(devices.begin(), devices.end(), device);
+    return it == devices.end() ? -1 : static_cast<int>(it - devices.begin());
+}
+
+std::string Program::str() const {
+    std::string out;
+    for (size_t i = 0; i < streams.size(); ++i) {
+        out += "d" + std::to_string(devices[i]) + ":";
+        for (const Instr& in : streams[i]) out += " " + in.str();
+        out += "\n";
+    }
+    return out;
+}
+
+}  // namespace hippie

@@ -1,0 +1,87 @@
+#pragma once
+// Program: a Plan lowered to one instruction stream per device. The simulator times it with
+// the cost model; the engine executes the same instructions with LibTorch.
+//
+// Execution semantics (shared by simulator, validator and engine):
+// - Compute instructions (Forward, Backward, BackwardInput, BackwardWeight, Recompute,
+//   OptimizerStep) run one at a time, in program order, on the device's compute stream.
+// - A compute instruction first waits for every Recv posted since the previous compute
+//   instruction of its device. Recvs are posted early; only compute waits on them.
+// - A Send follows the compute instruction that produced its tensor and starts when that
+//   instruction has ended; sends on one (from, to) link go in program order.
+// - AllReduce starts when every device of its group has reached it and its bucket's
+//   gradients are ready (the compute instruction before it has ended); a device's
+//   collectives run in program order on a collective stream beside compute.
+// - OptimizerStep waits for every AllReduce of its device posted before it.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "planners/schedule/plan.h"
+
+namespace hippie {
+
+enum class InstrKind {
+    Forward,
+    Backward,        // input and weight gradients together
+    BackwardInput,   // zb-h1 "B": gradient w.r.t. the segment's input only
+    BackwardWeight,  // zb-h1 "W": gradient w.r.t. the segment's weights
+    Recompute,       // forward again of the segment's recomputed layers, before its backward
+    SendActivation,
+    RecvActivation,
+    SendGrad,
+    RecvGrad,
+    AllReduce,
+    OptimizerStep
+};
+const char* toString(InstrKind k);
+bool isCompute(InstrKind k);
+bool isSend(InstrKind k);
+bool isRecv(InstrKind k);
+
+// A unit of compute: a pipeline stage (or interleaved chunk), or a group of ops placed on one
+// device. Its ops are listed in execution (topological) order.
+struct Segment {
+    std::vector<int> ops;
+    int stage = -1;  // pipeline stage or chunk index; -1 for placement segments
+};
+
+// A group of one segment's parameters whose gradients are all-reduced together.
+struct Bucket {
+    int segment = 0;
+    std::vector<int> ops;  // ops whose parameter gradients it holds
+    int64_t bytes = 0;     // gradient bytes
+};
+
+struct Instr {
+    InstrKind kind = InstrKind::Forward;
+    int segment = -1;  // compute: segment run; p2p: segment whose output (or its gradient) moves
+    int mb = -1;       // micro-batch (within the device's pipeline); -1 for step-wide instructions
+    int peer = -1;     // p2p: the device sent to or received from
+    int64_t bytes = 0; // p2p: bytes moved (for one micro-batch)
+    int bucket = -1;   // AllReduce: index into Program::buckets; Backward/BackwardWeight: the
+                       // bucket whose gradients this part completes (-1: whole segment)
+    int group = -1;    // AllReduce: index into Program::groups
+
+    std::string str() const;  // compact form: "0F3", "1B2", "AR0", "S0F3>2", ...
+    bool operator==(const Instr&) const = default;
+};
+
+struct Program {
+    ScheduleKind schedule = ScheduleKind::OneFOneB;
+    double micro_batch_size = 1;   // samples per micro-batch
+    int micro_batches = 1;         // per pipeline
+    int pipelines = 1;             // data-parallel replicas
+    std::vector<Segment> segments;
+    std::vector<Bucket> buckets;
+    std::vector<std::vector<int>> groups;        // all-reduce groups of global device ids
+    std::vector<int> devices;                    // global device id of stream i
+    std::vector<std::vector<Instr>> streams;     // streams[i] runs on devices[i]
+    std::vector<std::vector<int>> segment_devices;  // devices holding each segment (one per replica)
+    std::vector<bool> recompute_op;               // by op id: activations recomputed in backward
+
+    int streamOf(int device) const;  // -1 if the device runs nothing
+    std::string str() const;         // one line per device: "d0: 0F0 0F1 0B0 ..."
+};
+
+}  // namespace hippie

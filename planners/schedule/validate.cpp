@@ -1,0 +1,250 @@
+#include "planners/schedule/validate.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "planners/schedule/execute.h"
+
+namespace hippie {
+
+namespace {
+
+using P2PKey = std::tuple<bool, int, int, int, int>;  // grad?, segment, mb, from, to
+
+class Validator {
+public:
+    Validator(const Program& p, const Graph& g) : p_(p), g_(g) {
+        op_segment_.assign(g.ops.size(), -1);
+        for (size_t s = 0; s < p.segments.size(); ++s)
+            for (int op : p.segments[s].ops) op_segment_[static_cast<size_t>(op)] = static_cast<int>(s);
+        producers_.resize(p.segments.size());
+        consumers_.resize(p.segments.size());
+        for (const Edge& e : g.edges) {
+            const int a = op_segment_[static_cast<size_t>(e.src)];
+            const int b = op_segment_[static_cast<size_t>(e.dst)];
+            if (a < 0 || b < 0 || a == b) continue;
+            consumers_[static_cast<size_t>(a)].insert(b);
+            producers_[static_cast<size_t>(b)].insert(a);
+        }
+    }
+
+    ValidationResult run() {
+        checkShape();
+        if (!r_.ok) return r_;
+        checkSegmentsCoverOps();
+        checkP2PMatching();
+        for (size_t s = 0; s < p_.streams.size(); ++s) checkStream(static_cast<int>(s));
+        checkCollectives();
+        if (r_.ok) checkFinishes();
+        return r_;
+    }
+
+private:
+    void problem(const std::string& what) {
+        r_.ok = false;
+        r_.problems.push_back(what);
+    }
+
+    std::string at(int s, size_t i) const {
+        return "device " + std::to_string(p_.devices[static_cast<size_t>(s)]) + " instruction " + std::to_string(i) + " (" +
+               p_.streams[static_cast<size_t>(s)][i].str() + ")";
+    }
+
+    void checkShape() {
+        if (p_.streams.size() != p_.devices.size()) problem("streams and devices differ in number");
+        if (std::set<int>(p_.devices.begin(), p_.devices.end()).size() != p_.devices.size()) problem("a device has two streams");
+        if (p_.segment_devices.size() != p_.segments.size()) problem("segment_devices does not match segments");
+        for (const auto& devs : p_.segment_devices)
+            if (static_cast<int>(devs.size()) != p_.pipelines) problem("a segment is not placed once per pipeline");
+    }
+
+    void checkSegmentsCoverOps() {
+        for (size_t op = 0; op < op_segment_.size(); ++op)
+            if (op_segment_[op] < 0) problem("op " + std::to_string(op) + " ('" + g_.ops[op].name + "') is in no segment");
+    }
+
+    void checkP2PMatching() {
+        std::map<P2PKey, std::pair<int, int64_t>> sends, recvs;  // count, bytes
+        for (size_t s = 0; s < p_.streams.size(); ++s) {
+            const int dev = p_.devices[s];
+            for (const Instr& in : p_.streams[s]) {
+                if (isSend(in.kind)) {
+                    auto& e = sends[{in.kind == InstrKind::SendGrad, in.segment, in.mb, dev, in.peer}];
+                    ++e.first;
+                    e.second = in.bytes;
+                } else if (isRecv(in.kind)) {
+                    auto& e = recvs[{in.kind == InstrKind::RecvGrad, in.segment, in.mb, in.peer, dev}];
+                    ++e.first;
+                    e.second = in.bytes;
+                }
+            }
+        }
+        auto name = [](const P2PKey& k) {
+            return std::string(std::get<0>(k) ? "gradient" : "activation") + " of segment " + std::to_string(std::get<1>(k)) +
+                   " micro-batch " + std::to_string(std::get<2>(k)) + " from device " + std::to_string(std::get<3>(k)) +
+                   " to device " + std::to_string(std::get<4>(k));
+        };
+        for (const auto& [k, v] : sends) {
+            if (v.first > 1) problem(name(k) + " is sent " + std::to_string(v.first) + " times");
+            const auto it = recvs.find(k);
+            if (it == recvs.end()) problem(name(k) + " is sent but never received");
+            else if (it->second.second != v.second) problem(name(k) + " is sent and received with different sizes");
+        }
+        for (const auto& [k, v] : recvs) {
+            if (v.first > 1) problem(name(k) + " is received " + std::to_string(v.first) + " times");
+            if (!sends.count(k)) problem(name(k) + " is received but never sent");
+        }
+    }
+
+    int replicaOf(int segment, int device) const {
+        const auto& devs = p_.segment_devices[static_cast<size_t>(segment)];
+        const auto it = std::find(devs.begin(), devs.end(), device);
+        return it == devs.end() ? -1 : static_cast<int>(it - devs.begin());
+    }
+
+    int deviceOf(int segment, int replica) const {
+        return p_.segment_devices[static_cast<size_t>(segment)][static_cast<size_t>(replica)];
+    }
+
+    int bucketsOf(int segment) const {
+        return static_cast<int>(std::count_if(p_.buckets.begin(), p_.buckets.end(), [&](const Bucket& b) { return b.segment == segment; }));
+    }
+
+    // Forward before backward, every micro-batch of every hosted segment, inputs present
+    // before use, sends after their producers.
+    void checkStream(int s) {
+        const int dev = p_.devices[static_cast<size_t>(s)];
+        const auto& stream = p_.streams[static_cast<size_t>(s)];
+        std::set<std::pair<int, int>> forwarded, input_grad_done, weight_grad_done;
+        std::map<std::pair<int, int>, int> parts;
+        std::set<P2PKey> received;
+        std::set<int> grads_ready_buckets;
+        for (size_t i = 0; i < stream.size(); ++i) {
+            const Instr& in = stream[i];
+            if (isRecv(in.kind)) {
+                received.insert({in.kind == InstrKind::RecvGrad, in.segment, in.mb, in.peer, dev});
+                continue;
+            }
+            if (isSend(in.kind)) continue;  // checked with the compute instruction it follows
+            if (in.kind == InstrKind::AllReduce || in.kind == InstrKind::OptimizerStep) {
+                if (in.kind == InstrKind::AllReduce && !grads_ready_buckets.count(in.bucket))
+                    problem(at(s, i) + ": all-reduce of bucket " + std::to_string(in.bucket) + " before its gradients are computed");
+                continue;
+            }
+            const int r = replicaOf(in.segment, dev);
+            if (r < 0) {
+                problem(at(s, i) + ": segment " + std::to_string(in.segment) + " is not placed on this device");
+                continue;
+            }
+            const auto key = std::make_pair(in.segment, in.mb);
+            switch (in.kind) {
+            case InstrKind::Forward:
+                if (!forwarded.insert(key).second) problem(at(s, i) + ": forward runs twice");
+                for (int prod : producers_[static_cast<size_t>(in.segment)]) {
+                    const int from = deviceOf(prod, r);
+                    const bool have = from == dev ? forwarded.count({prod, in.mb}) > 0 : received.count({false, prod, in.mb, from, dev}) > 0;
+                    if (!have) problem(at(s, i) + ": input from segment " + std::to_string(prod) + " is not there yet");
+                }
+                break;
+            case InstrKind::Recompute:
+                if (!forwarded.count(key)) problem(at(s, i) + ": recompute before forward");
+                break;
+            case InstrKind::Backward:
+            case InstrKind::BackwardInput: {
+                if (!forwarded.count(key)) problem(at(s, i) + ": backward before forward");
+                if (!parts.count(key)) {
+                    for (int cons : consumers_[static_cast<size_t>(in.segment)]) {
+                        const int from = deviceOf(cons, r);
+                        const bool have = from == dev ? input_grad_done.count({cons, in.mb}) > 0
+                                                      : received.count({true, in.segment, in.mb, from, dev}) > 0;
+                        if (!have) problem(at(s, i) + ": output gradient from segment " + std::to_string(cons) + " is not there yet");
+                    }
+                }
+                const int n = ++parts[key];
+                const bool whole = in.kind == InstrKind::BackwardInput || in.bucket < 0 || n == bucketsOf(in.segment);
+                if (in.kind == InstrKind::Backward && in.bucket >= 0) grads_ready_buckets.insert(in.bucket);
+                if (whole && !input_grad_done.insert(key).second) problem(at(s, i) + ": backward runs twice");
+                if (in.kind == InstrKind::Backward && whole) markWeightGrads(in.segment, grads_ready_buckets, weight_grad_done, key);
+                break;
+            }
+            case InstrKind::BackwardWeight:
+                if (!input_grad_done.count(key)) problem(at(s, i) + ": weight gradient before input gradient");
+                markWeightGrads(in.segment, grads_ready_buckets, weight_grad_done, key);
+                break;
+            default: break;
+            }
+            // Sends that follow this compute instruction must carry what it produced.
+            for (size_t j = i + 1; j < stream.size() && isSend(stream[j].kind); ++j) {
+                const Instr& snd = stream[j];
+                const bool ok = snd.kind == InstrKind::SendActivation ? forwarded.count({snd.segment, snd.mb}) > 0
+                                                                      : input_grad_done.count(key) > 0 && snd.mb == in.mb;
+                if (!ok) problem(at(s, j) + ": sends a tensor that is not computed yet");
+            }
+        }
+        for (size_t seg = 0; seg < p_.segments.size(); ++seg) {
+            if (replicaOf(static_cast<int>(seg), dev) < 0) continue;
+            for (int mb = 0; mb < p_.micro_batches; ++mb) {
+                const auto key = std::make_pair(static_cast<int>(seg), mb);
+                if (!forwarded.count(key) || !input_grad_done.count(key) || !weight_grad_done.count(key))
+                    problem("device " + std::to_string(dev) + ": segment " + std::to_string(seg) + " micro-batch " +
+                            std::to_string(mb) + " does not run forward and a complete backward");
+            }
+        }
+    }
+
+    void markWeightGrads(int segment, std::set<int>& buckets_ready, std::set<std::pair<int, int>>& done, std::pair<int, int> key) {
+        done.insert(key);
+        // Buckets are ready once every micro-batch's weight gradients are in; checked per
+        // micro-batch count at the end, so here mark buckets when the last one lands.
+        int complete = 0;
+        for (const auto& k : done) complete += k.first == segment;
+        if (complete == p_.micro_batches)
+            for (size_t b = 0; b < p_.buckets.size(); ++b)
+                if (p_.buckets[b].segment == segment) buckets_ready.insert(static_cast<int>(b));
+    }
+
+    void checkCollectives() {
+        for (size_t g = 0; g < p_.groups.size(); ++g) {
+            std::vector<int> reference;
+            bool first = true;
+            for (int dev : p_.groups[g]) {
+                const int s = p_.streamOf(dev);
+                std::vector<int> seq;
+                if (s >= 0)
+                    for (const Instr& in : p_.streams[static_cast<size_t>(s)])
+                        if (in.kind == InstrKind::AllReduce && in.group == static_cast<int>(g)) seq.push_back(in.bucket);
+                if (first) reference = seq;
+                else if (seq != reference)
+                    problem("all-reduce group " + std::to_string(g) + ": device " + std::to_string(dev) +
+                            " posts a different sequence of buckets than device " + std::to_string(p_.groups[g][0]));
+                first = false;
+            }
+        }
+    }
+
+    void checkFinishes() {
+        ExecutionDurations unit;
+        unit.compute = [](int, const Instr&) { return 1.0; };
+        unit.transfer = [](const Instr&, int, int) { return 1.0; };
+        unit.collective = [](const Instr&) { return 1.0; };
+        const ExecutionResult res = execute(p_, unit);
+        if (!res.finished) {
+            problem("the program deadlocks");
+            for (const std::string& s : res.stuck) problem(s);
+        }
+    }
+
+    const Program& p_;
+    const Graph& g_;
+    ValidationResult r_;
+    std::vector<int> op_segment_;
+    std::vector<std::set<int>> producers_, consumers_;
+};
+
+}  // namespace
+
+ValidationResult validate(const Program& program, const Graph& graph) { return Validator(program, graph).run(); }
+
+}  // namespace hippie

@@ -1,0 +1,279 @@
+#include "planners/sim/simulator.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "planners/common/error.h"
+#include "planners/schedule/execute.h"
+
+namespace hippie {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// What one micro-batch of a segment allocates, in bytes at the program's micro-batch size.
+struct SegmentMemory {
+    int64_t kept = 0;           // stashed for backward: the input plus outputs of ops not recomputed
+    int64_t recomputed = 0;     // outputs rebuilt by Recompute just before backward
+    int64_t sent_outputs = 0;   // outputs only other segments read: freed once sent (hippie)
+    int64_t weight_inputs = 0;  // inputs of weighted ops, which the weight gradient (W) still needs
+    int64_t temp = 0;           // largest op workspace, held while an instruction runs
+    int buckets = 0;
+};
+
+std::vector<SegmentMemory> segmentMemory(const Program& prog, const CostModel& cost) {
+    const Graph& g = cost.graph();
+    std::vector<int> seg_of(g.ops.size(), -1);
+    for (size_t s = 0; s < prog.segments.size(); ++s)
+        for (int op : prog.segments[s].ops) seg_of[static_cast<size_t>(op)] = static_cast<int>(s);
+    std::vector<SegmentMemory> out(prog.segments.size());
+    std::vector<bool> read_inside(g.ops.size(), false), read_outside(g.ops.size(), false);
+    std::vector<std::set<int>> inputs_from_outside(prog.segments.size());
+    std::vector<int64_t> input_bytes_of_op(g.ops.size(), 0);
+    for (const Edge& e : g.edges) {
+        const int a = seg_of[static_cast<size_t>(e.src)], b = seg_of[static_cast<size_t>(e.dst)];
+        (a == b ? read_inside : read_outside)[static_cast<size_t>(e.src)] = true;
+        if (a != b && inputs_from_outside[static_cast<size_t>(b)].insert(e.src).second) out[static_cast<size_t>(b)].kept += e.bytes;
+        input_bytes_of_op[static_cast<size_t>(e.dst)] += e.bytes;
+    }
+    for (size_t s = 0; s < prog.segments.size(); ++s) {
+        SegmentMemory& m = out[s];
+        for (int op : prog.segments[s].ops) {
+            const Op& o = g.ops[static_cast<size_t>(op)];
+            const bool recompute = prog.recompute_op[static_cast<size_t>(op)];
+            (recompute ? m.recomputed : m.kept) += o.output_bytes;
+            if (!recompute && read_outside[static_cast<size_t>(op)] && !read_inside[static_cast<size_t>(op)])
+                m.sent_outputs += o.output_bytes;
+            if (o.param_bytes > 0) m.weight_inputs += input_bytes_of_op[static_cast<size_t>(op)];
+            m.temp = std::max(m.temp, o.temp_bytes);
+        }
+        m.weight_inputs = std::min(m.weight_inputs, m.kept);
+        const double b = prog.micro_batch_size;
+        m.kept = cost.scaled(m.kept, b);
+        m.recomputed = cost.scaled(m.recomputed, b);
+        m.sent_outputs = cost.scaled(m.sent_outputs, b);
+        m.weight_inputs = cost.scaled(m.weight_inputs, b);
+        m.temp = cost.scaled(m.temp, b);
+    }
+    for (const Bucket& bk : prog.buckets) ++out[static_cast<size_t>(bk.segment)].buckets;
+    return out;
+}
+
+class Simulation {
+public:
+    Simulation(const Program& prog, const Plan& plan, const CostModel& cost, const SimOptions& opt)
+        : prog_(prog), plan_(plan), cost_(cost), opt_(opt), mem_(segmentMemory(prog, cost)) {}
+
+    Trace run() {
+        ExecutionDurations d;
+        d.compute = [this](int s, const Instr& in) { return computeTime(prog_.devices[static_cast<size_t>(s)], in); };
+        d.transfer = [this](const Instr& in, int from, int to) { return cost_.p2pTime(in.bytes, from, to); };
+        d.collective = [this](const Instr& in) {
+            return cost_.allReduceTime(prog_.buckets[static_cast<size_t>(in.bucket)].bytes, prog_.groups[static_cast<size_t>(in.group)]);
+        };
+        const ExecutionResult res = execute(prog_, d);
+        if (!res.finished) throw Error("the program deadlocks: " + res.stuck.front());
+
+        Trace t;
+        t.devices = prog_.devices;
+        for (int dev : prog_.devices) t.capacity_bytes.push_back(cost_.cluster().device(dev).memory_bytes);
+        if (opt_.record_events) recordEvents(res, t);
+        memoryCurves(res, t);
+        metrics(res, t);
+        return t;
+    }
+
+private:
+    double computeTime(int device, const Instr& in) {
+        const Segment& seg = prog_.segments[static_cast<size_t>(std::max(in.segment, 0))];
+        const double b = prog_.micro_batch_size;
+        switch (in.kind) {
+        case InstrKind::Forward: return cached(fwd_, in.segment, device, [&] { return cost_.fwdTime(seg.ops, b, device); });
+        case InstrKind::Backward:
+            if (in.bucket >= 0) return cost_.bwdTime(prog_.buckets[static_cast<size_t>(in.bucket)].ops, b, device);
+            return cached(bwd_, in.segment, device, [&] { return cost_.bwdTime(seg.ops, b, device); });
+        case InstrKind::BackwardWeight:
+            return cached(bwd_w_, in.segment, device, [&] { return cost_.bwdWeightTime(seg.ops, b, device); });
+        case InstrKind::BackwardInput:
+            return cached(bwd_, in.segment, device, [&] { return cost_.bwdTime(seg.ops, b, device); }) -
+                   cached(bwd_w_, in.segment, device, [&] { return cost_.bwdWeightTime(seg.ops, b, device); });
+        case InstrKind::Recompute:
+            return cached(recompute_, in.segment, device, [&] {
+                std::vector<int> ops;
+                for (int op : seg.ops)
+                    if (prog_.recompute_op[static_cast<size_t>(op)]) ops.push_back(op);
+                return cost_.fwdTime(ops, b, device);
+            });
+        case InstrKind::OptimizerStep: return cost_.optimizerTime(paramCount(device), plan_.optimizer, device);
+        default: return 0.0;
+        }
+    }
+
+    template <class F>
+    double cached(std::unordered_map<uint64_t, double>& cache, int segment, int device, F f) {
+        const uint64_t key = (static_cast<uint64_t>(segment) << 32) | static_cast<uint32_t>(device);
+        if (auto it = cache.find(key); it != cache.end()) return it->second;
+        return cache[key] = f();
+    }
+
+    std::vector<int> hostedOps(int device) const {
+        std::vector<int> ops;
+        for (size_t s = 0; s < prog_.segments.size(); ++s) {
+            const auto& devs = prog_.segment_devices[s];
+            if (std::find(devs.begin(), devs.end(), device) != devs.end())
+                ops.insert(ops.end(), prog_.segments[s].ops.begin(), prog_.segments[s].ops.end());
+        }
+        return ops;
+    }
+
+    int64_t paramCount(int device) const {
+        int64_t bytes = 0;
+        for (int op : hostedOps(device)) bytes += cost_.graph().ops[static_cast<size_t>(op)].param_bytes;
+        return bytes / activationElementBytes(cost_.precision());
+    }
+
+    void recordEvents(const ExecutionResult& res, Trace& t) const {
+        for (size_t s = 0; s < prog_.streams.size(); ++s) {
+            for (size_t i = 0; i < prog_.streams[s].size(); ++i) {
+                const Instr& in = prog_.streams[s][i];
+                TraceEvent e;
+                e.device = prog_.devices[s];
+                e.start_s = res.timing[s][i].start;
+                e.end_s = res.timing[s][i].end;
+                e.kind = in.kind;
+                e.stage = in.kind == InstrKind::AllReduce ? prog_.buckets[static_cast<size_t>(in.bucket)].segment : in.segment;
+                e.mb = in.mb;
+                e.peer = in.peer;
+                e.bytes = in.kind == InstrKind::AllReduce ? prog_.buckets[static_cast<size_t>(in.bucket)].bytes : in.bytes;
+                t.events.push_back(e);
+            }
+        }
+    }
+
+    // Allocations and frees per device over time, then the running total.
+    void memoryCurves(const ExecutionResult& res, Trace& t) const {
+        const bool release_sent = prog_.schedule == ScheduleKind::Hippie;
+        t.metrics.peak_memory_bytes.assign(prog_.streams.size(), 0);
+        t.memory.resize(prog_.streams.size());
+        for (size_t s = 0; s < prog_.streams.size(); ++s) {
+            const int dev = prog_.devices[s];
+            std::vector<std::pair<double, int64_t>> deltas;
+            int64_t grad_recv_buffer = 0;
+            for (const Instr& in : prog_.streams[s])
+                if (in.kind == InstrKind::RecvGrad) grad_recv_buffer = std::max(grad_recv_buffer, in.bytes);
+            const auto ops = hostedOps(dev);
+            deltas.emplace_back(0.0, cost_.staticMemory(ops, plan_.optimizer, prog_.pipelines, plan_.bucket_bytes, grad_recv_buffer).total());
+            std::map<std::pair<int, int>, int> parts;
+            std::map<std::pair<int, int>, double> last_send;
+            for (size_t i = 0; i < prog_.streams[s].size(); ++i) {
+                const Instr& in = prog_.streams[s][i];
+                const InstrTiming& tm = res.timing[s][i];
+                if (in.segment < 0) continue;
+                const SegmentMemory& m = mem_[static_cast<size_t>(in.segment)];
+                const int64_t released = release_sent ? m.sent_outputs : 0;
+                const auto key = std::make_pair(in.segment, in.mb);
+                if (isCompute(in.kind)) {
+                    deltas.emplace_back(tm.start, m.temp);
+                    deltas.emplace_back(tm.end, -m.temp);
+                }
+                switch (in.kind) {
+                case InstrKind::Forward: deltas.emplace_back(tm.start, m.kept); break;
+                case InstrKind::Recompute: deltas.emplace_back(tm.start, m.recomputed); break;
+                case InstrKind::SendActivation: last_send[key] = std::max(last_send[key], tm.end); break;
+                case InstrKind::Backward:
+                    if (in.bucket < 0 || ++parts[key] == m.buckets) deltas.emplace_back(tm.end, -(m.kept + m.recomputed - released));
+                    break;
+                case InstrKind::BackwardInput:
+                    deltas.emplace_back(tm.end, -(m.kept + m.recomputed - released - m.weight_inputs));
+                    break;
+                case InstrKind::BackwardWeight: deltas.emplace_back(tm.end, -m.weight_inputs); break;
+                default: break;
+                }
+            }
+            if (release_sent)
+                for (const auto& [key, when] : last_send) deltas.emplace_back(when, -mem_[static_cast<size_t>(key.first)].sent_outputs);
+            // Frees before allocations at the same instant: a buffer handed back can be reused.
+            std::sort(deltas.begin(), deltas.end());
+            int64_t cur = 0, peak = 0;
+            auto& curve = t.memory[s];
+            for (const auto& [time, delta] : deltas) {
+                cur += delta;
+                peak = std::max(peak, cur);
+                if (!curve.empty() && curve.back().time_s == time) curve.back().bytes = cur;
+                else curve.push_back({time, cur});
+            }
+            t.metrics.peak_memory_bytes[s] = peak;
+        }
+    }
+
+    void metrics(const ExecutionResult& res, Trace& t) const {
+        TraceMetrics& m = t.metrics;
+        double end = 0, window = 0;
+        for (size_t s = 0; s < prog_.streams.size(); ++s) {
+            for (size_t i = 0; i < prog_.streams[s].size(); ++i) {
+                end = std::max(end, res.timing[s][i].end);
+                if (isModelCompute(prog_.streams[s][i].kind)) window = std::max(window, res.timing[s][i].end);
+            }
+        }
+        m.iteration_time_s = end;
+        const double samples = prog_.micro_batch_size * prog_.micro_batches * prog_.pipelines;
+        m.throughput_samples_per_s = end > 0 ? samples / end : 0;
+        m.max_peak_memory_bytes = m.peak_memory_bytes.empty() ? 0 : *std::max_element(m.peak_memory_bytes.begin(), m.peak_memory_bytes.end());
+        m.memory_efficiency = memoryEfficiency(m.throughput_samples_per_s, m.max_peak_memory_bytes);
+        m.fits_memory = true;
+        for (size_t s = 0; s < m.peak_memory_bytes.size(); ++s)
+            if (static_cast<double>(m.peak_memory_bytes[s]) > static_cast<double>(t.capacity_bytes[s]) * (1.0 - opt_.memory_headroom))
+                m.fits_memory = false;
+
+        double idle = 0, ar_total = 0, ar_hidden = 0;
+        for (size_t s = 0; s < prog_.streams.size(); ++s) {
+            std::vector<InstrTiming> busy, reduce;
+            for (size_t i = 0; i < prog_.streams[s].size(); ++i) {
+                const InstrKind k = prog_.streams[s][i].kind;
+                if (isModelCompute(k)) busy.push_back(res.timing[s][i]);
+                else if (k == InstrKind::AllReduce) reduce.push_back(res.timing[s][i]);
+            }
+            double busy_s = 0;
+            for (const auto& b : busy) busy_s += b.end - b.start;
+            idle += window > 0 ? 1.0 - busy_s / window : 0.0;
+            for (const auto& r : reduce) {
+                ar_total += r.end - r.start;
+                ar_hidden += overlap(r, busy);
+            }
+        }
+        m.bubble_fraction = prog_.streams.empty() ? 0 : idle / static_cast<double>(prog_.streams.size());
+        m.allreduce_hidden_fraction = ar_total > 0 ? ar_hidden / ar_total : 1.0;
+    }
+
+    static bool isModelCompute(InstrKind k) { return isCompute(k) && k != InstrKind::OptimizerStep; }
+
+    // Time of `r` covered by the (sorted, disjoint) intervals of `busy`.
+    static double overlap(const InstrTiming& r, const std::vector<InstrTiming>& busy) {
+        double sum = 0;
+        auto it = std::lower_bound(busy.begin(), busy.end(), r.start, [](const InstrTiming& b, double x) { return b.end < x; });
+        for (; it != busy.end() && it->start < r.end; ++it) sum += std::max(0.0, std::min(r.end, it->end) - std::max(r.start, it->start));
+        return sum;
+    }
+
+    const Program& prog_;
+    const Plan& plan_;
+    const CostModel& cost_;
+    const SimOptions& opt_;
+    std::vector<SegmentMemory> mem_;
+    std::unordered_map<uint64_t, double> fwd_, bwd_, bwd_w_, recompute_;
+};
+
+}  // namespace
+
+double memoryEfficiency(double throughput_samples_per_s, int64_t peak_bytes) {
+    return peak_bytes > 0 ? throughput_samples_per_s / (static_cast<double>(peak_bytes) / kGiB) : 0.0;
+}
+
+Trace simulate(const Program& program, const Plan& plan, const CostModel& cost, const SimOptions& options) {
+    return Simulation(program, plan, cost, options).run();
+}
+
+}  // namespace hippie

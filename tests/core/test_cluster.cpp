@@ -1,0 +1,263 @@
+// Cluster: device numbering and links, every preset, cluster JSON round trips and rejections,
+// the example cluster and the schema.
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "planners/cluster/cluster_json.h"
+#include "planners/common/error.h"
+#include "schema_check.h"
+
+using hippie::Cluster;
+using hippie::Error;
+using nlohmann::json;
+
+namespace {
+
+std::string errorOf(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+std::string examplePath(const char* name) { return std::string(HIPPIE_SOURCE_DIR) + "/resources/examples/" + name; }
+
+// Two different nodes (3 + 2 devices) so the numbering is not uniform.
+Cluster mixedCluster() {
+    Cluster c;
+    c.name = "mixed";
+    c.source = "test";
+    c.nodes.push_back({3, {"big", 10e12, 100e12, 0.5, 32LL << 30}, {100e9, 2e-6}});
+    c.nodes.push_back({2, {"small", 5e12, 50e12, 0.4, 16LL << 30}, {20e9, 5e-6}});
+    c.inter = {10e9, 10e-6};
+    return c;
+}
+
+}  // namespace
+
+class TestCluster : public QObject {
+    Q_OBJECT
+
+    static void expectRejected(const char* what, const std::function<void(json&)>& mutate,
+                               const std::vector<std::string>& parts) {
+        json j = hippie::clusterToJson(mixedCluster());
+        mutate(j);
+        const std::string msg = errorOf([&] { hippie::clusterFromJson(j, "c.json"); });
+        QVERIFY2(!msg.empty(), (std::string(what) + ": accepted").c_str());
+        QVERIFY2(msg.rfind("c.json: ", 0) == 0, (std::string(what) + ": " + msg).c_str());
+        for (const std::string& p : parts)
+            QVERIFY2(contains(msg, p), (std::string(what) + ": '" + p + "' not in: " + msg).c_str());
+    }
+
+private slots:
+    void numbersDevicesNodeByNode() {
+        const Cluster c = mixedCluster();
+        QCOMPARE(c.deviceCount(), 5);
+        QCOMPARE(c.nodeOf(0), 0);
+        QCOMPARE(c.nodeOf(2), 0);
+        QCOMPARE(c.nodeOf(3), 1);
+        QCOMPARE(c.nodeOf(4), 1);
+        QCOMPARE(c.firstDeviceOf(0), 0);
+        QCOMPARE(c.firstDeviceOf(1), 3);
+        QCOMPARE(c.device(1).type, std::string("big"));
+        QCOMPARE(c.device(4).type, std::string("small"));
+        QVERIFY(c.sameNode(0, 2));
+        QVERIFY(!c.sameNode(2, 3));
+        QVERIFY(!errorOf([&] { c.nodeOf(5); }).empty());
+        QVERIFY(!errorOf([&] { c.nodeOf(-1); }).empty());
+        QVERIFY(!errorOf([&] { c.firstDeviceOf(2); }).empty());
+    }
+
+    void linksAreIntraOrInter() {
+        const Cluster c = mixedCluster();
+        QCOMPARE(c.link(0, 1), c.nodes[0].intra);
+        QCOMPARE(c.link(3, 4), c.nodes[1].intra);
+        QCOMPARE(c.link(2, 3), c.inter);
+        QCOMPARE(c.link(4, 0), c.inter);
+    }
+
+    void peakFlopsFollowsPrecision() {
+        const hippie::DeviceSpec d = mixedCluster().nodes[0].device;
+        QCOMPARE(d.peakFlops(hippie::Precision::FP32), 10e12);
+        QCOMPARE(d.peakFlops(hippie::Precision::FP16), 100e12);
+        QCOMPARE(d.peakFlops(hippie::Precision::BF16), 100e12);
+        QCOMPARE(d.achievableFlops(hippie::Precision::FP16), 50e12);
+    }
+
+    void presetsHaveTheirShape_data() {
+        QTest::addColumn<QString>("name");
+        QTest::addColumn<int>("devices");
+        QTest::addColumn<int>("nodes");
+        QTest::newRow("dgx-a100-1x8") << "dgx-a100-1x8" << 8 << 1;
+        QTest::newRow("dgx-a100-2x8") << "dgx-a100-2x8" << 16 << 2;
+        QTest::newRow("dgx-a100-4x8") << "dgx-a100-4x8" << 32 << 4;
+        QTest::newRow("dgx-h100-2x8") << "dgx-h100-2x8" << 16 << 2;
+        QTest::newRow("v100-4x4") << "v100-4x4" << 16 << 4;
+        QTest::newRow("cpu-local") << "cpu-local" << 4 << 1;
+    }
+
+    void presetsHaveTheirShape() {
+        QFETCH(QString, name);
+        QFETCH(int, devices);
+        QFETCH(int, nodes);
+        const Cluster c = hippie::loadCluster(name.toStdString());
+        QCOMPARE(c.name, name.toStdString());
+        QCOMPARE(c.deviceCount(), devices);
+        QCOMPARE(static_cast<int>(c.nodes.size()), nodes);
+        QVERIFY(!c.source.empty());
+        const int per_node = devices / nodes;
+        for (int d = 0; d < devices; ++d) QCOMPARE(c.nodeOf(d), d / per_node);
+        for (int n = 0; n < nodes; ++n) QCOMPARE(c.firstDeviceOf(n), n * per_node);
+        for (const hippie::Node& node : c.nodes) {
+            QVERIFY(node.device.efficiency > 0 && node.device.efficiency <= 1);
+            QVERIFY(node.device.peak_flops_fp32 > 0);
+            QVERIFY(node.device.peak_flops_fp16 >= node.device.peak_flops_fp32);
+            QVERIFY(node.device.memory_bytes > 0);
+            QVERIFY(node.intra.bandwidth_bytes_per_s > 0);
+        }
+        QVERIFY(c.inter.bandwidth_bytes_per_s > 0);
+        if (nodes > 1) {
+            QCOMPARE(c.link(0, per_node), c.inter);
+            // Inside a server is faster than between servers.
+            QVERIFY(c.link(0, 1).bandwidth_bytes_per_s > c.link(0, per_node).bandwidth_bytes_per_s);
+            QVERIFY(c.link(0, 1).latency_s < c.link(0, per_node).latency_s);
+        }
+        // Every preset round-trips through JSON, written compactly with a node count.
+        const json j = hippie::clusterToJson(c);
+        QCOMPARE(j["nodes"].size(), size_t{1});
+        QCOMPARE(j["nodes"][0]["count"].get<int>(), nodes);
+        QCOMPARE(hippie::clusterFromJson(j), c);
+    }
+
+    void presetFiguresMatchDatasheets() {
+        const Cluster a100 = hippie::buildClusterPreset("dgx-a100-2x8");
+        QCOMPARE(a100.device(0).peak_flops_fp32, 19.5e12);
+        QCOMPARE(a100.device(0).peak_flops_fp16, 312e12);
+        QCOMPARE(a100.nodes[0].intra.bandwidth_bytes_per_s, 300e9);
+        QCOMPARE(a100.inter.bandwidth_bytes_per_s, 25e9);  // 200 Gb/s
+        const Cluster h100 = hippie::buildClusterPreset("dgx-h100-2x8");
+        QCOMPARE(h100.device(15).peak_flops_fp16, 989e12);
+        QCOMPARE(h100.nodes[1].intra.bandwidth_bytes_per_s, 450e9);
+        QCOMPARE(h100.inter.bandwidth_bytes_per_s, 50e9);  // 400 Gb/s
+        const Cluster v100 = hippie::buildClusterPreset("v100-4x4");
+        QCOMPARE(v100.device(5).peak_flops_fp32, 14e12);
+        QCOMPARE(v100.device(5).peak_flops_fp16, 112e12);
+        QCOMPARE(v100.inter.bandwidth_bytes_per_s, 1.25e9);  // 10 Gb/s
+        QVERIFY(v100.nodes[0].intra.bandwidth_bytes_per_s > 15e9 && v100.nodes[0].intra.bandwidth_bytes_per_s < 17e9);
+        const Cluster cpu = hippie::buildClusterPreset("cpu-local");
+        QCOMPARE(cpu.device(3).memory_bytes, int64_t{4} << 30);
+        QVERIFY(contains(cpu.source, "hippie-engine probe"));
+        QVERIFY(contains(cpu.source, "rough"));
+    }
+
+    void presetListMatchesBuilders() {
+        QCOMPARE(hippie::clusterPresets().size(), size_t{6});
+        for (const hippie::ClusterPreset& p : hippie::clusterPresets()) {
+            QVERIFY(!p.description.empty());
+            QCOMPARE(hippie::buildClusterPreset(p.name).name, p.name);
+        }
+        const std::string msg = errorOf([] { hippie::buildClusterPreset("dgx-z100"); });
+        QVERIFY2(contains(msg, "dgx-z100") && contains(msg, "dgx-a100-1x8") && contains(msg, "cpu-local"), msg.c_str());
+        const std::string msg2 = errorOf([] { hippie::loadCluster("no-such-cluster"); });
+        QVERIFY2(contains(msg2, "no-such-cluster") && contains(msg2, "v100-4x4"), msg2.c_str());
+    }
+
+    void roundTripsMixedNodes() {
+        const Cluster c = mixedCluster();
+        const json j = hippie::clusterToJson(c);
+        QCOMPARE(j["nodes"].size(), size_t{2});
+        QCOMPARE(hippie::clusterFromJson(j), c);
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("c.json").toStdString();
+        hippie::saveClusterFile(c, path);
+        QCOMPARE(hippie::loadClusterFile(path), c);
+        QCOMPARE(hippie::loadCluster(path), c);
+    }
+
+    void countRepeatsNodes() {
+        json j = hippie::clusterToJson(mixedCluster());
+        j["nodes"][1]["count"] = 3;
+        j["nodes"][0].erase("count");
+        const Cluster c = hippie::clusterFromJson(j);
+        QCOMPARE(c.nodes.size(), size_t{4});
+        QCOMPARE(c.deviceCount(), 3 + 3 * 2);
+        QCOMPARE(c.nodeOf(8), 3);
+    }
+
+    void oneNodeMayOmitInter() {
+        json j = hippie::clusterToJson(hippie::buildClusterPreset("dgx-a100-1x8"));
+        j.erase("inter");
+        QCOMPARE(hippie::clusterFromJson(j).deviceCount(), 8);
+        j.erase("source");
+        QCOMPARE(hippie::clusterFromJson(j).source, std::string());
+    }
+
+    void rejectsInvalidFields() {
+        expectRejected("efficiency > 1", [](json& j) { j["nodes"][1]["device"]["efficiency"] = 1.5; },
+                       {"nodes[1].device", "efficiency", "(0, 1]"});
+        expectRejected("efficiency 0", [](json& j) { j["nodes"][0]["device"]["efficiency"] = 0; }, {"nodes[0].device", "efficiency"});
+        expectRejected("negative bandwidth", [](json& j) { j["nodes"][0]["intra"]["bandwidth_bytes_per_s"] = -1; },
+                       {"nodes[0].intra", "bandwidth_bytes_per_s"});
+        expectRejected("zero inter bandwidth", [](json& j) { j["inter"]["bandwidth_bytes_per_s"] = 0; }, {"inter", "bandwidth_bytes_per_s"});
+        expectRejected("negative latency", [](json& j) { j["inter"]["latency_s"] = -1e-6; }, {"inter", "latency_s"});
+        expectRejected("zero memory", [](json& j) { j["nodes"][1]["device"]["memory_bytes"] = 0; }, {"memory_bytes"});
+        expectRejected("fp16 flops", [](json& j) { j["nodes"][1]["device"]["peak_flops_fp16"] = "fast"; }, {"peak_flops_fp16"});
+        expectRejected("fp32 flops", [](json& j) { j["nodes"][1]["device"].erase("peak_flops_fp32"); }, {"peak_flops_fp32", "missing"});
+        expectRejected("empty type", [](json& j) { j["nodes"][0]["device"]["type"] = ""; }, {"type"});
+        expectRejected("no nodes", [](json& j) { j["nodes"] = json::array(); }, {"'nodes'", "empty"});
+        expectRejected("zero devices", [](json& j) { j["nodes"][0]["devices"] = 0; }, {"nodes[0]", "'devices'"});
+        expectRejected("count string", [](json& j) { j["nodes"][0]["count"] = "two"; }, {"nodes[0]", "'count'"});
+        expectRejected("huge count", [](json& j) { j["nodes"][0]["count"] = 1000000000; }, {"nodes[0]", "count"});
+        expectRejected("no inter", [](json& j) { j.erase("inter"); }, {"'inter'"});
+        expectRejected("no device", [](json& j) { j["nodes"][0].erase("device"); }, {"nodes[0]", "'device'"});
+        expectRejected("no intra", [](json& j) { j["nodes"][1].erase("intra"); }, {"nodes[1]", "'intra'"});
+        expectRejected("format", [](json& j) { j["format"] = "hippie-graph"; }, {"'format'", "hippie-cluster"});
+        expectRejected("version", [](json& j) { j["version"] = 7; }, {"'version'"});
+        expectRejected("name", [](json& j) { j.erase("name"); }, {"'name'"});
+    }
+
+    void fileErrorsNameThePath() {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("bad.json").toStdString();
+        std::ofstream(path) << "[1, 2";
+        const std::string msg = errorOf([&] { hippie::loadClusterFile(path); });
+        QVERIFY2(contains(msg, path), msg.c_str());
+    }
+
+    void exampleLoads() {
+        const Cluster c = hippie::loadCluster(examplePath("two-node.cluster.json"));
+        QCOMPARE(c.name, std::string("two-node"));
+        QCOMPARE(c.nodes.size(), size_t{2});
+        QCOMPARE(c.deviceCount(), 8);
+        QCOMPARE(c.nodeOf(4), 1);
+        QCOMPARE(c.link(0, 4), c.inter);
+        QCOMPARE(c.link(4, 7), c.nodes[1].intra);
+    }
+
+    void schemaDocumentsEveryKey() {
+        const json schema = schema_check::loadJson(schema_check::schemaPath("cluster.schema.json"));
+        QCOMPARE(schema["$schema"].get<std::string>(), std::string("https://json-schema.org/draft/2020-12/schema"));
+        std::vector<std::string> problems;
+        schema_check::undescribedProperties(schema, "", problems);
+        QVERIFY2(problems.empty(), ("undescribed: " + schema_check::joined(problems)).c_str());
+        for (const hippie::ClusterPreset& p : hippie::clusterPresets())
+            schema_check::undeclaredKeys(schema, schema, hippie::clusterToJson(hippie::buildClusterPreset(p.name)), "", problems);
+        schema_check::undeclaredKeys(schema, schema, hippie::clusterToJson(mixedCluster()), "", problems);
+        schema_check::undeclaredKeys(schema, schema, schema_check::loadJson(examplePath("two-node.cluster.json")), "", problems);
+        QVERIFY2(problems.empty(), ("not in schema: " + schema_check::joined(problems)).c_str());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCluster)
+#include "test_cluster.moc"

@@ -1,0 +1,279 @@
+// Plan: names of schedules and optimizers, derived sizes and groups, plan JSON round trips
+// and rejections, and the schema.
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "planners/common/error.h"
+#include "planners/schedule/plan_json.h"
+#include "schema_check.h"
+
+using hippie::Error;
+using hippie::Plan;
+using hippie::ScheduleKind;
+using nlohmann::json;
+using Groups = std::vector<std::vector<int>>;
+
+namespace {
+
+std::string errorOf(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// 4 stages x 2 replicas on a topology-aware (non-default) map, every field off its default.
+Plan pipelinePlan() {
+    Plan p;
+    p.model.zoo = "gpt2-small";
+    p.model.batch_size = 8;
+    p.model.seq_len = 512;
+    p.model.precision = hippie::Precision::BF16;
+    p.cluster = "dgx-a100-1x8";
+    p.planner = "hippie";
+    p.stages = {{0, 3}, {4, 7}, {8, 10}, {11, 13}};
+    p.dp = 2;
+    p.micro_batches = 8;
+    p.global_batch = 64;
+    p.schedule = ScheduleKind::Hippie;
+    p.optimizer = hippie::Optimizer::SGDMomentum;
+    p.recompute_layers = {1, 5, 9};
+    p.bucket_bytes = 1 << 20;
+    p.device_map = {{0, 4}, {1, 5}, {2, 6}, {3, 7}};
+    return p;
+}
+
+Plan interleavedPlan() {
+    Plan p;
+    p.model.file = "/tmp/model.graph.json";
+    p.model.batch_size = 4;
+    p.stages = {{0, 1}, {2, 3}, {4, 5}, {6, 7}};
+    p.dp = 1;
+    p.micro_batches = 4;
+    p.global_batch = 16;
+    p.schedule = ScheduleKind::Interleaved;
+    p.virtual_stages = 2;
+    p.device_map = hippie::defaultDeviceMap(2, 1);
+    return p;
+}
+
+Plan placementPlan() {
+    Plan p;
+    p.model.zoo = "inception-v3";
+    p.model.batch_size = 32;
+    p.planner = "baechi-msct";
+    p.placement = {0, 0, 1, 3, 1, 0};
+    p.micro_batches = 1;
+    p.global_batch = 32;
+    p.schedule = ScheduleKind::GPipe;
+    p.optimizer = hippie::Optimizer::SGD;
+    return p;
+}
+
+}  // namespace
+
+class TestPlanJson : public QObject {
+    Q_OBJECT
+
+    static void comparePlans(const Plan& a, const Plan& b) {
+        QCOMPARE(a.model.zoo, b.model.zoo);
+        QCOMPARE(a.model.file, b.model.file);
+        QCOMPARE(a.model.batch_size, b.model.batch_size);
+        QCOMPARE(a.model.seq_len, b.model.seq_len);
+        QCOMPARE(a.model.precision, b.model.precision);
+        QCOMPARE(a.cluster, b.cluster);
+        QCOMPARE(a.planner, b.planner);
+        QCOMPARE(a.stages.size(), b.stages.size());
+        for (size_t i = 0; i < a.stages.size(); ++i) {
+            QCOMPARE(a.stages[i].first_layer, b.stages[i].first_layer);
+            QCOMPARE(a.stages[i].last_layer, b.stages[i].last_layer);
+        }
+        QCOMPARE(a.dp, b.dp);
+        QCOMPARE(a.placement, b.placement);
+        QCOMPARE(a.micro_batches, b.micro_batches);
+        QCOMPARE(a.global_batch, b.global_batch);
+        QCOMPARE(a.schedule, b.schedule);
+        QCOMPARE(a.virtual_stages, b.virtual_stages);
+        QCOMPARE(a.optimizer, b.optimizer);
+        QCOMPARE(a.recompute_layers, b.recompute_layers);
+        QCOMPARE(a.bucket_bytes, b.bucket_bytes);
+        QCOMPARE(a.device_map, b.device_map);
+    }
+
+    static void expectRejected(const char* what, const std::function<void(json&)>& mutate,
+                               const std::vector<std::string>& parts, const Plan& base = pipelinePlan()) {
+        json j = hippie::planToJson(base);
+        mutate(j);
+        const std::string msg = errorOf([&] { hippie::planFromJson(j, "p.json"); });
+        QVERIFY2(!msg.empty(), (std::string(what) + ": accepted").c_str());
+        QVERIFY2(msg.rfind("p.json: ", 0) == 0, (std::string(what) + ": " + msg).c_str());
+        for (const std::string& p : parts)
+            QVERIFY2(contains(msg, p), (std::string(what) + ": '" + p + "' not in: " + msg).c_str());
+    }
+
+private slots:
+    void scheduleNamesRoundTrip() {
+        const std::vector<ScheduleKind> kinds = hippie::allScheduleKinds();
+        QCOMPARE(kinds.size(), size_t{5});
+        for (ScheduleKind k : kinds) QCOMPARE(hippie::scheduleFromString(hippie::toString(k)), k);
+        QCOMPARE(std::string(hippie::toString(ScheduleKind::OneFOneB)), std::string("1f1b"));
+        QCOMPARE(std::string(hippie::toString(ScheduleKind::ZeroBubbleH1)), std::string("zb-h1"));
+        QCOMPARE(hippie::scheduleFromString("interleaved"), ScheduleKind::Interleaved);
+        const std::string msg = errorOf([] { hippie::scheduleFromString("2f2b"); });
+        QVERIFY2(contains(msg, "2f2b") && contains(msg, "gpipe") && contains(msg, "zb-h1"), msg.c_str());
+    }
+
+    void optimizerNamesRoundTrip() {
+        for (auto o : {hippie::Optimizer::SGD, hippie::Optimizer::SGDMomentum, hippie::Optimizer::Adam})
+            QCOMPARE(hippie::optimizerFromString(hippie::toString(o)), o);
+        QCOMPARE(std::string(hippie::toString(hippie::Optimizer::SGDMomentum)), std::string("sgd-momentum"));
+        const std::string msg = errorOf([] { hippie::optimizerFromString("lamb"); });
+        QVERIFY2(contains(msg, "lamb") && contains(msg, "adam"), msg.c_str());
+    }
+
+    void derivedSizes() {
+        const Plan p = pipelinePlan();
+        QCOMPARE(p.pipelineDepth(), 4);
+        QCOMPARE(p.deviceCount(), 8);
+        QCOMPARE(p.microBatchSize(), 4.0);
+        const Plan v = interleavedPlan();
+        QCOMPARE(v.pipelineDepth(), 2);
+        QCOMPARE(v.deviceCount(), 2);
+        const Plan pl = placementPlan();
+        QVERIFY(pl.isPlacement());
+        QCOMPARE(pl.deviceCount(), 3);
+        Plan odd = pipelinePlan();
+        odd.global_batch = 12;
+        odd.micro_batches = 4;
+        QCOMPARE(odd.microBatchSize(), 1.5);
+    }
+
+    void defaultDeviceMapPacksPipelines() {
+        QCOMPARE(hippie::defaultDeviceMap(2, 3), (Groups{{0, 2, 4}, {1, 3, 5}}));
+        QCOMPARE(hippie::defaultDeviceMap(1, 1), (Groups{{0}}));
+        Plan p = pipelinePlan();
+        p.device_map = hippie::defaultDeviceMap(4, 2);
+        QCOMPARE(p.pipelineGroups(), (Groups{{0, 1, 2, 3}, {4, 5, 6, 7}}));
+        QCOMPARE(p.stageGroups(), (Groups{{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
+    }
+
+    void groupsFollowTheDeviceMap() {
+        Plan p = pipelinePlan();
+        p.device_map = {{0, 2}, {1, 3}, {4, 6}, {5, 7}};
+        QCOMPARE(p.pipelineGroups(), (Groups{{0, 1, 4, 5}, {2, 3, 6, 7}}));
+        QCOMPARE(p.stageGroups(), (Groups{{0, 2}, {1, 3}, {4, 6}, {5, 7}}));
+        const Plan pl = placementPlan();
+        QCOMPARE(pl.pipelineGroups(), (Groups{{0, 1, 3}}));
+        QCOMPARE(pl.stageGroups(), (Groups{{0}, {1}, {3}}));
+    }
+
+    void roundTrips() {
+        for (const Plan& p : {pipelinePlan(), interleavedPlan(), placementPlan()}) {
+            const json j = hippie::planToJson(p);
+            const Plan back = hippie::planFromJson(j);
+            comparePlans(p, back);
+            QCOMPARE(hippie::planToJson(back), j);
+        }
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("plan.json").toStdString();
+        hippie::savePlanFile(pipelinePlan(), path);
+        comparePlans(pipelinePlan(), hippie::loadPlanFile(path));
+    }
+
+    void writesGroupsAndIgnoresThemOnLoad() {
+        json j = hippie::planToJson(pipelinePlan());
+        QCOMPARE(j["groups"]["pipelines"].get<Groups>(), (Groups{{0, 1, 2, 3}, {4, 5, 6, 7}}));
+        QCOMPARE(j["groups"]["stages"].get<Groups>(), (Groups{{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
+        j["groups"] = {{"pipelines", "garbage"}};
+        const Plan p = hippie::planFromJson(j);
+        QCOMPARE(hippie::planToJson(p)["groups"]["stages"].get<Groups>(), (Groups{{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
+    }
+
+    void optionalFieldsTakeDefaults() {
+        const json j = {{"format", "hippie-plan"},
+                        {"version", 1},
+                        {"model", {{"zoo", "gpt2-small"}, {"batch_size", 4}}},
+                        {"stages", {{{"first_layer", 0}, {"last_layer", 5}}, {{"first_layer", 6}, {"last_layer", 13}}}},
+                        {"micro_batches", 4},
+                        {"global_batch", 8}};
+        const Plan p = hippie::planFromJson(j);
+        QCOMPARE(p.dp, 1);
+        QCOMPARE(p.schedule, ScheduleKind::OneFOneB);
+        QCOMPARE(p.optimizer, hippie::Optimizer::Adam);
+        QCOMPARE(p.virtual_stages, 1);
+        QCOMPARE(p.bucket_bytes, int64_t{25} * 1024 * 1024);
+        QCOMPARE(p.model.precision, hippie::Precision::FP32);
+        QCOMPARE(p.planner, std::string("manual"));
+        QCOMPARE(p.device_map, hippie::defaultDeviceMap(2, 1));
+    }
+
+    void rejectsInvalidFields() {
+        expectRejected("format", [](json& j) { j["format"] = "hippie-trace"; }, {"'format'", "hippie-plan"});
+        expectRejected("version", [](json& j) { j["version"] = 2; }, {"'version'"});
+        expectRejected("no micro_batches", [](json& j) { j.erase("micro_batches"); }, {"'micro_batches'", "missing"});
+        expectRejected("zero micro_batches", [](json& j) { j["micro_batches"] = 0; }, {"'micro_batches'", "positive"});
+        expectRejected("global_batch type", [](json& j) { j["global_batch"] = "64"; }, {"'global_batch'"});
+        expectRejected("negative dp", [](json& j) { j["dp"] = -2; }, {"'dp'"});
+        expectRejected("schedule", [](json& j) { j["schedule"] = "2f2b"; }, {"'schedule'", "2f2b", "1f1b"});
+        expectRejected("optimizer", [](json& j) { j["optimizer"] = "lamb"; }, {"'optimizer'", "lamb"});
+        expectRejected("bucket", [](json& j) { j["bucket_bytes"] = 0; }, {"'bucket_bytes'"});
+        expectRejected("virtual", [](json& j) { j["virtual_stages"] = 0; }, {"'virtual_stages'"});
+        expectRejected("no model", [](json& j) { j.erase("model"); }, {"'model'"});
+        expectRejected("model batch", [](json& j) { j["model"].erase("batch_size"); }, {"model", "'batch_size'"});
+        expectRejected("model name", [](json& j) { j["model"]["zoo"] = ""; }, {"model", "'zoo'", "'file'"});
+        expectRejected("model precision", [](json& j) { j["model"]["precision"] = "int8"; }, {"model", "'precision'"});
+        expectRejected("recompute", [](json& j) { j["recompute_layers"][1] = -1; }, {"recompute_layers[1]"});
+    }
+
+    void rejectsBadStages() {
+        expectRejected("gap", [](json& j) { j["stages"][2]["first_layer"] = 9; }, {"stages[2]", "'first_layer'", "8"});
+        expectRejected("not from 0", [](json& j) { j["stages"][0]["first_layer"] = 1; }, {"stages[0]", "'first_layer'"});
+        expectRejected("reversed", [](json& j) { j["stages"][1]["last_layer"] = 2; }, {"stages[1]", "'last_layer'"});
+        expectRejected("stage type", [](json& j) { j["stages"][3] = 4; }, {"stages[3]"});
+        expectRejected("both", [](json& j) { j["placement"] = {0, 1}; }, {"'stages'", "'placement'"});
+        expectRejected("neither", [](json& j) { j["stages"] = json::array(); }, {"'stages'", "'placement'"});
+        expectRejected("virtual not dividing", [](json& j) { j["virtual_stages"] = 3; }, {"'virtual_stages'", "4"},
+                       interleavedPlan());
+        expectRejected("placement", [](json& j) { j["placement"][3] = -1; }, {"placement[3]"}, placementPlan());
+    }
+
+    void rejectsBadDeviceMaps() {
+        expectRejected("rows", [](json& j) { j["device_map"].erase(3); }, {"'device_map'", "3 rows", "4"});
+        expectRejected("replicas", [](json& j) { j["device_map"][1] = {1}; }, {"device_map[1]", "'dp'"});
+        expectRejected("duplicate", [](json& j) { j["device_map"][2][1] = 4; }, {"device_map[2][1]", "device 4", "device_map[0][1]"});
+        expectRejected("negative", [](json& j) { j["device_map"][0][0] = -1; }, {"device_map[0][0]"});
+        expectRejected("row type", [](json& j) { j["device_map"][0] = 3; }, {"device_map[0]"});
+    }
+
+    void schemaDocumentsEveryKey() {
+        const json schema = schema_check::loadJson(schema_check::schemaPath("plan.schema.json"));
+        QCOMPARE(schema["$schema"].get<std::string>(), std::string("https://json-schema.org/draft/2020-12/schema"));
+        std::vector<std::string> problems;
+        schema_check::undescribedProperties(schema, "", problems);
+        QVERIFY2(problems.empty(), ("undescribed: " + schema_check::joined(problems)).c_str());
+        for (const Plan& p : {pipelinePlan(), interleavedPlan(), placementPlan()})
+            schema_check::undeclaredKeys(schema, schema, hippie::planToJson(p), "", problems);
+        QVERIFY2(problems.empty(), ("not in schema: " + schema_check::joined(problems)).c_str());
+        // The enums list every name the writer can emit.
+        const json& schedules = schema["properties"]["schedule"]["enum"];
+        for (ScheduleKind k : hippie::allScheduleKinds())
+            QVERIFY2(std::find(schedules.begin(), schedules.end(), hippie::toString(k)) != schedules.end(), hippie::toString(k));
+        const json& optimizers = schema["properties"]["optimizer"]["enum"];
+        for (auto o : {hippie::Optimizer::SGD, hippie::Optimizer::SGDMomentum, hippie::Optimizer::Adam})
+            QVERIFY2(std::find(optimizers.begin(), optimizers.end(), hippie::toString(o)) != optimizers.end(), hippie::toString(o));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestPlanJson)
+#include "test_plan_json.moc"

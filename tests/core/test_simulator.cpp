@@ -1,0 +1,212 @@
+// The simulator against pipeline theory: exact bubble fractions, activation counts per stage,
+// interleaving, all-reduce overlap, zero-bubble, recomputation and communication costs.
+#include <QtTest>
+
+#include "planners/cost/cost_model.h"
+#include "planners/schedule/lower.h"
+#include "planners/sim/simulator.h"
+#include "synthetic.h"
+
+using namespace hippie;
+using namespace hippie::test;
+
+namespace {
+
+constexpr double kEps = 1e-9;
+
+struct Run {
+    Graph graph;
+    Cluster cluster;
+    Plan plan;
+    Trace trace;
+};
+
+Run simulatePlan(const Graph& g, const Cluster& c, const Plan& plan) {
+    Run r{g, c, plan, {}};
+    const CostModel cost(r.graph, r.cluster);
+    r.trace = simulate(lower(r.plan, r.graph), r.plan, cost);
+    return r;
+}
+
+// Compute time the pipeline leaves idle before its last backward, summed over devices.
+double idleSeconds(const Trace& t) {
+    double window = 0, busy = 0;
+    for (const TraceEvent& e : t.events)
+        if (isCompute(e.kind) && e.kind != InstrKind::OptimizerStep) {
+            window = std::max(window, e.end_s);
+            busy += e.end_s - e.start_s;
+        }
+    return window * static_cast<double>(t.devices.size()) - busy;
+}
+
+// Activation bytes held at the peak, in units of one micro-batch's stash on that device.
+double stashedMicroBatches(const Trace& t, size_t row, int64_t one_micro_batch) {
+    const int64_t fixed = t.memory[row].back().bytes;  // everything freed again at the end
+    return static_cast<double>(t.metrics.peak_memory_bytes[row] - fixed) / static_cast<double>(one_micro_batch);
+}
+
+}  // namespace
+
+class TestSimulator : public QObject {
+    Q_OBJECT
+private slots:
+    void bubbleFractionMatchesTheory_data() {
+        QTest::addColumn<int>("kind");
+        QTest::addColumn<int>("p");
+        QTest::addColumn<int>("m");
+        for (ScheduleKind k : {ScheduleKind::GPipe, ScheduleKind::OneFOneB})
+            for (int p : {1, 2, 4, 8})
+                for (int m : {1, 3, 8, 32}) QTest::addRow("%s p%d m%d", toString(k), p, m) << int(k) << p << m;
+    }
+    void bubbleFractionMatchesTheory() {
+        QFETCH(int, kind);
+        QFETCH(int, p);
+        QFETCH(int, m);
+        const Run r = simulatePlan(chainGraph(p), exactCluster(1, p), pipelinePlan(p, p, 1, m, static_cast<ScheduleKind>(kind)));
+        const double expected = static_cast<double>(p - 1) / (m + p - 1);
+        QVERIFY2(std::abs(r.trace.metrics.bubble_fraction - expected) < kEps,
+                 qPrintable(QString("bubble %1, expected %2").arg(r.trace.metrics.bubble_fraction).arg(expected)));
+        // The pipeline takes (m + p - 1) slots of forward + backward (1 s + 2 s).
+        double last_backward = 0;
+        for (const TraceEvent& e : r.trace.events)
+            if (e.kind == InstrKind::Backward) last_backward = std::max(last_backward, e.end_s);
+        QVERIFY(std::abs(last_backward - 3.0 * (m + p - 1)) < kEps);
+    }
+
+    void oneFOneBHoldsAtMostPMinusSMicroBatches() {
+        const int p = 4, m = 8;
+        const Graph g = chainGraph(p, 1, 2, 0);
+        const Cluster c = exactCluster(1, p);
+        const Run one = simulatePlan(g, c, pipelinePlan(p, p, 1, 1, ScheduleKind::OneFOneB));
+        const Run r = simulatePlan(g, c, pipelinePlan(p, p, 1, m, ScheduleKind::OneFOneB));
+        const Run gp = simulatePlan(g, c, pipelinePlan(p, p, 1, m, ScheduleKind::GPipe));
+        for (int s = 0; s < p; ++s) {
+            const auto row = static_cast<size_t>(s);
+            const int64_t stash = one.trace.metrics.peak_memory_bytes[row] - one.trace.memory[row].back().bytes;
+            QCOMPARE(stashedMicroBatches(r.trace, row, stash), double(std::min(p - s, m)));
+            QCOMPARE(stashedMicroBatches(gp.trace, row, stash), double(m));
+        }
+    }
+
+    void interleavingDividesTheBubbleByV() {
+        const int p = 4, m = 8, v = 2;
+        const Cluster c = exactCluster(1, p);
+        const Run plain = simulatePlan(chainGraph(p), c, pipelinePlan(p, p, 1, m, ScheduleKind::OneFOneB));
+        // Same work per device, cut into v chunks of half the layers' time each.
+        const Run inter = simulatePlan(chainGraph(p * v, 0.5, 1.0), c, pipelinePlan(p * v, p, 1, m, ScheduleKind::Interleaved, v));
+        const double plain_idle = idleSeconds(plain.trace);
+        QVERIFY(std::abs(plain_idle - p * (p - 1) * 3.0) < kEps);
+        QVERIFY2(std::abs(idleSeconds(inter.trace) - plain_idle / v) < kEps, qPrintable(QString::number(idleSeconds(inter.trace))));
+    }
+
+    void hippieHidesAllReduceThatOneFOneBLeavesExposed() {
+        // 2 stages x 2 replicas; 64 MiB of weights per layer over a 10 GB/s link.
+        const Graph g = chainGraph(8, 1, 2, int64_t(64) << 20);
+        const Cluster c = exactCluster(1, 4, int64_t(1) << 40, 10e9);
+        Plan plan = pipelinePlan(8, 2, 2, 4, ScheduleKind::OneFOneB);
+        const Run base = simulatePlan(g, c, plan);
+        plan.schedule = ScheduleKind::Hippie;
+        const Run hip = simulatePlan(g, c, plan);
+        QCOMPARE(base.trace.metrics.allreduce_hidden_fraction, 0.0);
+        QVERIFY(hip.trace.metrics.allreduce_hidden_fraction > 0.5);
+        QVERIFY(hip.trace.metrics.iteration_time_s < base.trace.metrics.iteration_time_s);
+        // Same compute, same bubble before the last backward.
+        QVERIFY(std::abs(hip.trace.metrics.bubble_fraction - base.trace.metrics.bubble_fraction) < 0.05);
+    }
+
+    void hippieReleasesSentActivationsEarly() {
+        const Graph g = chainGraph(4, 1, 2, 0);
+        const Cluster c = exactCluster(1, 2);
+        const Run base = simulatePlan(g, c, pipelinePlan(4, 2, 1, 8, ScheduleKind::OneFOneB));
+        const Run hip = simulatePlan(g, c, pipelinePlan(4, 2, 1, 8, ScheduleKind::Hippie));
+        QVERIFY(hip.trace.metrics.peak_memory_bytes[0] < base.trace.metrics.peak_memory_bytes[0]);
+        QCOMPARE(hip.trace.metrics.peak_memory_bytes[1], base.trace.metrics.peak_memory_bytes[1]);  // the last stage sends nothing
+    }
+
+    void zeroBubbleShrinksTheBubble_data() {
+        QTest::addColumn<int>("p");
+        QTest::addColumn<int>("m");
+        for (int p : {2, 4, 8})
+            for (int m : {8, 32}) QTest::addRow("p%d m%d", p, m) << p << m;
+    }
+    void zeroBubbleShrinksTheBubble() {
+        // F = 1 s, B = W = 1 s: ZB-H1 leaves (p-1)(F+B-W) idle instead of 1F1B's (p-1)(F+B+W).
+        QFETCH(int, p);
+        QFETCH(int, m);
+        const int64_t act = 1 << 20;
+        const Graph g = chainGraph(p, 1, 2, 1 << 20, act);
+        const Cluster c = exactCluster(1, p);
+        const Run base = simulatePlan(g, c, pipelinePlan(p, p, 1, m, ScheduleKind::OneFOneB));
+        const Run zb = simulatePlan(g, c, pipelinePlan(p, p, 1, m, ScheduleKind::ZeroBubbleH1));
+        QVERIFY(std::abs(base.trace.metrics.bubble_fraction - double(p - 1) / (m + p - 1)) < kEps);
+        QVERIFY2(std::abs(zb.trace.metrics.bubble_fraction - double(p - 1) / (3 * m + p - 1)) < kEps,
+                 qPrintable(QString::number(zb.trace.metrics.bubble_fraction)));
+        // Activations between F and B stay within 1F1B's bound; weight gradients that wait
+        // hold only their inputs (one layer output here), at most p - 1 of them.
+        QCOMPARE(zb.trace.metrics.peak_memory_bytes[0], base.trace.metrics.peak_memory_bytes[0]);
+        for (size_t s = 1; s < static_cast<size_t>(p); ++s)
+            QVERIFY(zb.trace.metrics.peak_memory_bytes[s] <= base.trace.metrics.peak_memory_bytes[s] + (p - 1) * act);
+    }
+
+    void recomputationTradesTimeForMemory() {
+        // Stage 0 of 2 keeps two micro-batches in flight; recomputing its layers keeps only
+        // their inputs and rebuilds one micro-batch at a time just before its backward.
+        const Graph g = chainGraph(4, 1, 2, 0);
+        const Cluster c = exactCluster(1, 2);
+        Plan plan = pipelinePlan(4, 2, 1, 4, ScheduleKind::OneFOneB);
+        const Run base = simulatePlan(g, c, plan);
+        plan.recompute_layers = {0, 1};
+        const Run rc = simulatePlan(g, c, plan);
+        const int64_t act = 1 << 20;
+        QCOMPARE(base.trace.metrics.peak_memory_bytes[0] - rc.trace.metrics.peak_memory_bytes[0], 2 * act);
+        // Each of the 4 micro-batches runs stage 0's two forward layers again: 8 s of compute.
+        double base_busy = 0, rc_busy = 0;
+        for (const TraceEvent& e : base.trace.events) base_busy += e.device == 0 && isCompute(e.kind) ? e.end_s - e.start_s : 0;
+        for (const TraceEvent& e : rc.trace.events) rc_busy += e.device == 0 && isCompute(e.kind) ? e.end_s - e.start_s : 0;
+        QVERIFY(std::abs(rc_busy - base_busy - 8.0) < 1e-6);
+        QVERIFY(rc.trace.metrics.iteration_time_s > base.trace.metrics.iteration_time_s);
+    }
+
+    void pointToPointCostsLatencyPlusBytesOverBandwidth() {
+        // 1 MiB activations over 1 MiB/s with 0.5 s latency: each hop 1.5 s, two hops.
+        const Graph g = chainGraph(2, 1, 2, 0, 1 << 20);
+        const Cluster c = exactCluster(1, 2, int64_t(1) << 40, double(1 << 20), 0.5);
+        const Run r = simulatePlan(g, c, pipelinePlan(2, 2, 1, 1, ScheduleKind::OneFOneB));
+        QVERIFY(std::abs(r.trace.metrics.iteration_time_s - (1 + 1.5 + 1 + 2 + 1.5 + 2)) < 1e-6);
+        QVERIFY(std::abs(r.trace.metrics.throughput_samples_per_s - 1.0 / r.trace.metrics.iteration_time_s) < kEps);
+    }
+
+    void memoryEfficiencyIsThroughputPerGiB() {
+        const Run r = simulatePlan(chainGraph(2), exactCluster(1, 2), pipelinePlan(2, 2, 1, 4, ScheduleKind::OneFOneB));
+        const auto& m = r.trace.metrics;
+        QVERIFY(std::abs(m.memory_efficiency - m.throughput_samples_per_s / (double(m.max_peak_memory_bytes) / (1 << 30))) < kEps);
+        QCOMPARE(memoryEfficiency(1.8, int64_t(43) << 30) / memoryEfficiency(1.0, int64_t(100) << 30), 1.8 / 0.43);
+    }
+
+    void fitsMemoryComparesPeakWithCapacity() {
+        const Graph g = chainGraph(2, 1, 2, int64_t(1) << 30);
+        const Plan plan = pipelinePlan(2, 1, 1, 1, ScheduleKind::OneFOneB);
+        QVERIFY(simulatePlan(g, exactCluster(1, 1, int64_t(64) << 30), plan).trace.metrics.fits_memory);
+        QVERIFY(!simulatePlan(g, exactCluster(1, 1, int64_t(4) << 30), plan).trace.metrics.fits_memory);
+    }
+
+    void eventsCoverEveryInstruction() {
+        const Graph g = chainGraph(4);
+        const Plan plan = pipelinePlan(4, 2, 2, 4, ScheduleKind::Hippie);
+        const Program prog = lower(plan, g);
+        const Cluster c = exactCluster(1, 4);
+        const Trace t = simulate(prog, plan, CostModel(g, c));
+        size_t n = 0;
+        for (const auto& s : prog.streams) n += s.size();
+        QCOMPARE(t.events.size(), n);
+        for (const TraceEvent& e : t.events) QVERIFY(e.end_s >= e.start_s);
+        SimOptions quiet;
+        quiet.record_events = false;
+        const Trace q = simulate(prog, plan, CostModel(g, c), quiet);
+        QVERIFY(q.events.empty());
+        QCOMPARE(q.metrics.iteration_time_s, t.metrics.iteration_time_s);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestSimulator)
+#include "test_simulator.moc"

@@ -1,0 +1,349 @@
+// The model zoo: parameter counts against the published figures, FLOPs against the 6*N*tokens
+// rule, batch scaling, graph shape (a DAG with real branches) and the layer view.
+#include <QtTest>
+
+#include <cmath>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "planners/common/error.h"
+#include "planners/model/zoo.h"
+
+using namespace hippie;
+
+namespace {
+
+Graph build(const std::string& name, int batch = 1, int seq_len = 0, Precision precision = Precision::FP32) {
+    ModelSpec spec;
+    spec.zoo = name;
+    spec.batch_size = batch;
+    spec.seq_len = seq_len;
+    spec.precision = precision;
+    return buildZooModel(spec);
+}
+
+bool isGpt(const std::string& name) { return name.rfind("gpt", 0) == 0; }
+
+double relativeError(double actual, double expected) { return std::abs(actual - expected) / expected; }
+
+int64_t sumOutputBytes(const Graph& g) {
+    int64_t s = 0;
+    for (const Op& op : g.ops) s += op.output_bytes;
+    return s;
+}
+
+int64_t sumEdgeBytes(const Graph& g) {
+    int64_t s = 0;
+    for (const Edge& e : g.edges) s += e.bytes;
+    return s;
+}
+
+int64_t sumTempBytes(const Graph& g) {
+    int64_t s = 0;
+    for (const Op& op : g.ops) s += op.temp_bytes;
+    return s;
+}
+
+// Ops that can reach `target` along edges.
+std::vector<bool> reachesOp(const Graph& g, int target) {
+    std::vector<std::vector<int>> preds(g.ops.size());
+    for (const Edge& e : g.edges) preds[static_cast<size_t>(e.dst)].push_back(e.src);
+    std::vector<bool> seen(g.ops.size(), false);
+    std::vector<int> stack{target};
+    seen[static_cast<size_t>(target)] = true;
+    while (!stack.empty()) {
+        const int v = stack.back();
+        stack.pop_back();
+        for (int p : preds[static_cast<size_t>(v)])
+            if (!seen[static_cast<size_t>(p)]) {
+                seen[static_cast<size_t>(p)] = true;
+                stack.push_back(p);
+            }
+    }
+    return seen;
+}
+
+}  // namespace
+
+class TestZoo : public QObject {
+    Q_OBJECT
+
+private:
+    static void addModelRows() {
+        QTest::addColumn<QString>("model");
+        for (const ZooEntry& e : zooModels()) QTest::newRow(e.name.c_str()) << QString::fromStdString(e.name);
+    }
+
+private slots:
+    void catalogueListsEveryModel() {
+        const std::set<std::string> expected{"gpt2-small", "gpt2-medium", "gpt2-large", "gpt2-xl", "gpt3-1.3b",
+                                             "gpt3-2.7b", "gpt3-6.7b", "gpt3-13b", "bert-base", "bert-large",
+                                             "resnet50", "resnet101", "resnet152", "vgg16", "vgg19", "inception-v3",
+                                             "gnmt-8", "transformer-big", "mlp"};
+        std::set<std::string> names;
+        for (const ZooEntry& e : zooModels()) {
+            QVERIFY2(names.insert(e.name).second, e.name.c_str());
+            QVERIFY(!e.family.empty());
+            QVERIFY(!e.description.empty());
+            QVERIFY(e.published_params > 0);
+            QVERIFY(e.default_seq_len >= 0);
+            QCOMPARE(findZooModel(e.name), &e);
+        }
+        QCOMPARE(names, expected);
+        QVERIFY(findZooModel("no-such-model") == nullptr);
+    }
+
+    void paramCountMatchesPublished_data() { addModelRows(); }
+    void paramCountMatchesPublished() {
+        QFETCH(QString, model);
+        const std::string name = model.toStdString();
+        const ZooEntry* entry = findZooModel(name);
+        QVERIFY(entry);
+        const Graph fp32 = build(name);
+        const Graph fp16 = build(name, 1, 0, Precision::FP16);
+        const double built = static_cast<double>(fp32.paramCount());
+        const QString detail = QStringLiteral("built %1, published %2").arg(built, 0, 'f', 0).arg(entry->published_params, 0, 'f', 0);
+        QVERIFY2(relativeError(built, entry->published_params) <= 0.02, qPrintable(detail));
+        // Same model in half precision: same count, half the bytes.
+        QCOMPARE(fp16.paramCount(), fp32.paramCount());
+        QCOMPARE(fp16.totalParamBytes() * 2, fp32.totalParamBytes());
+        QCOMPARE(sumOutputBytes(fp16) * 2, sumOutputBytes(fp32));
+    }
+
+    // Training FLOPs of a transformer LM are about 6*N*tokens: 2 a parameter a token forward
+    // (one multiply-add), 4 backward (input and weight gradients). The rule ignores attention
+    // (s*s terms), so those ops are left out; 10% covers what the rule also ignores: norms,
+    // activations, softmax and embedding gathers on one side, position embeddings counted in N
+    // but never multiplied on the other.
+    void gptFlopsFollowSixNTokens_data() {
+        QTest::addColumn<QString>("model");
+        for (const ZooEntry& e : zooModels())
+            if (isGpt(e.name)) QTest::newRow(e.name.c_str()) << QString::fromStdString(e.name);
+    }
+    void gptFlopsFollowSixNTokens() {
+        QFETCH(QString, model);
+        const std::string name = model.toStdString();
+        const int batch = 2;
+        const Graph g = build(name, batch);
+        double without_attention = 0, attention_fwd = 0;
+        for (const Op& op : g.ops) {
+            if (op.kind == "attention") attention_fwd += op.fwd_flops;
+            else without_attention += op.fwd_flops + op.bwd_flops;
+        }
+        const double tokens = static_cast<double>(batch) * g.source.seq_len;
+        const double rule = 6.0 * static_cast<double>(g.paramCount()) * tokens;
+        QVERIFY2(relativeError(without_attention, rule) < 0.10,
+                 qPrintable(QStringLiteral("%1 vs 6NT %2").arg(without_attention).arg(rule)));
+        // Scores and context: 2*s*s*d_model each, per sample per block.
+        const int blocks = g.layerCount() - 2;
+        const double s = g.source.seq_len;
+        const double d_model = static_cast<double>(g.ops[0].output_bytes) / 4 / tokens;  // token_embed: tokens x d_model, fp32
+        QCOMPARE(attention_fwd, 2 * 2.0 * s * s * d_model * blocks * batch);
+    }
+
+    void doublingBatchDoublesCosts_data() { addModelRows(); }
+    void doublingBatchDoublesCosts() {
+        QFETCH(QString, model);
+        const Graph one = build(model.toStdString(), 3);
+        const Graph two = build(model.toStdString(), 6);
+        QCOMPARE(two.ops.size(), one.ops.size());
+        QCOMPARE(two.edges.size(), one.edges.size());
+        QCOMPARE(two.totalFwdFlops(), 2 * one.totalFwdFlops());
+        QCOMPARE(two.totalBwdFlops(), 2 * one.totalBwdFlops());
+        QCOMPARE(sumOutputBytes(two), 2 * sumOutputBytes(one));
+        QCOMPARE(sumEdgeBytes(two), 2 * sumEdgeBytes(one));
+        QCOMPARE(sumTempBytes(two), 2 * sumTempBytes(one));
+        QCOMPARE(two.totalParamBytes(), one.totalParamBytes());
+        QCOMPARE(two.batch_size, 6);
+    }
+
+    void graphIsConnectedDag_data() { addModelRows(); }
+    void graphIsConnectedDag() {
+        QFETCH(QString, model);
+        const Graph g = build(model.toStdString());
+        QVERIFY(!g.ops.empty());
+        const std::vector<int> order = g.topologicalOrder();
+        QCOMPARE(order.size(), g.ops.size());
+        std::vector<int> in_degree(g.ops.size(), 0), out_degree(g.ops.size(), 0);
+        for (const Edge& e : g.edges) {
+            QVERIFY(e.src >= 0 && e.dst < static_cast<int>(g.ops.size()));
+            QVERIFY2(e.src < e.dst, qPrintable(QString::fromStdString(g.ops[e.src].name + " -> " + g.ops[e.dst].name)));
+            QVERIFY(e.bytes > 0);
+            QVERIFY(g.ops[e.src].layer <= g.ops[e.dst].layer);
+            ++in_degree[static_cast<size_t>(e.dst)];
+            ++out_degree[static_cast<size_t>(e.src)];
+        }
+        // One sink, the loss, and every op contributes to it; only layer 0 reads the input.
+        const int loss = static_cast<int>(g.ops.size()) - 1;
+        QVERIFY(g.ops.back().kind == "cross_entropy");
+        const std::vector<bool> reaches = reachesOp(g, loss);
+        for (size_t i = 0; i < g.ops.size(); ++i) {
+            QVERIFY2(reaches[i], g.ops[i].name.c_str());
+            if (in_degree[i] == 0) QVERIFY2(g.ops[i].layer == 0, g.ops[i].name.c_str());
+            if (i > 0) QVERIFY(g.ops[i - 1].layer <= g.ops[i].layer);
+            QVERIFY(g.ops[i].fwd_flops > 0 && g.ops[i].bwd_flops > 0);
+            QVERIFY(g.ops[i].output_bytes > 0);
+        }
+    }
+
+    void inceptionHasRealBranches() {
+        const Graph g = build("inception-v3");
+        std::vector<int> in_degree(g.ops.size(), 0), out_degree(g.ops.size(), 0);
+        for (const Edge& e : g.edges) {
+            ++in_degree[static_cast<size_t>(e.dst)];
+            ++out_degree[static_cast<size_t>(e.src)];
+        }
+        int forks = 0, joins = 0;
+        for (size_t i = 0; i < g.ops.size(); ++i) {
+            forks += out_degree[i] > 1;
+            joins += in_degree[i] > 1;
+        }
+        // Every one of the 11 modules forks its input and joins its branches in a concat.
+        QVERIFY(forks >= 11);
+        QVERIFY(joins >= 11);
+        for (const Layer& l : g.layers()) {
+            if (l.name.rfind("mixed_", 0) != 0) continue;
+            const Op& last = g.ops[static_cast<size_t>(l.ops.back())];
+            QCOMPARE(last.kind, std::string("concat"));
+            QVERIFY2(in_degree[static_cast<size_t>(l.ops.back())] >= 3, l.name.c_str());
+        }
+    }
+
+    void layerView_data() {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<int>("layers");
+        QTest::addColumn<QString>("first");
+        QTest::addColumn<QString>("last");
+        // Transformers: embeddings + one per block + head.
+        QTest::newRow("gpt2-small") << "gpt2-small" << 12 + 2 << "embed" << "head";
+        QTest::newRow("gpt2-medium") << "gpt2-medium" << 24 + 2 << "embed" << "head";
+        QTest::newRow("gpt2-large") << "gpt2-large" << 36 + 2 << "embed" << "head";
+        QTest::newRow("gpt2-xl") << "gpt2-xl" << 48 + 2 << "embed" << "head";
+        QTest::newRow("gpt3-1.3b") << "gpt3-1.3b" << 24 + 2 << "embed" << "head";
+        QTest::newRow("gpt3-2.7b") << "gpt3-2.7b" << 32 + 2 << "embed" << "head";
+        QTest::newRow("gpt3-6.7b") << "gpt3-6.7b" << 32 + 2 << "embed" << "head";
+        QTest::newRow("gpt3-13b") << "gpt3-13b" << 40 + 2 << "embed" << "head";
+        QTest::newRow("bert-base") << "bert-base" << 12 + 2 << "embed" << "head";
+        QTest::newRow("bert-large") << "bert-large" << 24 + 2 << "embed" << "head";
+        QTest::newRow("transformer-big") << "transformer-big" << 6 + 6 + 2 << "embed" << "head";
+        // ResNets: stem + one per bottleneck + head.
+        QTest::newRow("resnet50") << "resnet50" << 1 + 16 + 1 << "stem" << "head";
+        QTest::newRow("resnet101") << "resnet101" << 1 + 33 + 1 << "stem" << "head";
+        QTest::newRow("resnet152") << "resnet152" << 1 + 50 + 1 << "stem" << "head";
+        // VGG: one per conv and per fc.
+        QTest::newRow("vgg16") << "vgg16" << 13 + 3 << "conv1_1" << "fc8";
+        QTest::newRow("vgg19") << "vgg19" << 16 + 3 << "conv1_1" << "fc8";
+        // Inception-v3: 5 stem convs + 11 modules + head.
+        QTest::newRow("inception-v3") << "inception-v3" << 5 + 11 + 1 << "conv1a" << "head";
+        // GNMT: embeddings + 4 encoder + 4 decoder LSTM layers + attention + head.
+        QTest::newRow("gnmt-8") << "gnmt-8" << 1 + 8 + 1 + 1 << "embed" << "head";
+        QTest::newRow("mlp") << "mlp" << 9 << "fc0" << "fc8";
+    }
+    void layerView() {
+        QFETCH(QString, model);
+        QFETCH(int, layers);
+        QFETCH(QString, first);
+        QFETCH(QString, last);
+        const Graph g = build(model.toStdString(), 2);
+        QCOMPARE(g.layerCount(), layers);
+        const std::vector<Layer> view = g.layers();
+        QCOMPARE(static_cast<int>(view.size()), layers);
+        QCOMPARE(QString::fromStdString(view.front().name), first);
+        QCOMPARE(QString::fromStdString(view.back().name), last);
+        std::set<std::string> names;
+        for (const Layer& l : view) {
+            QVERIFY2(!l.ops.empty(), l.name.c_str());
+            QVERIFY2(names.insert(l.name).second, l.name.c_str());
+            QVERIFY(l.fwd_flops > 0);
+            for (int id : l.ops) QVERIFY(g.ops[static_cast<size_t>(id)].name.rfind(l.name + ".", 0) == 0);
+            if (l.index > 0) QVERIFY2(l.input_bytes > 0, l.name.c_str());
+        }
+    }
+
+    void defaultsAreRecorded_data() {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<int>("seq_len");
+        QTest::newRow("gpt2-small") << "gpt2-small" << 1024;
+        QTest::newRow("gpt3-13b") << "gpt3-13b" << 2048;
+        QTest::newRow("bert-large") << "bert-large" << 512;
+        QTest::newRow("transformer-big") << "transformer-big" << 256;
+        QTest::newRow("gnmt-8") << "gnmt-8" << 50;
+        QTest::newRow("resnet50") << "resnet50" << 0;
+        QTest::newRow("mlp") << "mlp" << 0;
+    }
+    void defaultsAreRecorded() {
+        QFETCH(QString, model);
+        QFETCH(int, seq_len);
+        const Graph g = build(model.toStdString(), 4, 0, Precision::BF16);
+        QCOMPARE(QString::fromStdString(g.name), model);
+        QCOMPARE(g.batch_size, 4);
+        QCOMPARE(QString::fromStdString(g.source.zoo), model);
+        QCOMPARE(g.source.batch_size, 4);
+        QCOMPARE(g.source.seq_len, seq_len);
+        QCOMPARE(g.source.precision, Precision::BF16);
+        QCOMPARE(findZooModel(model.toStdString())->default_seq_len, seq_len);
+    }
+
+    void sequenceLengthOverridesDefault() {
+        const Graph full = build("gpt2-small");
+        const Graph half = build("gpt2-small", 1, 512);
+        QCOMPARE(half.source.seq_len, 512);
+        QCOMPARE(half.paramCount(), full.paramCount());
+        QVERIFY(half.totalFwdFlops() < 0.5 * full.totalFwdFlops());  // attention shrinks quadratically
+    }
+
+    void attentionProbabilitiesAreKeptActivations() {
+        const Graph g = build("gpt2-small", 2);
+        for (const Op& op : g.ops)
+            if (op.name == "block0.attn_softmax") {
+                QCOMPARE(op.output_bytes, int64_t{2} * 12 * 1024 * 1024 * 4);  // batch*heads*s*s fp32
+                return;
+            }
+        QFAIL("no block0.attn_softmax op");
+    }
+
+    void convolutionsHaveIm2colWorkspace() {
+        const Graph g = build("vgg16");
+        const Op& conv = g.ops.front();
+        QCOMPARE(conv.name, std::string("conv1_1.conv"));
+        QCOMPARE(conv.temp_bytes, int64_t{3} * 3 * 3 * 224 * 224 * 4);
+        QCOMPARE(conv.fwd_flops, 2.0 * 3 * 3 * 3 * 64 * 224 * 224);
+        QCOMPARE(conv.bwd_flops, 2 * conv.fwd_flops);
+    }
+
+    void unknownModelNamesTheKnownOnes() {
+        try {
+            build("gpt5-huge");
+            QFAIL("no error for an unknown model");
+        } catch (const Error& e) {
+            const QString message = QString::fromUtf8(e.what());
+            QVERIFY2(message.contains("gpt5-huge"), qPrintable(message));
+            for (const ZooEntry& entry : zooModels()) QVERIFY2(message.contains(QString::fromStdString(entry.name)), qPrintable(message));
+        }
+    }
+
+    void badSizesAreRejected_data() {
+        QTest::addColumn<int>("batch");
+        QTest::addColumn<int>("seq_len");
+        QTest::addColumn<QString>("mentions");
+        QTest::newRow("zero batch") << 0 << 0 << "batch size";
+        QTest::newRow("negative batch") << -4 << 0 << "batch size";
+        QTest::newRow("negative sequence") << 1 << -1 << "sequence length";
+    }
+    void badSizesAreRejected() {
+        QFETCH(int, batch);
+        QFETCH(int, seq_len);
+        QFETCH(QString, mentions);
+        try {
+            build("bert-base", batch, seq_len);
+            QFAIL("no error for a bad size");
+        } catch (const Error& e) {
+            const QString message = QString::fromUtf8(e.what());
+            QVERIFY2(message.contains(mentions) && message.contains("bert-base"), qPrintable(message));
+        }
+    }
+};
+
+QTEST_GUILESS_MAIN(TestZoo)
+#include "test_zoo.moc"
