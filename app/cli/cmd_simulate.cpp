@@ -118,6 +118,9 @@ Command addSimulateCommand(CLI::App& app) {
     CLI::Option* plan = sub->add_option("--plan", o.plan_file, "simulate this plan file instead of the shape flags");
     for (CLI::Option* flag : shape) plan->excludes(flag);
     addOutputOptions(*sub, o);
+    sub->footer("Stages: pp (x virtual-stages) contiguous layer ranges balanced by forward FLOPs.\n"
+                "With --plan the plan file gives model, cluster, shape and schedule; only --cluster may\n"
+                "be added, to simulate the same plan on another cluster.\n");
     return {sub, [cmd] { return run(*cmd); }};
 }
 

@@ -21,5 +21,6 @@ Command addModelsCommand(CLI::App& app);
 Command addClustersCommand(CLI::App& app);
 Command addShowGraphCommand(CLI::App& app);
 Command addSimulateCommand(CLI::App& app);
+Command addCompareCommand(CLI::App& app);
 
 }  // namespace hippie::cli

@@ -29,15 +29,17 @@ std::string missingCommand(const CLI::App& app, const std::vector<Command>& comm
     const std::vector<std::string> given = app.remaining();
     const std::string known = "(use " + joined(names, ", ") + "; see --help)";
     if (given.empty()) return "no command given " + known;
-    return "unknown command '" + given.front() + "' " + known;
+    const bool option = given.front().starts_with('-');
+    return std::string(option ? "unknown option '" : "unknown command '") + given.front() + "' " + known;
 }
 
 int run(int argc, char** argv) {
     CLI::App app{"Plan and simulate parallel DNN training (Hippie Studio)", "hippie-plan"};
     app.set_version_flag("--version", "hippie-plan " HIPPIE_VERSION);
     app.require_subcommand(1);
+    app.footer("Exit status: 0 done, 1 internal error, 2 bad arguments or input (one line on stderr says which).\n");
     const std::vector<Command> commands = {addModelsCommand(app), addClustersCommand(app), addShowGraphCommand(app),
-                                           addSimulateCommand(app)};
+                                           addSimulateCommand(app), addCompareCommand(app)};
     try {
         app.parse(argc, argv);
     } catch (const CLI::Success& e) {  // --help, --version

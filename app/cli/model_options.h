@@ -16,8 +16,8 @@ struct ModelOptions {
     std::string precision = "fp32";
 };
 
-// Adds the options to `app`, bound to `opts`, and returns them (so a caller can require or
-// exclude them).
+// Adds the options to `app`, bound to `opts`, and returns them, --model first (so a caller
+// can require or exclude them).
 std::vector<CLI::Option*> addModelOptions(CLI::App& app, ModelOptions& opts);
 
 // The graph for `batch_size` samples (zoo models; a graph file keeps its own batch size).

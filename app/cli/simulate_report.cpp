@@ -34,8 +34,9 @@ std::string positionLayers(const Plan& plan, int position) {
     return joined(ranges, ", ");
 }
 
-std::string modelLabel(const ModelSpec& m) {
-    std::string label = m.zoo.empty() ? m.file : m.zoo;
+std::string modelLabel(const Graph& g) {
+    const ModelSpec& m = g.source;
+    std::string label = g.name + (m.zoo.empty() ? " from " + m.file : "");
     label += std::string(" (") + toString(m.precision);
     if (m.seq_len > 0) label += ", seq " + std::to_string(m.seq_len);
     return label + ")";
@@ -46,7 +47,7 @@ void printPlanSummary(std::ostream& out, const SimulationSetup& s) {
     std::vector<std::string> stages;
     for (const StageRange& r : p.stages) stages.push_back(layerRange(r));
     const std::string chunks = p.virtual_stages > 1 ? " x " + std::to_string(p.virtual_stages) + " chunks" : "";
-    out << "plan: " << modelLabel(p.model) << " on " << p.cluster << ": pp " << p.pipelineDepth() << chunks << " x dp "
+    out << "plan: " << modelLabel(s.graph) << " on " << p.cluster << ": pp " << p.pipelineDepth() << chunks << " x dp "
         << p.dp << ", " << p.micro_batches << " micro-batches x " << fixed(p.microBatchSize(), 0) << " samples, "
         << toString(p.schedule) << ", stages " << joined(stages, " | ") << '\n';
     out << "      global batch " << p.global_batch << ", optimizer " << toString(p.optimizer) << ", recompute "

@@ -16,7 +16,7 @@ CLI::Validator intAtLeast(int minimum, const std::string& what) {
             if (ec != std::errc() || ptr != end || value < minimum) return "must be " + what + ", got '" + text + "'";
             return {};
         },
-        "INT");
+        "");
 }
 
 }  // namespace

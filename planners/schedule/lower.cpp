@@ -66,6 +66,27 @@ void checkPipeline(const Plan& plan, const Graph& graph, int cluster_devices) {
     }
 }
 
+// An execution order must list every op once and put each producer before its consumers.
+void checkPlacementOrder(const Plan& plan, const Graph& graph) {
+    if (plan.placement_order.empty()) return;
+    const size_t n = graph.ops.size();
+    if (plan.placement_order.size() != n)
+        throw Error(planError("placement_order", "has " + std::to_string(plan.placement_order.size()) + " entries for " +
+                                                     std::to_string(n) + " ops"));
+    std::vector<int> position(n, -1);
+    for (size_t i = 0; i < n; ++i) {
+        const int op = plan.placement_order[i];
+        if (op < 0 || static_cast<size_t>(op) >= n || position[static_cast<size_t>(op)] >= 0)
+            throw Error(planError("placement_order[" + std::to_string(i) + "]", "op " + std::to_string(op) +
+                                                                                    " is not in the model or listed twice"));
+        position[static_cast<size_t>(op)] = static_cast<int>(i);
+    }
+    for (const Edge& e : graph.edges)
+        if (position[static_cast<size_t>(e.src)] > position[static_cast<size_t>(e.dst)])
+            throw Error(planError("placement_order", "op " + std::to_string(e.dst) + " comes before its input op " +
+                                                         std::to_string(e.src) + " (the order must be topological)"));
+}
+
 void checkPlacement(const Plan& plan, const Graph& graph, int cluster_devices) {
     if (plan.placement.size() != graph.ops.size())
         throw Error(planError("placement", "has " + std::to_string(plan.placement.size()) + " entries for " +
@@ -74,6 +95,7 @@ void checkPlacement(const Plan& plan, const Graph& graph, int cluster_devices) {
         if (plan.placement[i] < 0 || plan.placement[i] >= cluster_devices)
             throw Error(planError("placement[" + std::to_string(i) + "]", "device " + std::to_string(plan.placement[i]) +
                                                                               " is not in the cluster"));
+    checkPlacementOrder(plan, graph);
     if (plan.dp != 1) throw Error(planError("dp", "placement plans have no data parallelism (dp must be 1)"));
     if (plan.schedule != ScheduleKind::GPipe && plan.schedule != ScheduleKind::OneFOneB)
         throw Error(planError("schedule", "placement plans run fill-drain micro-batches; use gpipe"));
@@ -107,13 +129,15 @@ Layout pipelineLayout(const Plan& plan, const Graph& graph, const std::vector<st
     return l;
 }
 
-// Placement: maximal runs of the topological order on one device. Edges between runs go
-// forward in the order, so the segment graph is acyclic.
+// Placement: maximal runs of the execution order (the plan's placement_order, else the
+// graph's topological order) on one device. Edges between runs go forward in the order, so
+// the segment graph is acyclic.
 Layout placementLayout(const Plan& plan, const Graph& graph) {
     Layout l;
     l.op_segment.assign(graph.ops.size(), -1);
     int last_device = -1;
-    for (int op : graph.topologicalOrder()) {
+    const std::vector<int> order = plan.placement_order.empty() ? graph.topologicalOrder() : plan.placement_order;
+    for (int op : order) {
         const int d = plan.placement[static_cast<size_t>(op)];
         if (d != last_device) {
             l.segments.emplace_back();

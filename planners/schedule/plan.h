@@ -38,6 +38,9 @@ struct Plan {
     int dp = 1;
     // Placement plans (non-empty instead of `stages`): device of each op, by op id.
     std::vector<int> placement;
+    // Placement plans, optional: a topological order of all op ids that each device follows
+    // (a list scheduler's start-time order). Empty: the graph's topological order.
+    std::vector<int> placement_order;
 
     int micro_batches = 1;   // per pipeline per iteration
     int global_batch = 1;    // samples per iteration over all replicas

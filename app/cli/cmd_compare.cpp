@@ -1,0 +1,161 @@
+// hippie-plan compare: run planners side by side on one model and cluster, one row each.
+#include <filesystem>
+#include <iostream>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "app/cli/commands.h"
+#include "app/cli/format.h"
+#include "app/cli/model_options.h"
+#include "app/cli/table.h"
+#include "app/cli/validators.h"
+#include "planners/algorithms/side_by_side.h"
+#include "planners/cluster/cluster_json.h"
+#include "planners/common/error.h"
+#include "planners/schedule/plan_json.h"
+#include "planners/sim/trace_json.h"
+
+namespace hippie::cli {
+
+namespace {
+
+struct CompareOptions {
+    ModelOptions model;
+    std::string cluster;
+    int global_batch = 0;
+    std::vector<std::string> planners;
+    std::string objective = "me";
+    double throughput_floor = 0.9;
+    double time_budget_s = 30;
+    double memory_headroom = 0.0;
+    std::string optimizer = "adam";
+    uint64_t seed = 1;
+    std::string out_dir;
+    bool json = false;
+};
+
+Problem makeProblem(const CompareOptions& o) {
+    Problem p;
+    // Costs scale linearly with samples: the planners rescale to their micro-batch size.
+    p.graph = buildGraph(o.model, 1);
+    p.cluster = loadCluster(o.cluster);
+    p.cluster_name = o.cluster;
+    p.global_batch = o.global_batch;
+    p.optimizer = optimizerFromString(o.optimizer);
+    p.objective = objectiveFromString(o.objective);
+    p.throughput_floor = o.throughput_floor;
+    p.time_budget_s = o.time_budget_s;
+    p.memory_headroom = o.memory_headroom;
+    p.seed = o.seed;
+    return p;
+}
+
+std::string shape(const PlannerResult& r) {
+    if (!r.feasible && r.plan.stages.empty() && r.plan.placement.empty()) return "-";
+    if (r.plan.isPlacement()) return "placement on " + std::to_string(r.plan.deviceCount());
+    return std::to_string(r.plan.pipelineDepth()) + "x" + std::to_string(r.plan.dp);
+}
+
+std::string stages(const Plan& p) {
+    std::vector<std::string> parts;
+    for (const StageRange& s : p.stages) parts.push_back(layerRange(s));
+    std::string out = joined(parts, "|");
+    if (!p.recompute_layers.empty()) out += " +rc" + std::to_string(p.recompute_layers.size());
+    return out;
+}
+
+// Data parallelism is the yardstick when it fits; otherwise the best feasible result.
+const PlannerResult* reference(const std::vector<PlannerResult>& results) {
+    const PlannerResult* best = nullptr;
+    for (const PlannerResult& r : results) {
+        if (!r.feasible) continue;
+        if (r.planner == "data-parallel") return &r;
+        if (!best || r.metrics.memory_efficiency > best->metrics.memory_efficiency) best = &r;
+    }
+    return best;
+}
+
+void printTable(const std::vector<PlannerResult>& results) {
+    Table t({{"planner"}, {"pp x dp", Align::Right}, {"mb", Align::Right}, {"stages"}, {"iteration", Align::Right},
+             {"samples/s", Align::Right}, {"peak GiB", Align::Right}, {"ME", Align::Right}, {"ME x ref", Align::Right},
+             {"bubble", Align::Right}, {"plan time", Align::Right}, {"fits"}});
+    const PlannerResult* ref = reference(results);
+    for (const PlannerResult& r : results) {
+        const bool has_plan = !r.plan.stages.empty() || !r.plan.placement.empty();
+        if (!has_plan) {
+            t.addRow({r.planner, "-", "-", "-", "-", "-", "-", "-", "-", "-", milliseconds(r.planning_time_s), "no"});
+            continue;
+        }
+        const TraceMetrics& m = r.metrics;
+        const std::string rel = ref && r.feasible ? fixed(m.memory_efficiency / ref->metrics.memory_efficiency, 2) + "x" : "-";
+        t.addRow({r.planner, shape(r), std::to_string(r.plan.micro_batches), r.plan.isPlacement() ? "-" : stages(r.plan),
+                  milliseconds(m.iteration_time_s), fixed(m.throughput_samples_per_s, 1), gib(m.max_peak_memory_bytes),
+                  fixed(m.memory_efficiency, 2), rel, percent(m.bubble_fraction), milliseconds(r.planning_time_s),
+                  r.feasible ? "yes" : "no"});
+    }
+    t.print(std::cout);
+    if (ref) std::cout << "\nME x ref: memory efficiency relative to " << ref->planner << ".\n";
+    for (const PlannerResult& r : results)
+        if (!r.feasible || !r.reason.empty()) std::cout << r.planner << ": " << (r.reason.empty() ? "infeasible" : r.reason) << '\n';
+}
+
+nlohmann::json resultsJson(const std::vector<PlannerResult>& results) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const PlannerResult& r : results) {
+        const bool has_plan = !r.plan.stages.empty() || !r.plan.placement.empty();
+        rows.push_back({{"planner", r.planner},
+                        {"plan", has_plan ? planToJson(r.plan) : nlohmann::json(nullptr)},
+                        {"metrics", has_plan ? metricsToJson(r.metrics) : nlohmann::json(nullptr)},
+                        {"planning_time_s", r.planning_time_s},
+                        {"feasible", r.feasible},
+                        {"reason", r.reason}});
+    }
+    return {{"results", rows}};
+}
+
+void writePlans(const std::vector<PlannerResult>& results, const std::string& dir) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) throw Error("--out: cannot create directory '" + dir + "': " + ec.message());
+    for (const PlannerResult& r : results)
+        if (!r.plan.stages.empty() || !r.plan.placement.empty()) savePlanFile(r.plan, dir + "/" + r.planner + ".plan.json");
+}
+
+int run(const CompareOptions& o) {
+    const Problem problem = makeProblem(o);
+    const std::vector<std::string> names = o.planners.empty() ? defaultComparedPlanners() : o.planners;
+    if (names.empty()) throw Error("compare: no planners are registered");
+    if (std::set<std::string>(names.begin(), names.end()).size() != names.size()) throw Error("--planners: a planner is named twice");
+    const std::vector<PlannerResult> results = runSideBySide(problem, names);
+    if (!o.out_dir.empty()) writePlans(results, o.out_dir);
+    if (o.json) std::cout << resultsJson(results).dump(2) << '\n';
+    else printTable(results);
+    return kExitOk;
+}
+
+}  // namespace
+
+Command addCompareCommand(CLI::App& app) {
+    auto opts = std::make_shared<CompareOptions>();
+    CLI::App* sub = app.add_subcommand("compare", "run planners side by side and compare their plans");
+    addModelOptions(*sub, opts->model)[0]->required();
+    sub->add_option("--cluster,-c", opts->cluster, "cluster preset (see 'hippie-plan clusters') or cluster JSON file")->required();
+    sub->add_option("--global-batch,-b", opts->global_batch, "samples per iteration")->required()->check(positiveInt());
+    sub->add_option("--planners", opts->planners, "comma-separated planners (default: every hybrid planner)")->delimiter(',');
+    sub->add_option("--objective", opts->objective, "me, throughput or me-floor")->capture_default_str();
+    sub->add_option("--throughput-floor", opts->throughput_floor, "me-floor: least fraction of the best throughput")
+        ->check(CLI::Range(0.0, 1.0))
+        ->capture_default_str();
+    sub->add_option("--time-budget", opts->time_budget_s, "seconds each planner may search")->check(CLI::PositiveNumber)->capture_default_str();
+    sub->add_option("--memory-headroom", opts->memory_headroom, "fraction of device memory kept free")
+        ->check(CLI::Range(0.0, 0.9))
+        ->capture_default_str();
+    sub->add_option("--optimizer", opts->optimizer, "sgd, sgd-momentum or adam")->capture_default_str();
+    sub->add_option("--seed", opts->seed, "seed of randomised planners")->capture_default_str();
+    sub->add_option("--out", opts->out_dir, "write each plan as DIR/<planner>.plan.json");
+    sub->add_flag("--json", opts->json, "print {\"results\":[...]} as JSON");
+    return {sub, [opts] { return run(*opts); }};
+}
+
+}  // namespace hippie::cli

@@ -1,0 +1,59 @@
+#include "app/studio/command_line.h"
+
+#include <exception>
+
+#include <QCommandLineParser>
+#include <QCoreApplication>
+
+namespace hippie::studio {
+
+CommandLine parseCommandLine(const QCoreApplication& app) {
+    QCommandLineParser p;
+    p.setApplicationDescription(QStringLiteral("Hippie Studio: compare parallelisation plans for DNN training."));
+    p.addHelpOption();
+    p.addVersionOption();
+    const QCommandLineOption model({QStringLiteral("m"), QStringLiteral("model")}, QStringLiteral("zoo model or graph JSON file"), QStringLiteral("M"));
+    const QCommandLineOption cluster({QStringLiteral("c"), QStringLiteral("cluster")}, QStringLiteral("cluster preset or JSON file"), QStringLiteral("C"));
+    const QCommandLineOption batch(QStringLiteral("global-batch"), QStringLiteral("samples per iteration"), QStringLiteral("B"));
+    const QCommandLineOption precision(QStringLiteral("precision"), QStringLiteral("fp32, fp16 or bf16"), QStringLiteral("P"), QStringLiteral("fp16"));
+    const QCommandLineOption seq_len(QStringLiteral("seq-len"), QStringLiteral("sequence length (0: the model's)"), QStringLiteral("N"), QStringLiteral("0"));
+    const QCommandLineOption planners({QStringLiteral("run-planners"), QStringLiteral("planners")},
+                                      QStringLiteral("comma-separated planners to run (default: the hybrid ones)"), QStringLiteral("LIST"));
+    const QCommandLineOption no_run(QStringLiteral("no-run"), QStringLiteral("load, but do not run planners"));
+    const QCommandLineOption screenshot(QStringLiteral("screenshot"), QStringLiteral("save the window as PNG after planning and exit"), QStringLiteral("FILE"));
+    const QCommandLineOption view(QStringLiteral("view"), QStringLiteral("page to show: compare, gantt, graph or teaching"), QStringLiteral("V"), QStringLiteral("compare"));
+    p.addOptions({model, cluster, batch, precision, seq_len, planners, no_run, screenshot, view});
+    p.process(app);
+
+    CommandLine cl;
+    if (p.isSet(model)) {
+        const QString m = p.value(model);
+        if (m.endsWith(QStringLiteral(".json"))) {
+            cl.start.graph_file = m;
+        } else {
+            ModelSpec spec;
+            spec.zoo = m.toStdString();
+            spec.seq_len = p.value(seq_len).toInt();
+            try {
+                spec.precision = precisionFromString(p.value(precision).toStdString());
+            } catch (const std::exception& e) {
+                cl.error = QString::fromUtf8(e.what());
+            }
+            cl.start.model = spec;
+        }
+    }
+    cl.start.cluster = p.value(cluster);
+    if (p.isSet(batch)) {
+        bool ok = false;
+        cl.start.global_batch = p.value(batch).toInt(&ok);
+        if (!ok || cl.start.global_batch <= 0) cl.error = QStringLiteral("--global-batch must be a positive integer, not '%1'").arg(p.value(batch));
+    }
+    if (p.isSet(planners)) cl.start.planners = p.value(planners).split(QLatin1Char(','), Qt::SkipEmptyParts);
+    cl.start.run_planners = !p.isSet(no_run);
+    cl.screenshot = p.value(screenshot);
+    cl.view = p.value(view);
+    if (!MainWindow::pageFromName(cl.view)) cl.error = QStringLiteral("--view must be compare, gantt, graph or teaching, not '%1'").arg(cl.view);
+    return cl;
+}
+
+}  // namespace hippie::studio

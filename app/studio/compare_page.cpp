@@ -1,0 +1,79 @@
+#include "app/studio/compare_page.h"
+
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QItemSelectionModel>
+#include <QPushButton>
+#include <QSortFilterProxyModel>
+#include <QSplitter>
+#include <QTableView>
+#include <QVBoxLayout>
+
+#include "widgets/compare/comparison_charts.h"
+#include "widgets/compare/comparison_model.h"
+
+namespace hippie::studio {
+
+using widgets::ComparisonModel;
+
+ComparePage::ComparePage(ComparisonModel* model, QWidget* parent)
+    : QWidget(parent),
+      model_(model),
+      proxy_(new QSortFilterProxyModel(this)),
+      table_(new QTableView(this)),
+      charts_(new widgets::ComparisonCharts(model, this)) {
+    proxy_->setSourceModel(model_);
+    proxy_->setSortRole(ComparisonModel::SortRole);
+    proxy_->setDynamicSortFilter(true);
+    table_->setModel(proxy_);
+    table_->setSortingEnabled(true);
+    table_->sortByColumn(ComparisonModel::MemoryEfficiencyColumn, Qt::DescendingOrder);
+    table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    table_->setSelectionMode(QAbstractItemView::SingleSelection);
+    table_->verticalHeader()->hide();
+    table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    table_->horizontalHeader()->setStretchLastSection(true);
+    table_->setAlternatingRowColors(true);
+
+    auto* cancel = new QPushButton(tr("Cancel selected planner"), this);
+    auto* bar = new QHBoxLayout;
+    bar->addStretch(1);
+    bar->addWidget(cancel);
+    auto* top = new QWidget(this);
+    auto* top_layout = new QVBoxLayout(top);
+    top_layout->setContentsMargins(0, 0, 0, 0);
+    top_layout->addWidget(table_);
+    top_layout->addLayout(bar);
+
+    auto* splitter = new QSplitter(Qt::Vertical, this);
+    splitter->addWidget(top);
+    splitter->addWidget(charts_);
+    splitter->setStretchFactor(0, 2);
+    splitter->setStretchFactor(1, 3);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(splitter);
+
+    connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& current) {
+        const int row = current.isValid() ? proxy_->mapToSource(current).row() : -1;
+        charts_->setSelectedRow(row);
+        emit modelRowSelected(row);
+    });
+    connect(cancel, &QPushButton::clicked, this, [this] {
+        const int row = selectedModelRow();
+        if (row >= 0) emit cancelRequested(model_->index(row, ComparisonModel::PlannerColumn).data().toString());
+    });
+}
+
+int ComparePage::selectedModelRow() const {
+    const QModelIndex current = table_->selectionModel()->currentIndex();
+    return current.isValid() ? proxy_->mapToSource(current).row() : -1;
+}
+
+void ComparePage::selectModelRow(int row) {
+    if (row == selectedModelRow()) return;
+    const QModelIndex index = proxy_->mapFromSource(model_->index(row, 0));
+    table_->selectionModel()->setCurrentIndex(index, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+}
+
+}  // namespace hippie::studio

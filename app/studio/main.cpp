@@ -1,0 +1,40 @@
+// hippie-studio: the desktop strategy explorer. Everything lives in MainWindow; this file only
+// reads the command line and, for --screenshot, saves the window once everything has settled.
+#include <cstdio>
+
+#include <QApplication>
+
+#include "app/studio/command_line.h"
+#include "app/studio/main_window.h"
+#include "app/studio/screenshot.h"
+
+namespace {
+constexpr int kScreenshotTimeoutMs = 10 * 60 * 1000;
+constexpr int kScreenshotWidth = 1600;
+constexpr int kScreenshotHeight = 1000;
+}  // namespace
+
+int main(int argc, char** argv) {
+    QApplication app(argc, argv);
+    QApplication::setApplicationName(QStringLiteral("hippie-studio"));
+    QApplication::setOrganizationName(QStringLiteral("hippie"));
+    QApplication::setApplicationVersion(QStringLiteral(HIPPIE_VERSION));
+
+    const hippie::studio::CommandLine cl = hippie::studio::parseCommandLine(app);
+    if (!cl.error.isEmpty()) {
+        std::fprintf(stderr, "hippie-studio: %s\n", qPrintable(cl.error));
+        return 2;
+    }
+    const bool screenshot = !cl.screenshot.isEmpty();
+    // Screenshots are for docs and tests: the same picture whatever the user last did.
+    hippie::studio::MainWindow window(/*use_settings=*/!screenshot);
+    if (screenshot) {
+        window.resize(kScreenshotWidth, kScreenshotHeight);
+        auto* taker = new hippie::studio::ScreenshotTaker(&window, cl.screenshot, *hippie::studio::MainWindow::pageFromName(cl.view),
+                                                          kScreenshotTimeoutMs);
+        QObject::connect(taker, &hippie::studio::ScreenshotTaker::done, &app, [](int code) { QApplication::exit(code); });
+    }
+    window.show();
+    if (!window.start(cl.start) && screenshot) std::fprintf(stderr, "hippie-studio: the model or cluster did not load (see the window)\n");
+    return app.exec();
+}

@@ -1,0 +1,300 @@
+#include "app/studio/main_window.h"
+
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QMenuBar>
+#include <QScrollArea>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QVBoxLayout>
+
+#include "app/studio/cluster_panel.h"
+#include "app/studio/compare_page.h"
+#include "app/studio/model_panel.h"
+#include "app/studio/planners_panel.h"
+#include "app/studio/planning_controller.h"
+#include "app/studio/schedule_page.h"
+#include "app/studio/simulation_controller.h"
+#include "app/studio/studio_session.h"
+#include "app/studio/studio_settings.h"
+#include "app/studio/teaching_page.h"
+#include "planners/cluster/cluster_json.h"
+#include "planners/sim/trace_json.h"
+#include "widgets/compare/comparison_model.h"
+#include "widgets/gantt/schedule_view.h"
+#include "widgets/graph/graph_view.h"
+
+namespace hippie::studio {
+
+namespace {
+constexpr int kDefaultWidth = 1500;
+constexpr int kDefaultHeight = 950;
+
+// Runs `write` and turns an exception into its message.
+QString tryWrite(const std::function<bool()>& write, const QString& path) {
+    try {
+        return write() ? QString() : QObject::tr("could not write %1").arg(path);
+    } catch (const std::exception& e) {
+        return QString::fromUtf8(e.what());
+    }
+}
+}  // namespace
+
+MainWindow::MainWindow(bool use_settings, QWidget* parent)
+    : QMainWindow(parent),
+      use_settings_(use_settings),
+      session_(new StudioSession(this)),
+      planning_(new PlanningController(this)),
+      simulation_(new SimulationController(this)),
+      comparison_(new widgets::ComparisonModel(this)),
+      model_panel_(new ModelPanel(session_)),
+      cluster_panel_(new ClusterPanel(session_)),
+      planners_panel_(new PlannersPanel),
+      tabs_(new QTabWidget(this)),
+      compare_page_(new ComparePage(comparison_)),
+      schedule_page_(new SchedulePage),
+      graph_view_(new widgets::GraphView),
+      teaching_(new TeachingPage) {
+    setWindowTitle(tr("Hippie Studio"));
+    setWindowIcon(QIcon(QStringLiteral(":/icons/hippie-studio.svg")));
+    resize(kDefaultWidth, kDefaultHeight);
+
+    auto* setup = new QWidget;
+    auto* setup_layout = new QVBoxLayout(setup);
+    setup_layout->addWidget(model_panel_);
+    setup_layout->addWidget(cluster_panel_);
+    setup_layout->addWidget(planners_panel_);
+    setup_layout->addStretch(1);
+    auto* scroll = new QScrollArea;
+    scroll->setWidget(setup);
+    scroll->setWidgetResizable(true);
+    auto* dock = new QDockWidget(tr("Setup"), this);
+    dock->setObjectName(QStringLiteral("setup-dock"));
+    dock->setWidget(scroll);
+    dock->setMinimumWidth(330);
+    addDockWidget(Qt::LeftDockWidgetArea, dock);
+
+    tabs_->addTab(compare_page_, tr("Compare"));
+    tabs_->addTab(schedule_page_, tr("Schedule"));
+    tabs_->addTab(graph_view_, tr("Operator graph"));
+    tabs_->addTab(teaching_, tr("Teaching"));
+    setCentralWidget(tabs_);
+    schedule_page_->clear();
+    buildMenus();
+
+    connect(session_, &StudioSession::graphChanged, this, [this] {
+        graph_view_->setGraph(session_->graph());
+        onInputsChanged();
+    });
+    connect(session_, &StudioSession::clusterChanged, this, &MainWindow::onInputsChanged);
+    connect(planners_panel_, &PlannersPanel::runRequested, this, &MainWindow::runPlanners);
+    connect(planners_panel_, &PlannersPanel::cancelRequested, planning_, &PlanningController::cancelAll);
+    connect(compare_page_, &ComparePage::cancelRequested, planning_, &PlanningController::cancel);
+    connect(compare_page_, &ComparePage::modelRowSelected, this, &MainWindow::onRowSelected);
+    connect(schedule_page_, &SchedulePage::overridesChanged, this, &MainWindow::onOverrides);
+
+    connect(planning_, &PlanningController::progress, comparison_, &widgets::ComparisonModel::setProgress);
+    connect(planning_, &PlanningController::failed, comparison_, &widgets::ComparisonModel::setFailed);
+    connect(planning_, &PlanningController::finished, this, [this](const PlannerResult& r) {
+        comparison_->setResult(r);
+        statusBar()->showMessage(tr("%1 finished in %2 s").arg(QString::fromStdString(r.planner)).arg(r.planning_time_s, 0, 'f', 2));
+    });
+    connect(planning_, &PlanningController::allFinished, this, &MainWindow::onPlanningFinished);
+    connect(simulation_, &SimulationController::traceReady, this, [this](const Plan& plan, const Trace& trace) {
+        trace_ = trace;
+        schedule_page_->showTrace(plan, trace, session_->cluster());
+        emit traceShown();
+    });
+    connect(simulation_, &SimulationController::failed, schedule_page_, &SchedulePage::showError);
+
+    if (use_settings_) {
+        const StudioSettings s = StudioSettings::load();
+        if (!s.geometry.isEmpty()) restoreGeometry(s.geometry);
+        if (!s.window_state.isEmpty()) restoreState(s.window_state);
+    }
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::buildMenus() {
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    file->addAction(tr("Run planners"), QKeySequence(Qt::CTRL | Qt::Key_R), this, &MainWindow::runPlanners);
+    QMenu* exports = file->addMenu(tr("&Export"));
+    exports->addAction(tr("Schedule as PNG…"), this, [this] {
+        exportFile(tr("Export schedule"), tr("PNG image (*.png)"),
+                   [this](const QString& p) { return tryWrite([&] { return schedule_page_->view()->savePng(p); }, p); });
+    });
+    exports->addAction(tr("Schedule as PDF…"), this, [this] {
+        exportFile(tr("Export schedule"), tr("PDF (*.pdf)"),
+                   [this](const QString& p) { return tryWrite([&] { return schedule_page_->view()->savePdf(p); }, p); });
+    });
+    exports->addAction(tr("Trace as Chrome JSON…"), this, [this] {
+        exportFile(tr("Export Chrome trace"), tr("Chrome trace (*.json)"), [this](const QString& p) {
+            if (!trace_) return tr("No plan is selected.");
+            return tryWrite([&] { saveChromeTrace(*trace_, p.toStdString(), {}, &session_->cluster()); return true; }, p);
+        });
+    });
+    exports->addSeparator();
+    exports->addAction(tr("Graph as PNG…"), this, [this] {
+        exportFile(tr("Export graph"), tr("PNG image (*.png)"),
+                   [this](const QString& p) { return tryWrite([&] { return graph_view_->exportPng(p); }, p); });
+    });
+    exports->addAction(tr("Graph as SVG…"), this, [this] {
+        exportFile(tr("Export graph"), tr("SVG (*.svg)"),
+                   [this](const QString& p) { return tryWrite([&] { return graph_view_->exportSvg(p); }, p); });
+    });
+    exports->addAction(tr("Graph as DOT…"), this, [this] {
+        exportFile(tr("Export graph"), tr("Graphviz DOT (*.dot *.gv)"),
+                   [this](const QString& p) { return tryWrite([&] { return graph_view_->exportDot(p); }, p); });
+    });
+    exports->addAction(tr("Window as PNG…"), this, [this] {
+        exportFile(tr("Export window"), tr("PNG image (*.png)"),
+                   [this](const QString& p) { return tryWrite([&] { return grab().save(p); }, p); });
+    });
+    file->addSeparator();
+    file->addAction(tr("&Quit"), QKeySequence(QKeySequence::Quit), this, &QWidget::close);
+
+    QMenu* view = menuBar()->addMenu(tr("&View"));
+    const std::pair<QString, Page> pages[] = {{tr("Compare"), Page::Compare},
+                                              {tr("Schedule"), Page::Schedule},
+                                              {tr("Operator graph"), Page::Graph},
+                                              {tr("Teaching"), Page::Teaching}};
+    int key = Qt::Key_1;
+    for (const auto& [name, page] : pages)
+        view->addAction(name, QKeySequence(Qt::CTRL | (key++)), this, [this, p = page] { showPage(p); });
+}
+
+void MainWindow::exportFile(const QString& title, const QString& filter, const std::function<QString(const QString&)>& write) {
+    const QString path = QFileDialog::getSaveFileName(this, title, {}, filter);
+    if (path.isEmpty()) return;
+    const QString error = write(path);
+    statusBar()->showMessage(error.isEmpty() ? tr("Saved %1").arg(path) : tr("Export failed: %1").arg(error));
+}
+
+bool MainWindow::start(const StartOptions& options) {
+    const StudioSettings saved = use_settings_ ? StudioSettings::load() : StudioSettings{};
+    ModelSpec spec = saved.model;
+    if (options.model) spec = *options.model;
+    if (spec.zoo.empty() && spec.file.empty()) spec.zoo = "gpt2-small";
+    bool ok = true;
+    if (!options.graph_file.isEmpty())
+        ok = model_panel_->openGraphFile(options.graph_file);
+    else if (!options.model && !spec.file.empty())
+        ok = model_panel_->openGraphFile(QString::fromStdString(spec.file));
+    else
+        ok = model_panel_->loadZoo(spec);
+
+    const QString cluster = !options.cluster.isEmpty() ? options.cluster
+                            : !saved.cluster.isEmpty() ? saved.cluster
+                                                       : QStringLiteral("dgx-a100-1x8");
+    const bool is_file = cluster.endsWith(QStringLiteral(".json"));
+    ok = (is_file ? cluster_panel_->openFile(cluster) : cluster_panel_->loadPreset(cluster)) && ok;
+
+    planners_panel_->setCheckedPlanners(options.planners ? *options.planners
+                                        : !saved.planners.isEmpty() ? saved.planners
+                                                                    : PlannersPanel::defaultPlanners());
+    planners_panel_->setObjective(saved.objective);
+    planners_panel_->setTimeBudgetSeconds(saved.time_budget_s);
+    planners_panel_->setGlobalBatch(options.global_batch > 0 ? options.global_batch : saved.global_batch);
+    teaching_->loadLesson(0);
+    if (ok && options.run_planners) runPlanners();
+    return ok;
+}
+
+void MainWindow::runPlanners() {
+    if (!session_->hasGraph() || session_->cluster().nodes.empty()) {
+        statusBar()->showMessage(tr("Load a model and a cluster first."));
+        return;
+    }
+    const QStringList names = planners_panel_->checkedPlanners();
+    problem_ = session_->problem(planners_panel_->globalBatch(), planners_panel_->objective(),
+                                 planners_panel_->timeBudgetSeconds());
+    comparison_->clear();
+    plan_.reset();
+    trace_.reset();
+    schedule_page_->clear();
+    graph_view_->setPlan(nullptr);
+    for (const QString& n : names) comparison_->addRunning(n);
+    planners_panel_->setRunning(!names.isEmpty());
+    statusBar()->showMessage(names.isEmpty() ? tr("No planner is ticked.") : tr("Running %1 planners…").arg(names.size()));
+    planning_->run(*problem_, names);
+}
+
+bool MainWindow::isPlanning() const { return planning_->isRunning(); }
+
+bool MainWindow::isIdle() const {
+    return !planning_->isRunning() && !simulation_->isBusy() && !graph_view_->isLayingOut();
+}
+
+void MainWindow::onPlanningFinished() {
+    planners_panel_->setRunning(false);
+    const int best = comparison_->bestRow(problem_ ? problem_->objective : Objective::MemoryEfficiency);
+    if (best >= 0) compare_page_->selectModelRow(best);
+    statusBar()->showMessage(tr("%1 planners finished").arg(comparison_->finishedCount()));
+    if (use_settings_) saveSettings();
+    emit planningFinished();
+}
+
+void MainWindow::onInputsChanged() {
+    // Results were planned for the previous model or cluster: they no longer apply.
+    planning_->cancelAll();
+    comparison_->clear();
+    plan_.reset();
+    trace_.reset();
+    schedule_page_->clear();
+    graph_view_->setPlan(nullptr);
+}
+
+void MainWindow::onRowSelected(int row) {
+    const PlannerResult* r = comparison_->result(row);
+    if (!r) return;
+    plan_ = r->plan;
+    schedule_page_->setPlan(*plan_);
+    graph_view_->setPlan(&*plan_);
+    simulateCurrent();
+}
+
+void MainWindow::onOverrides(ScheduleKind schedule, int micro_batches) {
+    if (!plan_) return;
+    plan_->schedule = schedule;
+    plan_->micro_batches = micro_batches;
+    simulateCurrent();
+}
+
+void MainWindow::simulateCurrent() {
+    if (plan_ && problem_) simulation_->simulate(*problem_, *plan_);
+}
+
+void MainWindow::showPage(Page page) { tabs_->setCurrentIndex(static_cast<int>(page)); }
+
+std::optional<MainWindow::Page> MainWindow::pageFromName(const QString& name) {
+    if (name == QLatin1String("compare")) return Page::Compare;
+    if (name == QLatin1String("gantt") || name == QLatin1String("schedule")) return Page::Schedule;
+    if (name == QLatin1String("graph")) return Page::Graph;
+    if (name == QLatin1String("teaching")) return Page::Teaching;
+    return std::nullopt;
+}
+
+void MainWindow::saveSettings() const {
+    StudioSettings s;
+    s.geometry = saveGeometry();
+    s.window_state = saveState();
+    s.model = session_->graph().source;
+    if (s.model.zoo.empty() && s.model.file.empty()) s.model = model_panel_->currentSpec();
+    s.cluster = session_->clusterName();
+    s.planners = planners_panel_->checkedPlanners();
+    s.objective = planners_panel_->objective();
+    s.time_budget_s = planners_panel_->timeBudgetSeconds();
+    s.global_batch = planners_panel_->globalBatch();
+    s.save();
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+    planning_->cancelAll();
+    if (use_settings_) saveSettings();
+    QMainWindow::closeEvent(event);
+}
+
+}  // namespace hippie::studio

@@ -1,0 +1,100 @@
+#pragma once
+// The studio's main window: setup panels in a dock, and the comparison, schedule, graph and
+// teaching pages in tabs. Selecting a plan in the comparison drives every other page.
+#include <optional>
+
+#include <QMainWindow>
+#include <QStringList>
+
+#include "planners/algorithms/planner.h"
+#include "planners/sim/trace.h"
+
+class QTabWidget;
+
+namespace hippie::widgets {
+class ComparisonModel;
+class GraphView;
+}  // namespace hippie::widgets
+
+namespace hippie::studio {
+
+class ClusterPanel;
+class ComparePage;
+class ModelPanel;
+class PlannersPanel;
+class PlanningController;
+class SchedulePage;
+class SimulationController;
+class StudioSession;
+class TeachingPage;
+
+// What the command line asks for; unset fields come from QSettings (or the defaults).
+struct StartOptions {
+    std::optional<ModelSpec> model;  // a zoo model
+    QString graph_file;              // or a graph JSON file
+    QString cluster;
+    int global_batch = 0;            // 0: from settings
+    std::optional<QStringList> planners;
+    bool run_planners = true;
+};
+
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+public:
+    explicit MainWindow(bool use_settings = true, QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    // Loads the model and cluster and, if asked, runs the planners. False when the model or
+    // cluster could not be loaded (the message is shown in its panel).
+    bool start(const StartOptions& options);
+    void runPlanners();
+
+    enum class Page { Compare, Schedule, Graph, Teaching };
+    void showPage(Page page);
+    static std::optional<Page> pageFromName(const QString& name);  // compare|gantt|graph|teaching
+
+    // Nothing in flight: planners done, the selected plan simulated, the graph laid out.
+    bool isIdle() const;
+    bool isPlanning() const;
+    widgets::ComparisonModel* comparison() const { return comparison_; }
+    const std::optional<Trace>& shownTrace() const { return trace_; }
+    StudioSession* session() const { return session_; }
+    TeachingPage* teaching() const { return teaching_; }
+
+signals:
+    void planningFinished();
+    void traceShown();
+
+protected:
+    void closeEvent(QCloseEvent* event) override;
+
+private:
+    void buildMenus();
+    void onRowSelected(int row);
+    void onOverrides(ScheduleKind schedule, int micro_batches);
+    void onPlanningFinished();
+    void onInputsChanged();
+    void simulateCurrent();
+    void saveSettings() const;
+    void exportFile(const QString& title, const QString& filter, const std::function<QString(const QString&)>& write);
+
+    bool use_settings_;
+    StudioSession* session_;
+    PlanningController* planning_;
+    SimulationController* simulation_;
+    widgets::ComparisonModel* comparison_;
+    ModelPanel* model_panel_;
+    ClusterPanel* cluster_panel_;
+    PlannersPanel* planners_panel_;
+    QTabWidget* tabs_;
+    ComparePage* compare_page_;
+    SchedulePage* schedule_page_;
+    widgets::GraphView* graph_view_;
+    TeachingPage* teaching_;
+
+    std::optional<Plan> plan_;    // the selected plan with the schedule page's overrides
+    std::optional<Trace> trace_;  // its simulated trace
+    std::optional<Problem> problem_;  // what the last run planned for
+};
+
+}  // namespace hippie::studio

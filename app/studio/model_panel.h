@@ -1,0 +1,42 @@
+#pragma once
+// Picks the model: a zoo model with its batch size, sequence length and precision, a graph
+// JSON file, or a TorchScript file (imported through hippie-engine).
+#include <QGroupBox>
+
+#include "planners/model/graph.h"
+
+class QComboBox;
+class QSpinBox;
+
+namespace hippie::studio {
+
+class MessageLabel;
+class StudioSession;
+class TorchScriptImport;
+
+class ModelPanel : public QGroupBox {
+    Q_OBJECT
+public:
+    ModelPanel(StudioSession* session, QWidget* parent = nullptr);
+
+    // Selects the zoo entry and loads it; false (with the message shown) if it fails.
+    bool loadZoo(const ModelSpec& spec);
+    bool openGraphFile(const QString& path);
+    ModelSpec currentSpec() const;  // what the zoo controls say
+
+private:
+    void onLoadClicked();
+    void onOpenClicked();
+    void onTorchScriptClicked();
+    void showSummary();
+
+    StudioSession* session_;
+    QComboBox* zoo_;
+    QSpinBox* batch_;
+    QSpinBox* seq_len_;
+    QComboBox* precision_;
+    MessageLabel* message_;
+    TorchScriptImport* torchscript_;
+};
+
+}  // namespace hippie::studio

@@ -1,0 +1,106 @@
+#include "app/studio/planners_panel.h"
+
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QListWidget>
+#include <QPushButton>
+#include <QSpinBox>
+
+#include "planners/algorithms/registry.h"
+
+namespace hippie::studio {
+
+namespace {
+constexpr int kMaxGlobalBatch = 1 << 20;
+constexpr double kMaxBudgetSeconds = 3600;
+constexpr const char* kDefaultFamily = "hybrid";
+constexpr Objective kObjectives[] = {Objective::MemoryEfficiency, Objective::Throughput,
+                                     Objective::MemoryEfficiencyWithThroughputFloor};
+}  // namespace
+
+PlannersPanel::PlannersPanel(QWidget* parent)
+    : QGroupBox(tr("Planners"), parent),
+      list_(new QListWidget(this)),
+      objective_(new QComboBox(this)),
+      budget_(new QDoubleSpinBox(this)),
+      global_batch_(new QSpinBox(this)),
+      run_(new QPushButton(tr("Run"), this)),
+      cancel_(new QPushButton(tr("Cancel all"), this)) {
+    for (const PlannerInfo& p : plannerRegistry()) {
+        auto* item = new QListWidgetItem(QStringLiteral("%1  (%2)").arg(QString::fromStdString(p.name), QString::fromStdString(p.family)),
+                                         list_);
+        item->setData(Qt::UserRole, QString::fromStdString(p.name));
+        item->setToolTip(QString::fromStdString(p.description));
+        item->setFlags(item->flags() | Qt::ItemIsUserCheckable);
+        item->setCheckState(p.family == kDefaultFamily ? Qt::Checked : Qt::Unchecked);
+    }
+    if (list_->count() == 0) {
+        auto* item = new QListWidgetItem(tr("(no planners registered in this build)"), list_);
+        item->setFlags(Qt::NoItemFlags);
+    }
+    list_->setMinimumHeight(120);
+    objective_->addItem(tr("Memory efficiency"));
+    objective_->addItem(tr("Throughput"));
+    objective_->addItem(tr("ME with throughput floor"));
+    budget_->setRange(0.1, kMaxBudgetSeconds);
+    budget_->setValue(10);
+    budget_->setSuffix(tr(" s"));
+    global_batch_->setRange(1, kMaxGlobalBatch);
+    global_batch_->setValue(512);
+    cancel_->setEnabled(false);
+
+    auto* buttons = new QHBoxLayout;
+    buttons->addWidget(run_);
+    buttons->addWidget(cancel_);
+    auto* form = new QFormLayout(this);
+    form->addRow(list_);
+    form->addRow(tr("Objective"), objective_);
+    form->addRow(tr("Time budget"), budget_);
+    form->addRow(tr("Global batch"), global_batch_);
+    form->addRow(buttons);
+    connect(run_, &QPushButton::clicked, this, &PlannersPanel::runRequested);
+    connect(cancel_, &QPushButton::clicked, this, &PlannersPanel::cancelRequested);
+}
+
+QStringList PlannersPanel::checkedPlanners() const {
+    QStringList names;
+    for (int i = 0; i < list_->count(); ++i)
+        if (list_->item(i)->checkState() == Qt::Checked) names << list_->item(i)->data(Qt::UserRole).toString();
+    return names;
+}
+
+void PlannersPanel::setCheckedPlanners(const QStringList& names) {
+    for (int i = 0; i < list_->count(); ++i) {
+        QListWidgetItem* item = list_->item(i);
+        if (item->flags() & Qt::ItemIsUserCheckable)
+            item->setCheckState(names.contains(item->data(Qt::UserRole).toString()) ? Qt::Checked : Qt::Unchecked);
+    }
+}
+
+QStringList PlannersPanel::defaultPlanners() {
+    QStringList names;
+    for (const PlannerInfo& p : plannerRegistry())
+        if (p.family == kDefaultFamily) names << QString::fromStdString(p.name);
+    return names;
+}
+
+Objective PlannersPanel::objective() const { return kObjectives[std::max(0, objective_->currentIndex())]; }
+
+void PlannersPanel::setObjective(Objective objective) {
+    for (int i = 0; i < 3; ++i)
+        if (kObjectives[i] == objective) objective_->setCurrentIndex(i);
+}
+
+double PlannersPanel::timeBudgetSeconds() const { return budget_->value(); }
+void PlannersPanel::setTimeBudgetSeconds(double seconds) { budget_->setValue(seconds); }
+int PlannersPanel::globalBatch() const { return global_batch_->value(); }
+void PlannersPanel::setGlobalBatch(int samples) { global_batch_->setValue(samples); }
+
+void PlannersPanel::setRunning(bool running) {
+    run_->setEnabled(!running);
+    cancel_->setEnabled(running);
+}
+
+}  // namespace hippie::studio

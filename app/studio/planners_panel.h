@@ -1,0 +1,47 @@
+#pragma once
+// Which planners to run and how: every planner the registry lists, ticked or not; the
+// objective, the time budget and the global batch; Run and Cancel.
+#include <QGroupBox>
+#include <QStringList>
+
+#include "planners/algorithms/planner.h"
+
+class QComboBox;
+class QDoubleSpinBox;
+class QListWidget;
+class QPushButton;
+class QSpinBox;
+
+namespace hippie::studio {
+
+class PlannersPanel : public QGroupBox {
+    Q_OBJECT
+public:
+    explicit PlannersPanel(QWidget* parent = nullptr);
+
+    QStringList checkedPlanners() const;
+    void setCheckedPlanners(const QStringList& names);  // unknown names are ignored
+    static QStringList defaultPlanners();               // the registry's hybrid planners
+
+    Objective objective() const;
+    void setObjective(Objective objective);
+    double timeBudgetSeconds() const;
+    void setTimeBudgetSeconds(double seconds);
+    int globalBatch() const;
+    void setGlobalBatch(int samples);
+    void setRunning(bool running);
+
+signals:
+    void runRequested();
+    void cancelRequested();
+
+private:
+    QListWidget* list_;
+    QComboBox* objective_;
+    QDoubleSpinBox* budget_;
+    QSpinBox* global_batch_;
+    QPushButton* run_;
+    QPushButton* cancel_;
+};
+
+}  // namespace hippie::studio

@@ -1,0 +1,35 @@
+#pragma once
+// --screenshot: waits until the window has nothing in flight (planners done, the selected plan
+// simulated, the graph laid out), shows the requested page, saves the window as PNG and quits.
+#include <QObject>
+#include <QString>
+
+#include "app/studio/main_window.h"
+
+class QTimer;
+
+namespace hippie::studio {
+
+class ScreenshotTaker : public QObject {
+    Q_OBJECT
+public:
+    ScreenshotTaker(MainWindow* window, QString path, MainWindow::Page page, int timeout_ms);
+
+signals:
+    void done(int exit_code);
+
+private:
+    void poll();
+    void capture();
+
+    MainWindow* window_;
+    QString path_;
+    MainWindow::Page page_;
+    QTimer* timer_;
+    int waited_ms_ = 0;
+    int timeout_ms_;
+    int idle_polls_ = 0;
+    bool page_shown_ = false;
+};
+
+}  // namespace hippie::studio

@@ -1,0 +1,32 @@
+#pragma once
+// TorchScript files become graph JSON through `hippie-engine inspect` (the studio never links
+// LibTorch), run as a separate process so that a crash there cannot take the studio down.
+#include <QObject>
+#include <QString>
+
+class QProcess;
+class QTemporaryDir;
+class QWidget;
+
+namespace hippie::studio {
+
+class TorchScriptImport : public QObject {
+    Q_OBJECT
+public:
+    explicit TorchScriptImport(QObject* parent = nullptr);
+    ~TorchScriptImport() override;
+
+    static QString enginePath();  // hippie-engine beside hippie-studio, or "" when not built
+    // Asks for the example input shape (dialog parented to `dialog_parent`) and starts.
+    void start(const QString& file, QWidget* dialog_parent);
+
+signals:
+    void imported(const QString& graph_json_path);
+    void failed(const QString& message);
+
+private:
+    QProcess* process_ = nullptr;
+    QTemporaryDir* dir_ = nullptr;
+};
+
+}  // namespace hippie::studio

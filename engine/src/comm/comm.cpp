@@ -1,0 +1,148 @@
+#include "engine/src/comm/comm.h"
+
+#include "engine/src/comm/c10d_shim.h"
+
+namespace hippie::engine {
+
+struct Pending::Impl {
+    shim::WorkPtr work;
+    std::vector<torch::Tensor> keep;  // the buffers must outlive the transfer
+    std::string what;                 // "recv from rank 1", for error messages
+};
+
+void Pending::wait() {
+    if (!impl_ || !impl_->work) return;
+    try {
+        impl_->work->wait();
+    } catch (const std::exception& e) {
+        throw CommError(impl_->what + " failed: " + e.what());
+    }
+    impl_->work.reset();
+}
+
+bool Pending::completed() const { return !impl_ || !impl_->work || impl_->work->isCompleted(); }
+
+struct Comm::State {
+    c10::intrusive_ptr<::c10d::Store> store;
+    c10::intrusive_ptr<::c10d::ProcessGroupGloo::Options> options;
+    c10::intrusive_ptr<::c10d::ProcessGroupGloo> world;
+    std::map<int, c10::intrusive_ptr<::c10d::ProcessGroupGloo>> groups;
+    std::map<int, std::vector<int>> members;
+    std::chrono::milliseconds connect_timeout{};
+    std::string master;
+};
+
+namespace {
+
+std::string peerName(int rank) { return "rank " + std::to_string(rank); }
+
+}  // namespace
+
+Comm::Comm(const Rendezvous& r) : s_(std::make_unique<State>()), rank_(r.rank), world_(r.world_size) {
+    s_->connect_timeout = r.connect_timeout;
+    s_->master = r.master_addr + ":" + std::to_string(r.master_port);
+    ::c10d::TCPStoreOptions o;
+    o.port = static_cast<std::uint16_t>(r.master_port);
+    o.isServer = r.rank == 0;
+    o.numWorkers = static_cast<std::size_t>(r.world_size);
+    o.waitWorkers = false;
+    o.timeout = r.connect_timeout;
+    try {
+        s_->store = c10::make_intrusive<::c10d::TCPStore>(r.master_addr, o);
+    } catch (const std::exception& e) {
+        throw CommError("cannot reach the master " + s_->master + (r.rank == 0 ? " (listening there failed)" : "") +
+                        " within " + std::to_string(r.connect_timeout.count() / 1000) +
+                        " s: check --master-addr/--master-port and that rank 0 runs (" + e.what() + ")");
+    }
+    s_->options = ::c10d::ProcessGroupGloo::Options::create(r.op_timeout);
+    s_->options->devices.push_back(::c10d::ProcessGroupGloo::createDeviceForHostname(r.gloo_hostname));
+    try {
+        auto prefixed = c10::make_intrusive<::c10d::PrefixStore>("world", s_->store);
+        s_->world = c10::make_intrusive<::c10d::ProcessGroupGloo>(prefixed, r.rank, r.world_size, s_->options);
+    } catch (const std::exception& e) {
+        throw CommError("connecting the " + std::to_string(r.world_size) + " ranks through " + s_->master +
+                        " failed (is every rank started with the same --world-size?): " + e.what());
+    }
+}
+
+Comm::~Comm() = default;
+
+void Comm::addGroup(int id, const std::vector<int>& members) {
+    int local = -1;
+    for (size_t i = 0; i < members.size(); ++i)
+        if (members[i] == rank_) local = static_cast<int>(i);
+    TORCH_CHECK(local >= 0, "addGroup: rank not in the group");
+    auto prefixed = c10::make_intrusive<::c10d::PrefixStore>("group" + std::to_string(id), s_->store);
+    try {
+        s_->groups[id] = c10::make_intrusive<::c10d::ProcessGroupGloo>(prefixed, local, static_cast<int>(members.size()), s_->options);
+    } catch (const std::exception& e) {
+        throw CommError("creating all-reduce group " + std::to_string(id) + " failed: " + e.what());
+    }
+    s_->members[id] = members;
+}
+
+bool Comm::hasGroup(int id) const { return s_->groups.count(id) > 0; }
+
+Pending Comm::send(const torch::Tensor& t, int peer, int tag) {
+    auto impl = std::make_shared<Pending::Impl>();
+    impl->keep = {t.contiguous()};
+    impl->what = "send to " + peerName(peer);
+    try {
+        impl->work = s_->world->send(impl->keep, peer, tag);
+    } catch (const std::exception& e) {
+        throw CommError(impl->what + " failed: " + e.what());
+    }
+    return Pending(impl);
+}
+
+Pending Comm::recv(torch::Tensor& t, int peer, int tag) {
+    auto impl = std::make_shared<Pending::Impl>();
+    impl->keep = {t};
+    impl->what = "receive from " + peerName(peer);
+    try {
+        impl->work = s_->world->recv(impl->keep, peer, tag);
+    } catch (const std::exception& e) {
+        throw CommError(impl->what + " failed: " + e.what());
+    }
+    return Pending(impl);
+}
+
+Pending Comm::allReduceSum(const torch::Tensor& t, int group) {
+    auto impl = std::make_shared<Pending::Impl>();
+    impl->keep = {t};
+    std::string ranks;
+    for (int m : s_->members.at(group)) ranks += (ranks.empty() ? "" : ",") + std::to_string(m);
+    impl->what = "all-reduce in group " + std::to_string(group) + " (ranks " + ranks + ")";
+    ::c10d::AllreduceOptions o;
+    o.reduceOp = ::c10d::ReduceOp::SUM;
+    try {
+        impl->work = s_->groups.at(group)->allreduce(impl->keep, o);
+    } catch (const std::exception& e) {
+        throw CommError(impl->what + " failed: " + e.what());
+    }
+    return Pending(impl);
+}
+
+void Comm::barrier() {
+    try {
+        s_->world->barrier()->wait();
+    } catch (const std::exception& e) {
+        throw CommError(std::string("barrier of all ranks failed (a rank stopped?): ") + e.what());
+    }
+}
+
+void Comm::storeSet(const std::string& key, const std::string& value) {
+    s_->store->set(key, std::vector<uint8_t>(value.begin(), value.end()));
+}
+
+std::string Comm::storeGet(const std::string& key) {
+    try {
+        s_->store->wait({key}, s_->connect_timeout);
+        const std::vector<uint8_t> v = s_->store->get(key);
+        return std::string(v.begin(), v.end());
+    } catch (const std::exception& e) {
+        throw CommError("waiting for '" + key + "' from another rank through " + s_->master + " failed: " + e.what());
+    }
+}
+
+}  // namespace hippie::engine

@@ -1,0 +1,195 @@
+// probe and profile: measurements of this host and of the tiny models on it.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+#include <torch/csrc/autograd/engine.h>
+
+#include "engine/src/inspect/tools.h"
+#include "engine/src/models/tiny_models.h"
+#include "planners/cluster/cluster_json.h"
+#include "planners/common/error.h"
+#include "planners/model/graph_json.h"
+
+namespace hippie::engine {
+
+using nlohmann::json;
+using torch::Tensor;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0 : v[v.size() / 2];
+}
+
+int fail(const std::string& message) {
+    std::cout << json{{"event", "error"}, {"message", message}, {"exit_code", 2}}.dump() << std::endl;
+    return 2;
+}
+
+// Square fp32 matmuls for `seconds`: 2 n^3 FLOPs each.
+double matmulFlops(const torch::Device& device, double seconds) {
+    constexpr int64_t n = 512;
+    const auto opts = torch::TensorOptions().device(device);
+    const Tensor a = torch::randn({n, n}, opts), b = torch::randn({n, n}, opts);
+    Tensor c = torch::matmul(a, b);  // warm-up
+    int64_t count = 0;
+    const auto start = Clock::now();
+    while (secondsSince(start) < seconds) {
+        c = torch::matmul(a, b);
+        ++count;
+        if (device.is_cuda()) torch::cuda::synchronize();
+    }
+    return 2.0 * n * n * n * static_cast<double>(count) / secondsSince(start);
+}
+
+// Bytes per second through a TCP connection on 127.0.0.1 between two threads.
+std::pair<double, double> loopback() {
+    const int srv = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    if (srv < 0 || bind(srv, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(srv, 1) != 0 ||
+        getsockname(srv, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+        return {0, 0};
+    constexpr size_t kBytes = 16 << 20;
+    constexpr int kPings = 200;
+    std::thread peer([&] {
+        const int s = accept(srv, nullptr, nullptr);
+        std::vector<char> buf(1 << 20);
+        size_t got = 0;
+        while (got < kBytes) {
+            const ssize_t n = read(s, buf.data(), std::min(buf.size(), kBytes - got));  // exactly the payload
+            if (n <= 0) break;
+            got += static_cast<size_t>(n);
+        }
+        char one = 0;
+        for (int i = 0; i < kPings + 1; ++i) {
+            if (read(s, &one, 1) != 1 || write(s, &one, 1) != 1) break;
+        }
+        close(s);
+    });
+    const int c = socket(AF_INET, SOCK_STREAM, 0);
+    double bw = 0, lat = 0;
+    if (connect(c, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+        std::vector<char> data(kBytes, 1);
+        const auto t0 = Clock::now();
+        size_t sent = 0;
+        while (sent < kBytes) {
+            const ssize_t n = write(c, data.data() + sent, kBytes - sent);
+            if (n <= 0) break;
+            sent += static_cast<size_t>(n);
+        }
+        char one = 0;
+        if (write(c, &one, 1) == 1 && read(c, &one, 1) == 1) bw = static_cast<double>(kBytes) / secondsSince(t0);
+        const auto t1 = Clock::now();
+        for (int i = 0; i < kPings; ++i)
+            if (write(c, &one, 1) != 1 || read(c, &one, 1) != 1) break;
+        lat = secondsSince(t1) / kPings / 2;
+    }
+    close(c);
+    peer.join();
+    close(srv);
+    return {bw, lat};
+}
+
+}  // namespace
+
+int probeCommand(const ProbeOptions& o) {
+    Cluster cluster;
+    cluster.name = "probed";
+    cluster.source = "hippie-engine probe: measured fp32 matmul FLOP/s and TCP loopback on this host";
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    Node node;
+    const bool cuda = torch::cuda::is_available();
+    const torch::Device device = cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
+    const double flops = matmulFlops(device, o.seconds);
+    node.devices = cuda ? static_cast<int>(torch::cuda::device_count()) : 1;
+    node.device.type = cuda ? "cuda" : "cpu";
+    node.device.peak_flops_fp32 = flops;
+    node.device.peak_flops_fp16 = flops;
+    node.device.efficiency = 1.0;  // the measurement is what real kernels reach
+    node.device.memory_bytes = static_cast<int64_t>(pages) * page;
+    double bw = 0, lat = 0;
+    if (o.loopback_bandwidth) std::tie(bw, lat) = loopback();
+    node.intra = Link{bw, lat};
+    cluster.nodes.push_back(node);
+    cluster.inter = node.intra;
+    json out = clusterToJson(cluster);
+    out["probe"] = {{"cpu_cores", std::thread::hardware_concurrency()}, {"torch_threads", torch::get_num_threads()},
+                    {"cuda", cuda}, {"matmul_flops_per_s", flops}, {"loopback_bytes_per_s", bw}, {"loopback_latency_s", lat}};
+    std::cout << out.dump(2) << std::endl;
+    return 0;
+}
+
+int profileCommand(const std::string& model, int batch_size, int seq_len, int repeats, const std::string& out_file) {
+    const TinyConfig* cfg = findTinyModel(model);
+    if (!cfg) return fail("unknown model '" + model + "'; the engine profiles " + tinyModelNames());
+    if (batch_size < 1 || repeats < 1) return fail("--batch-size and --repeats must be positive");
+    try {
+        ModelSpec spec;
+        spec.zoo = model;
+        spec.batch_size = batch_size;
+        spec.seq_len = seq_len;
+        Graph g = buildTinyGraph(*cfg, spec);
+        const int layers = g.layerCount();
+        auto modules = buildTinyLayers(*cfg, seq_len, 0, layers - 1, 0);
+        const Batch batch = syntheticBatch(*cfg, seq_len, batch_size, 0, 0);
+        std::vector<double> fwd(static_cast<size_t>(layers)), bwd(static_cast<size_t>(layers));
+        Tensor x = batch.inputs;
+        for (int i = 0; i < layers; ++i) {
+            const Tensor in = x.is_floating_point() ? x.detach().requires_grad_(true) : x;
+            std::vector<double> tf, tb;
+            Tensor y;
+            for (int r = 0; r < repeats + 1; ++r) {
+                auto t0 = Clock::now();
+                y = modules[static_cast<size_t>(i)]->forward(in);
+                Tensor root = i + 1 == layers ? tinyLoss(*cfg, seq_len, y, batch.targets) : y;
+                if (r > 0) tf.push_back(secondsSince(t0));
+                const Tensor grad = i + 1 == layers ? torch::ones_like(root) : torch::ones_like(root) / root.numel();
+                t0 = Clock::now();
+                root.backward(grad);
+                if (r > 0) tb.push_back(secondsSince(t0));
+            }
+            fwd[static_cast<size_t>(i)] = median(tf);
+            bwd[static_cast<size_t>(i)] = median(tb);
+            x = y.detach();
+        }
+        // A layer's time is shared among its ops in proportion to their FLOPs.
+        const auto view = g.layers();
+        for (const Layer& l : view) {
+            const double fl = std::max(l.fwd_flops, 1.0), bl = std::max(l.bwd_flops, 1.0);
+            for (int op : l.ops) {
+                Op& o = g.ops[static_cast<size_t>(op)];
+                const double fshare = l.fwd_flops > 0 ? o.fwd_flops / fl : 1.0 / static_cast<double>(l.ops.size());
+                const double bshare = l.bwd_flops > 0 ? o.bwd_flops / bl : 1.0 / static_cast<double>(l.ops.size());
+                o.fwd_time_s = fwd[static_cast<size_t>(l.index)] * fshare;
+                o.bwd_time_s = bwd[static_cast<size_t>(l.index)] * bshare;
+            }
+        }
+        if (out_file.empty()) std::cout << graphToJson(g).dump(2) << std::endl;
+        else saveGraphFile(g, out_file);
+        json summary = {{"event", "profile"}, {"model", model}, {"batch_size", batch_size}, {"layers", layers},
+                        {"fwd_time_s", fwd}, {"bwd_time_s", bwd}};
+        if (!out_file.empty()) std::cout << summary.dump() << std::endl;
+    } catch (const Error& e) {
+        return fail(e.what());
+    }
+    return 0;
+}
+
+}  // namespace hippie::engine

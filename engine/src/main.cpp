@@ -1,0 +1,215 @@
+// hippie-engine: one training rank on LibTorch, and the commands that measure models and
+// devices for the planners. Every command prints JSON lines; bad input is an error event
+// and exit code 2.
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "engine/src/inspect/tools.h"
+#include "engine/src/launch/launcher.h"
+#include "engine/src/models/tiny_graphs.h"
+#include "engine/src/runtime/run.h"
+#include "planners/common/error.h"
+#include "planners/model/graph_json.h"
+#include "planners/schedule/lower.h"
+#include "planners/schedule/plan_json.h"
+
+namespace {
+
+using nlohmann::json;
+namespace he = hippie::engine;
+
+std::string selfExe(const char* argv0) {
+    char buf[PATH_MAX];
+    const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+    if (n <= 0) return argv0;
+    buf[n] = '\0';
+    return buf;
+}
+
+int errorEvent(const std::string& message) {
+    std::cout << json{{"event", "error"}, {"message", message}, {"exit_code", 2}}.dump() << std::endl;
+    return 2;
+}
+
+struct PlanFlags {
+    std::string model = "gpt-tiny";
+    int pp = 2, dp = 1, micro_batches = 4, global_batch = 16, seq_len = 0;
+    std::string schedule = "1f1b", optimizer = "sgd", out;
+    std::vector<int> recompute;
+    long long bucket_bytes = 0;
+};
+
+// A pipeline plan for a tiny model with even stages: tests and benchmarks write their plans
+// with it; the planners make real ones.
+int makePlan(const PlanFlags& f) {
+    const he::TinyConfig* cfg = he::findTinyModel(f.model);
+    if (!cfg) return errorEvent("unknown model '" + f.model + "'; the engine trains " + he::tinyModelNames());
+    try {
+        hippie::Plan p;
+        p.model.zoo = f.model;
+        p.model.seq_len = f.seq_len;
+        p.model.batch_size = f.global_batch;
+        p.planner = "manual";
+        p.cluster = "cpu-local";
+        p.dp = f.dp;
+        p.micro_batches = f.micro_batches;
+        p.global_batch = f.global_batch;
+        p.schedule = hippie::scheduleFromString(f.schedule);
+        p.optimizer = hippie::optimizerFromString(f.optimizer);
+        p.recompute_layers = f.recompute;
+        if (f.bucket_bytes > 0) p.bucket_bytes = f.bucket_bytes;
+        const hippie::Graph g = he::buildTinyGraph(*cfg, p.model);
+        const int layers = g.layerCount();
+        if (f.pp < 1 || f.pp > layers) return errorEvent("--pp must be between 1 and the model's " + std::to_string(layers) + " layers");
+        for (int s = 0; s < f.pp; ++s) p.stages.push_back({s * layers / f.pp, (s + 1) * layers / f.pp - 1});
+        p.device_map = hippie::defaultDeviceMap(f.pp, f.dp);
+        hippie::checkPlan(p, g, p.deviceCount());
+        if (f.out.empty()) std::cout << hippie::planToJson(p).dump(2) << std::endl;
+        else hippie::savePlanFile(p, f.out);
+    } catch (const hippie::Error& e) {
+        return errorEvent(e.what());
+    }
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"hippie-engine: a HIPPIE training rank on LibTorch, and device/model measurement"};
+    app.require_subcommand(1);
+    app.set_version_flag("--version", HIPPIE_VERSION);
+    const std::string self = selfExe(argv[0]);
+
+    he::RunOptions run;
+    auto* run_cmd = app.add_subcommand("run", "Run one rank of a plan (JSON lines on stdout)");
+    run_cmd->add_option("--plan", run.plan_file, "plan file (hippie-plan JSON)")->required();
+    run_cmd->add_option("--rank", run.rank, "this rank (= global device id)")->required();
+    run_cmd->add_option("--world-size", run.world_size, "number of ranks")->required();
+    run_cmd->add_option("--master-addr", run.master_addr, "rendezvous host (rank 0 listens there)");
+    run_cmd->add_option("--master-port", run.master_port, "rendezvous TCP port")->required();
+    run_cmd->add_option("--steps", run.steps, "training steps");
+    run_cmd->add_option("--seed", run.seed, "seed of parameters and synthetic data");
+    run_cmd->add_option("--lr", run.lr, "learning rate (default: sgd 0.05, adam 1e-3)");
+    run_cmd->add_option("--connect-timeout", run.connect_timeout_s, "seconds to reach the master and the peers");
+    run_cmd->add_option("--op-timeout", run.op_timeout_s, "seconds one transfer or all-reduce may take");
+    run_cmd->add_option("--dump-params", run.dump_params, "write this rank's final parameters (JSON)");
+    run_cmd->add_flag("--trace-every-step", run.trace_every_step, "print a trace for every step");
+
+    he::LaunchOptions launch;
+    int launch_steps = 1;
+    unsigned long long launch_seed = 0;
+    std::string launch_extra;
+    auto* launch_cmd = app.add_subcommand("launch", "Start N local ranks on 127.0.0.1 and gather their output");
+    launch_cmd->add_option("--plan", launch.plan_file, "plan file")->required();
+    launch_cmd->add_option("--nprocs", launch.nprocs, "ranks to start (= the plan's pp x dp)")->required();
+    launch_cmd->add_option("--steps", launch_steps, "training steps");
+    launch_cmd->add_option("--seed", launch_seed, "seed");
+    launch_cmd->add_option("--port", launch.port, "rendezvous port (default: a free one)");
+    launch_cmd->add_option("--rank-args", launch_extra, "more arguments for every rank, space separated");
+
+    PlanFlags pf;
+    auto* plan_cmd = app.add_subcommand("plan", "Write an even-stage pipeline plan for a tiny model");
+    plan_cmd->add_option("--model", pf.model, "tiny model");
+    plan_cmd->add_option("--pp", pf.pp, "pipeline stages");
+    plan_cmd->add_option("--dp", pf.dp, "data-parallel replicas");
+    plan_cmd->add_option("--microbatches", pf.micro_batches, "micro-batches per pipeline");
+    plan_cmd->add_option("--global-batch", pf.global_batch, "samples per step");
+    plan_cmd->add_option("--seq-len", pf.seq_len, "sequence length (0: the model's)");
+    plan_cmd->add_option("--schedule", pf.schedule, "gpipe, 1f1b, hippie, interleaved, zb-h1");
+    plan_cmd->add_option("--optimizer", pf.optimizer, "sgd, sgd-momentum, adam");
+    plan_cmd->add_option("--recompute", pf.recompute, "layers to recompute")->delimiter(',');
+    plan_cmd->add_option("--bucket-bytes", pf.bucket_bytes, "gradient bucket size");
+    plan_cmd->add_option("--out", pf.out, "plan file to write (default: stdout)");
+
+    std::string ref;
+    std::vector<std::string> dumps;
+    double tol = 1e-5;
+    auto* cmp_cmd = app.add_subcommand("compare-params", "Compare parameter dumps with a reference dump");
+    cmp_cmd->add_option("--reference", ref, "reference dump")->required();
+    cmp_cmd->add_option("--tol", tol, "largest absolute difference allowed");
+    cmp_cmd->add_option("dumps", dumps, "dumps of the ranks")->required();
+
+    he::ProbeOptions probe;
+    auto* probe_cmd = app.add_subcommand("probe", "Measure this host: devices, FLOP/s, loopback bandwidth (Cluster JSON)");
+    probe_cmd->add_option("--seconds", probe.seconds, "time spent on the FLOP/s measurement");
+    bool no_loopback = false;
+    probe_cmd->add_flag("--no-loopback", no_loopback, "skip the loopback bandwidth measurement");
+
+    std::string prof_model, prof_out;
+    int prof_batch = 8, prof_seq = 0, prof_repeats = 5;
+    auto* prof_cmd = app.add_subcommand("profile", "Measure a tiny model's per-layer times; write graph JSON");
+    prof_cmd->add_option("--model", prof_model, "tiny model")->required();
+    prof_cmd->add_option("--batch-size", prof_batch, "samples the graph is for");
+    prof_cmd->add_option("--seq-len", prof_seq, "sequence length (0: the model's)");
+    prof_cmd->add_option("--repeats", prof_repeats, "timed repetitions (median)");
+    prof_cmd->add_option("--out", prof_out, "graph JSON file (default: stdout)");
+
+    std::string insp_file, insp_out, insp_dtype = "float";
+    std::vector<long long> insp_shape;
+    int insp_repeats = 5;
+    auto* insp_cmd = app.add_subcommand("inspect", "TorchScript file -> graph JSON with measured per-layer times");
+    insp_cmd->add_option("file", insp_file, "TorchScript module (.pt)")->required();
+    insp_cmd->add_option("--input-shape", insp_shape, "example input shape, e.g. 8,32")->delimiter(',')->required();
+    insp_cmd->add_option("--input-dtype", insp_dtype, "float or long");
+    insp_cmd->add_option("--repeats", insp_repeats, "timed repetitions (median)");
+    insp_cmd->add_option("--out", insp_out, "graph JSON file (default: stdout)");
+
+    std::string exp_model, exp_out;
+    unsigned long long exp_seed = 0;
+    auto* exp_cmd = app.add_subcommand("export-script", "Write a tiny model as a TorchScript module (children = layers)");
+    exp_cmd->add_option("--model", exp_model, "tiny model (mlp-tiny)")->required();
+    exp_cmd->add_option("--out", exp_out, ".pt file")->required();
+    exp_cmd->add_option("--seed", exp_seed, "parameter seed");
+
+    auto* models_cmd = app.add_subcommand("models", "List the models the engine trains");
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        std::cerr << e.what() << "\n";
+        return errorEvent(std::string("bad command line: ") + e.what());
+    }
+
+    if (*run_cmd) return he::runRank(run);
+    if (*launch_cmd) {
+        launch.self_exe = self;
+        launch.run_args = {"--steps", std::to_string(launch_steps), "--seed", std::to_string(launch_seed)};
+        std::istringstream extra(launch_extra);
+        for (std::string a; extra >> a;) launch.run_args.push_back(a);
+        return he::launchLocal(launch);
+    }
+    if (*plan_cmd) return makePlan(pf);
+    if (*cmp_cmd) return he::compareParams(ref, dumps, tol);
+    if (*probe_cmd) {
+        probe.loopback_bandwidth = !no_loopback;
+        return he::probeCommand(probe);
+    }
+    if (*prof_cmd) return he::profileCommand(prof_model, prof_batch, prof_seq, prof_repeats, prof_out);
+    if (*insp_cmd) return he::inspectCommand(insp_file, insp_shape, insp_dtype, insp_repeats, insp_out);
+    if (*exp_cmd) return he::exportScriptCommand(exp_model, exp_out, exp_seed);
+    if (*models_cmd) {
+        for (const he::TinyConfig& c : he::tinyModels()) {
+            hippie::ModelSpec s;
+            s.zoo = c.name;
+            s.batch_size = 1;
+            const hippie::Graph g = he::buildTinyGraph(c, s);
+            std::cout << json{{"name", c.name}, {"family", c.family}, {"layers", g.layerCount()}, {"params", g.paramCount()},
+                              {"description", c.description}}
+                             .dump()
+                      << "\n";
+        }
+        return 0;
+    }
+    return 0;
+}

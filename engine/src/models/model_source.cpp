@@ -1,0 +1,43 @@
+#include "engine/src/models/model_source.h"
+
+#include <filesystem>
+
+#include "planners/common/error.h"
+#include "planners/model/graph_json.h"
+#include "planners/model/zoo.h"
+
+namespace hippie::engine {
+
+ResolvedModel resolveTrainableModel(const ModelSpec& spec, const std::string& plan_file) {
+    ResolvedModel r;
+    const std::string trainable = "the engine trains " + tinyModelNames();
+    if (!spec.zoo.empty()) {
+        r.config = findTinyModel(spec.zoo);
+        if (!r.config) {
+            if (findZooModel(spec.zoo))
+                throw Error(plan_file + ": model '" + spec.zoo + "' is a planning model, too large to train on this engine's CPU path; " +
+                            trainable);
+            throw Error(plan_file + ": unknown model '" + spec.zoo + "'; " + trainable);
+        }
+        r.graph = buildTinyGraph(*r.config, spec);
+        return r;
+    }
+    std::filesystem::path file(spec.file);
+    if (file.is_relative() && !std::filesystem::exists(file)) file = std::filesystem::path(plan_file).parent_path() / file;
+    if (file.extension() == ".pt")
+        throw Error(plan_file + ": training a TorchScript model ('" + spec.file + "') is not supported yet; " + trainable);
+    r.graph = loadGraphFile(file.string());
+    r.config = findTinyModel(r.graph.name);
+    if (!r.config) throw Error(plan_file + ": the graph in '" + spec.file + "' is '" + r.graph.name + "', which " + trainable + " does not include");
+    ModelSpec s = spec;
+    s.batch_size = r.graph.batch_size;
+    if (s.seq_len == 0) s.seq_len = r.graph.source.seq_len;
+    const Graph expected = buildTinyGraph(*r.config, s);
+    if (expected.layerCount() != r.graph.layerCount() || expected.ops.size() != r.graph.ops.size())
+        throw Error(plan_file + ": the graph in '" + spec.file + "' has " + std::to_string(r.graph.layerCount()) + " layers and " +
+                    std::to_string(r.graph.ops.size()) + " ops but '" + r.config->name + "' has " +
+                    std::to_string(expected.layerCount()) + " and " + std::to_string(expected.ops.size()));
+    return r;
+}
+
+}  // namespace hippie::engine

@@ -1,0 +1,85 @@
+// Parameter dumps compared against a reference run (no LibTorch needed).
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/src/runtime/run.h"
+
+namespace hippie::engine {
+
+using nlohmann::json;
+
+namespace {
+
+bool readDump(const std::string& path, json& out, std::string& error) {
+    std::ifstream f(path);
+    if (!f) {
+        error = "cannot read parameter dump '" + path + "'";
+        return false;
+    }
+    try {
+        out = json::parse(f);
+    } catch (const std::exception& e) {
+        error = "'" + path + "' is not JSON: " + e.what();
+        return false;
+    }
+    if (!out.contains("params") || !out["params"].is_object()) {
+        error = "'" + path + "' has no 'params' object (write it with run --dump-params)";
+        return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+int compareParams(const std::string& reference, const std::vector<std::string>& files, double tolerance) {
+    json ref;
+    std::string error;
+    auto bad = [](const std::string& message) {
+        std::cout << json{{"event", "error"}, {"message", message}}.dump() << std::endl;
+        return 2;
+    };
+    if (!readDump(reference, ref, error)) return bad(error);
+    double max_diff = 0;
+    std::string worst;
+    std::set<std::string> covered;
+    std::vector<std::string> problems;
+    for (const std::string& path : files) {
+        json d;
+        if (!readDump(path, d, error)) return bad(error);
+        for (const auto& [name, values] : d["params"].items()) {
+            if (!ref["params"].contains(name)) {
+                problems.push_back(path + ": parameter '" + name + "' is not in the reference");
+                continue;
+            }
+            const json& r = ref["params"][name];
+            if (r.size() != values.size()) {
+                problems.push_back(path + ": parameter '" + name + "' has " + std::to_string(values.size()) + " values, the reference " +
+                                   std::to_string(r.size()));
+                continue;
+            }
+            covered.insert(name);
+            for (size_t i = 0; i < r.size(); ++i) {
+                const double diff = std::fabs(values[i].get<double>() - r[i].get<double>());
+                if (diff > max_diff) {
+                    max_diff = diff;
+                    worst = name + "[" + std::to_string(i) + "]";
+                }
+            }
+        }
+    }
+    for (const auto& [name, values] : ref["params"].items())
+        if (!covered.count(name)) problems.push_back("reference parameter '" + name + "' is in none of the dumps");
+    const bool ok = problems.empty() && max_diff <= tolerance;
+    std::cout << json{{"event", "compare"}, {"ok", ok},          {"max_abs_diff", max_diff}, {"worst", worst},
+                      {"tolerance", tolerance}, {"parameters", covered.size()}, {"problems", problems}}
+                     .dump()
+              << std::endl;
+    return ok ? 0 : 1;
+}
+
+}  // namespace hippie::engine

@@ -1,0 +1,116 @@
+#pragma once
+// Executes one rank's instruction stream of a Program, step after step. A table maps each
+// instruction kind to its handler; the handlers follow the execution semantics of
+// planners/schedule/program.h: receives are posted where they appear and waited for by the
+// next compute instruction, sends are posted after the compute that produced their tensor and
+// waited for at the end of the step, all-reduces run beside compute and the optimizer step
+// waits for them.
+#include <array>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "engine/src/comm/comm.h"
+#include "engine/src/runtime/grad_buckets.h"
+#include "engine/src/runtime/stage.h"
+#include "planners/schedule/plan.h"
+#include "planners/schedule/program.h"
+#include "planners/sim/trace.h"
+
+namespace hippie::engine {
+
+struct StepResult {
+    std::optional<double> loss;  // on ranks that hold the last segment
+    double time_s = 0;
+    Trace trace;                 // this rank's measured events and memory for the step
+};
+
+class Executor {
+public:
+    Executor(const Plan& plan, const Graph& graph, const Program& program, const TinyConfig& model, Comm& comm, uint64_t seed,
+             double lr);
+    ~Executor();
+
+    StepResult step(int index);
+    // Largest number of micro-batches whose activations a segment held at once, by segment.
+    const std::map<int, int>& maxStashed() const { return max_stashed_; }
+    int64_t peakTrackedBytes() const { return peak_tracked_bytes_; }
+    std::vector<std::pair<std::string, torch::Tensor>> namedParameters() const;
+    std::string streamString() const;
+    std::vector<int> hostedSegments() const;
+
+private:
+    using Handler = void (Executor::*)(const Instr&);
+    static constexpr size_t kKinds = static_cast<size_t>(InstrKind::OptimizerStep) + 1;
+
+    void buildStages(const Graph& graph);
+    void agreeShapes();
+    void buildBuckets(const Graph& graph);
+    void buildOptimizer(double lr);
+
+    void onForward(const Instr& in);
+    void onBackward(const Instr& in);
+    void onBackwardInput(const Instr& in);
+    void onBackwardWeight(const Instr& in);
+    void onRecompute(const Instr& in);
+    void onSendActivation(const Instr& in);
+    void onSendGrad(const Instr& in);
+    void onRecvActivation(const Instr& in);
+    void onRecvGrad(const Instr& in);
+    void onAllReduce(const Instr& in);
+    void onOptimizerStep(const Instr& in);
+
+    Stage& stage(int segment);
+    bool hosts(int segment) const { return stages_.count(segment) > 0; }
+    int deviceOf(int segment) const;
+    void waitPostedReceives();
+    torch::Tensor outputGrad(int segment, int mb);
+    void storeInputGrad(const Stage& st, int mb, const torch::Tensor& grad);
+    Stage::LossFn lossFor(int mb);
+    double now() const;
+    size_t record(const Instr& in, double start, double end);
+    void sampleMemory();
+    void pollSends();
+
+    const Plan& plan_;
+    const Program& program_;
+    const TinyConfig& model_;
+    Comm& comm_;
+    uint64_t seed_;
+    int rank_;
+    int replica_ = 0;
+    int micro_batch_size_ = 1;
+    const std::vector<Instr>* stream_ = nullptr;
+    std::array<Handler, kKinds> table_{};
+
+    std::map<int, std::unique_ptr<Stage>> stages_;
+    std::map<int, std::vector<int64_t>> out_shape_;  // by segment, for one micro-batch
+    std::unique_ptr<GradBuckets> buckets_;
+    std::unique_ptr<torch::optim::Optimizer> optimizer_;
+    int64_t static_bytes_ = 0;  // parameters, gradients, optimizer state
+
+    // Per step.
+    struct Posted {
+        Pending work;
+        size_t event = 0;
+    };
+    torch::Tensor inputs_, targets_;  // this replica's samples of the step
+    std::map<std::pair<int, int>, torch::Tensor> recv_activation_;  // (producer segment, mb)
+    std::map<std::pair<int, int>, torch::Tensor> recv_grad_;        // (segment, mb): gradient of its output
+    std::map<std::pair<int, int>, torch::Tensor> input_grad_;       // (producer segment, mb): to send or hand over
+    std::set<std::pair<int, int>> backward_started_, weight_done_;
+    std::vector<Posted> posted_recvs_, posted_sends_;
+    std::map<int, size_t> allreduce_event_;  // bucket -> event index
+    double loss_sum_ = 0;
+    bool noop_ = false;  // the handler found its work already done
+    std::chrono::steady_clock::time_point step_start_;
+    Trace trace_;
+    std::map<int, int> max_stashed_;
+    int64_t peak_tracked_bytes_ = 0;
+};
+
+}  // namespace hippie::engine

@@ -1,0 +1,206 @@
+#include "engine/src/runtime/run.h"
+
+#include <sys/resource.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/src/comm/comm.h"
+#include "engine/src/models/model_source.h"
+#include "engine/src/runtime/executor.h"
+#include "planners/common/error.h"
+#include "planners/schedule/lower.h"
+#include "planners/schedule/plan_json.h"
+#include "planners/sim/trace_json.h"
+
+namespace hippie::engine {
+
+using nlohmann::json;
+
+namespace {
+
+void emit(const json& j) {
+    std::cout << j.dump() << "\n";
+    std::cout.flush();
+}
+
+int64_t peakRssBytes() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return static_cast<int64_t>(u.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+bool isComputeEvent(const TraceEvent& e) { return isCompute(e.kind); }
+
+// Metrics of one rank's measured step, defined as the simulator defines them.
+void fillMetrics(Trace& t, double step_s, int global_batch) {
+    TraceMetrics& m = t.metrics;
+    m.iteration_time_s = step_s;
+    m.throughput_samples_per_s = step_s > 0 ? global_batch / step_s : 0;
+    int64_t peak = 0;
+    for (const MemorySample& s : t.memory[0]) peak = std::max(peak, s.bytes);
+    m.peak_memory_bytes = {peak};
+    m.max_peak_memory_bytes = peak;
+    double busy = 0, last_backward_end = 0;
+    for (const TraceEvent& e : t.events) {
+        if (!isComputeEvent(e)) continue;
+        busy += e.end_s - e.start_s;
+        if (e.kind == InstrKind::Backward || e.kind == InstrKind::BackwardWeight || e.kind == InstrKind::BackwardInput)
+            last_backward_end = std::max(last_backward_end, e.end_s);
+    }
+    m.bubble_fraction = last_backward_end > 0 ? std::max(0.0, 1.0 - busy / last_backward_end) : 0;
+    double ar = 0, hidden = 0;
+    for (const TraceEvent& a : t.events) {
+        if (a.kind != InstrKind::AllReduce || a.end_s <= a.start_s) continue;
+        ar += a.end_s - a.start_s;
+        for (const TraceEvent& c : t.events)
+            if (isComputeEvent(c)) hidden += std::max(0.0, std::min(a.end_s, c.end_s) - std::max(a.start_s, c.start_s));
+    }
+    m.allreduce_hidden_fraction = ar > 0 ? std::min(1.0, hidden / ar) : 1.0;
+    m.memory_efficiency = memoryEfficiency(m.throughput_samples_per_s, peak);
+    m.fits_memory = true;
+}
+
+[[noreturn]] void fail(int code, const std::string& message, int rank) {
+    emit({{"event", "error"}, {"rank", rank}, {"message", message}, {"exit_code", code}});
+    std::cerr.flush();
+    // Gloo threads may be blocked on a dead peer: leave without running their destructors.
+    std::_Exit(code);
+}
+
+// All-reduces launched before this rank's last backward ended: the overlap the hippie schedule
+// is for. (count, total)
+std::pair<int, int> overlappedAllReduces(const Trace& t) {
+    double last_backward_end = 0;
+    for (const TraceEvent& e : t.events)
+        if ((e.kind == InstrKind::Backward || e.kind == InstrKind::BackwardWeight) && e.end_s > e.start_s)
+            last_backward_end = std::max(last_backward_end, e.end_s);
+    int overlapped = 0, total = 0;
+    for (const TraceEvent& e : t.events) {
+        if (e.kind != InstrKind::AllReduce) continue;
+        ++total;
+        if (e.start_s < last_backward_end) ++overlapped;
+    }
+    return {overlapped, total};
+}
+
+}  // namespace
+
+int runRank(const RunOptions& o) {
+    Plan plan;
+    Graph graph;
+    Program program;
+    const TinyConfig* model = nullptr;
+    try {
+        if (o.world_size < 1) throw Error("--world-size must be at least 1");
+        if (o.rank < 0 || o.rank >= o.world_size)
+            throw Error("--rank " + std::to_string(o.rank) + " is outside 0.." + std::to_string(o.world_size - 1));
+        if (o.steps < 1) throw Error("--steps must be at least 1");
+        plan = loadPlanFile(o.plan_file);
+        const ResolvedModel rm = resolveTrainableModel(plan.model, o.plan_file);
+        model = rm.config;
+        graph = rm.graph;
+        if (plan.isPlacement()) throw Error(o.plan_file + ": the engine runs pipeline plans (stages), not op placements");
+        try {
+            checkPlan(plan, graph, plan.deviceCount());
+        } catch (const Error& e) {
+            throw Error(o.plan_file + ": " + e.what());
+        }
+        if (plan.deviceCount() != o.world_size)
+            throw Error(o.plan_file + ": the plan needs " + std::to_string(plan.deviceCount()) + " ranks (pp " +
+                        std::to_string(plan.pipelineDepth()) + " x dp " + std::to_string(plan.dp) + ") but --world-size is " +
+                        std::to_string(o.world_size));
+        program = lower(plan, graph);
+    } catch (const Error& e) {
+        fail(2, e.what(), o.rank);
+    }
+
+    Rendezvous r;
+    r.master_addr = o.master_addr;
+    r.master_port = o.master_port;
+    r.rank = o.rank;
+    r.world_size = o.world_size;
+    r.connect_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.connect_timeout_s * 1000));
+    r.op_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.op_timeout_s * 1000));
+    std::unique_ptr<Comm> comm;
+    try {
+        comm = std::make_unique<Comm>(r);
+    } catch (const std::exception& e) {
+        fail(2, e.what(), o.rank);
+    }
+
+    int step = -1;
+    try {
+        torch::set_num_threads(1);
+        Executor ex(plan, graph, program, *model, *comm, o.seed, o.lr);
+        emit({{"event", "setup"}, {"rank", o.rank}, {"world_size", o.world_size}, {"model", model->name},
+              {"schedule", toString(plan.schedule)}, {"segments", ex.hostedSegments()}, {"program", ex.streamString()}});
+        double timed = 0;
+        int timed_steps = 0;
+        std::optional<double> last_loss;
+        std::pair<int, int> overlap{0, 0};
+        for (step = 0; step < o.steps; ++step) {
+            const bool last = step + 1 == o.steps;
+            if (last) comm->barrier();  // the traced step starts together on every rank
+            StepResult res = ex.step(step);
+            if (step > 0 || o.steps == 1) {
+                timed += res.time_s;
+                ++timed_steps;
+            }
+            last_loss = res.loss;
+            json ev = {{"event", "step"}, {"rank", o.rank}, {"step", step}, {"time_s", res.time_s},
+                       {"samples_per_s", plan.global_batch / res.time_s}};
+            ev["loss"] = res.loss ? json(*res.loss) : json(nullptr);
+            emit(ev);
+            if (last || o.trace_every_step) {
+                fillMetrics(res.trace, res.time_s, plan.global_batch);
+                overlap = overlappedAllReduces(res.trace);
+                emit({{"event", "trace"}, {"rank", o.rank}, {"step", step}, {"trace", traceToJson(res.trace)}});
+            }
+        }
+        step = -1;
+        comm->barrier();
+        json stashed = json::object();
+        for (const auto& [s, n] : ex.maxStashed()) stashed[std::to_string(s)] = n;
+        const double mean = timed / std::max(1, timed_steps);
+        json done = {{"event", "done"},
+                     {"rank", o.rank},
+                     {"steps", o.steps},
+                     {"mean_step_s", mean},
+                     {"samples_per_s", plan.global_batch / mean},
+                     {"peak_rss_bytes", peakRssBytes()},
+                     {"peak_tracked_bytes", ex.peakTrackedBytes()},
+                     {"max_stashed_microbatches", stashed},
+                     {"allreduces", overlap.second},
+                     {"allreduces_launched_before_backward_end", overlap.first}};
+        done["loss"] = last_loss ? json(*last_loss) : json(nullptr);
+        if (!o.dump_params.empty()) {
+            json params = json::object();
+            for (const auto& [name, t] : ex.namedParameters()) {
+                const torch::Tensor c = t.detach().to(torch::kDouble).contiguous().reshape({-1});
+                params[name] = std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+            }
+            std::string path = o.dump_params;  // "{rank}" names one file per rank under launch
+            if (const size_t at = path.find("{rank}"); at != std::string::npos) path.replace(at, 6, std::to_string(o.rank));
+            std::ofstream f(path);
+            if (!f) throw Error("cannot write --dump-params file '" + path + "'");
+            f << json{{"rank", o.rank}, {"params", params}}.dump();
+        }
+        emit(done);
+    } catch (const Error& e) {
+        fail(2, e.what(), o.rank);
+    } catch (const std::exception& e) {
+        const std::string where = step >= 0 ? "rank " + std::to_string(o.rank) + " failed in step " + std::to_string(step) + ": "
+                                            : "rank " + std::to_string(o.rank) + " failed: ";
+        std::string what = e.what();
+        if (const size_t nl = what.find("\nException raised from"); nl != std::string::npos) what.resize(nl);
+        fail(1, where + what, o.rank);
+    }
+    std::cout.flush();
+    std::_Exit(0);
+}
+
+}  // namespace hippie::engine

@@ -1,0 +1,35 @@
+#pragma once
+// `hippie-engine run`: one training rank executing its stream of a Plan's Program.
+// Prints JSON lines on stdout: {"event":"setup"...}, {"event":"step"...} per step,
+// {"event":"trace"...} for the last step, {"event":"done"...}, or {"event":"error"...}.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hippie::engine {
+
+struct RunOptions {
+    std::string plan_file;
+    int rank = 0;
+    int world_size = 1;
+    std::string master_addr = "127.0.0.1";
+    int master_port = 29500;
+    int steps = 1;
+    uint64_t seed = 0;
+    double lr = 0;                   // 0: the optimizer's default (sgd 0.05, adam 1e-3)
+    double connect_timeout_s = 30;   // reaching the master and the other ranks
+    double op_timeout_s = 60;        // one transfer or all-reduce
+    std::string dump_params;         // write this rank's final parameters (JSON) here
+    bool trace_every_step = false;   // print a trace for every step, not only the last
+};
+
+// Returns the process exit code: 0 done, 1 failed while training (a peer died, a transfer
+// timed out), 2 bad input (plan, model, flags, unreachable master).
+int runRank(const RunOptions& o);
+
+// Compares parameter dumps against a reference dump: every parameter of every file must be in
+// the reference and within `tolerance` (absolute, elementwise), and together the files must
+// cover the reference. Prints one JSON line; returns 0 when they match, 1 otherwise, 2 on bad files.
+int compareParams(const std::string& reference, const std::vector<std::string>& files, double tolerance);
+
+}  // namespace hippie::engine

@@ -1,0 +1,527 @@
+#include "planners/algorithms/hippie_planner.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "planners/algorithms/device_mapping.h"
+#include "planners/algorithms/evaluate.h"
+#include "planners/algorithms/hybrid_candidates.h"
+#include "planners/algorithms/partition.h"
+#include "planners/algorithms/pipeline_search.h"
+
+namespace hippie {
+
+namespace {
+
+using hybrid::Candidate;
+using hybrid::Estimate;
+using hybrid::Shape;
+
+// Effort. The estimate is cheap (microseconds), a simulation is not (milliseconds on large
+// models), so the search estimates everything and simulates a budget of instructions: about
+// half a second of simulation on this project's reference machine, whatever the model size.
+constexpr int kClimbStarts = 8;                   // distinct shapes balanced and refined on the estimate
+constexpr int kSeedRecomputeSteps = 3;           // fullest stages a seed tries recomputing
+constexpr int kFrontSteps = 32;                   // plans taken along a shape's Pareto front
+constexpr int64_t kBalancingCells = 20'000'000;   // dynamic-programming cells for balancing more shapes
+constexpr int kSimulatedFromRanking = 48;         // best-ranked candidates simulated
+constexpr int kSimulationsPerPhase = 400;         // ranking plus climbing
+constexpr int kAlwaysSimulated = 4;               // even when they alone exceed the budget
+constexpr int64_t kInstructionBudget = 800'000;  // simulated instructions per search
+// A move must beat the incumbent by more than rounding to count as an improvement.
+constexpr double kRelativeImprovement = 1e-12;
+
+// What a phase maximises: the objective's value among plans at or above a throughput.
+struct Goal {
+    Objective objective = Objective::MemoryEfficiency;
+    double min_throughput = 0;
+};
+
+struct Ranked {
+    Candidate candidate;
+    Estimate estimate;
+    double rank = 0;
+};
+
+bool better(double a, double b) { return a > b + kRelativeImprovement * std::abs(b); }
+
+std::string fixed(double v, int digits) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+    return buf;
+}
+
+// Candidates one step away: one layer handed from a stage to another (the stages between
+// pass it along, keeping their sizes: all boundaries between the two move by one), a stage's
+// recomputation switched, and (when given) the neighbouring micro-batch counts.
+std::vector<Candidate> neighbours(const Candidate& c, const std::vector<int>& micro_batch_counts) {
+    std::vector<Candidate> out;
+    const size_t pp = c.stages.size();
+    for (size_t from = 0; from < pp; ++from) {
+        if (c.stages[from].first_layer == c.stages[from].last_layer) continue;  // a stage keeps at least one layer
+        for (size_t to = 0; to < pp; ++to) {
+            if (to == from) continue;
+            Candidate n = c;
+            const int step = to > from ? -1 : 1;  // boundaries move towards `from`
+            for (size_t b = std::min(from, to); b < std::max(from, to); ++b) {
+                n.stages[b].last_layer += step;
+                n.stages[b + 1].first_layer += step;
+            }
+            for (size_t s = 0; s < pp; ++s)
+                if (!hybrid::canRecompute(n.stages[s])) n.recompute[s] = 0;
+            out.push_back(std::move(n));
+        }
+    }
+    for (size_t s = 0; s < c.stages.size(); ++s) {
+        if (!hybrid::canRecompute(c.stages[s])) continue;
+        Candidate n = c;
+        n.recompute[s] = !n.recompute[s];
+        out.push_back(std::move(n));
+    }
+    const auto at = std::find(micro_batch_counts.begin(), micro_batch_counts.end(), c.shape.m);
+    auto withMicroBatches = [&](int m) {
+        Candidate n = c;
+        n.shape.m = m;
+        out.push_back(std::move(n));
+    };
+    if (at != micro_batch_counts.end() && at != micro_batch_counts.begin()) withMicroBatches(*(at - 1));
+    if (at != micro_batch_counts.end() && at + 1 != micro_batch_counts.end()) withMicroBatches(*(at + 1));
+    return out;
+}
+
+// Memory-aware balancing of one shape: for a memory cap, the stage boundaries and per-stage
+// recomputation that make the slowest stage fastest with every stage under the cap (dynamic
+// programming over stages and their last layers; ties go to the leaner plan). Lowering the
+// cap below each answer's peak walks the (slowest stage, peak memory) Pareto front from the
+// fastest plan that fits down to the leanest: the plans between which ME and throughput choose.
+class MemoryAwareBalancer {
+public:
+    MemoryAwareBalancer(const hybrid::Estimator& estimator, const Shape& shape, const hybrid::ShapeTopology& topology, int layers)
+        : shape_(shape), layers_(layers), loads_(static_cast<size_t>(shape.pp) * static_cast<size_t>(layers * layers) * 2) {
+        for (int s = 0; s < shape.pp; ++s)
+            for (int a = s; a <= lastFirst(s); ++a)
+                for (int b = a; b <= lastLast(s); ++b)
+                    for (int r = 0; r < (b > a ? 2 : 1); ++r) load(s, a, b, r) = estimator.stageLoad(shape, s, {a, b}, r != 0, topology);
+    }
+
+    // Up to `limit` plans along the front, from the fastest under `cap` to leaner ones.
+    std::vector<Candidate> front(int64_t cap, int limit) const {
+        std::vector<Candidate> out;
+        for (int i = 0; i < limit; ++i) {
+            int64_t peak = 0;
+            std::optional<Candidate> c = fastestUnder(cap, peak);
+            if (!c) break;
+            out.push_back(std::move(*c));
+            cap = peak - 1;
+        }
+        return out;
+    }
+
+private:
+    struct Cell {
+        double slowest_s = std::numeric_limits<double>::infinity();
+        int64_t peak = 0;
+        int first = -1;  // of the last stage
+        char recompute = 0;
+        bool reached() const { return first >= 0; }
+        bool betterThan(const Cell& o) const { return slowest_s < o.slowest_s || (slowest_s == o.slowest_s && peak < o.peak); }
+    };
+
+    int lastFirst(int s) const { return layers_ - (shape_.pp - s); }  // later stages keep a layer each
+    int lastLast(int s) const { return layers_ - (shape_.pp - s); }
+    hybrid::Estimator::StageLoad& load(int s, int a, int b, int r) { return loads_[index(s, a, b, r)]; }
+    const hybrid::Estimator::StageLoad& load(int s, int a, int b, int r) const { return loads_[index(s, a, b, r)]; }
+    size_t index(int s, int a, int b, int r) const {
+        return ((static_cast<size_t>(s) * static_cast<size_t>(layers_) + static_cast<size_t>(a)) * static_cast<size_t>(layers_) +
+                static_cast<size_t>(b)) * 2 + static_cast<size_t>(r);
+    }
+
+    std::optional<Candidate> fastestUnder(int64_t cap, int64_t& peak) const {
+        const size_t n = static_cast<size_t>(layers_);
+        std::vector<Cell> cells(static_cast<size_t>(shape_.pp) * n);  // [stage][its last layer]
+        auto cell = [&](int s, int b) -> Cell& { return cells[static_cast<size_t>(s) * n + static_cast<size_t>(b)]; };
+        for (int s = 0; s < shape_.pp; ++s)
+            for (int b = s; b <= lastLast(s); ++b)
+                for (int a = s == 0 ? 0 : s; a <= b; ++a) {
+                    if (s == 0 && a > 0) break;
+                    if (s > 0 && !cell(s - 1, a - 1).reached()) continue;
+                    for (int r = 0; r < (b > a ? 2 : 1); ++r) {
+                        const auto& l = load(s, a, b, r);
+                        if (l.peak_bytes > cap) continue;
+                        Cell c;
+                        c.slowest_s = s == 0 ? l.work_s : std::max(cell(s - 1, a - 1).slowest_s, l.work_s);
+                        c.peak = s == 0 ? l.peak_bytes : std::max(cell(s - 1, a - 1).peak, l.peak_bytes);
+                        c.first = a;
+                        c.recompute = static_cast<char>(r);
+                        if (c.betterThan(cell(s, b))) cell(s, b) = c;
+                    }
+                }
+        const Cell& last = cell(shape_.pp - 1, layers_ - 1);
+        if (!last.reached()) return std::nullopt;
+        peak = last.peak;
+        Candidate c{shape_, std::vector<StageRange>(static_cast<size_t>(shape_.pp)), std::vector<char>(static_cast<size_t>(shape_.pp), 0)};
+        for (int s = shape_.pp - 1, b = layers_ - 1; s >= 0; --s) {
+            const Cell& at = cell(s, b);
+            c.stages[static_cast<size_t>(s)] = {at.first, b};
+            c.recompute[static_cast<size_t>(s)] = at.recompute;
+            b = at.first - 1;
+        }
+        return c;
+    }
+
+    Shape shape_;
+    int layers_;
+    std::vector<hybrid::Estimator::StageLoad> loads_;  // [stage][first][last][recompute]
+};
+
+class AdaptiveSearch {
+public:
+    AdaptiveSearch(const Problem& problem, PlanContext& context)
+        : problem_(problem), context_(context), estimator_(problem), found_(problem), shapes_(hybrid::searchShapes(problem)) {}
+
+    PlannerResult run() {
+        const bool floor = problem_.objective == Objective::MemoryEfficiencyWithThroughputFloor;
+        if (floor) {
+            search({Objective::Throughput, 0}, 0.0, 0.5);
+            log_.push_back("best throughput " + fixed(found_.bestThroughput(), 2) + " samples/s; floor " +
+                           fixed(problem_.throughput_floor * found_.bestThroughput(), 2));
+            search({Objective::MemoryEfficiency, problem_.throughput_floor * found_.bestThroughput()}, 0.5, 1.0);
+        } else {
+            search({problem_.objective, 0}, 0.0, 1.0);
+        }
+        if (!context_.cancelled() && found_.best() == nullptr && simulated_.empty()) simulateFallback();
+        log_.push_back("estimated " + std::to_string(estimated_) + " candidates over " + std::to_string(shapes_.size()) +
+                       " (pp, dp, m) shapes; pruned " + std::to_string(pruned_) + " of the " + std::to_string(pooled_) +
+                       " seeded and refined ones without simulating them; simulated " + std::to_string(simulated_.size()) + " (" +
+                       std::to_string(instructions_) + " instructions)");
+        logWinnersPerDepth();
+        context_.progress(1.0, "done");
+        return hybrid::searchOutcome(HippiePlanner::kName, problem_, found_, context_, log_, stopReason(context_));
+    }
+
+private:
+    // ---- One search for a goal -----------------------------------------------------------
+
+    void search(const Goal& goal, double progress_from, double progress_to) {
+        const double span = progress_to - progress_from;
+        best_estimate_by_depth_.clear();  // winners are logged for the last goal only
+        std::vector<Ranked> pool = seedEveryShape(goal, progress_from, span * 0.3);
+        context_.progress(progress_from + span * 0.3, "balancing stages against memory");
+        balanceBestShapes(pool, goal);
+        refineBestShapes(pool, goal);
+        context_.progress(progress_from + span * 0.5, "simulating the best candidates");
+        const int64_t budget = kInstructionBudget / (problem_.objective == Objective::MemoryEfficiencyWithThroughputFloor ? 2 : 1);
+        const int64_t budget_end = instructions_ + budget;
+        int simulations = 0;
+        for (const Ranked& r : pool) {
+            if (simulations >= kSimulatedFromRanking || context_.shouldStop()) break;
+            if (simulations >= kAlwaysSimulated && instructions_ + hybrid::simulationCost(r.candidate.shape) > budget_end) continue;
+            if (!simulated_.count(hybrid::candidateKey(r.candidate))) ++simulations;
+            simulate(r.candidate);
+        }
+        for (const Ranked& r : pool) pruned_ += simulated_.count(hybrid::candidateKey(r.candidate)) ? 0 : 1;
+        context_.progress(progress_from + span * 0.75, "refining the best plan on the simulator");
+        climbOnSimulator(goal, budget_end, kSimulationsPerPhase - simulations);
+    }
+
+    // ---- Seeds ---------------------------------------------------------------------------
+
+    std::vector<Ranked> seedEveryShape(const Goal& goal, double progress_from, double progress_span) {
+        std::vector<Ranked> pool;
+        std::unordered_set<std::string> seen;
+        for (size_t i = 0; i < shapes_.size() && !context_.shouldStop(); ++i) {
+            const Shape& shape = shapes_[i];
+            if (i == 0 || shapes_[i - 1].pp != shape.pp)
+                context_.progress(progress_from + progress_span * static_cast<double>(i) / static_cast<double>(shapes_.size()),
+                                  "estimating pipelines of depth " + std::to_string(shape.pp));
+            for (const auto& stages : seedPartitions(shape)) {
+                Ranked r = withRecomputation(Candidate{shape, stages, std::vector<char>(stages.size(), 0)}, goal);
+                if (seen.insert(hybrid::candidateKey(r.candidate)).second) pool.push_back(std::move(r));
+            }
+        }
+        sortByRank(pool);
+        pooled_ += static_cast<int64_t>(pool.size());
+        return pool;
+    }
+
+    // The baselines' partitions for this depth: equal layers (uniform), equal parameters,
+    // min-max compute time (PipeDream's balanced stages), torchgpipe's block partition by
+    // time and by size at this micro-batch size.
+    std::vector<std::vector<StageRange>> seedPartitions(const Shape& shape) {
+        auto& fixed_seeds = seeds_by_depth_[shape.pp];
+        if (fixed_seeds.empty()) {
+            const LayerCosts& costs = estimator_.costs();
+            const std::vector<double> time = costs.computePerLayer(1.0), params = costs.paramBytesPerLayer();
+            fixed_seeds = {uniformPartition(costs.layers(), shape.pp), minMaxPartition(params, shape.pp), minMaxPartition(time, shape.pp),
+                           blockPartition(time, shape.pp)};
+        }
+        auto out = fixed_seeds;
+        out.push_back(bySize(shape));
+        std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return lastLayers(a) < lastLayers(b); });
+        out.erase(std::unique(out.begin(), out.end(), [](const auto& a, const auto& b) { return lastLayers(a) == lastLayers(b); }), out.end());
+        return out;
+    }
+
+    std::vector<StageRange> bySize(const Shape& shape) {
+        const double samples = hybrid::microBatchSize(problem_, shape);
+        auto& cached = seeds_by_size_[{shape.pp, samples}];
+        if (cached.empty()) {
+            const LayerCosts& costs = estimator_.costs();
+            std::vector<double> sizes;
+            for (int l = 0; l < costs.layers(); ++l)
+                sizes.push_back(static_cast<double>(costs.activationBytes(l, samples) + costs.layerStateBytes(l)));
+            cached = blockPartition(sizes, shape.pp);
+        }
+        return cached;
+    }
+
+    static std::vector<int> lastLayers(const std::vector<StageRange>& stages) {
+        std::vector<int> out;
+        for (const StageRange& s : stages) out.push_back(s.last_layer);
+        return out;
+    }
+
+    // Recomputation for a seed: first every stage over memory, then the fullest stage while
+    // that raises the estimated objective (ME weighs the memory saved against the time), for
+    // a few stages: enough to rank the shape; balancing then chooses per stage in earnest.
+    Ranked withRecomputation(Candidate c, const Goal& goal) {
+        Ranked r = ranked(std::move(c), goal);
+        if (!r.estimate.fits) {
+            Candidate all_over = r.candidate;
+            const auto& capacity = topology(r.candidate.shape).capacity_bytes;
+            for (size_t s = 0; s < all_over.stages.size(); ++s)
+                if (r.estimate.stage_peak_bytes[s] > capacity[s] && hybrid::canRecompute(all_over.stages[s])) all_over.recompute[s] = 1;
+            if (all_over != r.candidate) r = ranked(std::move(all_over), goal);
+        }
+        for (int step = 0; step < kSeedRecomputeSteps; ++step) {
+            int fullest = -1;
+            for (size_t s = 0; s < r.candidate.stages.size(); ++s)
+                if (!r.candidate.recompute[s] && hybrid::canRecompute(r.candidate.stages[s]) &&
+                    (fullest < 0 || r.estimate.stage_peak_bytes[s] > r.estimate.stage_peak_bytes[static_cast<size_t>(fullest)]))
+                    fullest = static_cast<int>(s);
+            if (fullest < 0) return r;
+            Candidate next = r.candidate;
+            next.recompute[static_cast<size_t>(fullest)] = 1;
+            Ranked n = ranked(std::move(next), goal);
+            if (!better(n.rank, r.rank)) return r;
+            r = std::move(n);
+        }
+        return r;
+    }
+
+    // ---- Memory-aware balancing on the estimate ------------------------------------------
+
+    // The Pareto fronts of the best-ranked shapes, as many as the balancing budget allows.
+    void balanceBestShapes(std::vector<Ranked>& pool, const Goal& goal) {
+        std::vector<Ranked> balanced;
+        std::vector<Shape> done;
+        int64_t cells = 0;
+        const int64_t layers = problem_.graph.layerCount();
+        for (const Ranked& r : pool) {
+            const Shape& shape = r.candidate.shape;
+            if (context_.shouldStop() || (static_cast<int>(done.size()) >= kClimbStarts && cells > kBalancingCells)) break;
+            if (std::find(done.begin(), done.end(), shape) != done.end()) continue;
+            done.push_back(shape);
+            cells += shape.pp * layers * layers * kFrontSteps;
+            const MemoryAwareBalancer balancer(estimator_, shape, topology(shape), problem_.graph.layerCount());
+            for (Candidate& c : balancer.front(minCapacity(topology(shape)), kFrontSteps)) balanced.push_back(ranked(std::move(c), goal));
+        }
+        addToPool(pool, std::move(balanced));
+    }
+
+    void addToPool(std::vector<Ranked>& pool, std::vector<Ranked> more) {
+        std::unordered_set<std::string> seen;
+        for (const Ranked& r : pool) seen.insert(hybrid::candidateKey(r.candidate));
+        for (Ranked& r : more)
+            if (seen.insert(hybrid::candidateKey(r.candidate)).second) {
+                pool.push_back(std::move(r));
+                ++pooled_;
+            }
+        sortByRank(pool);
+    }
+
+    static int64_t minCapacity(const hybrid::ShapeTopology& t) { return *std::min_element(t.capacity_bytes.begin(), t.capacity_bytes.end()); }
+
+    void refineBestShapes(std::vector<Ranked>& pool, const Goal& goal) {
+        std::vector<Ranked> refined;
+        std::vector<Shape> started;
+        for (const Ranked& r : pool) {
+            if (static_cast<int>(started.size()) >= kClimbStarts || context_.shouldStop()) break;
+            if (std::find(started.begin(), started.end(), r.candidate.shape) != started.end()) continue;
+            started.push_back(r.candidate.shape);
+            refined.push_back(climbOnEstimate(r, goal));
+        }
+        addToPool(pool, std::move(refined));
+    }
+
+    Ranked climbOnEstimate(Ranked current, const Goal& goal) {
+        while (!context_.shouldStop()) {
+            Ranked best = current;
+            for (Candidate& n : neighbours(current.candidate, {})) {
+                Ranked r = ranked(std::move(n), goal);
+                if (better(r.rank, best.rank)) best = std::move(r);
+            }
+            if (!better(best.rank, current.rank)) break;
+            current = std::move(best);
+        }
+        return current;
+    }
+
+    // ---- Simulation ----------------------------------------------------------------------
+
+    // Moves to the first neighbour (in the estimate's order) the simulator finds better,
+    // from the best plan simulated so far, until none is or the budget is spent.
+    void climbOnSimulator(const Goal& goal, int64_t budget_end, int simulations_left) {
+        const std::string* start = bestSimulated(goal);
+        if (!start) return;
+        Candidate current = simulated_.at(*start).candidate;
+        double current_value = simulatedRank(simulated_.at(*start).metrics, goal);
+        const std::vector<int> counts = divisorsOf(problem_.global_batch / current.shape.dp);
+        while (simulations_left > 0 && !context_.shouldStop()) {
+            std::vector<Ranked> next;
+            for (Candidate& n : neighbours(current, counts)) next.push_back(ranked(std::move(n), goal));
+            sortByRank(next);
+            bool moved = false;
+            for (const Ranked& n : next) {
+                const bool known = simulated_.count(hybrid::candidateKey(n.candidate)) > 0;
+                if (!known && (simulations_left <= 0 || instructions_ + hybrid::simulationCost(n.candidate.shape) > budget_end)) continue;
+                if (context_.shouldStop()) return;
+                simulations_left -= known ? 0 : 1;
+                const double value = simulatedRank(simulate(n.candidate), goal);
+                if (better(value, current_value)) {
+                    current = n.candidate;
+                    current_value = value;
+                    moved = true;
+                    break;
+                }
+            }
+            if (!moved) return;
+        }
+    }
+
+    const TraceMetrics& simulate(const Candidate& c) {
+        const std::string key = hybrid::candidateKey(c);
+        if (auto it = simulated_.find(key); it != simulated_.end()) return it->second.metrics;
+        const Plan plan = hybrid::candidatePlan(problem_, HippiePlanner::kName, c);
+        const TraceMetrics metrics = evaluate(problem_, plan);
+        instructions_ += hybrid::simulationCost(c.shape);
+        found_.offer(plan, metrics);
+        auto& best = best_simulated_by_depth_[c.shape.pp];
+        if (best.empty() || found_.score(metrics) > found_.score(simulated_.at(best).metrics)) best = key;
+        return simulated_.emplace(key, Simulated{c, metrics}).first->second.metrics;
+    }
+
+    const std::string* bestSimulated(const Goal& goal) const {
+        const std::string* best = nullptr;
+        double best_value = 0;
+        for (const auto& [key, s] : simulated_) {
+            const double v = simulatedRank(s.metrics, goal);
+            if (!best || better(v, best_value) || (v == best_value && key < *best)) {
+                best = &key;
+                best_value = v;
+            }
+        }
+        return best;
+    }
+
+    double simulatedRank(const TraceMetrics& m, const Goal& goal) const {
+        if (!m.fits_memory) return -static_cast<double>(m.max_peak_memory_bytes) / static_cast<double>(std::max<int64_t>(capacity(), 1));
+        if (m.throughput_samples_per_s < goal.min_throughput) return 0;
+        return goal.objective == Objective::Throughput ? m.throughput_samples_per_s : m.memory_efficiency;
+    }
+
+    // Out of time before anything was simulated: the best estimate is still worth a plan.
+    void simulateFallback() {
+        Ranked best;
+        bool any = false;
+        for (const auto& [pp, r] : best_estimate_by_depth_)
+            if (!any || r.rank > best.rank) {
+                best = r;
+                any = true;
+            }
+        if (any) simulate(best.candidate);
+    }
+
+    // ---- Estimates -----------------------------------------------------------------------
+
+    Ranked ranked(Candidate c, const Goal& goal) {
+        Estimate e = estimator_.estimate(c, topology(c.shape));
+        ++estimated_;
+        const double rank = hybrid::estimateRank(e, goal.objective, goal.min_throughput);
+        Ranked r{std::move(c), std::move(e), rank};
+        auto it = best_estimate_by_depth_.find(r.candidate.shape.pp);
+        if (it == best_estimate_by_depth_.end() || r.rank > it->second.rank) best_estimate_by_depth_[r.candidate.shape.pp] = r;
+        return r;
+    }
+
+    // The device map of a (pp, dp) shape, from its uniform partition: the estimate's links.
+    const hybrid::ShapeTopology& topology(const Shape& shape) {
+        auto [it, added] = topologies_.try_emplace({shape.pp, shape.dp});
+        if (added) {
+            Plan plan = basePlan(problem_, HippiePlanner::kName);
+            plan.stages = uniformPartition(problem_.graph.layerCount(), shape.pp);
+            plan.dp = shape.dp;
+            it->second = hybrid::shapeTopology(problem_, mapDevices(problem_, plan));
+        }
+        return it->second;
+    }
+
+    int64_t capacity() const {
+        int64_t least = -1;
+        for (int d = 0; d < problem_.cluster.deviceCount(); ++d)
+            if (least < 0 || problem_.cluster.device(d).memory_bytes < least) least = problem_.cluster.device(d).memory_bytes;
+        return static_cast<int64_t>(static_cast<double>(least) * (1.0 - problem_.memory_headroom));
+    }
+
+    static void sortByRank(std::vector<Ranked>& v) {
+        std::stable_sort(v.begin(), v.end(), [](const Ranked& a, const Ranked& b) { return a.rank > b.rank; });
+    }
+
+    void logWinnersPerDepth() {
+        for (const auto& [pp, r] : best_estimate_by_depth_) {
+            std::string line = "pp " + std::to_string(pp) + ": best estimate " + hybrid::describe(r.candidate) + " (" +
+                               (r.estimate.fits ? "fits" : "over memory") + ", ~" + fixed(r.estimate.throughput, 1) +
+                               " samples/s, ~" + gib(r.estimate.peak_bytes) + ")";
+            if (auto it = best_simulated_by_depth_.find(pp); it != best_simulated_by_depth_.end()) {
+                const Simulated& s = simulated_.at(it->second);
+                line += "; best simulated " + hybrid::describe(s.candidate) + ": " + fixed(s.metrics.throughput_samples_per_s, 1) +
+                        " samples/s, peak " + gib(s.metrics.max_peak_memory_bytes) + (s.metrics.fits_memory ? "" : " (over memory)") +
+                        ", ME " + fixed(s.metrics.memory_efficiency, 3);
+            }
+            log_.push_back(line);
+        }
+    }
+
+    struct Simulated {
+        Candidate candidate;
+        TraceMetrics metrics;
+    };
+
+    const Problem& problem_;
+    PlanContext& context_;
+    hybrid::Estimator estimator_;
+    hybrid::Incumbents found_;
+    std::vector<Shape> shapes_;
+    std::map<std::pair<int, int>, hybrid::ShapeTopology> topologies_;
+    std::map<int, std::vector<std::vector<StageRange>>> seeds_by_depth_;
+    std::map<std::pair<int, double>, std::vector<StageRange>> seeds_by_size_;
+    std::unordered_map<std::string, Simulated> simulated_;
+    std::map<int, Ranked> best_estimate_by_depth_;
+    std::map<int, std::string> best_simulated_by_depth_;
+    int64_t estimated_ = 0, pooled_ = 0, pruned_ = 0, instructions_ = 0;
+    std::vector<std::string> log_;
+};
+
+}  // namespace
+
+PlannerResult HippiePlanner::plan(const Problem& problem, PlanContext& context) {
+    requirePlannable(problem);
+    return AdaptiveSearch(problem, context).run();
+}
+
+}  // namespace hippie

@@ -1,0 +1,515 @@
+#include "planners/algorithms/hybrid_candidates.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "planners/algorithms/device_mapping.h"
+#include "planners/algorithms/evaluate.h"
+#include "planners/algorithms/pipeline_search.h"
+
+namespace hippie::hybrid {
+
+namespace {
+
+constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
+// Instructions per stage, replica and micro-batch in a hippie program: forward, backward,
+// an activation send and receive, a gradient send and receive.
+constexpr int64_t kInstructionsPerMicroBatch = 6;
+
+int64_t smallestCapacity(const Problem& problem, const std::vector<int>& devices) {
+    int64_t least = -1;
+    for (int d : devices) {
+        const int64_t bytes = problem.cluster.device(d).memory_bytes;
+        if (least < 0 || bytes < least) least = bytes;
+    }
+    return static_cast<int64_t>(static_cast<double>(std::max<int64_t>(least, 0)) * (1.0 - problem.memory_headroom));
+}
+
+std::vector<int> allDevices(const Problem& problem) {
+    std::vector<int> out(static_cast<size_t>(problem.cluster.deviceCount()));
+    for (size_t d = 0; d < out.size(); ++d) out[d] = static_cast<int>(d);
+    return out;
+}
+
+bool atLeastAsGood(const TraceMetrics& a, const TraceMetrics& b) {
+    return a.throughput_samples_per_s >= b.throughput_samples_per_s && a.memory_efficiency >= b.memory_efficiency;
+}
+
+}  // namespace
+
+// ---- The space ------------------------------------------------------------------------------
+
+std::vector<Shape> searchShapes(const Problem& problem) {
+    const int devices = problem.cluster.deviceCount();
+    const int deepest = std::min(problem.graph.layerCount(), devices);
+    std::vector<Shape> out;
+    for (int pp = 1; pp <= deepest; ++pp)
+        for (int dp = 1; pp * dp <= devices; ++dp)
+            if (problem.global_batch % dp == 0)
+                for (int m : divisorsOf(problem.global_batch / dp)) out.push_back({pp, dp, m});
+    return out;
+}
+
+double microBatchSize(const Problem& problem, const Shape& shape) {
+    return static_cast<double>(problem.global_batch) / (static_cast<double>(shape.dp) * shape.m);
+}
+
+std::vector<int> recomputeLayers(const Candidate& c) {
+    std::vector<int> layers;
+    for (size_t s = 0; s < c.stages.size(); ++s)
+        if (c.recompute[s] && canRecompute(c.stages[s]))
+            for (int l = c.stages[s].first_layer; l < c.stages[s].last_layer; ++l) layers.push_back(l);
+    return layers;
+}
+
+bool operator==(const Candidate& a, const Candidate& b) {
+    auto sameRange = [](const StageRange& x, const StageRange& y) { return x.first_layer == y.first_layer && x.last_layer == y.last_layer; };
+    return a.shape == b.shape && a.recompute == b.recompute && std::equal(a.stages.begin(), a.stages.end(), b.stages.begin(), b.stages.end(), sameRange);
+}
+
+std::string candidateKey(const Candidate& c) {
+    std::string k = std::to_string(c.shape.pp) + "," + std::to_string(c.shape.dp) + "," + std::to_string(c.shape.m) + ":";
+    for (size_t s = 0; s < c.stages.size(); ++s) k += std::to_string(c.stages[s].last_layer) + (c.recompute[s] ? "r," : ",");
+    return k;
+}
+
+std::string describe(const Candidate& c) {
+    std::string stages;
+    for (size_t s = 0; s < c.stages.size(); ++s)
+        stages += (stages.empty() ? "" : " | ") + std::to_string(c.stages[s].first_layer) + "-" +
+                  std::to_string(c.stages[s].last_layer) + (c.recompute[s] ? "*" : "");
+    return "pp " + std::to_string(c.shape.pp) + " x dp " + std::to_string(c.shape.dp) + ", m " + std::to_string(c.shape.m) +
+           ", stages " + stages;
+}
+
+Plan candidatePlan(const Problem& problem, const std::string& planner, const Candidate& c) {
+    Plan plan = basePlan(problem, planner);
+    plan.stages = c.stages;
+    plan.dp = c.shape.dp;
+    plan.micro_batches = c.shape.m;
+    plan.schedule = ScheduleKind::Hippie;
+    plan.recompute_layers = recomputeLayers(c);
+    plan.device_map = mapDevices(problem, plan);
+    return plan;
+}
+
+int64_t simulationCost(const Shape& s) {
+    return int64_t{s.pp} * s.dp * (kInstructionsPerMicroBatch * s.m + 2);
+}
+
+// ---- The best plans found -------------------------------------------------------------------
+
+bool Incumbents::offer(const Plan& plan, const TraceMetrics& metrics) {
+    if (least_peak_ < 0 || metrics.max_peak_memory_bytes < least_peak_) {
+        least_peak_ = metrics.max_peak_memory_bytes;
+        least_peak_plan_ = plan;
+    }
+    if (!metrics.fits_memory) return false;
+    for (const Entry& e : front_)
+        if (atLeastAsGood(e.metrics, metrics)) return false;  // ties keep the earlier plan
+    std::erase_if(front_, [&](const Entry& e) { return atLeastAsGood(metrics, e.metrics); });
+    front_.push_back({plan, metrics});
+    return true;
+}
+
+double Incumbents::bestThroughput() const {
+    double best = 0;
+    for (const Entry& e : front_) best = std::max(best, e.metrics.throughput_samples_per_s);
+    return best;
+}
+
+double Incumbents::score(const TraceMetrics& m) const {
+    if (!m.fits_memory) return 0;
+    switch (problem_.objective) {
+    case Objective::Throughput: return m.throughput_samples_per_s;
+    case Objective::MemoryEfficiency: return m.memory_efficiency;
+    case Objective::MemoryEfficiencyWithThroughputFloor: {
+        const double floor = problem_.throughput_floor * std::max(bestThroughput(), m.throughput_samples_per_s);
+        return m.throughput_samples_per_s >= floor ? m.memory_efficiency : 0;
+    }
+    }
+    return 0;
+}
+
+const Incumbents::Entry* Incumbents::best() const {
+    const Entry* best = nullptr;
+    double best_score = 0;
+    for (const Entry& e : front_) {
+        const double s = score(e.metrics);
+        if (s > best_score) {
+            best = &e;
+            best_score = s;
+        }
+    }
+    return best;
+}
+
+namespace {
+
+std::string layerList(const std::vector<int>& layers) {
+    std::string out;
+    for (int l : layers) {
+        if (!out.empty()) out += ',';
+        out += std::to_string(l);
+    }
+    return out;
+}
+
+std::string chosenLine(const Incumbents::Entry& best) {
+    std::string line = "chose " + describePlan(best.plan);
+    if (!best.plan.recompute_layers.empty()) line += ", recompute layers " + layerList(best.plan.recompute_layers);
+    line += ": " + std::to_string(best.metrics.throughput_samples_per_s) + " samples/s, peak " + gib(best.metrics.max_peak_memory_bytes);
+    return line + ", ME " + std::to_string(best.metrics.memory_efficiency);
+}
+
+std::string noFitReason(const Problem& problem, const Incumbents& found) {
+    std::string reason = "no plan fits device memory";
+    if (const Plan* lean = found.leastPeakPlan())
+        reason += ": the leanest plan tried (" + describePlan(*lean) + ") needs " + gib(found.leastPeakBytes()) +
+                  " per device but a device has " + gib(smallestCapacity(problem, allDevices(problem))) +
+                  " available; add devices or memory, or train with a smaller global batch";
+    return reason;
+}
+
+}  // namespace
+
+PlannerResult searchOutcome(const std::string& planner, const Problem& problem, const Incumbents& found,
+                            const PlanContext& context, std::vector<std::string> log, const std::string& stopped_note) {
+    PlannerResult r;
+    if (const Incumbents::Entry* best = found.best()) {
+        r = feasibleResult(planner, best->plan, best->metrics, context);
+        if (!stopped_note.empty()) r.reason = stopped_note + "; best plan found so far";
+        log.push_back(chosenLine(*best));
+    } else if (!stopped_note.empty()) {
+        r = infeasibleResult(planner, stopped_note + " before a plan that fits memory was found", context);
+    } else {
+        r = infeasibleResult(planner, noFitReason(problem, found), context);
+    }
+    r.log = std::move(log);
+    return r;
+}
+
+// ---- Analytic estimate ----------------------------------------------------------------------
+
+namespace {
+
+// A 1F1B run is a warm-up, a steady state and a cool-down, each about a pipeline depth of
+// micro-batches: longer runs are simulated for this window, long enough to measure the
+// steady state's period, and extended by it.
+int pipelineWindow(int pp, int m) { return std::min(m, 3 * pp + 8); }
+
+// The hippie schedule's compute at stage granularity (no all-reduce), for one micro-batch
+// count: each stage runs its 1F1B order; a forward waits for its input, a backward for its
+// gradient, a recompute only for its stage (it runs before the gradient arrives); sends on a
+// link go one after another. Returns when each stage's last backward ends.
+class StagePipeline {
+public:
+    StagePipeline(const std::vector<StageTimes>& stages, int m)
+        : st_(stages), pp_(static_cast<int>(stages.size())), m_(m), fwd_end_(cells(), kPending), bwd_end_(cells(), kPending),
+          act_arrival_(cells(), kPending), grad_arrival_(cells(), kPending), next_(stages.size(), 0), free_(stages.size(), 0.0),
+          act_link_(stages.size(), 0.0), grad_link_(stages.size(), 0.0) {}
+
+    std::vector<double> run() {
+        // Sweeps alternate down the pipeline (forwards flow that way) and up it (backwards do).
+        int remaining = 2 * pp_ * m_;
+        for (bool down = true; remaining > 0; down = !down) {
+            int moved = 0;
+            for (int i = 0; i < pp_; ++i) {
+                const int s = down ? i : pp_ - 1 - i;
+                while (next_[static_cast<size_t>(s)] < 2 * m_ && step(s)) ++moved;
+            }
+            remaining -= moved;
+            if (moved == 0 && !down) break;  // cannot happen for 1F1B orders; guards the loop all the same
+        }
+        std::vector<double> ends;
+        for (int s = 0; s < pp_; ++s) ends.push_back(bwd_end_[at(s, m_ - 1)]);
+        return ends;
+    }
+
+    // Seconds per micro-batch in the steady state: stage 0's backwards before its cool-down,
+    // over the last pipeline depth of them (the warm-up's transient has died out by then).
+    double steadyPeriod() const {
+        const int last = m_ - pp_, first = last - pp_;
+        return first >= 0 ? (bwd_end_[at(0, last)] - bwd_end_[at(0, first)]) / pp_ : 0.0;
+    }
+
+private:
+    static constexpr double kPending = -1;
+
+    size_t cells() const { return static_cast<size_t>(pp_) * static_cast<size_t>(m_); }
+    size_t at(int s, int k) const { return static_cast<size_t>(s) * static_cast<size_t>(m_) + static_cast<size_t>(k); }
+
+    // The i-th compute of stage s in 1F1B order: (forward?, micro-batch).
+    std::pair<bool, int> op(int s, int i) const {
+        const int warm = std::min(pp_ - s - 1, m_);
+        if (i < warm) return {true, i};
+        const int j = i - warm, steady = 2 * (m_ - warm);
+        if (j < steady) return j % 2 == 0 ? std::make_pair(true, warm + j / 2) : std::make_pair(false, j / 2);
+        return {false, m_ - warm + (j - steady)};
+    }
+
+    bool step(int s) {
+        const auto [forward, k] = op(s, next_[static_cast<size_t>(s)]);
+        const StageTimes& t = st_[static_cast<size_t>(s)];
+        double ready = 0;
+        if (forward && s > 0) ready = act_arrival_[at(s, k)];
+        if (!forward && s + 1 < pp_) ready = grad_arrival_[at(s, k)];
+        if (ready == kPending) return false;
+        double& free = free_[static_cast<size_t>(s)];
+        const double start = std::max(forward ? free : free + t.recompute_s, ready);
+        free = start + (forward ? t.fwd_s : t.bwd_s);
+        if (forward) {
+            fwd_end_[at(s, k)] = free;
+            if (s + 1 < pp_) act_arrival_[at(s + 1, k)] = send(act_link_[static_cast<size_t>(s)], free, t.hop_s);
+        } else {
+            bwd_end_[at(s, k)] = free;
+            if (s > 0) grad_arrival_[at(s - 1, k)] = send(grad_link_[static_cast<size_t>(s) - 1], free, st_[static_cast<size_t>(s) - 1].hop_s);
+        }
+        ++next_[static_cast<size_t>(s)];
+        return true;
+    }
+
+    static double send(double& link_free, double when, double hop) { return link_free = std::max(link_free, when) + hop; }
+
+    const std::vector<StageTimes>& st_;
+    int pp_, m_;
+    std::vector<double> fwd_end_, bwd_end_, act_arrival_, grad_arrival_;
+    std::vector<int> next_;
+    std::vector<double> free_, act_link_, grad_link_;  // per stage; links: to the next stage and back to it
+};
+
+}  // namespace
+
+std::vector<double> lastBackwardEnds(const std::vector<StageTimes>& stages, int m) {
+    const int pp = static_cast<int>(stages.size());
+    const int window = pipelineWindow(pp, m);
+    StagePipeline pipeline(stages, window);
+    std::vector<double> ends = pipeline.run();
+    if (window == m) return ends;
+    const double extra = pipeline.steadyPeriod() * (m - window);
+    for (double& e : ends) e += extra;
+    return ends;
+}
+
+namespace {
+
+// Whether every hop of `a` is at most as slow as the same hop of `b`, for any tensor size.
+bool noSlower(const std::vector<Link>& a, const std::vector<Link>& b) {
+    for (size_t i = 0; i < a.size(); ++i)
+        if (a[i].latency_s > b[i].latency_s || a[i].bandwidth_bytes_per_s < b[i].bandwidth_bytes_per_s) return false;
+    return true;
+}
+
+// The links along each replica's pipeline; only chains no other chain is slower than at
+// every hop matter, since replicas wait for each other at the all-reduce.
+std::vector<std::vector<Link>> pipelineLinks(const Cluster& cluster, const std::vector<std::vector<int>>& device_map) {
+    std::vector<std::vector<Link>> chains;
+    for (size_t r = 0; r < device_map.front().size(); ++r) {
+        std::vector<Link> chain;
+        for (size_t s = 0; s + 1 < device_map.size(); ++s) chain.push_back(cluster.link(device_map[s][r], device_map[s + 1][r]));
+        if (std::any_of(chains.begin(), chains.end(), [&](const auto& c) { return noSlower(chain, c); })) continue;
+        std::erase_if(chains, [&](const auto& c) { return noSlower(c, chain); });
+        chains.push_back(std::move(chain));
+    }
+    return chains;
+}
+
+}  // namespace
+
+ShapeTopology shapeTopology(const Problem& problem, const std::vector<std::vector<int>>& device_map) {
+    const CostModel cost(problem.graph, problem.cluster);
+    // Two sizes give the all-reduce's line: ring and hierarchical times are affine in bytes.
+    constexpr int64_t kProbeBytes = int64_t{1} << 20;
+    ShapeTopology t;
+    t.pipelines = pipelineLinks(problem.cluster, device_map);
+    for (size_t s = 0; s < device_map.size(); ++s) {
+        const auto& group = device_map[s];
+        const double one = cost.allReduceTime(kProbeBytes, group), two = cost.allReduceTime(2 * kProbeBytes, group);
+        const double per_byte = (two - one) / static_cast<double>(kProbeBytes);
+        t.reduce_per_byte_s.push_back(per_byte);
+        t.reduce_fixed_s.push_back(one - per_byte * static_cast<double>(kProbeBytes));
+        t.capacity_bytes.push_back(smallestCapacity(problem, group));
+    }
+    return t;
+}
+
+struct Estimator::StageCost {
+    double fwd_s = 0, bwd_s = 0, recompute_s = 0;
+    int64_t static_bytes = 0, params = 0;
+    int64_t kept = 0, sent = 0, recomputed = 0, temp = 0;  // one micro-batch
+};
+
+Estimator::Estimator(const Problem& problem) : problem_(problem), costs_(problem), layers_(problem.graph.layerCount()) {
+    const Graph& g = problem.graph;
+    const CostModel& cost = costs_.cost();
+    const size_t n = static_cast<size_t>(layers_);
+    fwd_prefix_s_.assign(n + 1, 0);
+    bwd_prefix_s_.assign(n + 1, 0);
+    activation_prefix_.assign(n + 1, 0);
+    state_prefix_.assign(n + 1, 0);
+    std::vector<int64_t> layer_temp(n, 0);
+    for (int l = 0; l < layers_; ++l) {
+        const auto ops = costs_.ops(l, l);
+        const size_t i = static_cast<size_t>(l);
+        fwd_prefix_s_[i + 1] = fwd_prefix_s_[i] + cost.fwdTime(ops, 1.0, 0);
+        bwd_prefix_s_[i + 1] = bwd_prefix_s_[i] + cost.bwdTime(ops, 1.0, 0);
+        activation_prefix_[i + 1] = activation_prefix_[i] + costs_.activationBytes(l, g.batch_size);
+        state_prefix_[i + 1] = state_prefix_[i] + costs_.layerStateBytes(l);
+        for (int op : ops) layer_temp[i] = std::max(layer_temp[i], g.ops[static_cast<size_t>(op)].temp_bytes);
+    }
+    input_bytes_.assign(n * n, 0);
+    sent_bytes_.assign(n * n, 0);
+    temp_bytes_.assign(n * n, 0);
+
+    // Per producing op: the layers that read it and the largest tensor it sends them.
+    std::vector<std::vector<int>> readers(g.ops.size());
+    std::vector<int64_t> tensor(g.ops.size(), 0);
+    for (const Edge& e : g.edges) {
+        const int to = g.ops[static_cast<size_t>(e.dst)].layer;
+        readers[static_cast<size_t>(e.src)].push_back(to);
+        if (to != g.ops[static_cast<size_t>(e.src)].layer) tensor[static_cast<size_t>(e.src)] = std::max(tensor[static_cast<size_t>(e.src)], e.bytes);
+    }
+    std::vector<int64_t> only_later(n * n, 0);  // [layer][last]: outputs of the layer's ops read only after `last`
+    for (size_t op = 0; op < g.ops.size(); ++op) {
+        auto& r = readers[op];
+        if (r.empty()) continue;
+        std::sort(r.begin(), r.end());
+        r.erase(std::unique(r.begin(), r.end()), r.end());
+        const int from = g.ops[op].layer;
+        // A stage starting after `from` takes this tensor as input once it reaches a reader.
+        size_t next = 0;
+        for (int first = from + 1; first <= r.back(); ++first) {
+            while (r[next] < first) ++next;
+            input_bytes_[at(first, r[next])] += tensor[op];
+        }
+        for (int last = from; last < r.front(); ++last) only_later[at(from, last)] += g.ops[op].output_bytes;
+    }
+    for (int first = 0; first < layers_; ++first)
+        for (int last = first + 1; last < layers_; ++last) input_bytes_[at(first, last)] += input_bytes_[at(first, last - 1)];
+    for (int last = 0; last < layers_; ++last) {
+        int64_t sum = 0;
+        for (int first = last; first >= 0; --first) sent_bytes_[at(first, last)] = sum += only_later[at(first, last)];
+    }
+    for (int first = 0; first < layers_; ++first) {
+        int64_t most = 0;
+        for (int last = first; last < layers_; ++last) temp_bytes_[at(first, last)] = most = std::max(most, layer_temp[static_cast<size_t>(last)]);
+    }
+}
+
+Estimator::StageCost Estimator::stageCost(const StageRange& r, bool recompute, int stage, const Shape& shape, double samples) const {
+    const CostModel& cost = costs_.cost();
+    const size_t a = static_cast<size_t>(r.first_layer), b = static_cast<size_t>(r.last_layer);
+    const bool last_stage = stage + 1 == shape.pp;
+    recompute = recompute && canRecompute(r);
+    StageCost s;
+    s.fwd_s = (fwd_prefix_s_[b + 1] - fwd_prefix_s_[a]) * samples;
+    s.bwd_s = (bwd_prefix_s_[b + 1] - bwd_prefix_s_[a]) * samples;
+    s.recompute_s = recompute ? (fwd_prefix_s_[b] - fwd_prefix_s_[a]) * samples : 0.0;
+    s.params = costs_.paramBytes(r.first_layer, r.last_layer);
+    const int64_t buckets = shape.dp > 1 ? std::min(s.params, 2 * Plan{}.bucket_bytes) : 0;  // the cost model's two in flight
+    s.static_bytes = state_prefix_[b + 1] - state_prefix_[a] + buckets + (last_stage ? 0 : costs_.boundaryBytes(r.last_layer, samples));
+    const int64_t outputs = recompute ? activation_prefix_[b + 1] - activation_prefix_[b] : activation_prefix_[b + 1] - activation_prefix_[a];
+    s.kept = cost.scaled(input_bytes_[at(r.first_layer, r.last_layer)] + outputs, samples);
+    s.recomputed = recompute ? cost.scaled(activation_prefix_[b] - activation_prefix_[a], samples) : 0;
+    s.sent = cost.scaled(recompute ? sent_bytes_[at(r.last_layer, r.last_layer)] : sent_bytes_[at(r.first_layer, r.last_layer)], samples);
+    s.temp = cost.scaled(temp_bytes_[at(r.first_layer, r.last_layer)], samples);
+    return s;
+}
+
+Estimator::StageLoad Estimator::stageLoad(const Shape& shape, int stage, const StageRange& r, bool recompute,
+                                          const ShapeTopology& topology) const {
+    const double samples = microBatchSize(problem_, shape);
+    const StageCost sc = stageCost(r, recompute, stage, shape, samples);
+    double send_s = 0;
+    if (stage + 1 < shape.pp)
+        for (const std::vector<Link>& links : topology.pipelines)
+            send_s = std::max(send_s, transferSeconds(links[static_cast<size_t>(stage)], r.last_layer, samples));
+    const int64_t held = std::min(shape.pp - stage, shape.m);
+    return {sc.fwd_s + sc.bwd_s + sc.recompute_s, sc.static_bytes + activationPeak(sc, held, send_s, sc.fwd_s)};
+}
+
+// Activations at the stage's peak with `held` micro-batches in flight, forwards arriving
+// every `pace_s` (the slowest forward or link upstream). At a forward's start the earlier
+// micro-batches hold their stash less the outputs already sent; the previous one's send is
+// still under way unless the stage idled longer than a send, and sends queue when a send
+// takes longer than the pace. At a recompute, which starts as soon as the forward before it
+// ends, the micro-batch just forwarded still holds the outputs it is sending.
+int64_t Estimator::activationPeak(const StageCost& sc, int64_t held, double send_s, double pace_s) {
+    const int64_t stashed = sc.kept - sc.sent;
+    // A send a billionth of a forward long ends when the forward does, at the simulator's resolution.
+    const bool sending = send_s > 1e-9 * sc.fwd_s;
+    int64_t unsent = 0;
+    if (sending && held > 1 && send_s > pace_s - sc.fwd_s) {
+        const double sent = std::floor(static_cast<double>(held - 2) * pace_s / send_s);
+        unsent = std::clamp<int64_t>(held - 1 - static_cast<int64_t>(std::min(sent, 1e18)), 1, held - 1);
+    }
+    const int64_t at_forward = (held - 1) * stashed + unsent * sc.sent + sc.kept;
+    const int64_t at_recompute = (held - 1) * stashed + (sending ? sc.kept : stashed) + sc.recomputed;
+    return std::max(at_forward, sc.recomputed > 0 ? at_recompute : 0) + sc.temp;
+}
+
+// One way over `link` for the tensors crossing the cut after `last_layer` (activations
+// forward, their gradients back).
+double Estimator::transferSeconds(const Link& link, int last_layer, double samples) const {
+    const double bytes = static_cast<double>(costs_.boundaryBytes(last_layer, samples));
+    return link.latency_s + (link.bandwidth_bytes_per_s > 0 ? bytes / link.bandwidth_bytes_per_s : 0.0);
+}
+
+Estimate Estimator::estimate(const Candidate& c, const ShapeTopology& topology) const {
+    const int pp = c.shape.pp, m = c.shape.m;
+    const double samples = microBatchSize(problem_, c.shape);
+    std::vector<StageCost> stages;
+    stages.reserve(static_cast<size_t>(pp));
+    for (int s = 0; s < pp; ++s)
+        stages.push_back(stageCost(c.stages[static_cast<size_t>(s)], c.recompute[static_cast<size_t>(s)] != 0, s, c.shape, samples));
+
+    // Replicas synchronise at the all-reduce, so each stage waits for its slowest replica;
+    // memory follows the slowest link after each stage.
+    std::vector<double> backward_ends(static_cast<size_t>(pp), 0.0), hop(static_cast<size_t>(pp), 0.0);
+    for (const std::vector<Link>& links : topology.pipelines) {
+        std::vector<StageTimes> times;
+        for (size_t s = 0; s < static_cast<size_t>(pp); ++s) {
+            const double h = s + 1 < static_cast<size_t>(pp) ? transferSeconds(links[s], c.stages[s].last_layer, samples) : 0.0;
+            hop[s] = std::max(hop[s], h);
+            times.push_back({stages[s].fwd_s, stages[s].bwd_s, stages[s].recompute_s, h});
+        }
+        const std::vector<double> ends = lastBackwardEnds(times, m);
+        for (size_t s = 0; s < ends.size(); ++s) backward_ends[s] = std::max(backward_ends[s], ends[s]);
+    }
+
+    Estimate e;
+    const CostModel& cost = costs_.cost();
+    double pace = 0;     // slowest forward or link so far: how often a stage receives work in its warm-up
+    for (size_t s = 0; s < static_cast<size_t>(pp); ++s) {
+        const StageCost& sc = stages[s];
+        const double backward_end = backward_ends[s];
+        double reduced_end = backward_end;
+        if (c.shape.dp > 1 && sc.params > 0) {
+            // The last backward runs bucket by bucket, each bucket's all-reduce after its part.
+            const double buckets = std::max(1.0, std::ceil(static_cast<double>(sc.params) / static_cast<double>(Plan{}.bucket_bytes)));
+            const double each = topology.reduce_fixed_s[s] + topology.reduce_per_byte_s[s] * static_cast<double>(sc.params) / buckets;
+            reduced_end = std::max(backward_end - sc.bwd_s + sc.bwd_s / buckets + buckets * each, backward_end + each);
+        }
+        const int64_t params = sc.params / activationElementBytes(cost.precision());
+        e.iteration_s = std::max(e.iteration_s, reduced_end + cost.optimizerTime(params, problem_.optimizer, 0));
+
+        pace = std::max({pace, sc.fwd_s, s > 0 ? hop[s - 1] : 0.0});
+        const int64_t activations = activationPeak(sc, std::min(pp - static_cast<int>(s), m), hop[s], pace);
+        const int64_t peak = sc.static_bytes + activations;
+        e.stage_peak_bytes.push_back(peak);
+        e.peak_bytes = std::max(e.peak_bytes, peak);
+        e.overflow = std::max(e.overflow, static_cast<double>(peak) / static_cast<double>(std::max<int64_t>(topology.capacity_bytes[s], 1)));
+    }
+    e.fits = e.overflow <= 1.0;
+    e.throughput = e.iteration_s > 0 ? problem_.global_batch / e.iteration_s : 0.0;
+    e.memory_efficiency = e.peak_bytes > 0 ? e.throughput / (static_cast<double>(e.peak_bytes) / kBytesPerGiB) : 0.0;
+    return e;
+}
+
+double estimateRank(const Estimate& e, Objective objective, double min_throughput) {
+    if (!e.fits) return -e.overflow;
+    if (e.throughput < min_throughput) return 0;
+    return objective == Objective::Throughput ? e.throughput : e.memory_efficiency;
+}
+
+}  // namespace hippie::hybrid

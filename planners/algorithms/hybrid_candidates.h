@@ -1,0 +1,174 @@
+#pragma once
+// Search machinery shared by the adaptive planner (`hippie`) and its oracle (`exhaustive`):
+// the space of pipeline + data-parallel plans they search, a candidate's compact form and
+// its Plan, simulating a candidate, keeping the best ones under an objective, and a fast
+// analytic estimate of a candidate's time and memory that the adaptive planner prunes with.
+//
+// The space (both planners search it, so the oracle's optimum is the adaptive planner's
+// target): pipeline depth pp <= min(layers, devices); data-parallel degree dp dividing the
+// global batch with pp * dp <= devices (fewer devices than the cluster has are allowed);
+// micro-batch count m dividing the per-replica batch (so every micro-batch holds a whole
+// number of samples); contiguous non-empty stages; per stage, either keep every activation
+// or recompute every layer but the last; the `hippie` schedule; the default gradient bucket;
+// the device map from mapDevices().
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planners/algorithms/layer_costs.h"
+#include "planners/algorithms/planner.h"
+
+namespace hippie::hybrid {
+
+// ---- The space ------------------------------------------------------------------------------
+
+struct Shape {
+    int pp = 1;  // pipeline stages
+    int dp = 1;  // replicas of each stage
+    int m = 1;   // micro-batches per pipeline per iteration
+    bool operator==(const Shape&) const = default;
+};
+
+// Every (pp, dp, m) of the space for this problem, by pp, then dp, then m.
+std::vector<Shape> searchShapes(const Problem& problem);
+double microBatchSize(const Problem& problem, const Shape& shape);  // samples
+
+// A point of the space.
+struct Candidate {
+    Shape shape;
+    std::vector<StageRange> stages;  // shape.pp contiguous ranges
+    std::vector<char> recompute;     // per stage: recompute all its layers but the last
+};
+bool operator==(const Candidate& a, const Candidate& b);
+
+// A one-layer stage has nothing to recompute: its only layer's output is sent on (and the
+// hippie schedule frees it once sent), so recomputing it would cost time and save nothing.
+inline bool canRecompute(const StageRange& s) { return s.last_layer > s.first_layer; }
+std::vector<int> recomputeLayers(const Candidate& c);
+std::string candidateKey(const Candidate& c);   // compact and unique, for memoising
+std::string describe(const Candidate& c);       // "pp 2 x dp 4, m 8, stages 0-5 | 6-11*" (* recomputes)
+
+// The candidate as a Plan under the hippie schedule, with its topology-aware device map.
+Plan candidatePlan(const Problem& problem, const std::string& planner, const Candidate& c);
+// Simulated instructions a candidate costs (about 6 per stage, replica and micro-batch):
+// the unit the adaptive planner budgets its simulations in.
+int64_t simulationCost(const Shape& s);
+
+// ---- The best plans found -------------------------------------------------------------------
+
+// Simulated plans that fit memory, kept as their (throughput, memory efficiency) Pareto
+// front: every objective's optimum is on it, including "best ME with throughput at least a
+// floor fraction of the best", whatever the best throughput turns out to be.
+class Incumbents {
+public:
+    struct Entry {
+        Plan plan;
+        TraceMetrics metrics;
+    };
+
+    explicit Incumbents(const Problem& problem) : problem_(problem) {}
+
+    // Records a simulated plan; returns whether it is on the front now.
+    bool offer(const Plan& plan, const TraceMetrics& metrics);
+    const Entry* best() const;                    // under problem.objective; nullptr if none fits
+    double bestThroughput() const;                // 0 if none fits
+    // What the objective maximises for these metrics, given the plans found so far (0 when
+    // the plan does not fit or is below the throughput floor).
+    double score(const TraceMetrics& metrics) const;
+    int64_t leastPeakBytes() const { return least_peak_; }  // over every plan offered; -1 if none
+    const Plan* leastPeakPlan() const { return least_peak_ < 0 ? nullptr : &least_peak_plan_; }
+
+private:
+    const Problem& problem_;
+    std::vector<Entry> front_;  // no entry has both throughput and ME at or above another's
+    int64_t least_peak_ = -1;
+    Plan least_peak_plan_;
+};
+
+// The result of a search: the incumbent best, or why there is none (memory, named with the
+// leanest plan tried), with a note when the search stopped early.
+PlannerResult searchOutcome(const std::string& planner, const Problem& problem, const Incumbents& found,
+                            const PlanContext& context, std::vector<std::string> log, const std::string& stopped_note);
+
+// ---- Analytic estimate ----------------------------------------------------------------------
+
+// What the estimate needs of a (pp, dp) device map: the link between consecutive stages and
+// each stage's all-reduce time as a linear function of the bytes reduced.
+struct ShapeTopology {
+    std::vector<std::vector<Link>> pipelines;  // each replica's links from stage s to s + 1 (distinct chains only)
+    std::vector<double> reduce_fixed_s;  // per stage: all-reduce seconds = fixed + per_byte * bytes
+    std::vector<double> reduce_per_byte_s;
+    std::vector<int64_t> capacity_bytes;  // per stage: the smallest device, less the headroom
+};
+ShapeTopology shapeTopology(const Problem& problem, const std::vector<std::vector<int>>& device_map);
+
+// One pipeline stage's compute and the one-way transfer to the next stage, per micro-batch.
+struct StageTimes {
+    double fwd_s = 0, bwd_s = 0, recompute_s = 0, hop_s = 0;
+};
+// When each stage's last backward ends under the hippie schedule (1F1B order, recompute
+// before its backward without waiting for the gradient, sends serialised per link), from a
+// stage-level simulation; runs longer than a few pipeline depths are simulated for a window
+// and extended by its steady-state period.
+std::vector<double> lastBackwardEnds(const std::vector<StageTimes>& stages, int m);
+
+struct Estimate {
+    double iteration_s = 0;
+    double throughput = 0;                // samples/s
+    std::vector<int64_t> stage_peak_bytes;
+    int64_t peak_bytes = 0;
+    double overflow = 0;                  // largest peak / capacity over the stages
+    bool fits = false;
+    double memory_efficiency = 0;
+};
+
+// A fast model of a candidate under the hippie schedule, after O(layers^2 + ops * layers)
+// set-up. Time: a stage-level simulation of the 1F1B order (lastBackwardEnds) for each
+// distinct replica pipeline, then the gradient all-reduce left after each stage's last
+// backward (bucket by bucket, overlapping it) and the optimizer step. Memory: the model
+// states and buffers, plus min(pp - s, m) micro-batches of stashed activations on stage s
+// (less the outputs sent on, which the hippie schedule frees once sent), the recomputed
+// activations of one micro-batch and the largest workspace, as the simulator accounts them.
+// It tracks the simulator within a few per cent on the zoo models (exactly on chains); it
+// ranks candidates and the best are simulated.
+class Estimator {
+public:
+    explicit Estimator(const Problem& problem);
+
+    Estimate estimate(const Candidate& c, const ShapeTopology& topology) const;
+
+    // One stage alone, as memory-aware balancing weighs it: its compute per micro-batch
+    // (forward, backward, recompute) and its memory peak, taking its input as arriving no
+    // slower than it computes (the worst case for sends still under way).
+    struct StageLoad {
+        double work_s = 0;
+        int64_t peak_bytes = 0;
+    };
+    StageLoad stageLoad(const Shape& shape, int stage, const StageRange& r, bool recompute, const ShapeTopology& topology) const;
+    const LayerCosts& costs() const { return costs_; }
+
+private:
+    struct StageCost;
+    double transferSeconds(const Link& link, int last_layer, double samples) const;
+    static int64_t activationPeak(const StageCost& sc, int64_t held, double send_s, double pace_s);
+    StageCost stageCost(const StageRange& r, bool recompute, int stage, const Shape& shape, double samples) const;
+    size_t at(int first, int last) const { return static_cast<size_t>(first) * static_cast<size_t>(layers_) + static_cast<size_t>(last); }
+
+    const Problem& problem_;
+    LayerCosts costs_;
+    int layers_ = 0;
+    std::vector<double> fwd_prefix_s_;          // per sample, device 0
+    std::vector<double> bwd_prefix_s_;
+    std::vector<int64_t> activation_prefix_;    // at the graph's batch size
+    std::vector<int64_t> state_prefix_;         // model states per layer (no buffers)
+    std::vector<int64_t> input_bytes_;          // [first][last]: tensors entering the stage
+    std::vector<int64_t> sent_bytes_;           // [first][last]: outputs only later stages read
+    std::vector<int64_t> temp_bytes_;           // [first][last]: largest workspace
+};
+
+// Estimate-driven ranking key: fitting candidates by their objective score, others after them
+// by how far they overflow.
+double estimateRank(const Estimate& e, Objective objective, double min_throughput);
+
+}  // namespace hippie::hybrid

@@ -1,0 +1,113 @@
+#include "planners/algorithms/layer_costs.h"
+
+#include <algorithm>
+#include <cassert>
+
+#include "planners/common/error.h"
+
+namespace hippie {
+
+namespace {
+
+// Bytes crossing each cut (after layer c): every producing op counts once, with its largest
+// tensor to a layer beyond the cut.
+std::vector<int64_t> cutBytes(const Graph& g, int layers) {
+    std::vector<int64_t> cut(static_cast<size_t>(std::max(layers, 1)), 0);
+    std::vector<std::vector<const Edge*>> out(g.ops.size());
+    for (const Edge& e : g.edges) out[static_cast<size_t>(e.src)].push_back(&e);
+    for (size_t op = 0; op < g.ops.size(); ++op) {
+        const int from = g.ops[op].layer;
+        for (int c = from; c < layers; ++c) {
+            int64_t bytes = 0;
+            for (const Edge* e : out[op])
+                if (g.ops[static_cast<size_t>(e->dst)].layer > c) bytes = std::max(bytes, e->bytes);
+            if (bytes == 0) break;  // no tensor reaches beyond this cut, nor beyond later ones
+            cut[static_cast<size_t>(c)] += bytes;
+        }
+    }
+    return cut;
+}
+
+template <class T>
+std::vector<T> prefix(const std::vector<T>& v) {
+    std::vector<T> p(v.size() + 1, T{});
+    for (size_t i = 0; i < v.size(); ++i) p[i + 1] = p[i] + v[i];
+    return p;
+}
+
+}  // namespace
+
+LayerCosts::LayerCosts(const Problem& problem)
+    : problem_(problem), cost_(problem.graph, problem.cluster) {
+    const Graph& g = problem.graph;
+    if (g.ops.empty()) throw Error("the model has no operators to plan");
+    if (problem.cluster.deviceCount() < 1) throw Error("the cluster has no devices to plan for");
+    layers_ = g.layers();
+    const size_t n = layers_.size();
+    std::vector<double> fwd_bwd(n, 0.0);
+    std::vector<int64_t> params(n, 0), acts(n, 0);
+    layer_offset_.push_back(0);
+    for (size_t l = 0; l < n; ++l) {
+        const Layer& layer = layers_[l];
+        ops_by_layer_.insert(ops_by_layer_.end(), layer.ops.begin(), layer.ops.end());
+        layer_offset_.push_back(ops_by_layer_.size());
+        fwd_bwd[l] = cost_.fwdTime(layer.ops, 1.0, 0) + cost_.bwdTime(layer.ops, 1.0, 0);
+        params[l] = layer.param_bytes;
+        acts[l] = layer.activation_bytes;
+    }
+    fwd_bwd_s_ = fwd_bwd;
+    time_prefix_ = prefix(fwd_bwd);
+    param_prefix_ = prefix(params);
+    activation_prefix_ = prefix(acts);
+    cut_bytes_ = cutBytes(g, static_cast<int>(n));
+}
+
+std::vector<double> LayerCosts::computePerLayer(double samples) const {
+    std::vector<double> out(fwd_bwd_s_);
+    for (double& t : out) t *= samples;
+    return out;
+}
+
+double LayerCosts::computeSeconds(int first, int last, double samples) const {
+    return (time_prefix_[static_cast<size_t>(last) + 1] - time_prefix_[static_cast<size_t>(first)]) * samples;
+}
+
+std::vector<double> LayerCosts::paramBytesPerLayer() const {
+    std::vector<double> out;
+    for (const Layer& l : layers_) out.push_back(static_cast<double>(l.param_bytes));
+    return out;
+}
+
+int64_t LayerCosts::paramBytes(int first, int last) const {
+    return param_prefix_[static_cast<size_t>(last) + 1] - param_prefix_[static_cast<size_t>(first)];
+}
+
+std::span<const int> LayerCosts::ops(int first, int last) const {
+    assert(first >= 0 && first <= last && last < layers());
+    const size_t a = layer_offset_[static_cast<size_t>(first)], b = layer_offset_[static_cast<size_t>(last) + 1];
+    return std::span<const int>(ops_by_layer_).subspan(a, b - a);
+}
+
+int64_t LayerCosts::staticBytes(int first, int last, int dp) const {
+    return cost_.staticMemory(ops(first, last), problem_.optimizer, dp, Plan{}.bucket_bytes, 0).total();
+}
+
+int64_t LayerCosts::layerStateBytes(int layer) const { return staticBytes(layer, layer, 1); }
+
+int64_t LayerCosts::stashBytes(int first, int last, double samples) const {
+    int64_t temp = 0;
+    for (int l = first; l <= last; ++l) temp = std::max(temp, layers_[static_cast<size_t>(l)].temp_bytes);
+    const int64_t kept = activation_prefix_[static_cast<size_t>(last) + 1] - activation_prefix_[static_cast<size_t>(first)];
+    return scaled(kept + layers_[static_cast<size_t>(first)].input_bytes + temp, samples);
+}
+
+int64_t LayerCosts::activationBytes(int layer, double samples) const {
+    return scaled(layers_[static_cast<size_t>(layer)].activation_bytes, samples);
+}
+
+int64_t LayerCosts::boundaryBytes(int last, double samples) const {
+    if (last < 0 || last + 1 >= layers()) return 0;
+    return scaled(cut_bytes_[static_cast<size_t>(last)], samples);
+}
+
+}  // namespace hippie

@@ -1,0 +1,174 @@
+#include "planners/algorithms/pipeline_search.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "planners/algorithms/device_mapping.h"
+#include "planners/algorithms/evaluate.h"
+#include "planners/common/error.h"
+
+namespace hippie {
+
+namespace {
+
+constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
+// Micro-batches per pipeline stage by default: with m = 4p the fill-drain bubble
+// (p-1)/(m+p-1) stays below 20% (GPipe, Huang et al. 2019, found m >= 4p enough).
+constexpr int kMicroBatchesPerStage = 4;
+
+int64_t smallestCapacity(const Problem& problem) {
+    int64_t least = -1;
+    for (int d = 0; d < problem.cluster.deviceCount(); ++d) {
+        const int64_t m = problem.cluster.device(d).memory_bytes;
+        if (least < 0 || m < least) least = m;
+    }
+    return static_cast<int64_t>(static_cast<double>(std::max<int64_t>(least, 0)) * (1.0 - problem.memory_headroom));
+}
+
+std::string fixed(double v, int digits) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+    return buf;
+}
+
+}  // namespace
+
+std::vector<int> divisorsOf(int n) {
+    std::vector<int> out;
+    for (int d = 1; d <= n; ++d)
+        if (n % d == 0) out.push_back(d);
+    return out;
+}
+
+int largestDivisorAtMost(int n, int cap) {
+    for (int d = std::min(n, cap); d > 1; --d)
+        if (n % d == 0) return d;
+    return 1;
+}
+
+std::vector<PipelineShape> pipelineShapes(const Problem& problem) {
+    const int devices = problem.cluster.deviceCount(), layers = problem.graph.layerCount();
+    std::vector<PipelineShape> out;
+    for (int pp : divisorsOf(devices))
+        if (pp <= layers) out.push_back({pp, largestDivisorAtMost(problem.global_batch, devices / pp)});
+    return out;
+}
+
+int defaultMicroBatches(int pp, int per_replica_batch) { return largestDivisorAtMost(per_replica_batch, kMicroBatchesPerStage * pp); }
+
+std::string gib(int64_t bytes) { return fixed(static_cast<double>(bytes) / kBytesPerGiB, 1) + " GiB"; }
+
+std::string describePlan(const Plan& p) {
+    std::string stages;
+    for (const StageRange& s : p.stages)
+        stages += (stages.empty() ? "" : " | ") + std::to_string(s.first_layer) + "-" + std::to_string(s.last_layer);
+    return "pp " + std::to_string(p.pipelineDepth()) + " x dp " + std::to_string(p.dp) + ", m " + std::to_string(p.micro_batches) +
+           ", " + toString(p.schedule) + ", stages " + stages;
+}
+
+SearchLog::SearchLog(const Problem& problem) : capacity_(smallestCapacity(problem)) {}
+
+void SearchLog::tried(const Plan& plan, const TraceMetrics& m) {
+    lines_.push_back(describePlan(plan) + ": peak " + gib(m.max_peak_memory_bytes) + (m.fits_memory ? " fits" : " does not fit") +
+                     ", " + fixed(m.throughput_samples_per_s, 1) + " samples/s, ME " + fixed(m.memory_efficiency, 2));
+    if (!m.fits_memory && (least_peak_ < 0 || m.max_peak_memory_bytes < least_peak_)) {
+        least_peak_ = m.max_peak_memory_bytes;
+        least_peak_plan_ = describePlan(plan);
+    }
+}
+
+std::string SearchLog::noFitReason(const std::string& what) const {
+    std::string r = what;
+    if (least_peak_ >= 0)
+        r += "; the least memory a tried plan needs is " + gib(least_peak_) + " per device (" + least_peak_plan_ + ") but a device has " +
+             gib(capacity_) + " available";
+    else
+        r += "; a device has " + gib(capacity_) + " available";
+    return r;
+}
+
+std::optional<Candidate> fitMicroBatches(const Problem& problem, Plan plan, int pp, const StagesFn& stages, int first_m,
+                                         const PlanContext& context, SearchLog& log) {
+    const int per_replica = problem.global_batch / plan.dp;
+    for (int m : divisorsOf(per_replica)) {
+        if (m < first_m) continue;
+        if (context.shouldStop()) return std::nullopt;
+        plan.micro_batches = m;
+        plan.stages = stages(pp, plan.microBatchSize());
+        plan.device_map = mapDevices(problem, plan);
+        const TraceMetrics metrics = evaluate(problem, plan);
+        log.tried(plan, metrics);
+        if (metrics.fits_memory) return Candidate{plan, metrics};
+    }
+    return std::nullopt;
+}
+
+std::optional<Candidate> shallowestFit(const Problem& problem, const Plan& base, const StagesFn& stages,
+                                       const PlanContext& context, SearchLog& log) {
+    const auto shapes = pipelineShapes(problem);
+    for (size_t i = 0; i < shapes.size() && !context.shouldStop(); ++i) {
+        const PipelineShape& s = shapes[i];
+        context.progress(static_cast<double>(i) / static_cast<double>(shapes.size()),
+                         "trying pp " + std::to_string(s.pp) + " x dp " + std::to_string(s.dp));
+        Plan plan = base;
+        plan.dp = s.dp;
+        const int first_m = defaultMicroBatches(s.pp, problem.global_batch / s.dp);
+        if (auto found = fitMicroBatches(problem, plan, s.pp, stages, first_m, context, log)) return found;
+    }
+    return std::nullopt;
+}
+
+std::string stopReason(const PlanContext& context) {
+    if (context.cancelled()) return "cancelled";
+    if (context.outOfTime()) return "stopped at its time budget";
+    return {};
+}
+
+PlannerResult searchResult(const std::string& planner, const std::optional<Candidate>& found, const SearchLog& log,
+                           const PlanContext& context, const std::string& no_fit) {
+    const std::string stopped = stopReason(context);
+    PlannerResult r = found ? feasibleResult(planner, found->plan, found->metrics, context)
+                            : infeasibleResult(planner, stopped.empty() ? no_fit : stopped + " before a plan that fits memory was found", context);
+    if (found && !stopped.empty()) r.reason = stopped + "; best plan found so far";
+    r.log = log.lines();
+    context.progress(1.0, found ? "done: " + describePlan(found->plan) : "done: nothing fits");
+    return r;
+}
+
+void requirePlannable(const Problem& problem) {
+    if (problem.graph.ops.empty()) throw Error("the model '" + problem.graph.name + "' has no operators to plan");
+    if (problem.cluster.deviceCount() < 1) throw Error("the cluster '" + problem.cluster_name + "' has no devices");
+    if (problem.global_batch < 1) throw Error("the global batch must be at least 1, got " + std::to_string(problem.global_batch));
+}
+
+std::string depthList(const Problem& problem) {
+    std::string s;
+    for (const PipelineShape& shape : pipelineShapes(problem)) s += (s.empty() ? "" : ", ") + std::to_string(shape.pp);
+    return s;
+}
+
+std::vector<int> allLayers(const Problem& problem) {
+    std::vector<int> out;
+    for (int l = 0; l < problem.graph.layerCount(); ++l) out.push_back(l);
+    return out;
+}
+
+PlannerResult ShallowestPipelinePlanner::plan(const Problem& problem, PlanContext& context) {
+    requirePlannable(problem);
+    SearchLog log(problem);
+    Plan base = basePlan(problem, name());
+    base.schedule = schedule();
+    const StagesFn rule = stageRule(problem);
+    auto found = shallowestFit(problem, base, rule, context, log);
+    if (!found && !context.shouldStop()) {
+        // What a practitioner turns on next: full activation checkpointing.
+        log.note("no depth fits as is: trying again with every layer recomputed in backward (activation checkpointing)");
+        base.recompute_layers = allLayers(problem);
+        found = shallowestFit(problem, base, rule, context, log);
+    }
+    return searchResult(name(), found, log, context,
+                        log.noFitReason("no pipeline depth fits memory, even recomputing every layer (tried pp " + depthList(problem) +
+                                        " with up to one sample per micro-batch)"));
+}
+
+}  // namespace hippie

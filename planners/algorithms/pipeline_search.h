@@ -1,0 +1,100 @@
+#pragma once
+// Search pieces the pipeline + data-parallel baselines share: the (pp, dp) shapes a cluster
+// allows, the default micro-batch count, "the shallowest pipeline that fits memory", the log
+// of what was tried and the packaging of the result.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planners/algorithms/planner.h"
+
+namespace hippie {
+
+struct Candidate {
+    Plan plan;
+    TraceMetrics metrics;
+};
+
+struct PipelineShape {
+    int pp = 1;
+    int dp = 1;
+};
+
+// Divisors of n, ascending.
+std::vector<int> divisorsOf(int n);
+// The largest divisor of n that is at most cap (1 if cap < 1).
+int largestDivisorAtMost(int n, int cap);
+// Pipeline depths that divide the device count (and do not exceed the layers), shallowest
+// first; dp is the largest divisor of the global batch with pp * dp <= devices.
+std::vector<PipelineShape> pipelineShapes(const Problem& problem);
+// Four micro-batches per stage keep the 1F1B/GPipe bubble (p-1)/(m+p-1) under 20%; capped
+// by the per-replica batch (the largest divisor of it not above 4 * pp).
+int defaultMicroBatches(int pp, int per_replica_batch);
+
+std::string gib(int64_t bytes);            // "12.3 GiB"
+std::string describePlan(const Plan& p);  // "pp 2 x dp 8, m 8, stages 0-12 | 13-25"
+
+// What a search tried, for PlannerResult::log, and the closest miss for an infeasible reason.
+class SearchLog {
+public:
+    explicit SearchLog(const Problem& problem);
+    void note(const std::string& line) { lines_.push_back(line); }
+    void tried(const Plan& plan, const TraceMetrics& metrics);
+    // "<what>; the least memory any tried plan needs is X (plan) but a device has Y".
+    std::string noFitReason(const std::string& what) const;
+    int64_t capacityBytes() const { return capacity_; }
+    const std::vector<std::string>& lines() const { return lines_; }
+
+private:
+    std::vector<std::string> lines_;
+    int64_t capacity_ = 0;  // smallest device memory, less the headroom
+    int64_t least_peak_ = -1;
+    std::string least_peak_plan_;
+};
+
+// Stage boundaries for a pipeline depth and micro-batch size (samples).
+using StagesFn = std::function<std::vector<StageRange>(int pp, double micro_batch_size)>;
+
+// Tries micro-batch counts from `first_m` upwards (the divisors of the per-replica batch)
+// for `plan` (dp, schedule set) with `pp` stages from `stages`, each with its topology-aware
+// device map, and returns the first that fits memory.
+std::optional<Candidate> fitMicroBatches(const Problem& problem, Plan plan, int pp, const StagesFn& stages, int first_m,
+                                         const PlanContext& context, SearchLog& log);
+
+// The shallowest pipeline shape that fits memory with the default micro-batch count, or more
+// micro-batches when that does not fit. `base` carries the schedule.
+std::optional<Candidate> shallowestFit(const Problem& problem, const Plan& base, const StagesFn& stages,
+                                       const PlanContext& context, SearchLog& log);
+
+// A feasible result for the candidate, or an infeasible one saying why (`no_fit` when the
+// search ended without a fit, or that it was cancelled / ran out of time).
+PlannerResult searchResult(const std::string& planner, const std::optional<Candidate>& found, const SearchLog& log,
+                           const PlanContext& context, const std::string& no_fit);
+
+// Throws Error for a problem no planner can work on (no operators, no devices, no batch).
+void requirePlannable(const Problem& problem);
+// The pipeline depths pipelineShapes() tries, "1, 2, 4, 8".
+std::string depthList(const Problem& problem);
+
+// Why a search stopped early ("cancelled", "stopped at its time budget"), or empty.
+std::string stopReason(const PlanContext& context);
+
+// Every layer of the problem's model, for Plan::recompute_layers.
+std::vector<int> allLayers(const Problem& problem);
+
+// A baseline that cuts the model with one rule (StagesFn) and takes the shallowest pipeline
+// that fits memory, data-parallel over the remaining devices; only when no depth fits does
+// it recompute every layer's activations (full activation checkpointing) and search again.
+class ShallowestPipelinePlanner : public Planner {
+public:
+    PlannerResult plan(const Problem& problem, PlanContext& context) override;
+
+protected:
+    virtual ScheduleKind schedule() const = 0;
+    // The stage rule for this problem; the returned function may keep references to `problem`.
+    virtual StagesFn stageRule(const Problem& problem) const = 0;
+};
+
+}  // namespace hippie

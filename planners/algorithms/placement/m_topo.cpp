@@ -1,0 +1,45 @@
+#include "planners/algorithms/placement/m_topo.h"
+
+#include <algorithm>
+
+namespace hippie::placement {
+
+namespace {
+
+// Fills devices in turn along the topological order, each up to its limit.
+std::optional<Assignment> fillInTurn(const PlacementModel& model, const std::vector<int64_t>& limit) {
+    DeviceMemory mem(model);
+    Assignment a;
+    a.device.assign(static_cast<size_t>(model.units()), -1);
+    int d = 0;
+    for (int u : model.topoOrder()) {
+        while (d < model.devices() && !mem.fits(u, d, limit)) ++d;
+        if (d == model.devices()) return std::nullopt;
+        mem.place(u, d);
+        a.device[static_cast<size_t>(u)] = d;
+    }
+    a.order = model.topoOrder();
+    return a;
+}
+
+}  // namespace
+
+MTopoPlanner::MTopoPlanner(PlacementOptions options)
+    : PlacementPlanner("m-topo", "Baechi's m-TOPO: topological order, devices filled in turn up to an even share of memory",
+                       std::move(options)) {}
+
+CoreOutcome MTopoPlanner::place(const PlacementModel& model, const std::vector<int64_t>& capacity, PlanContext& context,
+                                std::vector<std::string>& log) const {
+    context.progress(0.1, "filling devices in topological order");
+    int64_t total = 0;
+    for (int u = 0; u < model.units(); ++u) total += model.residentBytes(u);
+    const int64_t share = total / model.devices() + 1;
+    std::vector<int64_t> limit = capacity;
+    for (size_t d = 0; d + 1 < limit.size(); ++d) limit[d] = std::min(limit[d], share);
+    if (auto a = fillInTurn(model, limit)) return {std::move(a), {}, {}};
+    log.push_back("even shares of " + gib(share) + " leave ops over; filling devices to capacity");
+    if (auto a = fillInTurn(model, capacity)) return {std::move(a), {}, {}};
+    return {std::nullopt, "filling the devices in topological order runs out of memory", {}};
+}
+
+}  // namespace hippie::placement

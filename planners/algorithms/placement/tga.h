@@ -1,0 +1,49 @@
+#pragma once
+// TGA: a two-population genetic algorithm for op placement. A chromosome is a device per op.
+// - Fitness (lower is better) from a cost model in three dimensions: the step time of a
+//   list-scheduled execution of the placement (compute and transfers), the total transfer
+//   time, and the load imbalance between devices; placements that do not fit memory are
+//   repaired (explorers) or penalised in proportion to the overflow (exploiters).
+// - Explorers: a larger population, weak selection, one-point crossover along the
+//   topological order and block mutations that move a whole run of ops to a random device.
+// - Exploiters: a smaller population, strong selection, two-point crossover and boundary
+//   mutations that move an op to a neighbour's device.
+// - Every few generations each population sends its best individual to the other.
+// Both populations start from random contiguous splits of the topological order and from the
+// list schedule's placement (m-ETF's). Seeded from Problem::seed; stops at the time budget, a
+// generation limit or when the best stops improving; records the best fitness per
+// generation. The starting heuristic and the best few distinct individuals that fit are
+// simulated and the fastest is returned.
+#include <cstdint>
+
+#include "planners/algorithms/placement/placement_common.h"
+
+namespace hippie::placement {
+
+struct TgaOptions {
+    PlacementOptions placement;
+    int explorers = 40;
+    int exploiters = 16;
+    int elites = 2;                   // kept unchanged in each population
+    int migration_interval = 5;       // generations between exchanges of the best
+    int max_generations = 2000;
+    int stagnation_generations = 80;  // stop after this many without a better best
+    double comm_weight = 0.1;         // per second of transfers, per device
+    double balance_weight = 0.05;     // per second between the busiest and the mean device
+    double overflow_penalty = 10.0;   // cost x (1 + penalty x overflow / total memory)
+    int final_candidates = 3;         // simulated at the end
+};
+
+class TgaPlanner final : public PlacementPlanner {
+public:
+    explicit TgaPlanner(TgaOptions options = {});
+
+protected:
+    CoreOutcome place(const PlacementModel& model, const std::vector<int64_t>& capacity, PlanContext& context,
+                      std::vector<std::string>& log) const override;
+
+private:
+    TgaOptions options_;
+};
+
+}  // namespace hippie::placement

@@ -1,0 +1,85 @@
+#pragma once
+// One interface for every planner: a Problem in, a PlannerResult out. Planners report
+// progress, honour a time budget and can be cancelled from another thread. The registry
+// (registry.h) lists them by name so that no caller names a planner in code.
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "planners/cluster/cluster.h"
+#include "planners/model/graph.h"
+#include "planners/schedule/plan.h"
+#include "planners/sim/trace.h"
+
+namespace hippie {
+
+enum class Objective {
+    MemoryEfficiency,  // max throughput / peak memory, among plans that fit
+    Throughput,        // max samples/s, among plans that fit
+    MemoryEfficiencyWithThroughputFloor  // best ME among plans within throughput_floor of the best throughput
+};
+const char* toString(Objective o);                   // "me", "throughput", "me-floor"
+Objective objectiveFromString(const std::string& s);  // throws Error naming the value
+
+struct Problem {
+    Graph graph;             // costs scale with the micro-batch size, so any batch_size will do
+    Cluster cluster;
+    std::string cluster_name;  // preset or file, copied into plans
+    int global_batch = 1;
+    Optimizer optimizer = Optimizer::Adam;
+    double memory_headroom = 0.0;   // fraction of device memory kept free when judging "fits"
+    Objective objective = Objective::MemoryEfficiency;
+    double throughput_floor = 0.9;  // for MemoryEfficiencyWithThroughputFloor
+    double time_budget_s = 30.0;
+    uint64_t seed = 1;              // every random search takes it
+};
+
+// Shared between the thread that plans and the one that watches or cancels.
+class PlanContext {
+public:
+    using Clock = std::chrono::steady_clock;
+    using ProgressFn = std::function<void(double fraction, const std::string& message)>;
+
+    explicit PlanContext(double time_budget_s = 30.0, ProgressFn progress = {});
+
+    void cancel() { cancelled_.store(true); }
+    bool cancelled() const { return cancelled_.load(); }
+    bool outOfTime() const { return Clock::now() >= deadline_; }
+    bool shouldStop() const { return cancelled() || outOfTime(); }  // planners poll this
+    double elapsedSeconds() const;
+    void progress(double fraction, const std::string& message) const;
+
+private:
+    std::atomic<bool> cancelled_{false};
+    Clock::time_point start_;
+    Clock::time_point deadline_;
+    ProgressFn progress_;
+};
+
+struct PlannerResult {
+    std::string planner;
+    bool feasible = false;
+    std::string reason;          // why infeasible, or notes (e.g. "stopped at time budget")
+    Plan plan;
+    TraceMetrics metrics;        // of `plan`, simulated
+    double planning_time_s = 0;
+    std::vector<std::string> log;  // what it tried, for the studio and --verbose
+    std::vector<double> convergence;  // best objective per iteration / generation, if iterative
+};
+
+class Planner {
+public:
+    virtual ~Planner() = default;
+    virtual std::string name() const = 0;
+    virtual std::string description() const = 0;
+    // Never throws for an infeasible problem: returns feasible = false with the reason.
+    // Throws Error only for malformed input (e.g. an empty graph).
+    virtual PlannerResult plan(const Problem& problem, PlanContext& context) = 0;
+};
+
+}  // namespace hippie

@@ -1,0 +1,23 @@
+#pragma once
+// `uniform`: Megatron-LM's default pipeline partition, the same number of layers per stage,
+// with the shallowest pipeline that fits memory and data parallelism over the rest (1F1B);
+// full activation recomputation only when nothing fits without it.
+#include "planners/algorithms/pipeline_search.h"
+
+namespace hippie {
+
+class UniformPlanner : public ShallowestPipelinePlanner {
+public:
+    static constexpr const char* kName = "uniform";
+    static constexpr const char* kDescription =
+        "equal layers per stage (Megatron-LM's default), shallowest pipeline that fits (recomputing if it must), 1F1B, "
+        "data parallel over the rest";
+    std::string name() const override { return kName; }
+    std::string description() const override { return kDescription; }
+
+protected:
+    ScheduleKind schedule() const override { return ScheduleKind::OneFOneB; }
+    StagesFn stageRule(const Problem& problem) const override;
+};
+
+}  // namespace hippie

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# hippie-plan on bad input: exit code 2 and exactly one line on stderr naming the problem.
+# Usage: test_cli_errors.sh <path-to-hippie-plan> <repo-root>
+set -euo pipefail
+BIN=$1
+ROOT=$2
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# expect_error WORD ARGS...: exit 2, one stderr line that contains WORD, nothing on stdout
+expect_error() {
+    local word=$1
+    shift
+    local rc=0
+    "$BIN" "$@" >"$OUT/stdout" 2>"$OUT/stderr" || rc=$?
+    local what="hippie-plan $*"
+    [[ $rc -eq 2 ]] || fail "$what: exit code $rc, expected 2 (stderr: $(cat "$OUT/stderr"))"
+    [[ $(wc -l <"$OUT/stderr") -eq 1 ]] || fail "$what: stderr is not one line: $(cat "$OUT/stderr")"
+    grep -qF -- "$word" "$OUT/stderr" || fail "$what: stderr does not mention '$word': $(cat "$OUT/stderr")"
+    [[ ! -s $OUT/stdout ]] || fail "$what: printed on stdout: $(cat "$OUT/stdout")"
+}
+
+# sim MODEL CLUSTER PP DP MICROBATCHES GLOBAL_BATCH SCHEDULE [MORE...]: a simulate command line
+sim() {
+    echo simulate --model "$1" --cluster "$2" --pp "$3" --dp "$4" --microbatches "$5" --global-batch "$6" \
+        --schedule "$7" "${@:8}"
+}
+
+expect_error "no-such-model" $(sim no-such-model cpu-local 2 2 2 16 1f1b)
+expect_error "no-such-cluster" $(sim mlp no-such-cluster 2 2 2 16 1f1b)
+expect_error "warp-drive" $(sim mlp cpu-local 2 2 2 16 warp-drive)
+expect_error "$OUT/missing.json" simulate --plan "$OUT/missing.json"
+
+echo '{"format": "hippie-plan", "version": 1, "model": ' >"$OUT/broken.json"
+expect_error "$OUT/broken.json" simulate --plan "$OUT/broken.json"
+expect_error "$OUT/broken.json" $(sim "$OUT/broken.json" cpu-local 2 1 2 16 1f1b)
+CLUSTER_FILE=$ROOT/resources/examples/two-node.cluster.json
+expect_error "$CLUSTER_FILE" $(sim "$CLUSTER_FILE" cpu-local 2 1 2 16 1f1b)
+expect_error "$OUT/broken.json" $(sim mlp "$OUT/broken.json" 2 1 2 16 1f1b)
+
+expect_error "cluster 'cpu-local' has 4" $(sim mlp cpu-local 4 2 2 16 1f1b)
+expect_error "global batch 15" $(sim mlp cpu-local 2 2 2 15 1f1b)
+expect_error "--microbatches" $(sim mlp cpu-local 2 2 -2 16 1f1b)
+expect_error "model 'mlp' has 9 layers" $(sim mlp cpu-local 4 1 2 16 interleaved --virtual-stages 3)
+expect_error "fp8" $(sim mlp cpu-local 2 2 2 16 1f1b --precision fp8)
+expect_error "--global-batch" simulate --model mlp --cluster cpu-local --pp 2 --dp 1 --microbatches 2 --schedule 1f1b
+expect_error "--pp" simulate --plan "$OUT/broken.json" --pp 2
+expect_error "no-such-model" show-graph --model no-such-model
+expect_error "xml" show-graph --model mlp --format xml
+expect_error "frobnicate" frobnicate
+
+echo "PASS"

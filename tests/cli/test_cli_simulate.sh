@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# hippie-plan simulate: JSON metrics, pipeline bubble, schedules compared, plan round trip,
+# trace and program outputs.
+# Usage: test_cli_simulate.sh <path-to-hippie-plan> <repo-root>
+set -euo pipefail
+BIN=$1
+ROOT=$2
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+# field FILE KEY: one metric from a simulate --json output
+field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
+# check EXPRESSION MESSAGE: a Python boolean expression
+check() { python3 -c "import sys; sys.exit(0 if ($1) else 1)" || fail "$2"; }
+# plan ARGS...: hippie-plan that must succeed
+plan() { "$BIN" "$@" || fail "hippie-plan $* exited with $?"; }
+
+# A model of 4 equal layers (a matmul each, small tensors) so a 4-stage pipeline is balanced
+# and communication is negligible: the bubble is (P-1)/(K+P-1).
+python3 - "$OUT/equal.graph.json" <<'PY'
+import json, sys
+ops = [{"id": i, "name": f"layer{i}.fc", "kind": "matmul", "layer": i, "fwd_flops": 1.2e9, "bwd_flops": 2.4e9,
+        "param_bytes": 4096, "output_bytes": 1024, "temp_bytes": 0} for i in range(4)]
+edges = [{"src": i, "dst": i + 1, "bytes": 1024} for i in range(3)]
+json.dump({"format": "hippie-graph", "version": 1, "name": "equal4", "batch_size": 8, "precision": "fp32",
+           "ops": ops, "edges": edges}, open(sys.argv[1], "w"))
+PY
+EQUAL=(--model "$OUT/equal.graph.json" --cluster cpu-local --dp 1 --microbatches 8 --global-batch 64)
+
+# --json prints exactly the 8 metric keys and nothing else
+plan simulate "${EQUAL[@]}" --pp 4 --schedule 1f1b --json >"$OUT/1f1b.json"
+python3 - "$OUT/1f1b.json" <<'PY' || fail "simulate --json keys are wrong: $(cat "$OUT/1f1b.json")"
+import json, sys
+keys = {"iteration_time_s", "throughput_samples_per_s", "peak_memory_bytes", "max_peak_memory_bytes",
+        "bubble_fraction", "allreduce_hidden_fraction", "memory_efficiency", "fits_memory"}
+assert set(json.load(open(sys.argv[1]))) == keys
+PY
+
+# 1F1B bubble for 4 equal stages and 8 micro-batches: 3/11
+bubble=$(field "$OUT/1f1b.json" bubble_fraction)
+check "abs($bubble - 3/11) < 0.01" "1f1b bubble $bubble, expected 3/11 = 0.273"
+
+# GPipe idles as long as 1F1B
+plan simulate "${EQUAL[@]}" --pp 4 --schedule gpipe --json >"$OUT/gpipe.json"
+gpipe=$(field "$OUT/gpipe.json" bubble_fraction)
+check "abs($gpipe - $bubble) < 0.01" "gpipe bubble $gpipe differs from 1f1b bubble $bubble"
+
+# HIPPIE overlaps the gradient all-reduce: never slower than 1F1B with data parallelism
+GPT=(--model gpt2-small --cluster dgx-a100-1x8 --pp 4 --dp 2 --microbatches 8 --global-batch 64 --precision fp16)
+plan simulate "${GPT[@]}" --schedule 1f1b --json >"$OUT/gpt-1f1b.json"
+plan simulate "${GPT[@]}" --schedule hippie --json >"$OUT/gpt-hippie.json"
+t_1f1b=$(field "$OUT/gpt-1f1b.json" iteration_time_s)
+t_hippie=$(field "$OUT/gpt-hippie.json" iteration_time_s)
+check "$t_hippie <= $t_1f1b * (1 + 1e-9)" "hippie iteration $t_hippie s is slower than 1f1b $t_1f1b s"
+
+# --save-plan then --plan reproduces the same metrics, byte for byte
+plan simulate "${GPT[@]}" --schedule hippie --recompute --save-plan "$OUT/plan.json" --json >"$OUT/saved.json"
+plan simulate --plan "$OUT/plan.json" --json >"$OUT/replayed.json"
+cmp -s "$OUT/saved.json" "$OUT/replayed.json" || fail "--plan gives other metrics than the run that saved it"
+plan simulate "${EQUAL[@]}" --pp 2 --schedule interleaved --virtual-stages 2 --save-plan "$OUT/inter.json" \
+    --json >"$OUT/inter-saved.json"
+plan simulate --plan "$OUT/inter.json" --json >"$OUT/inter-replayed.json"
+cmp -s "$OUT/inter-saved.json" "$OUT/inter-replayed.json" || fail "--plan differs for an interleaved plan"
+# a graph file and a cluster file travel in the plan too
+FILES=(--model "$ROOT/resources/examples/tiny-mlp.graph.json" --cluster "$ROOT/resources/examples/two-node.cluster.json")
+plan simulate "${FILES[@]}" --pp 2 --dp 1 --microbatches 4 --global-batch 32 --schedule zb-h1 \
+    --save-plan "$OUT/files.json" --json >"$OUT/files-saved.json"
+plan simulate --plan "$OUT/files.json" --json >"$OUT/files-replayed.json"
+cmp -s "$OUT/files-saved.json" "$OUT/files-replayed.json" || fail "--plan differs for a plan of graph and cluster files"
+# --cluster next to --plan re-targets the plan
+plan simulate --plan "$OUT/files.json" --cluster cpu-local >"$OUT/retarget.txt"
+grep -q "on cpu-local:" "$OUT/retarget.txt" || fail "--cluster did not override the plan's cluster"
+
+# trace files
+plan simulate "${GPT[@]}" --schedule 1f1b --trace "$OUT/trace.json" --chrome-trace "$OUT/chrome.json" >/dev/null
+python3 -c 'import json,sys; t=json.load(open(sys.argv[1])); assert len(t["traceEvents"]) > 0' "$OUT/chrome.json" \
+    || fail "--chrome-trace file has no traceEvents"
+python3 -c 'import json,sys; t=json.load(open(sys.argv[1])); assert t["format"]=="hippie-trace" and t["events"]' \
+    "$OUT/trace.json" || fail "--trace file is not a hippie-trace with events"
+
+# readable report and --program
+plan simulate "${EQUAL[@]}" --pp 4 --schedule 1f1b --program >"$OUT/report.txt"
+grep -q "^d0: " "$OUT/report.txt" || fail "--program output has no 'd0:' line"
+grep -q "^bubble  *27\.[0-9]%$" "$OUT/report.txt" || fail "report lacks the bubble line: $(cat "$OUT/report.txt")"
+grep -q "stages 0 | 1 | 2 | 3" "$OUT/report.txt" || fail "report lacks the stage ranges"
+
+echo "PASS"

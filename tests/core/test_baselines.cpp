@@ -1,0 +1,287 @@
+// The pipeline + data-parallel baselines: PipeDream's program on chains whose best
+// configuration is known by hand, DeepSpeed's and Megatron's partitions, DDP's memory limits,
+// torchgpipe's balance, and on zoo models: every plan lowers to a valid Program and fits
+// memory when the planner says so, infeasible results say why, and cancellation is prompt.
+#include <QtTest>
+
+#include <chrono>
+
+#include "planners/algorithms/layer_costs.h"
+#include "planners/algorithms/partition.h"
+#include "planners/algorithms/pipeline_search.h"
+#include "planners/algorithms/registry.h"
+#include "planner_fixtures.h"
+
+using namespace hippie;
+using namespace hippie::test;
+
+namespace {
+
+const std::vector<std::string> kBaselines = {"data-parallel", "equal-params", "uniform", "pipedream", "gpipe-balance"};
+
+PlannerResult run(const std::string& planner, const Problem& problem, double budget_s = 60) {
+    PlanContext context(budget_s);
+    return makePlanner(planner)->plan(problem, context);
+}
+
+using Ranges = std::vector<std::pair<int, int>>;
+
+Ranges ranges(const std::vector<StageRange>& stages) {
+    Ranges out;
+    for (const StageRange& s : stages) out.emplace_back(s.first_layer, s.last_layer);
+    return out;
+}
+Ranges ranges(const Plan& p) { return ranges(p.stages); }
+
+// Six layers of 1 s forward: params p p p p 2p 2p (p = 1 GiB, fp32, SGD: weights + gradients)
+// on two 12 GiB devices. The whole model needs 16 GiB: only a two-stage pipeline fits.
+Problem twoStageMemoryProblem() {
+    const std::vector<int64_t> params{kGiB, kGiB, kGiB, kGiB, 2 * kGiB, 2 * kGiB};
+    return makeProblem(layeredChain(std::vector<double>(6, 1.0), params, 1 << 10), exactCluster(1, 2, 12 * kGiB), 4);
+}
+
+bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+
+std::string joined(const std::vector<std::string>& lines) {
+    std::string s;
+    for (const std::string& l : lines) s += l + "\n";
+    return s;
+}
+
+}  // namespace
+
+class TestBaselines : public QObject {
+    Q_OBJECT
+private slots:
+    void registryListsTheBaselines() {
+        for (const std::string& name : kBaselines) {
+            const PlannerInfo* info = findPlanner(name);
+            QVERIFY2(info, name.c_str());
+            QCOMPARE(info->family, std::string("hybrid"));
+            QVERIFY(!info->description.empty());
+            QCOMPARE(makePlanner(name)->name(), name);
+        }
+    }
+
+    // Per sample, forward + backward of the layers take 1, 2, 3 and 4 s; 4 samples on two
+    // devices: [4, 8, 12, 16] s. Split after layer 2: max(24, 16) = 24 s. Replicating the
+    // whole model: 40 / 2 = 20 s plus the all-reduce of its weights: 4 x 2 GiB over a 1 GB/s
+    // link, 8.6 s, so 28.6 s. PipeDream splits [0-2 | 3].
+    void pipeDreamSplitsWhenWeightsAreExpensiveToSynchronise() {
+        const std::vector<double> fwd{1.0 / 3, 2.0 / 3, 1.0, 4.0 / 3};
+        const Problem problem = makeProblem(layeredChain(fwd, std::vector<int64_t>(4, 2 * kGiB), 1 << 10),
+                                            exactCluster(1, 2, int64_t(1) << 40, 1e9), 4);
+        const PlannerResult r = run("pipedream", problem);
+        QVERIFY2(r.feasible, r.reason.c_str());
+        QCOMPARE(ranges(r.plan), (Ranges{{0, 2}, {3, 3}}));
+        QCOMPARE(r.plan.dp, 1);
+        QCOMPARE(r.plan.schedule, ScheduleKind::OneFOneB);
+        QCOMPARE(checkFeasiblePlan(problem, r), std::string());
+    }
+
+    // The same chain with 1 KiB of weights: replication costs 20 s and nothing else, less
+    // than the 24 s of the best split: PipeDream replicates the whole model (data parallel).
+    void pipeDreamReplicatesWhenWeightsAreCheap() {
+        const std::vector<double> fwd{1.0 / 3, 2.0 / 3, 1.0, 4.0 / 3};
+        const Problem problem = makeProblem(layeredChain(fwd, std::vector<int64_t>(4, 1 << 10), 1 << 10),
+                                            exactCluster(1, 2, int64_t(1) << 40, 1e9), 4);
+        const PlannerResult r = run("pipedream", problem);
+        QVERIFY2(r.feasible, r.reason.c_str());
+        QCOMPARE(ranges(r.plan), (Ranges{{0, 3}}));
+        QCOMPARE(r.plan.dp, 2);
+    }
+
+    // Two nodes of two GPUs; 4 layers of 1 s per sample, 8 samples (8 s a layer); 1e8 bytes
+    // of weights and of activations per sample and layer. Inside a node (1 TB/s) a pipeline
+    // [0-1 | 2-3] takes max(16, 16) = 16 s, slightly less than replicating (16 s plus an
+    // all-reduce). Across nodes (100 MB/s) a pipeline would move 2 x 8 x 1e8 bytes over the
+    // cut, 16 s, while replicating the node's pipeline on both nodes takes 16 / 2 = 8 s plus
+    // each GPU's share (2e8 bytes) all-reduced across nodes, 2 s: 10 s. So: pipelines inside
+    // nodes, replicated across nodes.
+    void pipeDreamIsHierarchical() {
+        const std::vector<double> fwd(4, 1.0 / 3);
+        const Cluster cluster = exactCluster(2, 2, int64_t(1) << 40, 1e12, 0, 1e8);
+        const Problem problem = makeProblem(layeredChain(fwd, std::vector<int64_t>(4, 100'000'000), 100'000'000), cluster, 8);
+        const PlannerResult r = run("pipedream", problem);
+        QVERIFY2(r.feasible, r.reason.c_str());
+        QCOMPARE(ranges(r.plan), (Ranges{{0, 1}, {2, 3}}));
+        QCOMPARE(r.plan.dp, 2);
+        for (int rep = 0; rep < 2; ++rep)  // each pipeline inside one node
+            QVERIFY(cluster.sameNode(r.plan.device_map[0][static_cast<size_t>(rep)], r.plan.device_map[1][static_cast<size_t>(rep)]));
+        QVERIFY(contains(joined(r.log), "PipeDream's optimum: 0-1 x2 | 2-3 x2"));
+        QCOMPARE(checkFeasiblePlan(problem, r), std::string());
+    }
+
+    void equalParamsSplitsParametersEqually() {
+        const Problem problem = twoStageMemoryProblem();
+        const PlannerResult r = run("equal-params", problem);
+        QVERIFY2(r.feasible, r.reason.c_str());
+        QCOMPARE(ranges(r.plan), (Ranges{{0, 3}, {4, 5}}));  // 4 GiB | 4 GiB
+        QCOMPARE(r.plan.dp, 1);
+        QCOMPARE(checkFeasiblePlan(problem, r), std::string());
+    }
+
+    void uniformSplitsLayersEqually() {
+        const Problem problem = twoStageMemoryProblem();
+        const PlannerResult r = run("uniform", problem);
+        QVERIFY2(r.feasible, r.reason.c_str());
+        QCOMPARE(ranges(r.plan), (Ranges{{0, 2}, {3, 5}}));  // 3 GiB | 5 GiB of weights
+        QCOMPARE(r.plan.dp, 1);
+        QCOMPARE(checkFeasiblePlan(problem, r), std::string());
+    }
+
+    void shallowestPipelineThatFitsIsChosen() {
+        // With 20 GiB devices the whole model fits: no pipeline.
+        Problem problem = twoStageMemoryProblem();
+        problem.cluster = exactCluster(1, 2, 20 * kGiB);
+        const PlannerResult r = run("uniform", problem);
+        QVERIFY2(r.feasible, r.reason.c_str());
+        QCOMPARE(r.plan.pipelineDepth(), 1);
+        QCOMPARE(r.plan.dp, 2);
+    }
+
+    // Four layers of 1 GiB activations per sample, two samples on two devices. Without
+    // recomputation the deepest pipeline still stashes 4 GiB on its first stage; recomputing
+    // every layer the first stage keeps nothing between passes and the second its 1 GiB input.
+    void recomputationOnlyWhenNothingElseFits() {
+        const Graph g = chainGraph(4, 1, 2, 1 << 20, kGiB);
+        const PlannerResult tight = run("uniform", makeProblem(g, exactCluster(1, 2, kGiB * 7 / 2), 2));
+        QVERIFY2(tight.feasible, (tight.reason + "\n" + joined(tight.log)).c_str());
+        QCOMPARE(tight.plan.recompute_layers, (std::vector<int>{0, 1, 2, 3}));
+        QVERIFY(contains(joined(tight.log), "recomputed"));
+        const PlannerResult roomy = run("uniform", makeProblem(g, exactCluster(1, 2, 8 * kGiB), 2));
+        QVERIFY2(roomy.feasible, roomy.reason.c_str());
+        QVERIFY(roomy.plan.recompute_layers.empty());
+    }
+
+    void dataParallelIsInfeasibleWhenTheModelDoesNotFit() {
+        const PlannerResult r = run("data-parallel", twoStageMemoryProblem());
+        QVERIFY(!r.feasible);
+        QVERIFY2(contains(r.reason, "memory") && contains(r.reason, "16.0 GiB") && contains(r.reason, "12.0 GiB"), r.reason.c_str());
+    }
+
+    void dataParallelAccumulatesGradientsOnlyWhenNeeded() {
+        // 256 MiB of activations per sample and layer: 8 samples a replica need 8 GiB at once.
+        const Problem problem = makeProblem(chainGraph(4, 1, 2, 1 << 20, int64_t(256) << 20), exactCluster(1, 2, 3 * kGiB), 16);
+        const PlannerResult r = run("data-parallel", problem);
+        QVERIFY2(r.feasible, r.reason.c_str());
+        QCOMPARE(r.plan.dp, 2);
+        QCOMPARE(r.plan.pipelineDepth(), 1);
+        QCOMPARE(r.plan.schedule, ScheduleKind::Hippie);
+        QVERIFY(r.plan.micro_batches > 1);
+        Plan fewer = r.plan;
+        fewer.micro_batches = r.plan.micro_batches / 2;
+        QVERIFY(!evaluate(problem, fewer).fits_memory);
+        QCOMPARE(checkFeasiblePlan(problem, r), std::string());
+        // Small activations: one micro-batch.
+        const Problem small = makeProblem(chainGraph(4, 1, 2, 1 << 20, 1 << 20), exactCluster(1, 2, 3 * kGiB), 16);
+        QCOMPARE(run("data-parallel", small).plan.micro_batches, 1);
+    }
+
+    void gpipeBalanceUsesTorchgpipesBlockPartition() {
+        // The last layer is 5x slower; weights and gradients of the whole model, 12 GiB, do not
+        // fit a 10 GiB device: two stages.
+        const std::vector<double> fwd{1, 1, 1, 1, 1, 5};
+        const Problem problem = makeProblem(layeredChain(fwd, std::vector<int64_t>(6, kGiB), 1 << 10), exactCluster(1, 2, 10 * kGiB), 4);
+        const PlannerResult r = run("gpipe-balance", problem);
+        QVERIFY2(r.feasible, r.reason.c_str());
+        QCOMPARE(r.plan.schedule, ScheduleKind::GPipe);
+        QCOMPARE(r.plan.recompute_layers.size(), size_t(6));
+        const LayerCosts costs(problem);
+        QCOMPARE(ranges(r.plan), ranges(blockPartition(costs.computePerLayer(1.0), 2)));
+        QVERIFY(contains(joined(r.log), "balance_by_time") && contains(joined(r.log), "balance_by_size"));
+        QCOMPARE(checkFeasiblePlan(problem, r), std::string());
+    }
+
+    void infeasibleWhenNothingFits() {
+        Problem problem = twoStageMemoryProblem();
+        problem.cluster = exactCluster(1, 2, 2 * kGiB);
+        for (const std::string& name : kBaselines) {
+            const PlannerResult r = run(name, problem);
+            QVERIFY2(!r.feasible, name.c_str());
+            QVERIFY2(contains(r.reason, "GiB"), (name + ": " + r.reason).c_str());
+        }
+    }
+
+    void zooPlansValidateAndFit_data() {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<QString>("cluster");
+        QTest::addColumn<int>("batch");
+        for (const char* cluster : {"dgx-a100-1x8", "v100-4x4"}) {
+            QTest::addRow("gpt2-small %s", cluster) << "gpt2-small" << cluster << 128;
+            QTest::addRow("bert-base %s", cluster) << "bert-base" << cluster << 128;
+            QTest::addRow("resnet50 %s", cluster) << "resnet50" << cluster << 256;
+        }
+    }
+    void zooPlansValidateAndFit() {
+        QFETCH(QString, model);
+        QFETCH(QString, cluster);
+        QFETCH(int, batch);
+        const Problem problem = zooProblem(model.toStdString(), cluster.toStdString(), batch);
+        for (const std::string& name : kBaselines) {
+            const PlannerResult r = run(name, problem);
+            const std::string what = name + " on " + model.toStdString() + ": ";
+            QVERIFY2(!r.log.empty(), (what + "no log").c_str());
+            if (!r.feasible) {
+                QVERIFY2(!r.reason.empty(), (what + "infeasible without a reason").c_str());
+                continue;
+            }
+            QCOMPARE(r.plan.planner, name);
+            QVERIFY2(checkFeasiblePlan(problem, r).empty(), (what + checkFeasiblePlan(problem, r)).c_str());
+        }
+        // Small models fit every device whole.
+        QVERIFY(run("data-parallel", problem).feasible);
+    }
+
+    void cancelledPlanningReturnsPromptly() {
+        const Problem problem = zooProblem("gpt3-1.3b", "dgx-a100-2x8", 512);
+        for (const std::string& name : kBaselines) {
+            PlanContext context(60);
+            context.cancel();
+            const auto start = std::chrono::steady_clock::now();
+            const PlannerResult r = makePlanner(name)->plan(problem, context);
+            QVERIFY(std::chrono::steady_clock::now() - start < std::chrono::seconds(1));
+            QVERIFY2(!r.feasible && contains(r.reason, "cancelled"), (name + ": " + r.reason).c_str());
+        }
+    }
+
+    void cancelFromProgressStopsTheSearch() {
+        const Problem problem = zooProblem("gpt3-1.3b", "dgx-a100-2x8", 512);
+        for (const std::string& name : kBaselines) {
+            PlanContext* self = nullptr;
+            std::vector<double> fractions;
+            PlanContext context(60, [&](double f, const std::string&) {
+                fractions.push_back(f);
+                self->cancel();  // as the studio's cancel button would, on the first report
+            });
+            self = &context;
+            const PlannerResult r = makePlanner(name)->plan(problem, context);
+            QVERIFY2(!r.feasible && contains(r.reason, "cancelled"), (name + ": " + r.reason).c_str());
+            QVERIFY(!fractions.empty());
+            for (double f : fractions) QVERIFY(f >= 0 && f <= 1);
+        }
+    }
+
+    void timeBudgetStopsTheSearch() {
+        const Problem problem = zooProblem("gpt3-1.3b", "dgx-a100-2x8", 512);
+        for (const std::string& name : kBaselines) {
+            const PlannerResult r = run(name, problem, 0.0);
+            QVERIFY2(!r.feasible && contains(r.reason, "time budget"), (name + ": " + r.reason).c_str());
+        }
+    }
+
+    void progressEndsAtOne() {
+        const Problem problem = zooProblem("gpt2-small", "dgx-a100-1x8", 64);
+        for (const std::string& name : kBaselines) {
+            double last = -1;
+            PlanContext context(60, [&](double f, const std::string&) { last = f; });
+            const PlannerResult r = makePlanner(name)->plan(problem, context);
+            QVERIFY2(r.feasible, (name + ": " + r.reason).c_str());
+            QCOMPARE(last, 1.0);
+            QVERIFY(r.planning_time_s >= 0 && r.planning_time_s < 10);
+        }
+    }
+};
+
+QTEST_GUILESS_MAIN(TestBaselines)
+#include "test_baselines.moc"

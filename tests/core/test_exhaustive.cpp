@@ -1,0 +1,164 @@
+// The oracle `exhaustive`: it simulates exactly the space it documents (counted here
+// independently), finds hand-checked optima, applies the throughput floor as defined, refuses
+// problems beyond its limits, says why nothing fits, stops when cancelled, and its plans
+// lower to valid Programs that fit.
+#include <QtTest>
+
+#include <numeric>
+
+#include "planners/algorithms/exhaustive_planner.h"
+#include "planners/algorithms/registry.h"
+#include "planner_fixtures.h"
+
+using namespace hippie;
+using namespace hippie::test;
+
+namespace {
+
+constexpr int64_t kMiB = int64_t(1) << 20;
+constexpr int64_t kLoose = int64_t(1) << 40;
+
+PlannerResult run(const Problem& problem, double budget_s = 120) {
+    PlanContext context(budget_s);
+    return ExhaustivePlanner().plan(problem, context);
+}
+
+bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+
+// Plans of the documented space: per (pp, dp, m), the splits of the layers into pp stages,
+// each stage of two or more layers recomputing or not. splits[l][p]: ways for l layers.
+int64_t spaceSize(int layers, int devices, int global_batch) {
+    std::vector<std::vector<int64_t>> splits(static_cast<size_t>(layers) + 1, std::vector<int64_t>(static_cast<size_t>(layers) + 1, 0));
+    splits[0][0] = 1;
+    for (int l = 1; l <= layers; ++l)
+        for (int p = 1; p <= l; ++p)
+            for (int last = 1; last <= l; ++last) splits[static_cast<size_t>(l)][static_cast<size_t>(p)] += splits[static_cast<size_t>(l - last)][static_cast<size_t>(p - 1)] * (last >= 2 ? 2 : 1);
+    int64_t total = 0;
+    for (int pp = 1; pp <= std::min(layers, devices); ++pp)
+        for (int dp = 1; pp * dp <= devices; ++dp) {
+            if (global_batch % dp != 0) continue;
+            int micro_batch_counts = 0;
+            for (int m = 1; m <= global_batch / dp; ++m) micro_batch_counts += (global_batch / dp) % m == 0;
+            total += micro_batch_counts * splits[static_cast<size_t>(layers)][static_cast<size_t>(pp)];
+        }
+    return total;
+}
+
+}  // namespace
+
+class TestExhaustive : public QObject {
+    Q_OBJECT
+private slots:
+    void registered() {
+        const PlannerInfo* info = findPlanner("exhaustive");
+        QVERIFY(info);
+        QCOMPARE(info->family, std::string("hybrid"));
+    }
+
+    void simulatesTheWholeDocumentedSpace_data() {
+        QTest::addColumn<int>("layers");
+        QTest::addColumn<int>("devices");
+        QTest::addColumn<int>("batch");
+        QTest::newRow("5 layers, 4 devices, batch 4") << 5 << 4 << 4;
+        QTest::newRow("6 layers, 3 devices, batch 6") << 6 << 3 << 6;
+        QTest::newRow("3 layers, 8 devices, batch 12") << 3 << 8 << 12;
+    }
+    void simulatesTheWholeDocumentedSpace() {
+        QFETCH(int, layers);
+        QFETCH(int, devices);
+        QFETCH(int, batch);
+        const PlannerResult r = run(makeProblem(patternedChain(layers, 0), exactCluster(1, devices), batch));
+        QVERIFY(r.feasible);
+        const std::string expected = "simulated " + std::to_string(spaceSize(layers, devices, batch)) + " plans";
+        QVERIFY2(contains(r.log.front(), expected), (r.log.front() + " / expected " + expected).c_str());
+    }
+
+    void dataParallelIsFastestForTwoEqualLayers() {
+        // Two layers of 1 s forward, 2 s backward, no weights, free links: each of two
+        // replicas runs one sample in 6 s (1/3 sample/s); any pipeline idles in its bubble.
+        Problem p = makeProblem(chainGraph(2, 1, 2, 0, 1 << 10), exactCluster(1, 2), 2);
+        p.objective = Objective::Throughput;
+        const PlannerResult r = run(p);
+        QVERIFY(r.feasible);
+        QCOMPARE(r.plan.pipelineDepth(), 1);
+        QCOMPARE(r.plan.dp, 2);
+        QVERIFY(std::abs(r.metrics.throughput_samples_per_s - 1.0 / 3.0) < 1e-12);
+    }
+
+    void memoryForcesAPipeline() {
+        // Four layers of 4 MiB weights: Adam keeps 16 bytes a 4-byte parameter, 64 MiB for the
+        // model; two devices of 40 MiB hold it only as two stages (32 MiB each).
+        const Graph g = unevenChain({1, 1, 1, 1}, std::vector<int64_t>(4, 4 * kMiB), std::vector<int64_t>(4, kMiB / 4));
+        Problem p = makeProblem(g, exactCluster(1, 2, 40 * kMiB), 4, Optimizer::Adam);
+        p.objective = Objective::Throughput;
+        const PlannerResult r = run(p);
+        QVERIFY2(r.feasible, r.reason.c_str());
+        QCOMPARE(r.plan.pipelineDepth(), 2);
+        QCOMPARE(r.plan.stages[0].last_layer, 1);
+        QVERIFY(checkFeasiblePlan(p, r).empty());
+    }
+
+    void throughputFloorPicksTheLeanestFastEnoughPlan() {
+        Problem p = makeProblem(patternedChain(6, 1), slowLinksCluster(2, 2, kLoose), 8, Optimizer::Adam);
+        p.objective = Objective::Throughput;
+        const PlannerResult fastest = run(p);
+        p.objective = Objective::MemoryEfficiency;
+        const PlannerResult leanest = run(p);
+        p.objective = Objective::MemoryEfficiencyWithThroughputFloor;
+        p.throughput_floor = 0.8;
+        const PlannerResult floored = run(p);
+        QVERIFY(floored.metrics.throughput_samples_per_s >= 0.8 * fastest.metrics.throughput_samples_per_s);
+        QVERIFY(floored.metrics.memory_efficiency <= leanest.metrics.memory_efficiency);
+        QVERIFY(floored.metrics.memory_efficiency >= fastest.metrics.memory_efficiency);
+        // A floor of zero lets every plan in: the leanest wins.
+        p.throughput_floor = 0;
+        QCOMPARE(run(p).metrics.memory_efficiency, leanest.metrics.memory_efficiency);
+    }
+
+    void plansValidateAndFit_data() {
+        QTest::addColumn<int>("objective");
+        for (Objective o : {Objective::MemoryEfficiency, Objective::Throughput, Objective::MemoryEfficiencyWithThroughputFloor})
+            QTest::addRow("%s", toString(o)) << int(o);
+    }
+    void plansValidateAndFit() {
+        QFETCH(int, objective);
+        Problem p = makeProblem(patternedChain(7, 2), slowLinksCluster(2, 2, 40 * kMiB), 8, Optimizer::Adam);
+        p.objective = static_cast<Objective>(objective);
+        const PlannerResult r = run(p);
+        QVERIFY2(r.feasible, r.reason.c_str());
+        const std::string bad = checkFeasiblePlan(p, r);
+        QVERIFY2(bad.empty(), bad.c_str());
+        QCOMPARE(r.plan.schedule, ScheduleKind::Hippie);
+    }
+
+    void refusesProblemsBeyondItsLimits() {
+        const PlannerResult layers = run(makeProblem(patternedChain(13, 0), exactCluster(1, 2), 4));
+        QVERIFY(!layers.feasible);
+        QVERIFY2(contains(layers.reason, "12 layers") && contains(layers.reason, "13 layers"), layers.reason.c_str());
+        const PlannerResult devices = run(makeProblem(patternedChain(4, 0), exactCluster(1, 9), 4));
+        QVERIFY(!devices.feasible);
+        QVERIFY2(contains(devices.reason, "8 devices") && contains(devices.reason, "9 devices"), devices.reason.c_str());
+    }
+
+    void infeasibleSaysMemory() {
+        const Graph g = unevenChain({1, 1, 1}, std::vector<int64_t>(3, 64 * kMiB), std::vector<int64_t>(3, kMiB));
+        const PlannerResult r = run(makeProblem(g, exactCluster(1, 3, 100 * kMiB), 4, Optimizer::Adam));
+        QVERIFY(!r.feasible);
+        QVERIFY2(contains(r.reason, "memory") && contains(r.reason, "leanest plan"), r.reason.c_str());
+    }
+
+    void cancellationStopsTheEnumeration() {
+        const Problem p = makeProblem(patternedChain(12, 0), exactCluster(1, 8), 8);
+        PlanContext context(60, [](double, const std::string&) {});
+        context.cancel();
+        const PlannerResult r = ExhaustivePlanner().plan(p, context);
+        QVERIFY2(!r.feasible && contains(r.reason, "cancelled"), r.reason.c_str());
+        PlanContext short_budget(0.05);
+        const PlannerResult stopped = ExhaustivePlanner().plan(p, short_budget);
+        QVERIFY2(contains(stopped.reason, "time budget"), stopped.reason.c_str());
+        QVERIFY(stopped.planning_time_s < 1.0);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestExhaustive)
+#include "test_exhaustive.moc"

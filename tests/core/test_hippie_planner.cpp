@@ -1,0 +1,234 @@
+// The adaptive planner `hippie`: it finds the exhaustive optimum on small problems (every
+// objective, tight and loose memory, free and slow links), is never worse than a baseline on
+// its own objective, keeps the throughput floor, says why nothing fits, stops promptly when
+// cancelled or out of time, and every plan it returns lowers to a valid Program that fits.
+#include <QtTest>
+
+#include <chrono>
+#include <thread>
+
+#include "planners/algorithms/registry.h"
+#include "planners/common/error.h"
+#include "planner_fixtures.h"
+
+using namespace hippie;
+using namespace hippie::test;
+
+namespace {
+
+constexpr double kRelativeTolerance = 1e-9;
+constexpr int64_t kMiB = int64_t(1) << 20;
+constexpr int64_t kLoose = int64_t(1) << 40;
+
+PlannerResult run(const std::string& planner, const Problem& problem, double budget_s = 120) {
+    PlanContext context(budget_s);
+    return makePlanner(planner)->plan(problem, context);
+}
+
+double value(const PlannerResult& r, Objective o) { return r.feasible ? objectiveValue(r.metrics, o) : 0.0; }
+
+bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+
+// A small problem: a patterned chain on an exact cluster.
+struct SmallCase {
+    int layers, variant, nodes, per_node, global_batch;
+    bool slow_links;
+    int64_t memory_bytes;
+    Objective objective;
+    double headroom = 0;
+};
+
+Problem problemOf(const SmallCase& c) {
+    const Cluster cluster = c.slow_links ? slowLinksCluster(c.nodes, c.per_node, c.memory_bytes)
+                                         : freeLinksCluster(c.nodes, c.per_node, c.memory_bytes);
+    Problem p = makeProblem(patternedChain(c.layers, c.variant), cluster, c.global_batch, Optimizer::Adam);
+    p.objective = c.objective;
+    p.memory_headroom = c.headroom;
+    return p;
+}
+
+// The baselines: every other pipeline + data-parallel planner in the registry.
+std::vector<std::string> baselines() {
+    std::vector<std::string> out;
+    for (const PlannerInfo& p : plannerRegistry())
+        if (p.family == "hybrid" && p.name != "hippie" && p.name != "exhaustive") out.push_back(p.name);
+    return out;
+}
+
+}  // namespace
+
+Q_DECLARE_METATYPE(SmallCase)
+
+class TestHippiePlanner : public QObject {
+    Q_OBJECT
+private slots:
+    void registered() {
+        const PlannerInfo* info = findPlanner("hippie");
+        QVERIFY(info);
+        QCOMPARE(info->family, std::string("hybrid"));
+        QVERIFY(!info->description.empty());
+        QVERIFY(!baselines().empty());
+    }
+
+    // Memory sizes: "tight" ones sit between the leanest plan's peak and the fastest plan's,
+    // so memory decides the answer (found by bisecting the capacity at which plans still fit).
+    void equalsTheExhaustiveOptimum_data() {
+        QTest::addColumn<SmallCase>("c");
+        using O = Objective;
+        QTest::newRow("6 layers, 4 devices, loose, me") << SmallCase{6, 0, 1, 4, 8, false, kLoose, O::MemoryEfficiency};
+        QTest::newRow("6 layers, 4 devices, loose, throughput") << SmallCase{6, 0, 1, 4, 8, false, kLoose, O::Throughput};
+        QTest::newRow("8 layers, 4 devices, tight, throughput") << SmallCase{8, 1, 1, 4, 8, false, 60 * kMiB, O::Throughput};
+        QTest::newRow("8 layers, 4 devices, tight, me-floor")
+            << SmallCase{8, 1, 1, 4, 8, false, 60 * kMiB, O::MemoryEfficiencyWithThroughputFloor};
+        QTest::newRow("8 layers, 2x2 slow links, loose, me") << SmallCase{8, 2, 2, 2, 8, true, kLoose, O::MemoryEfficiency};
+        QTest::newRow("8 layers, 2x2 slow links, tight, throughput") << SmallCase{8, 2, 2, 2, 8, true, 70 * kMiB, O::Throughput};
+        QTest::newRow("9 layers, 2x4 slow links, tight, me") << SmallCase{9, 3, 2, 4, 8, true, 45 * kMiB / 2, O::MemoryEfficiency};
+        QTest::newRow("9 layers, 2x4 slow links, tight, me-floor")
+            << SmallCase{9, 3, 2, 4, 8, true, 60 * kMiB, O::MemoryEfficiencyWithThroughputFloor};
+        QTest::newRow("10 layers, 8 devices, tight, throughput") << SmallCase{10, 4, 1, 8, 8, false, 80 * kMiB, O::Throughput};
+        QTest::newRow("12 layers, 8 devices, tight, me") << SmallCase{12, 5, 1, 8, 8, false, 33 * kMiB, O::MemoryEfficiency};
+        QTest::newRow("11 layers, 2x4 slow links, tight, me") << SmallCase{11, 6, 2, 4, 8, true, 26 * kMiB, O::MemoryEfficiency};
+        QTest::newRow("7 layers, 4 devices, headroom, me-floor")
+            << SmallCase{7, 7, 1, 4, 12, false, kLoose, O::MemoryEfficiencyWithThroughputFloor, 0.1};
+        QTest::newRow("7 layers, 4 devices, headroom, tight, throughput")
+            << SmallCase{7, 7, 1, 4, 12, false, 56 * kMiB, O::Throughput, 0.1};
+    }
+    void equalsTheExhaustiveOptimum() {
+        QFETCH(SmallCase, c);
+        const Problem problem = problemOf(c);
+        const PlannerResult oracle = run("exhaustive", problem);
+        const PlannerResult found = run("hippie", problem);
+        QVERIFY2(oracle.feasible, oracle.reason.c_str());
+        QVERIFY2(found.feasible, found.reason.c_str());
+        const double best = value(oracle, c.objective), got = value(found, c.objective);
+        QVERIFY2(std::abs(got - best) <= kRelativeTolerance * best,
+                 qPrintable(QString("hippie %1, exhaustive %2\nhippie: %3\nexhaustive: %4")
+                                .arg(got, 0, 'g', 12)
+                                .arg(best, 0, 'g', 12)
+                                .arg(QString::fromStdString(found.log.back()))
+                                .arg(QString::fromStdString(oracle.log.back()))));
+        const std::string bad = checkFeasiblePlan(problem, found);
+        QVERIFY2(bad.empty(), bad.c_str());
+    }
+
+    void neverWorseThanABaseline_data() {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<QString>("cluster");
+        QTest::addColumn<int>("objective");
+        for (const char* model : {"gpt2-small", "bert-base"})
+            for (const char* cluster : {"dgx-a100-1x8", "v100-4x4"})
+                for (Objective o : {Objective::MemoryEfficiency, Objective::Throughput})
+                    QTest::addRow("%s %s %s", model, cluster, toString(o)) << QString(model) << QString(cluster) << int(o);
+    }
+    void neverWorseThanABaseline() {
+        QFETCH(QString, model);
+        QFETCH(QString, cluster);
+        QFETCH(int, objective);
+        Problem problem = zooProblem(model.toStdString(), cluster.toStdString(), 64);
+        problem.objective = static_cast<Objective>(objective);
+        const PlannerResult mine = run("hippie", problem);
+        QVERIFY2(mine.feasible, mine.reason.c_str());
+        const std::string bad = checkFeasiblePlan(problem, mine);
+        QVERIFY2(bad.empty(), bad.c_str());
+        for (const std::string& name : baselines()) {
+            const PlannerResult theirs = run(name, problem);
+            if (!theirs.feasible) continue;
+            QVERIFY2(value(mine, problem.objective) >= value(theirs, problem.objective) * (1 - kRelativeTolerance),
+                     qPrintable(QString("%1 beats hippie: %2 > %3").arg(QString::fromStdString(name))
+                                    .arg(value(theirs, problem.objective)).arg(value(mine, problem.objective))));
+        }
+    }
+
+    void infeasibleSaysMemory() {
+        // 64 MiB of weights per layer (Adam: 16 bytes a parameter) on 4 devices of 100 MiB.
+        const Graph g = unevenChain({1, 1, 1, 1}, std::vector<int64_t>(4, 64 * kMiB), std::vector<int64_t>(4, kMiB));
+        const PlannerResult r = run("hippie", makeProblem(g, exactCluster(1, 4, 100 * kMiB), 8, Optimizer::Adam));
+        QVERIFY(!r.feasible);
+        QVERIFY2(contains(r.reason, "memory"), r.reason.c_str());
+        QVERIFY2(contains(r.reason, "GiB"), r.reason.c_str());  // names what the leanest plan needs
+    }
+
+    void throughputFloorIsKept() {
+        for (const Problem& base : {zooProblem("gpt2-small", "dgx-a100-1x8", 64), problemOf({9, 3, 2, 4, 8, true, 60 * kMiB, Objective::Throughput})}) {
+            Problem problem = base;
+            problem.objective = Objective::Throughput;
+            const PlannerResult fastest = run("hippie", problem);
+            problem.objective = Objective::MemoryEfficiency;
+            const PlannerResult leanest = run("hippie", problem);
+            problem.objective = Objective::MemoryEfficiencyWithThroughputFloor;
+            problem.throughput_floor = 0.9;
+            const PlannerResult floored = run("hippie", problem);
+            QVERIFY(fastest.feasible && leanest.feasible && floored.feasible);
+            const double thr = floored.metrics.throughput_samples_per_s, me = floored.metrics.memory_efficiency;
+            QVERIFY2(thr >= 0.9 * fastest.metrics.throughput_samples_per_s, qPrintable(QString("%1 below the floor").arg(thr)));
+            QVERIFY(me >= fastest.metrics.memory_efficiency * (1 - kRelativeTolerance));
+            QVERIFY(me <= leanest.metrics.memory_efficiency * (1 + kRelativeTolerance));
+        }
+    }
+
+    void cancelledBeforeStartReturnsAtOnce() {
+        const Problem problem = zooProblem("gpt3-13b", "dgx-a100-4x8", 512);
+        PlanContext context(60);
+        context.cancel();
+        const auto t0 = std::chrono::steady_clock::now();
+        const PlannerResult r = makePlanner("hippie")->plan(problem, context);
+        QVERIFY(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 1.0);
+        QVERIFY2(contains(r.reason, "cancelled"), r.reason.c_str());
+    }
+
+    void cancelFromAnotherThreadIsPrompt() {
+        const Problem problem = zooProblem("gpt3-13b", "dgx-a100-4x8", 512);
+        PlanContext context(60);
+        std::chrono::steady_clock::time_point cancelled_at;
+        std::thread canceller([&] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(30));
+            cancelled_at = std::chrono::steady_clock::now();
+            context.cancel();
+        });
+        const PlannerResult r = makePlanner("hippie")->plan(problem, context);
+        const auto returned_at = std::chrono::steady_clock::now();
+        canceller.join();
+        QVERIFY2(contains(r.reason, "cancelled"), r.reason.c_str());
+        // One simulation of this model takes tens of milliseconds; the search checks between them.
+        QVERIFY(std::chrono::duration<double>(returned_at - cancelled_at).count() < 0.5);
+        if (r.feasible) QVERIFY(checkFeasiblePlan(problem, r).empty());
+    }
+
+    void timeBudgetStopsTheSearch() {
+        const Problem problem = zooProblem("gpt3-13b", "dgx-a100-4x8", 512);
+        PlanContext context(0.05);
+        const PlannerResult r = makePlanner("hippie")->plan(problem, context);
+        QVERIFY2(contains(r.reason, "time budget"), r.reason.c_str());
+        QVERIFY(r.planning_time_s < 1.0);
+    }
+
+    void progressRisesToOneAndTheLogSaysWhatWasTried() {
+        std::vector<double> fractions;
+        PlanContext context(60, [&](double f, const std::string&) { fractions.push_back(f); });
+        const PlannerResult r = makePlanner("hippie")->plan(zooProblem("bert-base", "v100-4x4", 64), context);
+        QVERIFY(r.feasible);
+        QVERIFY(!fractions.empty());
+        QVERIFY(std::is_sorted(fractions.begin(), fractions.end()));
+        QCOMPARE(fractions.back(), 1.0);
+        std::string log;
+        for (const std::string& l : r.log) log += l + "\n";
+        QVERIFY2(contains(log, "estimated") && contains(log, "simulated") && contains(log, "pruned"), log.c_str());
+        QVERIFY2(contains(log, "pp 1:") && contains(log, "chose"), log.c_str());
+    }
+
+    void deterministic() {
+        const Problem problem = zooProblem("gpt2-small", "v100-4x4", 64);
+        const PlannerResult a = run("hippie", problem), b = run("hippie", problem);
+        QCOMPARE(a.metrics.memory_efficiency, b.metrics.memory_efficiency);
+        QCOMPARE(a.plan.recompute_layers, b.plan.recompute_layers);
+        QCOMPARE(a.plan.device_map, b.plan.device_map);
+    }
+
+    void malformedInputThrows() {
+        Problem empty = makeProblem(Graph{}, exactCluster(1, 2), 4);
+        QVERIFY_THROWS_EXCEPTION(Error, run("hippie", empty));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestHippiePlanner)
+#include "test_hippie_planner.moc"

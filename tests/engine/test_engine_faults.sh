@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Bad input is an error event and exit code 2; a rank killed mid-run makes the others fail
+# within seconds with a message, and `launch` names the rank.
+source "$(dirname "$0")/lib.sh"
+expect_exit() {  # expect_exit CODE DESCRIPTION OUTFILE -- command...
+    local want="$1" what="$2" out="$3"; shift 4
+    timeout 60 "$@" > "$out" 2>&1; local got=$?
+    if [ "$got" = "$want" ] && grep -q '"event":"error"' "$out"; then pass "$what: exit $got, $(grep -o '"message":"[^"]*' "$out" | head -1 | cut -c12-100)"
+    else fail "$what: exit $got (want $want): $(tail -2 "$out")"; fi
+}
+echo '{ not json' > "$WORK/bad.json"
+expect_exit 2 "unparsable plan" "$WORK/o1" -- "$ENGINE" run --plan "$WORK/bad.json" --rank 0 --world-size 1 --master-port 1
+expect_exit 2 "missing plan" "$WORK/o2" -- "$ENGINE" run --plan "$WORK/nope.json" --rank 0 --world-size 1 --master-port 1
+plan "$WORK/p.json" --model gpt-tiny --pp 2 --dp 1 --microbatches 2 --global-batch 8
+expect_exit 2 "wrong world size" "$WORK/o3" -- "$ENGINE" run --plan "$WORK/p.json" --rank 0 --world-size 3 --master-port 1
+sed 's/"last_layer": 5/"last_layer": 9/' "$WORK/p.json" > "$WORK/mismatch.json"
+expect_exit 2 "plan that does not match the model" "$WORK/o4" -- "$ENGINE" run --plan "$WORK/mismatch.json" --rank 0 --world-size 2 --master-port 1
+PORT=$(( 20000 + RANDOM % 20000 ))
+start=$SECONDS
+expect_exit 2 "unreachable master" "$WORK/o5" -- "$ENGINE" run --plan "$WORK/p.json" --rank 1 --world-size 2 --master-port $PORT --connect-timeout 2
+[ $((SECONDS - start)) -le 20 ] || fail "unreachable master took $((SECONDS - start)) s"
+
+# A rank killed mid-run: the survivor reports an error and exits non-zero, it does not hang.
+PORT=$(( 20000 + RANDOM % 20000 ))
+"$ENGINE" run --plan "$WORK/p.json" --rank 0 --world-size 2 --master-port $PORT --steps 100000 --op-timeout 20 > "$WORK/r0" 2>&1 &
+R0=$!
+"$ENGINE" run --plan "$WORK/p.json" --rank 1 --world-size 2 --master-port $PORT --steps 100000 --op-timeout 20 > "$WORK/r1" 2>&1 &
+R1=$!
+for _ in $(seq 100); do grep -q '"event":"step"' "$WORK/r1" 2>/dev/null && break; sleep 0.2; done
+kill -9 $R1
+start=$SECONDS
+for _ in $(seq 300); do kill -0 $R0 2>/dev/null || break; sleep 0.1; done
+if kill -0 $R0 2>/dev/null; then fail "rank 0 still runs 30 s after rank 1 was killed"; kill -9 $R0
+else
+    wait $R0; code=$?
+    [ $code -ne 0 ] && grep -q '"event":"error"' "$WORK/r0" \
+        && pass "rank 0 stopped $((SECONDS - start)) s after rank 1 was killed: $(grep -o '"message":"[^"]*' "$WORK/r0" | cut -c12-160)" \
+        || fail "rank 0 after the kill: exit $code, $(tail -1 "$WORK/r0")"
+fi
+
+# The same under launch: its error names the killed rank.
+"$ENGINE" launch --plan "$WORK/p.json" --nprocs 2 --steps 100000 --rank-args "--op-timeout 20" > "$WORK/l" 2>&1 &
+L=$!
+for _ in $(seq 100); do grep -q '"event":"step","rank":1' "$WORK/l" 2>/dev/null && break; sleep 0.2; done
+VICTIM=$(pgrep -P $L | sort -n | tail -1)
+[ -n "$VICTIM" ] && kill -9 "$VICTIM"
+for _ in $(seq 300); do kill -0 $L 2>/dev/null || break; sleep 0.1; done
+if kill -0 $L 2>/dev/null; then fail "launch still runs 30 s after a rank was killed"; for c in $(pgrep -P $L); do kill -9 "$c"; done; kill -9 $L
+else
+    wait $L; code=$?
+    msg=$(tail -1 "$WORK/l")
+    [ $code -ne 0 ] && echo "$msg" | grep -q '"message":"rank 1 was killed by signal 9' && pass "launch: $msg" || fail "launch exit $code: $msg"
+fi
+finish

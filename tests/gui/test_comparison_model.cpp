@@ -1,0 +1,96 @@
+// The comparison table: one row per planner, progress while running, sorting by value, and
+// the Pareto front of the charts.
+#include <QSortFilterProxyModel>
+#include <QtTest>
+
+#include "widgets/compare/comparison_charts.h"
+#include "widgets/compare/comparison_model.h"
+#include "widgets/compare/pareto.h"
+
+using namespace hippie;
+using namespace hippie::widgets;
+
+namespace {
+PlannerResult result(const std::string& name, double throughput, double peak_gib, bool feasible = true) {
+    PlannerResult r;
+    r.planner = name;
+    r.feasible = feasible;
+    r.plan.stages = {{0, 0}};
+    r.plan.micro_batches = 4;
+    r.metrics.iteration_time_s = 1.0;
+    r.metrics.throughput_samples_per_s = throughput;
+    r.metrics.max_peak_memory_bytes = int64_t(peak_gib * 1024 * 1024 * 1024);
+    r.metrics.memory_efficiency = throughput / peak_gib;
+    r.metrics.fits_memory = feasible;
+    return r;
+}
+}  // namespace
+
+class TestComparisonModel : public QObject {
+    Q_OBJECT
+private slots:
+    void oneRowPerPlanner() {
+        ComparisonModel m;
+        m.addRunning("a");
+        m.addRunning("b");
+        QCOMPARE(m.rowCount(), 2);
+        QCOMPARE(m.finishedCount(), 0);
+        m.setProgress("a", 0.5, "halfway");
+        QVERIFY(m.index(0, ComparisonModel::StatusColumn).data().toString().contains("50%"));
+        QCOMPARE(m.index(0, 0).data(ComparisonModel::ProgressRole).toDouble(), 0.5);
+        m.setResult(result("a", 100, 10));
+        m.setResult(result("c", 50, 2));  // a planner that was not announced still gets its row
+        m.setFailed("b", "boom", false);
+        QCOMPARE(m.rowCount(), 3);
+        QCOMPARE(m.finishedCount(), 3);
+        QVERIFY(m.result(m.rowOfPlanner("a")));
+        QVERIFY(!m.result(m.rowOfPlanner("b")));
+        QVERIFY(m.index(m.rowOfPlanner("b"), ComparisonModel::StatusColumn).data().toString().contains("boom"));
+        QCOMPARE(m.index(0, ComparisonModel::ThroughputColumn).data().toString(), QString("100.0"));
+    }
+
+    void sortsByValueNotText() {
+        ComparisonModel m;
+        m.setResult(result("slow", 9, 1));
+        m.setResult(result("fast", 100, 1));
+        m.setResult(result("mid", 20, 1));
+        QSortFilterProxyModel proxy;
+        proxy.setSourceModel(&m);
+        proxy.setSortRole(ComparisonModel::SortRole);
+        proxy.sort(ComparisonModel::ThroughputColumn, Qt::DescendingOrder);
+        QCOMPARE(proxy.index(0, 0).data().toString(), QString("fast"));
+        QCOMPARE(proxy.index(1, 0).data().toString(), QString("mid"));
+        QCOMPARE(proxy.index(2, 0).data().toString(), QString("slow"));  // "9" > "20" as text
+        proxy.sort(ComparisonModel::ThroughputColumn, Qt::AscendingOrder);
+        QCOMPARE(proxy.index(0, 0).data().toString(), QString("slow"));
+    }
+
+    void bestRowFollowsTheObjective() {
+        ComparisonModel m;
+        m.setResult(result("fast", 100, 10));          // ME 10
+        m.setResult(result("lean", 60, 2));            // ME 30
+        m.setResult(result("huge", 500, 50, false));   // does not fit
+        QCOMPARE(m.bestRow(Objective::MemoryEfficiency), m.rowOfPlanner("lean"));
+        QCOMPARE(m.bestRow(Objective::Throughput), m.rowOfPlanner("fast"));
+    }
+
+    void paretoFrontKeepsUndominatedPlans() {
+        const std::vector<TradeoffPoint> pts = {{10, 100}, {2, 60}, {12, 90}, {5, 60}, {20, 150}};
+        const std::vector<int> front = paretoFront(pts);
+        QCOMPARE(front, (std::vector<int>{1, 0, 4}));
+        QVERIFY(paretoFront({}).empty());
+    }
+
+    void chartsFollowTheModel() {
+        ComparisonModel m;
+        ComparisonCharts charts(&m);
+        m.setResult(result("a", 100, 10));
+        m.setResult(result("b", 60, 2));
+        m.setResult(result("c", 50, 5));  // dominated by b
+        QTRY_COMPARE(charts.plottedCount(), 3);
+        QCOMPARE(charts.paretoCount(), 2);
+    }
+};
+
+QTEST_MAIN(TestComparisonModel)
+#include "test_comparison_model.moc"

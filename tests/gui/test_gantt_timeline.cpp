@@ -1,0 +1,89 @@
+// The Gantt chart's timeline maths and memory series, without a window.
+#include <QtTest>
+
+#include "widgets/gantt/timeline.h"
+#include "widgets/memory/memory_series.h"
+
+using namespace hippie;
+using namespace hippie::widgets;
+
+class TestGanttTimeline : public QObject {
+    Q_OBJECT
+private slots:
+    void mapsTimeToPixelsAndBack() {
+        const TimeAxisMapping m{2.0, 4.0, 100.0, 500.0};
+        QCOMPARE(m.pixelsPerSecond(), 200.0);
+        QCOMPARE(m.toPixel(2.0), 100.0);
+        QCOMPARE(m.toPixel(3.0), 300.0);
+        QCOMPARE(m.toPixel(4.0), 500.0);
+        QCOMPARE(m.toTime(300.0), 3.0);
+        QCOMPARE(m.toTime(m.toPixel(3.7)), 3.7);
+        const TimeAxisMapping empty{1.0, 1.0, 0.0, 10.0};
+        QCOMPARE(empty.pixelsPerSecond(), 0.0);
+        QCOMPARE(empty.toTime(5.0), 1.0);
+    }
+
+    void groupsRowsByNodeWithGaps() {
+        // Devices given out of order, two nodes of two devices.
+        const GanttRowLayout l = GanttRowLayout::build({3, 0, 2, 1}, [](int d) { return d / 2; }, 0.5);
+        QCOMPARE(int(l.rows.size()), 4);
+        QCOMPARE(l.rows[0].device, 0);
+        QCOMPARE(l.rows[1].device, 1);
+        QCOMPARE(l.rows[2].device, 2);
+        QCOMPARE(l.rows[3].device, 3);
+        QCOMPARE(l.rows[0].y, 0.0);
+        QCOMPARE(l.rows[1].y, 1.0);
+        QCOMPARE(l.rows[2].y, 2.5);  // the node gap
+        QCOMPARE(l.rows[3].y, 3.5);
+        QCOMPARE(int(l.node_separators.size()), 1);
+        QVERIFY(l.node_separators[0] > 1.5 && l.node_separators[0] < 2.0);
+        QCOMPARE(l.rowOfDevice(2), 2);
+        QCOMPARE(l.rowOfDevice(9), -1);
+        QCOMPARE(l.top(), -0.5);
+        QCOMPARE(l.bottom(), 4.0);
+    }
+
+    void placesBlocksInTheirRowAndLane() {
+        Trace t;
+        t.devices = {0, 1};
+        t.events = {{0, 0.0, 1.0, InstrKind::Forward, 0, 0, -1, 0},
+                    {1, 1.0, 2.0, InstrKind::Forward, 1, 0, -1, 0},
+                    {0, 1.0, 1.2, InstrKind::SendActivation, 0, 0, 1, 100},
+                    {7, 0.0, 1.0, InstrKind::Forward, 0, 0, -1, 0}};  // a device without a row
+        const GanttRowLayout l = GanttRowLayout::build(t.devices, [](int) { return 0; });
+        const std::vector<GanttBlock> blocks = placeBlocks(t, l);
+        QCOMPARE(int(blocks.size()), 3);
+        QCOMPARE(blocks[0].row, 0);
+        QCOMPARE(blocks[1].row, 1);
+        QVERIFY(blocks[1].y_top > blocks[0].y_bottom);  // row 1 is below row 0
+        // Communication sits in the lower band of its row, under compute.
+        QCOMPARE(blocks[2].row, 0);
+        QVERIFY(blocks[2].y_top >= blocks[0].y_bottom);
+        QVERIFY(blocks[2].y_bottom <= l.rows[0].y + 0.5);
+        QCOMPARE(blockLabel(blocks[0]), std::string("F0"));
+        QCOMPARE(blocks[2].event, 2);
+    }
+
+    void memorySeriesFollowTheTrace() {
+        Trace t;
+        t.devices = {4};
+        t.capacity_bytes = {int64_t{40} << 30};
+        t.memory = {{{0.0, int64_t{1} << 30}, {1.0, int64_t{3} << 30}, {2.0, int64_t{2} << 30}}};
+        const std::vector<MemoryCurve> curves = memoryCurves(t, 5.0);
+        QCOMPARE(int(curves.size()), 1);
+        QCOMPARE(curves[0].device, 4);
+        QCOMPARE(curves[0].capacity_gib, 40.0);
+        QCOMPARE(curves[0].peak_gib, 3.0);
+        QCOMPARE(curves[0].time_s.back(), 5.0);  // held to the end
+        QCOMPARE(memoryAt(curves[0], -1.0), 0.0);
+        QCOMPARE(memoryAt(curves[0], 0.5), 1.0);
+        QCOMPARE(memoryAt(curves[0], 1.0), 3.0);
+        QCOMPARE(memoryAt(curves[0], 4.0), 2.0);
+        const MemoryCurve cut = truncated(curves[0], 1.5);
+        QCOMPARE(cut.time_s.back(), 1.5);
+        QCOMPARE(cut.gib.back(), 3.0);
+    }
+};
+
+QTEST_APPLESS_MAIN(TestGanttTimeline)
+#include "test_gantt_timeline.moc"

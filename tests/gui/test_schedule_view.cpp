@@ -1,0 +1,95 @@
+// The schedule view draws one block per trace event with one plottable, and memory curves
+// equal to the simulator's.
+#include <QtTest>
+#include <qcustomplot.h>
+
+#include "gui_fixtures.h"
+#include "widgets/gantt/gantt_plottable.h"
+#include "widgets/gantt/schedule_view.h"
+#include "widgets/memory/memory_plot.h"
+
+using namespace hippie;
+using namespace hippie::widgets;
+
+class TestScheduleView : public QObject {
+    Q_OBJECT
+private slots:
+    void drawsOneBlockPerEvent() {
+        const testing::Setup s = testing::smallPipeline(4, 2, 8, ScheduleKind::OneFOneB);
+        const Trace trace = simulateWithEvents(s.problem, s.plan);
+        int compute = 0;
+        for (const TraceEvent& e : trace.events) compute += isCompute(e.kind) ? 1 : 0;
+        QVERIFY(compute > 0);
+
+        ScheduleView view;
+        view.resize(1200, 700);
+        view.setTrace(trace, &s.problem.cluster);
+        QCOMPARE(view.gantt()->blockCount(), int(trace.events.size()));
+        int compute_blocks = 0;
+        for (const GanttBlock& b : view.gantt()->blocks()) compute_blocks += isCompute(b.kind) ? 1 : 0;
+        QCOMPARE(compute_blocks, compute);
+        QCOMPARE(int(view.rowLayout().rows.size()), int(trace.devices.size()));
+
+        // One paint pass over the whole time range draws every block.
+        view.plot()->replot(QCustomPlot::rpImmediateRefresh);
+        view.plot()->toPixmap(1200, 700);
+        QCOMPARE(view.gantt()->lastDrawnCount(), int(trace.events.size()));
+        // Only one plottable for all the blocks: the rest are memory graphs.
+        QCOMPARE(view.plot()->plottableCount(), 1 + view.memory()->graphCount());
+    }
+
+    void memoryCurvesEqualTheSimulators() {
+        const testing::Setup s = testing::smallPipeline(2, 1, 4, ScheduleKind::GPipe);
+        const Trace trace = simulateWithEvents(s.problem, s.plan);
+        ScheduleView view;
+        view.setTrace(trace, &s.problem.cluster);
+        QCOMPARE(view.memory()->graphCount(), int(trace.devices.size()));
+        for (int row = 0; row < int(trace.devices.size()); ++row) {
+            const QCPGraph* g = view.memory()->graph(row);
+            const auto& samples = trace.memory[size_t(row)];
+            QVERIFY(g->dataCount() >= int(samples.size()));
+            for (int i = 0; i < int(samples.size()); ++i) {
+                QCOMPARE(g->data()->at(i)->key, samples[size_t(i)].time_s);
+                QCOMPARE(g->data()->at(i)->value, double(samples[size_t(i)].bytes) / (1024.0 * 1024.0 * 1024.0));
+            }
+            QCOMPARE(view.memory()->curves()[size_t(row)].peak_gib,
+                     double(trace.metrics.peak_memory_bytes[size_t(row)]) / (1024.0 * 1024.0 * 1024.0));
+        }
+    }
+
+    void revealTimeHidesTheFuture() {
+        const testing::Setup s = testing::smallPipeline(2, 1, 4, ScheduleKind::OneFOneB);
+        const Trace trace = simulateWithEvents(s.problem, s.plan);
+        ScheduleView view;
+        view.resize(900, 600);
+        view.setTrace(trace, &s.problem.cluster);
+        view.setRevealTime(view.endTime() / 3);
+        view.plot()->toPixmap(900, 600);
+        QVERIFY(view.gantt()->lastDrawnCount() > 0);
+        QVERIFY(view.gantt()->lastDrawnCount() < view.gantt()->blockCount());
+    }
+
+    void replotsTenThousandBlocksQuickly() {
+        Trace t;
+        constexpr int kDevices = 16;
+        constexpr int kPerDevice = 640;  // 10,240 blocks
+        for (int d = 0; d < kDevices; ++d) t.devices.push_back(d);
+        for (int d = 0; d < kDevices; ++d)
+            for (int i = 0; i < kPerDevice; ++i)
+                t.events.push_back({d, i * 1e-3, i * 1e-3 + 0.8e-3, i % 2 ? InstrKind::Backward : InstrKind::Forward, 0, i / 2, -1, 0});
+        ScheduleView view;
+        view.resize(1400, 800);
+        view.setTrace(t, nullptr);
+        QElapsedTimer timer;
+        timer.start();
+        constexpr int kReplots = 10;
+        for (int i = 0; i < kReplots; ++i) view.plot()->toPixmap(1400, 800);
+        const double ms = double(timer.elapsed()) / kReplots;
+        qInfo("Gantt replot with %d blocks: %.1f ms", view.gantt()->blockCount(), ms);
+        QCOMPARE(view.gantt()->lastDrawnCount(), kDevices * kPerDevice);
+        QVERIFY2(ms < 1000, "a replot of 10,000 blocks must stay interactive");
+    }
+};
+
+QTEST_MAIN(TestScheduleView)
+#include "test_schedule_view.moc"

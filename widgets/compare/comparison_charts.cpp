@@ -1,0 +1,176 @@
+#include "widgets/compare/comparison_charts.h"
+
+#include <algorithm>
+
+#include <QTimer>
+#include <QVBoxLayout>
+#include <qcustomplot.h>
+
+#include "widgets/common/palette.h"
+#include "widgets/common/units.h"
+#include "widgets/compare/comparison_model.h"
+#include "widgets/compare/pareto.h"
+
+namespace hippie::widgets {
+
+namespace {
+constexpr double kBarWidth = 0.6;
+constexpr double kHeadroom = 1.15;  // axis range above the largest value, room for labels
+
+}  // namespace
+
+ComparisonCharts::ComparisonCharts(ComparisonModel* model, QWidget* parent)
+    : QWidget(parent), model_(model), plot_(new QCustomPlot(this)), rebuild_timer_(new QTimer(this)) {
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(plot_);
+    setMinimumHeight(280);
+    // Rows arrive in bursts; redraw once per burst.
+    rebuild_timer_->setSingleShot(true);
+    rebuild_timer_->setInterval(0);
+    connect(rebuild_timer_, &QTimer::timeout, this, &ComparisonCharts::rebuild);
+    connect(model_, &QAbstractItemModel::modelReset, rebuild_timer_, qOverload<>(&QTimer::start));
+    connect(model_, &QAbstractItemModel::rowsInserted, rebuild_timer_, qOverload<>(&QTimer::start));
+    connect(model_, &QAbstractItemModel::dataChanged, rebuild_timer_, qOverload<>(&QTimer::start));
+    rebuild();
+}
+
+void ComparisonCharts::setSelectedRow(int model_row) {
+    selected_row_ = model_row;
+    rebuild();
+}
+
+void ComparisonCharts::rebuild() {
+    plot_->clearPlottables();
+    plot_->clearItems();
+    plot_->plotLayout()->clear();
+
+    QVector<double> throughput, memory, me;
+    QVector<QString> names;
+    QVector<bool> feasible;
+    int highlight = -1;
+    for (int row = 0; row < model_->rowCount(); ++row) {
+        const PlannerResult* r = model_->result(row);
+        if (!r || !ComparisonModel::hasMetrics(*r)) continue;
+        if (row == selected_row_) highlight = static_cast<int>(names.size());
+        names.push_back(QString::fromStdString(r->planner));
+        feasible.push_back(r->feasible);
+        throughput.push_back(r->metrics.throughput_samples_per_s);
+        memory.push_back(toGiB(r->metrics.max_peak_memory_bytes));
+        me.push_back(r->metrics.memory_efficiency);
+    }
+    plotted_ = static_cast<int>(names.size());
+    pareto_ = 0;
+
+    const QStringList headings = {tr("Throughput (samples/s)"), tr("Peak memory (GiB)"), tr("Memory efficiency (samples/s/GiB)"),
+                                  tr("Throughput vs peak memory, Pareto front dashed")};
+    const QFont title_font(font().family(), 9, QFont::Bold);
+    const QFont tick_font(font().family(), 8);
+    std::vector<QCPAxisRect*> rects;
+    for (int i = 0; i < headings.size(); ++i) {
+        auto* cell = new QCPLayoutGrid;
+        plot_->plotLayout()->addElement(i / 2, i % 2, cell);
+        cell->addElement(0, 0, new QCPTextElement(plot_, headings[i], title_font));
+        auto* rect = new QCPAxisRect(plot_);
+        rect->axis(QCPAxis::atLeft)->setTickLabelFont(tick_font);
+        rect->axis(QCPAxis::atBottom)->setTickLabelFont(tick_font);
+        rect->axis(QCPAxis::atBottom)->grid()->setZeroLinePen(Qt::NoPen);
+        rect->axis(QCPAxis::atLeft)->grid()->setZeroLinePen(Qt::NoPen);
+        cell->addElement(1, 0, rect);
+        cell->setRowStretchFactor(0, 0.001);
+        rects.push_back(rect);
+    }
+
+    if (names.isEmpty()) {
+        auto* text = new QCPItemText(plot_);
+        text->setClipToAxisRect(false);
+        text->position->setType(QCPItemPosition::ptViewportRatio);
+        text->position->setCoords(0.5, 0.5);
+        text->setText(tr("No results yet: pick planners and press Run."));
+        plot_->replot();
+        return;
+    }
+    QSharedPointer<QCPAxisTickerText> names_ticker(new QCPAxisTickerText);
+    for (int i = 0; i < names.size(); ++i) names_ticker->addTick(i, names[i]);
+    for (int i = 0; i < 3; ++i) {
+        rects[static_cast<size_t>(i)]->axis(QCPAxis::atBottom)->setTicker(names_ticker);
+        rects[static_cast<size_t>(i)]->axis(QCPAxis::atBottom)->setTickLabelRotation(names.size() > 4 ? 30 : 0);
+    }
+    addBars(rects[0], throughput, tr("samples/s"), highlight);
+    addBars(rects[1], memory, tr("GiB"), highlight);
+    addBars(rects[2], me, tr("samples/s/GiB"), highlight);
+    addScatter(rects[3], memory, throughput, names, feasible, highlight);
+    plot_->replot();
+}
+
+void ComparisonCharts::addBars(QCPAxisRect* rect, const QVector<double>& values, const QString& label, int highlight) {
+    QCPAxis* x = rect->axis(QCPAxis::atBottom);
+    QCPAxis* y = rect->axis(QCPAxis::atLeft);
+    for (int i = 0; i < values.size(); ++i) {
+        auto* bars = new QCPBars(x, y);
+        bars->setWidth(kBarWidth);
+        const QColor c = seriesColor(i);
+        bars->setBrush(c);
+        bars->setPen(i == highlight ? QPen(Qt::black, 2.5) : QPen(c.darker(130)));
+        bars->addData(i, values[i]);
+    }
+    y->setLabel(label);
+    x->setRange(-0.6, values.size() - 0.4);
+    y->setRange(0, std::max(1e-9, *std::max_element(values.begin(), values.end())) * kHeadroom);
+}
+
+void ComparisonCharts::addScatter(QCPAxisRect* rect, const QVector<double>& memory, const QVector<double>& throughput,
+                                  const QVector<QString>& names, const QVector<bool>& feasible, int highlight) {
+    QCPAxis* x = rect->axis(QCPAxis::atBottom);
+    QCPAxis* y = rect->axis(QCPAxis::atLeft);
+    x->setLabel(tr("peak memory (GiB)"));
+    y->setLabel(tr("samples/s"));
+    // The front is drawn through feasible plans only: a plan that does not fit is no trade-off.
+    std::vector<TradeoffPoint> points;
+    std::vector<int> index_of_point;
+    for (int i = 0; i < memory.size(); ++i)
+        if (feasible[i]) {
+            points.push_back({memory[i], throughput[i]});
+            index_of_point.push_back(i);
+        }
+    std::vector<int> front;
+    for (int p : paretoFront(points)) front.push_back(index_of_point[static_cast<size_t>(p)]);
+    pareto_ = static_cast<int>(front.size());
+
+    auto* line = new QCPGraph(x, y);
+    line->setLineStyle(QCPGraph::lsLine);
+    line->setPen(QPen(QColor(0x444444), 1.2, Qt::DashLine));
+    for (int i : front) line->addData(memory[i], throughput[i]);
+
+    for (int i = 0; i < memory.size(); ++i) {
+        auto* point = new QCPGraph(x, y);
+        point->setLineStyle(QCPGraph::lsNone);
+        const QColor c = seriesColor(i);
+        point->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, i == highlight ? QPen(Qt::black, 2) : QPen(c), c,
+                                               i == highlight ? 13 : 9));
+        point->addData(memory[i], throughput[i]);
+        auto* label = new QCPItemText(plot_);
+        label->setClipAxisRect(rect);
+        label->position->setAxes(x, y);
+        label->position->setCoords(memory[i], throughput[i]);
+        label->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
+        label->setPadding(QMargins(6, 0, 0, 4));
+        label->setFont(QFont(font().family(), 8));
+        // Plans at the same point share one label.
+        QStringList same;
+        bool first = true;
+        for (int j = 0; j < memory.size(); ++j) {
+            if (qFuzzyCompare(memory[j] + 1, memory[i] + 1) && qFuzzyCompare(throughput[j] + 1, throughput[i] + 1)) {
+                first = first && j >= i;
+                same << names[j];
+            }
+        }
+        label->setText(first ? same.join(QStringLiteral(", ")) : QString());
+    }
+    const double max_mem = *std::max_element(memory.begin(), memory.end());
+    const double max_thr = *std::max_element(throughput.begin(), throughput.end());
+    x->setRange(0, std::max(1e-9, max_mem) * kHeadroom);
+    y->setRange(0, std::max(1e-9, max_thr) * kHeadroom);
+}
+
+}  // namespace hippie::widgets

@@ -1,0 +1,188 @@
+#include "widgets/compare/comparison_model.h"
+
+#include <QBrush>
+#include <QColor>
+
+#include "planners/algorithms/evaluate.h"
+#include "widgets/common/units.h"
+
+namespace hippie::widgets {
+
+ComparisonModel::ComparisonModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+void ComparisonModel::clear() {
+    beginResetModel();
+    rows_.clear();
+    endResetModel();
+}
+
+int ComparisonModel::ensureRow(const QString& planner) {
+    const int existing = rowOfPlanner(planner);
+    if (existing >= 0) return existing;
+    const int row = static_cast<int>(rows_.size());
+    beginInsertRows({}, row, row);
+    rows_.push_back(Row{planner, State::Running, 0, {}, std::nullopt});
+    endInsertRows();
+    return row;
+}
+
+void ComparisonModel::rowChanged(int row) { emit dataChanged(index(row, 0), index(row, ColumnCount - 1)); }
+
+void ComparisonModel::addRunning(const QString& planner) {
+    const int row = ensureRow(planner);
+    Row& r = rows_[static_cast<size_t>(row)];
+    r.state = State::Running;
+    r.progress = 0;
+    r.message.clear();
+    r.result.reset();
+    rowChanged(row);
+}
+
+void ComparisonModel::setProgress(const QString& planner, double fraction, const QString& message) {
+    const int row = rowOfPlanner(planner);
+    if (row < 0 || rows_[static_cast<size_t>(row)].state != State::Running) return;
+    rows_[static_cast<size_t>(row)].progress = fraction;
+    rows_[static_cast<size_t>(row)].message = message;
+    emit dataChanged(index(row, StatusColumn), index(row, StatusColumn));
+}
+
+void ComparisonModel::setResult(const PlannerResult& result) {
+    const int row = ensureRow(QString::fromStdString(result.planner));
+    Row& r = rows_[static_cast<size_t>(row)];
+    r.state = State::Done;
+    r.progress = 1;
+    r.message = QString::fromStdString(result.reason);
+    r.result = result;
+    rowChanged(row);
+}
+
+void ComparisonModel::setFailed(const QString& planner, const QString& message, bool cancelled) {
+    const int row = ensureRow(planner);
+    Row& r = rows_[static_cast<size_t>(row)];
+    r.state = cancelled ? State::Cancelled : State::Failed;
+    r.message = message;
+    r.result.reset();
+    rowChanged(row);
+}
+
+int ComparisonModel::rowOfPlanner(const QString& planner) const {
+    for (size_t i = 0; i < rows_.size(); ++i)
+        if (rows_[i].planner == planner) return static_cast<int>(i);
+    return -1;
+}
+
+const PlannerResult* ComparisonModel::result(int row) const {
+    if (row < 0 || static_cast<size_t>(row) >= rows_.size() || !rows_[static_cast<size_t>(row)].result) return nullptr;
+    return &*rows_[static_cast<size_t>(row)].result;
+}
+
+ComparisonModel::State ComparisonModel::state(int row) const { return rows_[static_cast<size_t>(row)].state; }
+
+int ComparisonModel::bestRow(Objective objective) const {
+    int best = -1;
+    double best_value = 0;
+    for (size_t i = 0; i < rows_.size(); ++i) {
+        const auto& r = rows_[i].result;
+        if (!r || !r->feasible) continue;
+        const double v = objectiveValue(r->metrics, objective);
+        if (best < 0 || v > best_value) {
+            best = static_cast<int>(i);
+            best_value = v;
+        }
+    }
+    return best;
+}
+
+bool ComparisonModel::hasMetrics(const PlannerResult& result) { return result.metrics.iteration_time_s > 0; }
+
+int ComparisonModel::finishedCount() const {
+    int n = 0;
+    for (const Row& r : rows_) n += r.state != State::Running ? 1 : 0;
+    return n;
+}
+
+int ComparisonModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : static_cast<int>(rows_.size()); }
+
+int ComparisonModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+
+QVariant ComparisonModel::headerData(int section, Qt::Orientation orientation, int role) const {
+    if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+    static const char* const names[] = {"Planner",          "pp×dp",       "Micro-batches", "Schedule",
+                                        "Iteration",        "Throughput (samples/s)", "Peak memory", "ME (samples/s/GiB)",
+                                        "Bubble",           "Planning time", "Feasible",   "Status"};
+    return section >= 0 && section < ColumnCount ? tr(names[section]) : QVariant();
+}
+
+QVariant ComparisonModel::data(const QModelIndex& index, int role) const {
+    if (!index.isValid() || static_cast<size_t>(index.row()) >= rows_.size()) return {};
+    const Row& row = rows_[static_cast<size_t>(index.row())];
+    switch (role) {
+    case Qt::DisplayRole: return display(row, index.column());
+    case SortRole: return sortKey(row, index.column());
+    case ProgressRole: return row.state == State::Running ? row.progress : -1.0;
+    case Qt::ToolTipRole: return row.message.isEmpty() ? QVariant() : QVariant(row.message);
+    case Qt::TextAlignmentRole:
+        return index.column() == PlannerColumn || index.column() == StatusColumn
+                   ? QVariant(Qt::AlignLeft | Qt::AlignVCenter)
+                   : QVariant(Qt::AlignRight | Qt::AlignVCenter);
+    case Qt::ForegroundRole:
+        if (row.result && !row.result->feasible) return QBrush(QColor(0xb00020));
+        return {};
+    default: return {};
+    }
+}
+
+QVariant ComparisonModel::display(const Row& row, int column) const {
+    if (column == PlannerColumn) return row.planner;
+    if (column == StatusColumn) {
+        switch (row.state) {
+        case State::Running:
+            return tr("running %1%").arg(qRound(row.progress * 100)) +
+                   (row.message.isEmpty() ? QString() : QStringLiteral(" · ") + row.message);
+        case State::Done: return row.message.isEmpty() ? tr("done") : row.message;
+        case State::Failed: return tr("failed: %1").arg(row.message);
+        case State::Cancelled: return tr("cancelled");
+        }
+    }
+    if (!row.result) return {};
+    const PlannerResult& r = *row.result;
+    const TraceMetrics& m = r.metrics;
+    if (!hasMetrics(r)) return column == FeasibleColumn ? tr("no") : column == PlanningTimeColumn ? formatSeconds(r.planning_time_s) : QStringLiteral("—");
+    switch (column) {
+    case ShapeColumn:
+        return r.plan.isPlacement() ? tr("placement") : QStringLiteral("%1×%2").arg(r.plan.pipelineDepth()).arg(r.plan.dp);
+    case MicroBatchesColumn: return r.plan.micro_batches;
+    case ScheduleColumn: return QString::fromLatin1(toString(r.plan.schedule));
+    case IterationTimeColumn: return formatSeconds(m.iteration_time_s);
+    case ThroughputColumn: return QString::number(m.throughput_samples_per_s, 'f', 1);
+    case PeakMemoryColumn: return formatBytes(m.max_peak_memory_bytes);
+    case MemoryEfficiencyColumn: return QString::number(m.memory_efficiency, 'f', 2);
+    case BubbleColumn: return QStringLiteral("%1%").arg(m.bubble_fraction * 100, 0, 'f', 1);
+    case PlanningTimeColumn: return formatSeconds(r.planning_time_s);
+    case FeasibleColumn: return r.feasible ? tr("yes") : tr("no");
+    default: return {};
+    }
+}
+
+QVariant ComparisonModel::sortKey(const Row& row, int column) const {
+    if (column == PlannerColumn) return row.planner;
+    if (column == StatusColumn) return static_cast<int>(row.state);
+    if (!row.result) return -1.0;  // running and failed rows sort below every result
+    const PlannerResult& r = *row.result;
+    const TraceMetrics& m = r.metrics;
+    switch (column) {
+    case ShapeColumn: return r.plan.deviceCount();
+    case MicroBatchesColumn: return r.plan.micro_batches;
+    case ScheduleColumn: return QString::fromLatin1(toString(r.plan.schedule));
+    case IterationTimeColumn: return m.iteration_time_s;
+    case ThroughputColumn: return m.throughput_samples_per_s;
+    case PeakMemoryColumn: return static_cast<double>(m.max_peak_memory_bytes);
+    case MemoryEfficiencyColumn: return m.memory_efficiency;
+    case BubbleColumn: return m.bubble_fraction;
+    case PlanningTimeColumn: return r.planning_time_s;
+    case FeasibleColumn: return r.feasible ? 1 : 0;
+    default: return {};
+    }
+}
+
+}  // namespace hippie::widgets

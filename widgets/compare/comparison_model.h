@@ -1,0 +1,74 @@
+#pragma once
+// The table of planners' results: one row per planner run, appearing as it starts, with its
+// progress while it runs and its plan's metrics once it finishes. Sort through a
+// QSortFilterProxyModel on SortRole (numbers, not their text).
+#include <optional>
+#include <vector>
+
+#include <QAbstractTableModel>
+
+#include "planners/algorithms/planner.h"
+
+namespace hippie::widgets {
+
+class ComparisonModel : public QAbstractTableModel {
+    Q_OBJECT
+public:
+    enum Column {
+        PlannerColumn,
+        ShapeColumn,          // "4×4" (pp×dp) or "placement"
+        MicroBatchesColumn,
+        ScheduleColumn,
+        IterationTimeColumn,
+        ThroughputColumn,
+        PeakMemoryColumn,
+        MemoryEfficiencyColumn,
+        BubbleColumn,
+        PlanningTimeColumn,
+        FeasibleColumn,
+        StatusColumn,
+        ColumnCount
+    };
+    enum class State { Running, Done, Failed, Cancelled };
+    static constexpr int SortRole = Qt::UserRole + 1;
+    static constexpr int ProgressRole = Qt::UserRole + 2;  // 0..1 while running, else -1
+
+    explicit ComparisonModel(QObject* parent = nullptr);
+
+    void clear();
+    void addRunning(const QString& planner);
+    void setProgress(const QString& planner, double fraction, const QString& message);
+    void setResult(const PlannerResult& result);  // replaces the planner's row or appends one
+    void setFailed(const QString& planner, const QString& message, bool cancelled);
+
+    int rowOfPlanner(const QString& planner) const;  // -1 if absent
+    const PlannerResult* result(int row) const;      // null while running or after a failure
+    State state(int row) const;
+    // The feasible row with the best value of `objective`, or -1.
+    int bestRow(Objective objective) const;
+    int finishedCount() const;
+    // True when the result carries simulated metrics (infeasible results may not).
+    static bool hasMetrics(const PlannerResult& result);
+
+    int rowCount(const QModelIndex& parent = {}) const override;
+    int columnCount(const QModelIndex& parent = {}) const override;
+    QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+    QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+
+private:
+    struct Row {
+        QString planner;
+        State state = State::Running;
+        double progress = 0;
+        QString message;
+        std::optional<PlannerResult> result;
+    };
+    QVariant display(const Row& row, int column) const;
+    QVariant sortKey(const Row& row, int column) const;
+    int ensureRow(const QString& planner);
+    void rowChanged(int row);
+
+    std::vector<Row> rows_;
+};
+
+}  // namespace hippie::widgets

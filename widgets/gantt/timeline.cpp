@@ -1,0 +1,109 @@
+#include "widgets/gantt/timeline.h"
+
+#include <algorithm>
+
+namespace hippie::widgets {
+
+namespace {
+// Fractions of a row's unit height: compute band, gap, communication band.
+constexpr double kComputeTop = -0.42;
+constexpr double kComputeBottom = 0.14;
+constexpr double kCommTop = 0.20;
+constexpr double kCommBottom = 0.42;
+}  // namespace
+
+double TimeAxisMapping::pixelsPerSecond() const {
+    const double span = t1_s - t0_s;
+    return span > 0 ? (px1 - px0) / span : 0.0;
+}
+
+double TimeAxisMapping::toPixel(double t_s) const { return px0 + (t_s - t0_s) * pixelsPerSecond(); }
+
+double TimeAxisMapping::toTime(double px) const {
+    const double pps = pixelsPerSecond();
+    return pps != 0 ? t0_s + (px - px0) / pps : t0_s;
+}
+
+int GanttRowLayout::rowOfDevice(int device) const {
+    for (size_t i = 0; i < rows.size(); ++i)
+        if (rows[i].device == device) return static_cast<int>(i);
+    return -1;
+}
+
+double GanttRowLayout::top() const { return rows.empty() ? 0.0 : rows.front().y - 0.5; }
+double GanttRowLayout::bottom() const { return rows.empty() ? 1.0 : rows.back().y + 0.5; }
+
+GanttRowLayout GanttRowLayout::build(const std::vector<int>& devices, const std::function<int(int)>& node_of,
+                                     double node_gap) {
+    std::vector<GanttRow> sorted;
+    sorted.reserve(devices.size());
+    for (int d : devices) sorted.push_back({d, node_of ? node_of(d) : 0, 0.0});
+    std::stable_sort(sorted.begin(), sorted.end(), [](const GanttRow& a, const GanttRow& b) {
+        return a.node != b.node ? a.node < b.node : a.device < b.device;
+    });
+    GanttRowLayout layout;
+    double y = 0;
+    for (size_t i = 0; i < sorted.size(); ++i) {
+        if (i > 0 && sorted[i].node != sorted[i - 1].node) {
+            layout.node_separators.push_back(y - 0.5 + node_gap / 2);
+            y += node_gap;
+        }
+        sorted[i].y = y;
+        y += 1.0;
+    }
+    layout.rows = std::move(sorted);
+    return layout;
+}
+
+GanttLane laneOf(InstrKind kind) { return isCompute(kind) ? GanttLane::Compute : GanttLane::Communication; }
+
+std::vector<GanttBlock> placeBlocks(const Trace& trace, const GanttRowLayout& layout) {
+    // Device id -> row, built once: traces have tens of thousands of events.
+    int max_device = -1;
+    for (const GanttRow& r : layout.rows) max_device = std::max(max_device, r.device);
+    std::vector<int> row_of(static_cast<size_t>(max_device + 1), -1);
+    for (size_t i = 0; i < layout.rows.size(); ++i) row_of[static_cast<size_t>(layout.rows[i].device)] = static_cast<int>(i);
+
+    std::vector<GanttBlock> blocks;
+    blocks.reserve(trace.events.size());
+    for (size_t i = 0; i < trace.events.size(); ++i) {
+        const TraceEvent& e = trace.events[i];
+        if (e.device < 0 || e.device > max_device) continue;
+        const int row = row_of[static_cast<size_t>(e.device)];
+        if (row < 0) continue;
+        const double y = layout.rows[static_cast<size_t>(row)].y;
+        const bool compute = laneOf(e.kind) == GanttLane::Compute;
+        GanttBlock b;
+        b.start_s = e.start_s;
+        b.end_s = std::max(e.end_s, e.start_s);
+        b.y_top = y + (compute ? kComputeTop : kCommTop);
+        b.y_bottom = y + (compute ? kComputeBottom : kCommBottom);
+        b.kind = e.kind;
+        b.mb = e.mb;
+        b.stage = e.stage;
+        b.row = row;
+        b.event = static_cast<int>(i);
+        blocks.push_back(b);
+    }
+    return blocks;
+}
+
+std::string blockLabel(const GanttBlock& block) {
+    const std::string mb = block.mb >= 0 ? std::to_string(block.mb) : std::string();
+    switch (block.kind) {
+    case InstrKind::Forward: return "F" + mb;
+    case InstrKind::Backward: return "B" + mb;
+    case InstrKind::BackwardInput: return "B" + mb;
+    case InstrKind::BackwardWeight: return "W" + mb;
+    case InstrKind::Recompute: return "R" + mb;
+    case InstrKind::SendActivation:
+    case InstrKind::SendGrad: return "S" + mb;
+    case InstrKind::RecvActivation:
+    case InstrKind::RecvGrad: return "R" + mb;
+    case InstrKind::AllReduce: return "AR";
+    case InstrKind::OptimizerStep: return "OPT";
+    }
+    return {};
+}
+
+}  // namespace hippie::widgets

@@ -1,0 +1,67 @@
+#pragma once
+// Timeline maths of the Gantt chart, free of any widget so that it is tested without a
+// window: time <-> pixel mapping, one row per device grouped by node, and where each
+// event's block goes.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "planners/sim/trace.h"
+
+namespace hippie::widgets {
+
+// Linear map from a visible time range [t0_s, t1_s] onto pixels [px0, px1].
+struct TimeAxisMapping {
+    double t0_s = 0;
+    double t1_s = 1;
+    double px0 = 0;
+    double px1 = 1;
+
+    double toPixel(double t_s) const;
+    double toTime(double px) const;
+    double pixelsPerSecond() const;
+};
+
+struct GanttRow {
+    int device = 0;   // global device id
+    int node = 0;
+    double y = 0;     // row centre in plot units; rows are one unit tall, top to bottom
+};
+
+// Rows ordered by node, then device id; a gap of `node_gap` rows between two nodes.
+struct GanttRowLayout {
+    std::vector<GanttRow> rows;
+    std::vector<double> node_separators;  // y of the boundary between consecutive nodes
+
+    int rowOfDevice(int device) const;  // -1 if the device has no row
+    double top() const;                 // smallest y covered (first row's top edge)
+    double bottom() const;              // largest y covered
+
+    static GanttRowLayout build(const std::vector<int>& devices, const std::function<int(int)>& node_of,
+                                double node_gap = 0.6);
+};
+
+// Compute runs in the upper band of a row; sends, receives and all-reduces (which overlap
+// compute on their own streams) in a thinner band under it.
+enum class GanttLane { Compute, Communication };
+GanttLane laneOf(InstrKind kind);
+
+struct GanttBlock {
+    double start_s = 0;
+    double end_s = 0;
+    double y_top = 0;     // plot units, y grows downwards
+    double y_bottom = 0;
+    InstrKind kind = InstrKind::Forward;
+    int mb = -1;
+    int stage = -1;
+    int row = 0;
+    int event = 0;        // index into Trace::events
+};
+
+// One block per trace event whose device has a row, in event order.
+std::vector<GanttBlock> placeBlocks(const Trace& trace, const GanttRowLayout& layout);
+
+// "F3", "B3", "W3", "R3", "AR", "OPT": what a block shows when it is wide enough.
+std::string blockLabel(const GanttBlock& block);
+
+}  // namespace hippie::widgets

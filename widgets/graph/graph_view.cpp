@@ -1,0 +1,209 @@
+#include "widgets/graph/graph_view.h"
+
+#include <algorithm>
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QFile>
+#include <QGraphicsItem>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPainter>
+#include <QPushButton>
+#include <QSvgGenerator>
+#include <QVBoxLayout>
+
+#include "planners/model/graph_json.h"
+#include "widgets/common/palette.h"
+#include "widgets/graph/graph_scene.h"
+#include "widgets/graph/graphviz_layouter.h"
+#include "widgets/graph/zoomable_view.h"
+
+namespace hippie::widgets {
+
+namespace {
+constexpr double kMaxExportPixels = 8000;  // longest side of an exported PNG
+constexpr double kMinReadableScale = 0.45;  // below this, op labels are unreadable
+
+ColorBy currentColorBy(const QComboBox* combo) { return combo->currentIndex() == 1 ? ColorBy::Device : ColorBy::Stage; }
+}  // namespace
+
+GraphView::GraphView(QWidget* parent)
+    : QWidget(parent),
+      scene_(new GraphScene(this)),
+      view_(new ZoomableGraphicsView(this)),
+      layouter_(new GraphvizLayouter(this)),
+      layer_view_(new QCheckBox(tr("Layer view"), this)),
+      color_by_(new QComboBox(this)),
+      search_(new QLineEdit(this)),
+      status_(new QLabel(this)) {
+    view_->setScene(scene_);
+    auto* fit_button = new QPushButton(tr("Fit"), this);
+    color_by_->addItem(tr("Colour by stage"));
+    color_by_->addItem(tr("Colour by device"));
+    search_->setPlaceholderText(tr("Search ops by name…"));
+    search_->setClearButtonEnabled(true);
+
+    auto* bar = new QHBoxLayout;
+    bar->addWidget(fit_button);
+    bar->addWidget(layer_view_);
+    bar->addWidget(color_by_);
+    bar->addWidget(search_, 1);
+    bar->addWidget(status_);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addLayout(bar);
+    layout->addWidget(view_, 1);
+
+    connect(fit_button, &QPushButton::clicked, this, &GraphView::fit);
+    connect(layer_view_, &QCheckBox::toggled, this, &GraphView::setCollapsed);
+    connect(color_by_, &QComboBox::currentIndexChanged, this, &GraphView::recolor);
+    connect(search_, &QLineEdit::returnPressed, this, &GraphView::onSearch);
+    connect(search_, &QLineEdit::textChanged, this, [this](const QString& t) {
+        if (t.isEmpty()) scene_->highlight({});
+    });
+    connect(layouter_, &GraphvizLayouter::layoutReady, this, &GraphView::onLayoutReady);
+    connect(view_, &ZoomableGraphicsView::clicked, this, &GraphView::onClicked);
+}
+
+GraphView::~GraphView() = default;
+
+void GraphView::setGraph(const Graph& graph) {
+    graph_ = graph;
+    expanded_.clear();
+    collapsed_ = shouldCollapse(graph_, collapse_threshold_);
+    const QSignalBlocker block(layer_view_);
+    layer_view_->setChecked(collapsed_);
+    relayout();
+}
+
+void GraphView::setPlan(const Plan* plan) {
+    plan_ = plan ? std::optional<Plan>(*plan) : std::nullopt;
+    recolor();
+}
+
+void GraphView::setCollapsed(bool collapsed) {
+    if (collapsed == collapsed_ && pending_ == 0 && !input_.nodes.empty()) return;
+    collapsed_ = collapsed;
+    expanded_.clear();
+    const QSignalBlocker block(layer_view_);
+    layer_view_->setChecked(collapsed_);
+    relayout();
+}
+
+void GraphView::expandLayer(int layer) {
+    if (!collapsed_ || !expanded_.insert(layer).second) return;
+    relayout();
+}
+
+void GraphView::relayout() {
+    input_ = buildLayoutInput(graph_, collapsed_, expanded_);
+    status_->setText(tr("laying out %1 boxes…").arg(input_.nodes.size()));
+    pending_ = layouter_->requestLayout(input_);
+}
+
+void GraphView::onLayoutReady(quint64 id, const GraphLayout& layout) {
+    if (id != pending_) return;  // a newer request is on its way
+    pending_ = 0;
+    if (!layout.error.empty()) {
+        status_->setText(QString::fromStdString(layout.error));
+        emit layoutFinished(0);
+        return;
+    }
+    scene_->setLayout(input_, layout, colors(), tooltips());
+    status_->setText(tr("%1 ops, %2 boxes").arg(graph_.ops.size()).arg(input_.nodes.size()));
+    fit();
+    emit layoutFinished(scene_->nodeItemCount());
+}
+
+
+std::vector<QColor> GraphView::colors() const {
+    const std::vector<int> cat = nodeCategories(graph_, input_, plan_ ? &*plan_ : nullptr, currentColorBy(color_by_));
+    std::vector<QColor> out;
+    out.reserve(cat.size());
+    for (int c : cat) out.push_back(categoryColor(c));
+    return out;
+}
+
+std::vector<QString> GraphView::tooltips() const {
+    const ColorBy by = currentColorBy(color_by_);
+    const std::vector<int> cat = nodeCategories(graph_, input_, plan_ ? &*plan_ : nullptr, by);
+    std::vector<QString> out;
+    out.reserve(cat.size());
+    for (size_t i = 0; i < input_.nodes.size(); ++i)
+        out.push_back(QString::fromStdString(nodeTooltip(graph_, input_.nodes[i], cat[i], by)));
+    return out;
+}
+
+void GraphView::recolor() {
+    if (scene_->nodeItemCount() == static_cast<int>(input_.nodes.size())) scene_->setColors(colors(), tooltips());
+}
+
+void GraphView::fit() {
+    const QRectF rect = scene_->sceneRect();
+    if (rect.isEmpty()) return;
+    view_->fitInView(rect, Qt::KeepAspectRatio);
+    // A long chain fitted whole is a thin line: keep labels readable and start at the inputs.
+    if (view_->transform().m11() < kMinReadableScale) {
+        view_->setTransform(QTransform::fromScale(kMinReadableScale, kMinReadableScale));
+        const double half_height = view_->viewport()->height() / (2 * kMinReadableScale);
+        view_->centerOn(rect.center().x(), rect.top() + half_height);
+    }
+}
+
+void GraphView::showEvent(QShowEvent* event) {
+    QWidget::showEvent(event);
+    fit();  // a layout that finished while hidden was fitted to the wrong size
+}
+
+void GraphView::onSearch() {
+    const std::vector<int> found = scene_->highlight(search_->text());
+    status_->setText(tr("%1 matches").arg(found.size()));
+    if (!found.empty()) view_->centerOn(scene_->nodeRect(found.front()).center());
+}
+
+void GraphView::onClicked(QPointF scene_pos, bool double_click) {
+    const int node = scene_->nodeOfItem(scene_->itemAt(scene_pos, view_->transform()));
+    if (node < 0 || static_cast<size_t>(node) >= input_.nodes.size()) return;
+    const LayoutNode& n = input_.nodes[static_cast<size_t>(node)];
+    if (double_click && n.op < 0) {
+        expandLayer(n.layer);
+        return;
+    }
+    emit nodeActivated(QString::fromStdString(nodeTooltip(graph_, n, -1, ColorBy::Stage)));
+}
+
+bool GraphView::exportPng(const QString& path) const {
+    const QRectF rect = scene_->sceneRect();
+    const double scale = std::min(2.0, kMaxExportPixels / std::max(rect.width(), rect.height()));
+    QImage image((rect.size() * scale).toSize(), QImage::Format_ARGB32_Premultiplied);
+    image.fill(Qt::white);
+    QPainter painter(&image);
+    painter.setRenderHint(QPainter::Antialiasing);
+    scene_->render(&painter, QRectF(), rect);
+    painter.end();
+    return image.save(path);
+}
+
+bool GraphView::exportSvg(const QString& path) const {
+    const QRectF rect = scene_->sceneRect();
+    QSvgGenerator svg;
+    svg.setFileName(path);
+    svg.setSize(rect.size().toSize());
+    svg.setViewBox(QRectF(QPointF(0, 0), rect.size()));
+    svg.setTitle(QString::fromStdString(graph_.name));
+    QPainter painter;
+    if (!painter.begin(&svg)) return false;
+    scene_->render(&painter, QRectF(QPointF(0, 0), rect.size()), rect);
+    return painter.end();
+}
+
+bool GraphView::exportDot(const QString& path) const {
+    QFile file(path);
+    if (!file.open(QIODevice::WriteOnly | QIODevice::Text)) return false;
+    const std::string dot = graphToDot(graph_);
+    return file.write(dot.data(), static_cast<qint64>(dot.size())) == static_cast<qint64>(dot.size());
+}
+
+}  // namespace hippie::widgets

@@ -1,0 +1,84 @@
+#pragma once
+// The operator graph view: Graphviz layout on its own thread, drawn in a QGraphicsScene,
+// coloured by the selected plan's stage or device; zoom, pan, fit, search, hover tooltips,
+// click for details; one box per layer above a few hundred ops, expanded on double-click.
+#include <memory>
+#include <optional>
+#include <set>
+
+#include <QWidget>
+
+#include "planners/model/graph.h"
+#include "planners/schedule/plan.h"
+#include "widgets/graph/layout_graph.h"
+#include "widgets/graph/node_colors.h"
+
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QLineEdit;
+
+namespace hippie::widgets {
+
+class GraphScene;
+class GraphvizLayouter;
+class ZoomableGraphicsView;
+
+class GraphView : public QWidget {
+    Q_OBJECT
+public:
+    explicit GraphView(QWidget* parent = nullptr);
+    ~GraphView() override;
+
+    void setGraph(const Graph& graph);  // starts a layout; layoutFinished() follows
+    void setPlan(const Plan* plan);     // recolours (null: no plan)
+    void setCollapseThreshold(int ops) { collapse_threshold_ = ops; }
+    void setCollapsed(bool collapsed);
+    void expandLayer(int layer);
+
+    bool isCollapsed() const { return collapsed_; }
+    bool isLayingOut() const { return pending_ != 0; }
+    const LayoutInput& layoutInput() const { return input_; }
+    const GraphScene* scene() const { return scene_; }
+
+    bool exportPng(const QString& path) const;
+    bool exportSvg(const QString& path) const;
+    bool exportDot(const QString& path) const;
+
+public slots:
+    void fit();
+
+protected:
+    void showEvent(QShowEvent* event) override;
+
+signals:
+    void layoutFinished(int nodes);
+    void nodeActivated(const QString& details);
+
+private:
+    void relayout();
+    void onLayoutReady(quint64 id, const GraphLayout& layout);
+    void recolor();
+    void onSearch();
+    void onClicked(QPointF scene_pos, bool double_click);
+    std::vector<QColor> colors() const;
+    std::vector<QString> tooltips() const;
+
+    GraphScene* scene_;
+    ZoomableGraphicsView* view_;
+    GraphvizLayouter* layouter_;
+    QCheckBox* layer_view_;
+    QComboBox* color_by_;
+    QLineEdit* search_;
+    QLabel* status_;
+
+    Graph graph_;
+    std::optional<Plan> plan_;
+    LayoutInput input_;
+    std::set<int> expanded_;
+    bool collapsed_ = false;
+    int collapse_threshold_ = kDefaultCollapseThresholdOps;
+    quint64 pending_ = 0;
+};
+
+}  // namespace hippie::widgets

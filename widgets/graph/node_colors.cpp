@@ -1,0 +1,76 @@
+#include "widgets/graph/node_colors.h"
+
+#include <QString>
+
+#include "widgets/common/units.h"
+
+namespace hippie::widgets {
+
+namespace {
+
+int stageOfLayer(const Plan& plan, int layer) {
+    for (size_t s = 0; s < plan.stages.size(); ++s)
+        if (layer >= plan.stages[s].first_layer && layer <= plan.stages[s].last_layer) return static_cast<int>(s);
+    return -1;
+}
+
+}  // namespace
+
+std::vector<int> opCategories(const Graph& graph, const Plan* plan, ColorBy by) {
+    std::vector<int> cat(graph.ops.size(), -1);
+    if (!plan) return cat;
+    if (plan->isPlacement()) {
+        for (size_t i = 0; i < graph.ops.size() && i < plan->placement.size(); ++i) cat[i] = plan->placement[i];
+        return cat;
+    }
+    const int pp = plan->pipelineDepth();
+    for (size_t i = 0; i < graph.ops.size(); ++i) {
+        const int stage = stageOfLayer(*plan, graph.ops[i].layer);
+        if (stage < 0) continue;
+        const int position = pp > 0 ? stage % pp : stage;  // an interleaved chunk runs on its position
+        if (by == ColorBy::Stage) {
+            cat[i] = stage;
+        } else {
+            const auto p = static_cast<size_t>(position);
+            cat[i] = p < plan->device_map.size() && !plan->device_map[p].empty() ? plan->device_map[p].front() : position;
+        }
+    }
+    return cat;
+}
+
+std::vector<int> nodeCategories(const Graph& graph, const LayoutInput& input, const Plan* plan, ColorBy by) {
+    const std::vector<int> ops = opCategories(graph, plan, by);
+    std::vector<int> layer_cat(static_cast<size_t>(graph.layerCount()), -1);
+    for (size_t i = 0; i < graph.ops.size(); ++i) {
+        const auto l = static_cast<size_t>(graph.ops[i].layer);
+        if (l < layer_cat.size() && layer_cat[l] < 0) layer_cat[l] = ops[i];
+    }
+    std::vector<int> cat;
+    cat.reserve(input.nodes.size());
+    for (const LayoutNode& n : input.nodes) {
+        if (n.op >= 0)
+            cat.push_back(ops[static_cast<size_t>(n.op)]);
+        else
+            cat.push_back(n.layer >= 0 && static_cast<size_t>(n.layer) < layer_cat.size() ? layer_cat[static_cast<size_t>(n.layer)]
+                                                                                       : -1);
+    }
+    return cat;
+}
+
+std::string nodeTooltip(const Graph& graph, const LayoutNode& node, int category, ColorBy by) {
+    QString text;
+    if (node.op >= 0) {
+        const Op& op = graph.ops[static_cast<size_t>(node.op)];
+        text = QStringLiteral("%1 (%2), layer %3\nforward %4, backward %5\nparams %6, output %7")
+                   .arg(QString::fromStdString(op.name), QString::fromStdString(op.kind))
+                   .arg(op.layer)
+                   .arg(formatFlops(op.fwd_flops), formatFlops(op.bwd_flops), formatBytes(op.param_bytes),
+                        formatBytes(op.output_bytes));
+    } else {
+        text = QString::fromStdString(node.label) + QStringLiteral("\ndouble-click to expand");
+    }
+    if (category >= 0) text += QStringLiteral("\n%1 %2").arg(by == ColorBy::Stage ? QStringLiteral("stage") : QStringLiteral("device")).arg(category);
+    return text.toStdString();
+}
+
+}  // namespace hippie::widgets

@@ -1,0 +1,25 @@
+#pragma once
+// Which category (pipeline stage or device) each box of the graph view belongs to under a
+// plan, so that the graph is coloured like the Gantt chart. Plain functions, no widgets.
+#include <string>
+#include <vector>
+
+#include "planners/model/graph.h"
+#include "planners/schedule/plan.h"
+#include "widgets/graph/layout_graph.h"
+
+namespace hippie::widgets {
+
+enum class ColorBy { Stage, Device };
+
+// Category of each op under `plan`: its pipeline stage (interleaved chunks count as their
+// device position) or the first device holding it; -1 without a plan or when unplaced.
+std::vector<int> opCategories(const Graph& graph, const Plan* plan, ColorBy by);
+
+// Category of each LayoutInput node: its op's, or a collapsed layer's first op's.
+std::vector<int> nodeCategories(const Graph& graph, const LayoutInput& input, const Plan* plan, ColorBy by);
+
+// Tooltip text of a node: op kind, FLOPs, bytes and the device or stage.
+std::string nodeTooltip(const Graph& graph, const LayoutNode& node, int category, ColorBy by);
+
+}  // namespace hippie::widgets
