@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# hippie-plan compare: planners side by side, JSON results, plans written with --out that
+# simulate --plan replays to the same metrics, and bad planner names.
+# Usage: test_cli_compare.sh <path-to-hippie-plan> <repo-root>
+set -euo pipefail
+BIN=$1
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+ARGS=(--model gpt2-small --cluster dgx-a100-1x8 --global-batch 64 --precision fp16 --time-budget 20)
+
+"$BIN" compare "${ARGS[@]}" --json --out "$OUT/plans" >"$OUT/results.json" || fail "compare --json exited with $?"
+python3 - "$OUT/results.json" "$OUT/plans" <<'PY' || fail "compare --json results are wrong"
+import json, os, sys
+results = json.load(open(sys.argv[1]))["results"]
+names = [r["planner"] for r in results]
+# Every hybrid planner of the issue is registered and runs by default.
+for name in ["hippie", "data-parallel", "equal-params", "uniform", "pipedream", "gpipe-balance"]:
+    assert name in names, f"{name} missing from {names}"
+for r in results:
+    assert set(r) == {"planner", "plan", "metrics", "planning_time_s", "feasible", "reason"}, r.keys()
+    if r["feasible"]:
+        assert r["metrics"]["fits_memory"] is True, r["planner"]
+        assert os.path.exists(os.path.join(sys.argv[2], r["planner"] + ".plan.json")), r["planner"]
+    else:
+        assert r["reason"], f"{r['planner']} is infeasible without a reason"
+# HIPPIE maximises memory efficiency: no feasible baseline beats it on that objective.
+best = {r["planner"]: r["metrics"]["memory_efficiency"] for r in results if r["feasible"]}
+assert all(best["hippie"] >= v * (1 - 1e-9) for v in best.values()), best
+PY
+
+# A written plan replays to the metrics compare reported.
+python3 - "$OUT/results.json" > "$OUT/hippie.expected.json" <<'PY'
+import json, sys
+r = next(r for r in json.load(open(sys.argv[1]))["results"] if r["planner"] == "hippie")
+print(json.dumps(r["metrics"]))
+PY
+"$BIN" simulate --plan "$OUT/plans/hippie.plan.json" --json >"$OUT/hippie.replayed.json" || fail "simulate --plan of hippie's plan failed"
+python3 - "$OUT/hippie.expected.json" "$OUT/hippie.replayed.json" <<'PY' || fail "replayed metrics differ from compare's"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+for k in a:
+    if isinstance(a[k], float):
+        assert abs(a[k] - b[k]) <= 1e-9 * max(1.0, abs(a[k])), (k, a[k], b[k])
+    else:
+        assert a[k] == b[k], (k, a[k], b[k])
+PY
+
+# Placement planners run through the same command.
+"$BIN" compare --model inception-v3 --cluster dgx-a100-1x8 --global-batch 32 --planners m-topo,sgp --json >"$OUT/place.json" \
+  || fail "compare with placement planners exited with $?"
+python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"]; assert [x["planner"] for x in r]==["m-topo","sgp"]' "$OUT/place.json" \
+  || fail "placement planners missing from the results"
+
+# The table names every planner.
+"$BIN" compare "${ARGS[@]}" --planners data-parallel,uniform >"$OUT/table.txt" || fail "compare table exited with $?"
+grep -q "^data-parallel" "$OUT/table.txt" && grep -q "^uniform" "$OUT/table.txt" || fail "table rows missing: $(cat "$OUT/table.txt")"
+
+# An unknown planner: exit 2, one line naming it.
+set +e
+"$BIN" compare "${ARGS[@]}" --planners hippie,nosuch >"$OUT/bad.out" 2>"$OUT/bad.err"
+rc=$?
+set -e
+[[ $rc -eq 2 ]] || fail "unknown planner: exit $rc, expected 2"
+[[ $(wc -l <"$OUT/bad.err") -eq 1 ]] && grep -q "nosuch" "$OUT/bad.err" || fail "unknown planner message: $(cat "$OUT/bad.err")"
+echo "compare: all checks passed"
