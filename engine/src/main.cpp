@@ -40,7 +40,7 @@ int errorEvent(const std::string& message) {
 
 struct PlanFlags {
     std::string model = "gpt-tiny";
-    int pp = 2, dp = 1, micro_batches = 4, global_batch = 16, seq_len = 0;
+    int pp = 2, dp = 1, micro_batches = 4, global_batch = 16, seq_len = 0, virtual_stages = 1;
     std::string schedule = "1f1b", optimizer = "sgd", out;
     std::vector<int> recompute;
     long long bucket_bytes = 0;
@@ -64,11 +64,14 @@ int makePlan(const PlanFlags& f) {
         p.schedule = hippie::scheduleFromString(f.schedule);
         p.optimizer = hippie::optimizerFromString(f.optimizer);
         p.recompute_layers = f.recompute;
+        p.virtual_stages = f.virtual_stages;
         if (f.bucket_bytes > 0) p.bucket_bytes = f.bucket_bytes;
         const hippie::Graph g = he::buildTinyGraph(*cfg, p.model);
         const int layers = g.layerCount();
-        if (f.pp < 1 || f.pp > layers) return errorEvent("--pp must be between 1 and the model's " + std::to_string(layers) + " layers");
-        for (int s = 0; s < f.pp; ++s) p.stages.push_back({s * layers / f.pp, (s + 1) * layers / f.pp - 1});
+        const int chunks = f.pp * f.virtual_stages;  // interleaved: chunk c of device i is stage c * pp + i
+        if (f.pp < 1 || f.virtual_stages < 1 || chunks > layers)
+            return errorEvent("--pp x --virtual-stages must be between 1 and the model's " + std::to_string(layers) + " layers");
+        for (int s = 0; s < chunks; ++s) p.stages.push_back({s * layers / chunks, (s + 1) * layers / chunks - 1});
         p.device_map = hippie::defaultDeviceMap(f.pp, f.dp);
         hippie::checkPlan(p, g, p.deviceCount());
         if (f.out.empty()) std::cout << hippie::planToJson(p).dump(2) << std::endl;
@@ -123,6 +126,7 @@ int main(int argc, char** argv) {
     plan_cmd->add_option("--global-batch", pf.global_batch, "samples per step");
     plan_cmd->add_option("--seq-len", pf.seq_len, "sequence length (0: the model's)");
     plan_cmd->add_option("--schedule", pf.schedule, "gpipe, 1f1b, hippie, interleaved, zb-h1");
+    plan_cmd->add_option("--virtual-stages", pf.virtual_stages, "model chunks per device (interleaved)");
     plan_cmd->add_option("--optimizer", pf.optimizer, "sgd, sgd-momentum, adam");
     plan_cmd->add_option("--recompute", pf.recompute, "layers to recompute")->delimiter(',');
     plan_cmd->add_option("--bucket-bytes", pf.bucket_bytes, "gradient bucket size");

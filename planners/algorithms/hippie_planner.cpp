@@ -23,16 +23,18 @@ using hybrid::Estimate;
 using hybrid::Shape;
 
 // Effort. The estimate is cheap (microseconds), a simulation is not (milliseconds on large
-// models), so the search estimates everything and simulates a budget of instructions: about
-// half a second of simulation on this project's reference machine, whatever the model size.
-constexpr int kClimbStarts = 8;                   // distinct shapes balanced and refined on the estimate
-constexpr int kSeedRecomputeSteps = 3;           // fullest stages a seed tries recomputing
-constexpr int kFrontSteps = 32;                   // plans taken along a shape's Pareto front
-constexpr int64_t kBalancingCells = 20'000'000;   // dynamic-programming cells for balancing more shapes
-constexpr int kSimulatedFromRanking = 48;         // best-ranked candidates simulated
-constexpr int kSimulationsPerPhase = 400;         // ranking plus climbing
-constexpr int kAlwaysSimulated = 4;               // even when they alone exceed the budget
-constexpr int64_t kInstructionBudget = 800'000;  // simulated instructions per search
+// models), so the search estimates widely and simulates within a budget of instructions
+// (the simulator runs a few million a second): about a tenth of a second whatever the model.
+constexpr int kSeededMicroBatchCounts = 3;         // per (pp, dp), given every seed partition
+constexpr int kSeedRecomputeSteps = 3;             // fullest stages a seed tries recomputing
+constexpr size_t kFarthestHandOver = 8;           // stages a climbing move hands a layer across
+constexpr int kClimbStarts = 8;                    // distinct shapes balanced and refined on the estimate
+constexpr int kFrontSteps = 32;                    // plans taken along a shape's Pareto front
+constexpr int64_t kBalancingCells = 20'000'000;    // dynamic-programming cells for balancing more shapes
+constexpr int kSimulatedFromRanking = 48;          // best-ranked candidates simulated
+constexpr int kSimulationsPerPhase = 400;          // ranking plus climbing
+constexpr int kAlwaysSimulated = 4;                // even when they alone exceed the budget
+constexpr int64_t kInstructionBudget = 400'000;    // simulated instructions per search
 // A move must beat the incumbent by more than rounding to count as an improvement.
 constexpr double kRelativeImprovement = 1e-12;
 
@@ -56,26 +58,53 @@ std::string fixed(double v, int digits) {
     return buf;
 }
 
-// Candidates one step away: one layer handed from a stage to another (the stages between
-// pass it along, keeping their sizes: all boundaries between the two move by one), a stage's
-// recomputation switched, and (when given) the neighbouring micro-batch counts.
+// `c` with one layer handed from stage `from` to stage `to`: the stages between pass it
+// along, keeping their sizes (every boundary between the two moves by one layer).
+Candidate handOver(const Candidate& c, size_t from, size_t to) {
+    Candidate n = c;
+    const int step = to > from ? -1 : 1;  // boundaries move towards `from`
+    for (size_t b = std::min(from, to); b < std::max(from, to); ++b) {
+        n.stages[b].last_layer += step;
+        n.stages[b + 1].first_layer += step;
+    }
+    for (size_t s = 0; s < n.stages.size(); ++s)
+        if (!hybrid::canRecompute(n.stages[s])) n.recompute[s] = 0;
+    return n;
+}
+
+// `c` with the boundary after stage b moved to after layer `last`.
+Candidate moveBoundary(const Candidate& c, size_t b, int last) {
+    Candidate n = c;
+    n.stages[b].last_layer = last;
+    n.stages[b + 1].first_layer = last + 1;
+    for (size_t s : {b, b + 1})
+        if (!hybrid::canRecompute(n.stages[s])) n.recompute[s] = 0;
+    return n;
+}
+
+// Adds `n`, and `n` with stage `grown` recomputing, which the layers it gained may need.
+void addWithRecomputeVariant(std::vector<Candidate>& out, Candidate n, size_t grown) {
+    const bool variant = !n.recompute[grown] && hybrid::canRecompute(n.stages[grown]);
+    out.push_back(n);
+    if (!variant) return;
+    n.recompute[grown] = 1;
+    out.push_back(std::move(n));
+}
+
+// Candidates one step away: a boundary moved anywhere between its neighbours; a layer handed
+// across several stages (each between passes one on, up to kFarthestHandOver stages); each
+// of these also with the grown stage recomputing; a stage's recomputation switched; and
+// (when given) the neighbouring micro-batch counts.
 std::vector<Candidate> neighbours(const Candidate& c, const std::vector<int>& micro_batch_counts) {
     std::vector<Candidate> out;
     const size_t pp = c.stages.size();
+    for (size_t b = 0; b + 1 < pp; ++b)
+        for (int last = c.stages[b].first_layer; last < c.stages[b + 1].last_layer; ++last)
+            if (last != c.stages[b].last_layer) addWithRecomputeVariant(out, moveBoundary(c, b, last), last > c.stages[b].last_layer ? b : b + 1);
     for (size_t from = 0; from < pp; ++from) {
         if (c.stages[from].first_layer == c.stages[from].last_layer) continue;  // a stage keeps at least one layer
-        for (size_t to = 0; to < pp; ++to) {
-            if (to == from) continue;
-            Candidate n = c;
-            const int step = to > from ? -1 : 1;  // boundaries move towards `from`
-            for (size_t b = std::min(from, to); b < std::max(from, to); ++b) {
-                n.stages[b].last_layer += step;
-                n.stages[b + 1].first_layer += step;
-            }
-            for (size_t s = 0; s < pp; ++s)
-                if (!hybrid::canRecompute(n.stages[s])) n.recompute[s] = 0;
-            out.push_back(std::move(n));
-        }
+        for (size_t to = from > kFarthestHandOver ? from - kFarthestHandOver : 0; to < std::min(pp, from + kFarthestHandOver + 1); ++to)
+            if (to + 1 < from || to > from + 1) addWithRecomputeVariant(out, handOver(c, from, to), to);
     }
     for (size_t s = 0; s < c.stages.size(); ++s) {
         if (!hybrid::canRecompute(c.stages[s])) continue;
@@ -231,22 +260,35 @@ private:
 
     // ---- Seeds ---------------------------------------------------------------------------
 
+    // Per (pp, dp): every micro-batch count with equal layers per stage, then every seed
+    // partition for the few counts that rank best (more micro-batches shrink the bubble and
+    // the activations, so few counts compete).
     std::vector<Ranked> seedEveryShape(const Goal& goal, double progress_from, double progress_span) {
         std::vector<Ranked> pool;
         std::unordered_set<std::string> seen;
-        for (size_t i = 0; i < shapes_.size() && !context_.shouldStop(); ++i) {
-            const Shape& shape = shapes_[i];
-            if (i == 0 || shapes_[i - 1].pp != shape.pp)
-                context_.progress(progress_from + progress_span * static_cast<double>(i) / static_cast<double>(shapes_.size()),
-                                  "estimating pipelines of depth " + std::to_string(shape.pp));
-            for (const auto& stages : seedPartitions(shape)) {
-                Ranked r = withRecomputation(Candidate{shape, stages, std::vector<char>(stages.size(), 0)}, goal);
-                if (seen.insert(hybrid::candidateKey(r.candidate)).second) pool.push_back(std::move(r));
+        auto keep = [&](Ranked r) {
+            if (seen.insert(hybrid::candidateKey(r.candidate)).second) pool.push_back(std::move(r));
+        };
+        for (size_t first = 0, last = 0; first < shapes_.size() && !context_.shouldStop(); first = last) {
+            while (last < shapes_.size() && shapes_[last].pp == shapes_[first].pp && shapes_[last].dp == shapes_[first].dp) ++last;
+            context_.progress(progress_from + progress_span * static_cast<double>(first) / static_cast<double>(shapes_.size()),
+                              "estimating pp " + std::to_string(shapes_[first].pp) + " x dp " + std::to_string(shapes_[first].dp));
+            std::vector<Ranked> uniform;
+            for (size_t i = first; i < last; ++i) uniform.push_back(seeded(shapes_[i], uniformPartition(problem_.graph.layerCount(), shapes_[i].pp), goal));
+            sortByRank(uniform);
+            for (size_t i = 0; i < uniform.size(); ++i) {
+                if (static_cast<int>(i) < kSeededMicroBatchCounts)
+                    for (const auto& stages : seedPartitions(uniform[i].candidate.shape)) keep(seeded(uniform[i].candidate.shape, stages, goal));
+                keep(std::move(uniform[i]));
             }
         }
         sortByRank(pool);
         pooled_ += static_cast<int64_t>(pool.size());
         return pool;
+    }
+
+    Ranked seeded(const Shape& shape, const std::vector<StageRange>& stages, const Goal& goal) {
+        return withRecomputation(Candidate{shape, stages, std::vector<char>(stages.size(), 0)}, goal);
     }
 
     // The baselines' partitions for this depth: equal layers (uniform), equal parameters,

@@ -193,10 +193,10 @@ PlannerResult searchOutcome(const std::string& planner, const Problem& problem, 
 
 namespace {
 
-// A 1F1B run is a warm-up, a steady state and a cool-down, each about a pipeline depth of
-// micro-batches: longer runs are simulated for this window, long enough to measure the
-// steady state's period, and extended by it.
-int pipelineWindow(int pp, int m) { return std::min(m, 3 * pp + 8); }
+// A 1F1B run is a warm-up and a cool-down of about a pipeline depth of micro-batches each,
+// and a steady state between them: longer runs are simulated for this window, which leaves
+// enough steady state to measure its period, and extended by it.
+int pipelineWindow(int pp, int m) { return std::min(m, 2 * pp + 8); }
 
 // The hippie schedule's compute at stage granularity (no all-reduce), for one micro-batch
 // count: each stage runs its 1F1B order; a forward waits for its input, a backward for its
@@ -205,77 +205,90 @@ int pipelineWindow(int pp, int m) { return std::min(m, 3 * pp + 8); }
 class StagePipeline {
 public:
     StagePipeline(const std::vector<StageTimes>& stages, int m)
-        : st_(stages), pp_(static_cast<int>(stages.size())), m_(m), fwd_end_(cells(), kPending), bwd_end_(cells(), kPending),
-          act_arrival_(cells(), kPending), grad_arrival_(cells(), kPending), next_(stages.size(), 0), free_(stages.size(), 0.0),
-          act_link_(stages.size(), 0.0), grad_link_(stages.size(), 0.0) {}
+        : st_(stages), pp_(static_cast<int>(stages.size())), m_(m), lanes_(stages.size()), act_arrival_(cells(), kPending),
+          grad_arrival_(cells(), kPending), first_stage_backward_end_(static_cast<size_t>(m), 0.0) {
+        for (int s = 0; s < pp_; ++s) lanes_[static_cast<size_t>(s)].warm_up = std::min(pp_ - s - 1, m_);
+    }
 
     std::vector<double> run() {
-        // Sweeps alternate down the pipeline (forwards flow that way) and up it (backwards do).
-        int remaining = 2 * pp_ * m_;
-        for (bool down = true; remaining > 0; down = !down) {
-            int moved = 0;
-            for (int i = 0; i < pp_; ++i) {
-                const int s = down ? i : pp_ - 1 - i;
-                while (next_[static_cast<size_t>(s)] < 2 * m_ && step(s)) ++moved;
+        // A stage runs until it waits for a neighbour; it is woken when that neighbour sends.
+        std::vector<int> ready;
+        for (int s = pp_ - 1; s >= 0; --s) ready.push_back(s);
+        std::vector<char> queued(static_cast<size_t>(pp_), 1);
+        while (!ready.empty()) {
+            const int s = ready.back();
+            ready.pop_back();
+            queued[static_cast<size_t>(s)] = 0;
+            for (int woken = step(s); woken != kBlocked; woken = step(s)) {
+                if (woken >= 0 && !queued[static_cast<size_t>(woken)]) {
+                    queued[static_cast<size_t>(woken)] = 1;
+                    ready.push_back(woken);
+                }
             }
-            remaining -= moved;
-            if (moved == 0 && !down) break;  // cannot happen for 1F1B orders; guards the loop all the same
         }
         std::vector<double> ends;
-        for (int s = 0; s < pp_; ++s) ends.push_back(bwd_end_[at(s, m_ - 1)]);
+        for (const Lane& l : lanes_) ends.push_back(l.free);  // every stage ends with a backward
         return ends;
     }
 
     // Seconds per micro-batch in the steady state: stage 0's backwards before its cool-down,
-    // over the last pipeline depth of them (the warm-up's transient has died out by then).
+    // over the last half pipeline depth of them (the warm-up's transient has died out by then).
     double steadyPeriod() const {
-        const int last = m_ - pp_, first = last - pp_;
-        return first >= 0 ? (bwd_end_[at(0, last)] - bwd_end_[at(0, first)]) / pp_ : 0.0;
+        const int last = m_ - pp_, span = std::max(1, pp_ / 2), first = last - span;
+        return first >= 0 ? (first_stage_backward_end_[static_cast<size_t>(last)] - first_stage_backward_end_[static_cast<size_t>(first)]) / span : 0.0;
     }
 
 private:
     static constexpr double kPending = -1;
+    static constexpr int kBlocked = -2;
+
+    struct Lane {
+        int warm_up = 0;                 // forwards before the first backward, less one
+        int forwards = 0, backwards = 0;  // done
+        double free = 0;                  // when the stage's compute is free
+        double act_link = 0, grad_link = 0;  // when its links to the next and the previous stage are
+    };
 
     size_t cells() const { return static_cast<size_t>(pp_) * static_cast<size_t>(m_); }
     size_t at(int s, int k) const { return static_cast<size_t>(s) * static_cast<size_t>(m_) + static_cast<size_t>(k); }
 
-    // The i-th compute of stage s in 1F1B order: (forward?, micro-batch).
-    std::pair<bool, int> op(int s, int i) const {
-        const int warm = std::min(pp_ - s - 1, m_);
-        if (i < warm) return {true, i};
-        const int j = i - warm, steady = 2 * (m_ - warm);
-        if (j < steady) return j % 2 == 0 ? std::make_pair(true, warm + j / 2) : std::make_pair(false, j / 2);
-        return {false, m_ - warm + (j - steady)};
-    }
-
-    bool step(int s) {
-        const auto [forward, k] = op(s, next_[static_cast<size_t>(s)]);
+    // Runs stage s's next compute (1F1B: a forward while at most warm_up + 1 micro-batches
+    // would be in flight) if its input is there; returns the neighbour it sent to (-1: none),
+    // or kBlocked when it waits or is done.
+    int step(int s) {
+        Lane& l = lanes_[static_cast<size_t>(s)];
+        if (l.backwards == m_) return kBlocked;
+        const bool forward = l.forwards < m_ && l.forwards - l.backwards <= l.warm_up;
+        const int k = forward ? l.forwards : l.backwards;
         const StageTimes& t = st_[static_cast<size_t>(s)];
-        double ready = 0;
-        if (forward && s > 0) ready = act_arrival_[at(s, k)];
-        if (!forward && s + 1 < pp_) ready = grad_arrival_[at(s, k)];
-        if (ready == kPending) return false;
-        double& free = free_[static_cast<size_t>(s)];
-        const double start = std::max(forward ? free : free + t.recompute_s, ready);
-        free = start + (forward ? t.fwd_s : t.bwd_s);
+        double input = 0;
+        if (forward && s > 0) input = act_arrival_[at(s, k)];
+        if (!forward && s + 1 < pp_) input = grad_arrival_[at(s, k)];
+        if (input == kPending) return kBlocked;
         if (forward) {
-            fwd_end_[at(s, k)] = free;
-            if (s + 1 < pp_) act_arrival_[at(s + 1, k)] = send(act_link_[static_cast<size_t>(s)], free, t.hop_s);
-        } else {
-            bwd_end_[at(s, k)] = free;
-            if (s > 0) grad_arrival_[at(s - 1, k)] = send(grad_link_[static_cast<size_t>(s) - 1], free, st_[static_cast<size_t>(s) - 1].hop_s);
+            l.free = std::max(l.free, input) + t.fwd_s;
+            ++l.forwards;
+            if (s + 1 == pp_) return -1;
+            act_arrival_[at(s + 1, k)] = send(l.act_link, l.free, t.hop_s);
+            return s + 1;
         }
-        ++next_[static_cast<size_t>(s)];
-        return true;
+        l.free = std::max(l.free + t.recompute_s, input) + t.bwd_s;
+        ++l.backwards;
+        if (s == 0) {
+            first_stage_backward_end_[static_cast<size_t>(k)] = l.free;
+            return -1;
+        }
+        grad_arrival_[at(s - 1, k)] = send(l.grad_link, l.free, st_[static_cast<size_t>(s) - 1].hop_s);
+        return s - 1;
     }
 
     static double send(double& link_free, double when, double hop) { return link_free = std::max(link_free, when) + hop; }
 
     const std::vector<StageTimes>& st_;
     int pp_, m_;
-    std::vector<double> fwd_end_, bwd_end_, act_arrival_, grad_arrival_;
-    std::vector<int> next_;
-    std::vector<double> free_, act_link_, grad_link_;  // per stage; links: to the next stage and back to it
+    std::vector<Lane> lanes_;
+    std::vector<double> act_arrival_, grad_arrival_;  // [stage][micro-batch]: when its input arrives
+    std::vector<double> first_stage_backward_end_;
 };
 
 }  // namespace

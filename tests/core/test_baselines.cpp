@@ -91,6 +91,24 @@ private slots:
         QCOMPARE(r.plan.dp, 2);
     }
 
+    // Three devices; per sample the layers take 2 s and 1 s, 12 samples: [24, 12] s. Only
+    // layer 1 has weights, 1e9 bytes on a 1 GB/s link. PipeDream's optimum replicates layer 0
+    // twice and layer 1 once: max(24 / 2, 12) = 12 s. A plan has one dp for all stages: the
+    // whole model on three devices takes 36 / 3 s plus the all-reduce, 2 x 2/3 x 1 s = 13.3 s,
+    // better than a pipeline [0 | 1] (24 s) or two replicas (18 s + 1 s).
+    void pipeDreamRestrictsToUniformReplication() {
+        const Problem problem = makeProblem(layeredChain({2.0 / 3, 1.0 / 3}, {0, 1'000'000'000}, 1 << 10),
+                                            exactCluster(1, 3, int64_t(1) << 40, 1e9), 12);
+        const PlannerResult r = run("pipedream", problem);
+        QVERIFY2(r.feasible, r.reason.c_str());
+        const std::string log = joined(r.log);
+        QVERIFY2(contains(log, "PipeDream's optimum: 0-0 x2 | 1-1 x1"), log.c_str());
+        QVERIFY2(contains(log, "restricted to uniform replication, the best is 0-1 x3"), log.c_str());
+        QCOMPARE(ranges(r.plan), (Ranges{{0, 1}}));
+        QCOMPARE(r.plan.dp, 3);
+        QCOMPARE(checkFeasiblePlan(problem, r), std::string());
+    }
+
     // Two nodes of two GPUs; 4 layers of 1 s per sample, 8 samples (8 s a layer); 1e8 bytes
     // of weights and of activations per sample and layer. Inside a node (1 TB/s) a pipeline
     // [0-1 | 2-3] takes max(16, 16) = 16 s, slightly less than replicating (16 s plus an

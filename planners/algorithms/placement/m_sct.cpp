@@ -156,7 +156,11 @@ Favourites favouriteChildren(const PlacementModel& model, double time_limit_s) {
     parm.msg_lev = GLP_MSG_OFF;
     parm.presolve = GLP_ON;
     parm.tm_lim = static_cast<int>(std::clamp(time_limit_s, 0.0, 1e6) * 1e3);
-    const int rc = glp_simplex(lp.get(), &parm);
+    if (getenv("LPM") && atoi(getenv("LPM"))==1) parm.meth = GLP_DUALP;
+    if (getenv("LPM") && atoi(getenv("LPM"))==3) parm.presolve = GLP_OFF;
+    int rc;
+    if (getenv("LPM") && atoi(getenv("LPM"))==2) { glp_iptcp ip; glp_init_iptcp(&ip); ip.msg_lev=GLP_MSG_OFF; rc = glp_interior(lp.get(), &ip); if (rc==0 && glp_ipt_status(lp.get())==GLP_OPT) { fprintf(stderr, "ipt ok obj %g\n", glp_ipt_obj_val(lp.get())); } else fprintf(stderr,"ipt rc %d st %d\n", rc, glp_ipt_status(lp.get())); return f; }
+    rc = glp_simplex(lp.get(), &parm);
     if (rc != 0 || glp_get_status(lp.get()) != GLP_OPT) {
         f.note = "GLPK did not solve the SCT LP (" + std::string(rc == GLP_ETMLIM ? "time limit" : "code " + std::to_string(rc)) +
                  "); scheduling without favourite children";

@@ -11,8 +11,6 @@ namespace {
 
 // How far a cut may move, as a share of the two segments around it.
 constexpr double kAdjustWindowShare = 0.25;
-// A chain break ends a segment once it holds this share of the target cost.
-constexpr double kMinSegmentShare = 0.25;
 
 // Costs by position of the topological order.
 struct Profile {
@@ -20,7 +18,7 @@ struct Profile {
     std::vector<double> combined_s;     // computation plus communication cost
     std::vector<double> prefix_s;       // combined cost of positions [0, i)
     std::vector<int64_t> crossing;      // bytes on edges across a cut before position i
-    std::vector<bool> chain_break;      // the op at position i does not read the one before
+    std::vector<bool> chain_break;      // positions i - 1 and i are not a link of a plain chain
 };
 
 Profile profile(const PlacementModel& m) {
@@ -48,15 +46,16 @@ Profile profile(const PlacementModel& m) {
     p.crossing.assign(n + 1, 0);
     for (size_t i = 1; i <= n; ++i) p.crossing[i] = p.crossing[i - 1] + diff[i];
     p.chain_break.assign(n + 1, true);
-    for (size_t i = 1; i < n; ++i)
-        for (const Arc& a : m.preds(p.unit[i]))
-            if (a.unit == p.unit[i - 1]) p.chain_break[i] = false;
+    for (size_t i = 1; i < n; ++i) {
+        const auto& in = m.preds(p.unit[i]);
+        p.chain_break[i] = !(in.size() == 1 && in.front().unit == p.unit[i - 1] && m.succs(p.unit[i - 1]).size() == 1);
+    }
     return p;
 }
 
 // Segment k holds positions [cuts[k], cuts[k + 1]). A segment ends before it would exceed
-// `target` combined cost, and at a chain break (where parallel work may start) once it holds
-// a minimum share of the target; no empty segments.
+// `target` combined cost (load balance), and at a chain break (where parallel branches start
+// or join) once it holds `least`; no empty segments.
 std::vector<int> balancedCuts(const Profile& p, double target, double least) {
     const size_t n = p.unit.size();
     std::vector<int> cuts{0};
@@ -124,15 +123,15 @@ CoreOutcome SgpPlanner::place(const PlacementModel& model, const std::vector<int
     context.progress(0.1, "costing operators");
     const Profile p = profile(model);
     context.progress(0.3, "segmenting the topological order");
-    const int g = getenv("SGPG") ? atoi(getenv("SGPG")) : options_.segments_per_device;
-    const int most = getenv("SGPM") ? atoi(getenv("SGPM")) : 4096;
-    auto cuts = balancedCuts(p, p.prefix_s.back() / (g * model.devices()), p.prefix_s.back() / most);
+    const double total = p.prefix_s.back();
+    auto cuts = balancedCuts(p, total / (options_.segments_per_device * model.devices()), total / options_.max_segments);
     adjustCuts(model, p, cuts);
     const PlacementModel segments(model.problem(), segmentGrouping(model, p, cuts));
     log.push_back("sgp: " + std::to_string(segments.units()) + " segments");
     context.progress(0.6, "scheduling segments");
     ScheduleOutcome s = listSchedule(segments, capacity, SchedulingRule{}, context);
     if (!s.schedule) return {std::nullopt, s.reason, {}};
+    log.push_back("sgp: segment schedule makespan " + std::to_string(s.schedule->makespan_s) + " s");
     // Ops run in the start-time order of their own schedule on the chosen devices, so a
     // device does not wait for a whole segment's inputs before starting it.
     const std::vector<int> device = unitDevices(model, segments, s.schedule->assignment.device);

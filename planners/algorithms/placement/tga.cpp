@@ -23,6 +23,10 @@ constexpr int kBoundaryMoves = 3;
 constexpr int kBoundaryTries = 32;
 // Rounds of the explorers' repair (each moves ops off every overflowing device).
 constexpr int kRepairRounds = 4;
+// Rounds of shrinking the seed list schedule's budgets until its memory estimate fits.
+constexpr int kSeedRounds = 4;
+// A generation improves on the best by at least this share, or counts towards stagnation.
+constexpr double kImprovement = 1e-6;
 // Distinct streams for the two populations from one seed (splitmix64's increment).
 constexpr uint64_t kStreamStep = 0x9E3779B97F4A7C15ULL;
 
@@ -280,17 +284,25 @@ private:
 };
 
 // The list schedule's placement (m-ETF's): the initial populations start from it as well as
-// from random splits, so the search begins at the best cheap heuristic.
+// from random splits, so the search begins at the best cheap heuristic. Like the planners'
+// skeleton, budgets of devices it overflows (by the estimate's memory) shrink and it runs again.
 std::vector<Assignment> heuristicSeeds(const PlacementModel& m, const std::vector<int64_t>& capacity, PlanContext& context) {
-    ScheduleOutcome s = listSchedule(m, capacity, SchedulingRule{}, context);
-    if (!s.schedule) return {};
-    return {s.schedule->assignment};
+    std::vector<int64_t> budget = capacity;
+    for (int round = 0; round < kSeedRounds; ++round) {
+        ScheduleOutcome s = listSchedule(m, budget, SchedulingRule{}, context);
+        if (!s.schedule) return {};
+        const auto over = overflow(estimateStep(m, s.schedule->assignment.device, s.schedule->assignment.order).memory, capacity);
+        if (std::all_of(over.begin(), over.end(), [](int64_t b) { return b == 0; })) return {s.schedule->assignment};
+        for (size_t d = 0; d < over.size(); ++d) budget[d] -= over[d];
+    }
+    return {};
 }
 
-// The seeds (in their own order) and the best distinct individuals of both populations that
-// fit (in the fitness's order), simulated: the fastest wins.
-std::optional<Assignment> fastestSimulated(const PlacementModel& m, const std::vector<Assignment>& seeds, const std::vector<int>& order,
-                                           const Population& a, const Population& b, int candidates, std::vector<std::string>& log) {
+// The seeds (in their own order) and the best distinct individuals of both populations (in
+// the fitness's order), re-estimated in their orders: the fastest that fits wins.
+std::optional<Assignment> fastestEstimated(const PlacementModel& m, const std::vector<int64_t>& capacity, const std::vector<Assignment>& seeds,
+                                           const std::vector<int>& order, const Population& a, const Population& b, int candidates,
+                                           std::vector<std::string>& log) {
     std::vector<Individual> pool;
     for (const auto* p : {&a, &b}) pool.insert(pool.end(), p->members().begin(), p->members().end());
     std::stable_sort(pool.begin(), pool.end(), better);
@@ -298,18 +310,18 @@ std::optional<Assignment> fastestSimulated(const PlacementModel& m, const std::v
     for (const Individual& i : pool) {
         if (static_cast<int>(chosen.size()) >= candidates + static_cast<int>(seeds.size())) break;
         const bool known = std::any_of(chosen.begin(), chosen.end(), [&](const Assignment& c) { return c.device == i.genes; });
-        if (i.score.overflow == 0 && !known) chosen.push_back({i.genes, order});
+        if (!known) chosen.push_back({i.genes, order});
     }
     std::optional<Assignment> best;
     double best_s = std::numeric_limits<double>::infinity();
     for (Assignment& c : chosen) {
-        const double step = simulatedStepSeconds(m, c);
-        log.push_back("tga: candidate simulates to " + std::to_string(step) + " s");
-        if (!best || step < best_s) {
-            best_s = step;
-            best = std::move(c);
-        }
+        const StepEstimate e = estimateStep(m, c.device, c.order);
+        const auto over = overflow(e.memory, capacity);
+        if (std::any_of(over.begin(), over.end(), [](int64_t x) { return x > 0; }) || e.step_s >= best_s) continue;
+        best_s = e.step_s;
+        best = std::move(c);
     }
+    if (best) log.push_back("tga: chosen placement estimated at " + std::to_string(best_s) + " s");
     return best;
 }
 
@@ -322,40 +334,54 @@ TgaPlanner::TgaPlanner(TgaOptions options)
                        options.placement),
       options_(std::move(options)) {}
 
-CoreOutcome TgaPlanner::place(const PlacementModel& model, const std::vector<int64_t>& capacity, PlanContext& context,
-                              std::vector<std::string>& log) const {
-    const Fitness fitness(model, capacity, options_, highestLevelFirst(model));
-    const Repairer repairer(model, capacity, fitness.order());
-    const uint64_t seed = model.problem().seed;
-    Population explorers({options_.explorers, 2, 0.9, Crossover::OnePoint, Mutation::Block, true}, model, fitness, repairer,
-                         options_.elites, seed);
-    Population exploiters({options_.exploiters, 4, 0.6, Crossover::TwoPoint, Mutation::Boundary, false}, model, fitness, repairer,
-                          options_.elites, seed + kStreamStep);
-    const std::vector<Assignment> seeds = heuristicSeeds(model, capacity, context);
-    std::vector<Genes> seed_genes;
-    for (const Assignment& a : seeds) seed_genes.push_back(a.device);
-    explorers.init(seed_genes);
-    exploiters.init(seed_genes);
+namespace {
+
+// Generations until the time budget, the generation limit or stagnation; the best fitness of
+// each generation.
+std::vector<double> evolveBoth(Population& explorers, Population& exploiters, const TgaOptions& o, double budget_s, PlanContext& context) {
     std::vector<double> convergence;
     double best = std::numeric_limits<double>::infinity();
-    int stagnant = 0, generation = 0;
-    for (; generation < options_.max_generations && !context.shouldStop() && stagnant < options_.stagnation_generations; ++generation) {
+    int stagnant = 0;
+    for (int generation = 0; generation < o.max_generations && !context.shouldStop() && stagnant < o.stagnation_generations; ++generation) {
         explorers.evolve();
         exploiters.evolve();
-        if ((generation + 1) % options_.migration_interval == 0) {
+        if ((generation + 1) % o.migration_interval == 0) {
             const Individual from_explorers = explorers.best();
             explorers.receive(exploiters.best());
             exploiters.receive(from_explorers);
         }
         const double now = std::min(explorers.best().score.cost, exploiters.best().score.cost);
         convergence.push_back(now);
-        stagnant = now < best ? 0 : stagnant + 1;
+        stagnant = now < best * (1.0 - kImprovement) ? 0 : stagnant + 1;
         best = std::min(best, now);
-        context.progress(0.05 + 0.85 * std::min(1.0, context.elapsedSeconds() / model.problem().time_budget_s),
-                         "generation " + std::to_string(generation) + ": best fitness " + std::to_string(best));
+        context.progress(0.05 + 0.85 * std::min(1.0, context.elapsedSeconds() / budget_s),
+                         "generation " + std::to_string(generation) + ": best fitness " + std::to_string(best) + " s");
     }
-    log.push_back("tga: " + std::to_string(generation) + " generations, best fitness " + std::to_string(best) + " s");
-    auto chosen = fastestSimulated(model, seeds, fitness.order(), explorers, exploiters, options_.final_candidates, log);
+    return convergence;
+}
+
+}  // namespace
+
+CoreOutcome TgaPlanner::place(const PlacementModel& model, const std::vector<int64_t>& capacity, PlanContext& context,
+                              std::vector<std::string>& log) const {
+    const std::vector<Assignment> seeds = heuristicSeeds(model, capacity, context);
+    std::vector<Genes> seed_genes;
+    for (const Assignment& a : seeds) seed_genes.push_back(a.device);
+    // Every individual runs in the seed's start-time order, a good priority order for
+    // placements near it; without a seed, highest bottom level first.
+    const Fitness fitness(model, capacity, options_, seeds.empty() ? highestLevelFirst(model) : seeds.front().order);
+    const Repairer repairer(model, capacity, fitness.order());
+    const uint64_t seed = model.problem().seed;
+    Population explorers({options_.explorers, 2, 0.9, Crossover::OnePoint, Mutation::Block, true}, model, fitness, repairer,
+                         options_.elites, seed);
+    Population exploiters({options_.exploiters, 4, 0.6, Crossover::TwoPoint, Mutation::Boundary, false}, model, fitness, repairer,
+                          options_.elites, seed + kStreamStep);
+    explorers.init(seed_genes);
+    exploiters.init(seed_genes);
+    std::vector<double> convergence = evolveBoth(explorers, exploiters, options_, model.problem().time_budget_s, context);
+    log.push_back("tga: " + std::to_string(convergence.size()) + " generations, best fitness " +
+                  (convergence.empty() ? std::string("-") : std::to_string(convergence.back())) + " s");
+    auto chosen = fastestEstimated(model, capacity, seeds, fitness.order(), explorers, exploiters, options_.final_candidates, log);
     if (!chosen) return {std::nullopt, "no individual of either population fits memory", convergence};
     return {std::move(chosen), {}, convergence};
 }

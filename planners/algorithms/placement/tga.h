@@ -12,8 +12,10 @@
 // Both populations start from random contiguous splits of the topological order and from the
 // list schedule's placement (m-ETF's). Seeded from Problem::seed; stops at the time budget, a
 // generation limit or when the best stops improving; records the best fitness per
-// generation. The starting heuristic and the best few distinct individuals that fit are
-// simulated and the fastest is returned.
+// generation. Of the starting heuristic and the best few distinct individuals, the fastest
+// that fits is returned. Every individual runs its ops in one priority order (highest bottom
+// level first), and fitness estimates the step the way the simulator runs such a plan
+// (step_estimate.h), so fitness and simulated step time agree closely.
 #include <cstdint>
 
 #include "planners/algorithms/placement/placement_common.h"
@@ -26,12 +28,12 @@ struct TgaOptions {
     int exploiters = 16;
     int elites = 2;                   // kept unchanged in each population
     int migration_interval = 5;       // generations between exchanges of the best
-    int max_generations = 2000;
-    int stagnation_generations = 80;  // stop after this many without a better best
+    int max_generations = 5000;
+    int stagnation_generations = 150;  // stop after this many without a better best
     double comm_weight = 0.1;         // per second of transfers, per device
     double balance_weight = 0.05;     // per second between the busiest and the mean device
     double overflow_penalty = 10.0;   // cost x (1 + penalty x overflow / total memory)
-    int final_candidates = 3;         // simulated at the end
+    int final_candidates = 3;         // compared at the end, besides the seed
 };
 
 class TgaPlanner final : public PlacementPlanner {
