@@ -5,6 +5,12 @@
 // next compute instruction, sends are posted after the compute that produced their tensor and
 // waited for at the end of the step, all-reduces run beside compute and the optimizer step
 // waits for them.
+//
+// The measured trace: compute events span the handler; a receive spans its post to the end of
+// the wait for it; an all-reduce spans its launch (from a gradient hook, or its instruction) to
+// the first poll that saw it complete; a send spans its post to the first confirmation, which
+// Gloo gives only when the send is waited for, at the end of the step: read send bars as
+// "in flight at most until". A bucket part whose backward already ran is a zero-length event.
 #include <array>
 #include <map>
 #include <memory>
