@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -26,11 +27,12 @@ using hybrid::Shape;
 // models), so the search estimates widely and simulates within a budget of instructions
 // (the simulator runs a few million a second): about a tenth of a second whatever the model.
 constexpr int kSeededMicroBatchCounts = 3;         // per (pp, dp), given every seed partition
-constexpr int kSeedRecomputeSteps = 3;             // fullest stages a seed tries recomputing
+constexpr int kRecomputeLevels = 3;                // highest memory levels a seed or a move recomputes
 constexpr size_t kFarthestHandOver = 8;           // stages a climbing move hands a layer across
 constexpr int kClimbStarts = 8;                    // distinct shapes balanced and refined on the estimate
-constexpr int kFrontSteps = 32;                    // plans taken along a shape's Pareto front
+constexpr int kFrontSteps = 16;                    // plans taken along a shape's Pareto front, per tie-break
 constexpr int64_t kBalancingCells = 20'000'000;    // dynamic-programming cells for balancing more shapes
+constexpr int64_t kBalancerEntries = 4'000'000;    // largest stage-load table (24 bytes an entry) balanced
 constexpr int kSimulatedFromRanking = 48;          // best-ranked candidates simulated
 constexpr int kSimulationsPerPhase = 400;          // ranking plus climbing
 constexpr int kAlwaysSimulated = 4;                // even when they alone exceed the budget
@@ -52,9 +54,9 @@ struct Ranked {
 
 bool better(double a, double b) { return a > b + kRelativeImprovement * std::abs(b); }
 
-std::string fixed(double v, int digits) {
+std::string number(double v) {
     char buf[64];
-    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+    std::snprintf(buf, sizeof buf, "%.4g", v);
     return buf;
 }
 
@@ -91,103 +93,155 @@ void addWithRecomputeVariant(std::vector<Candidate>& out, Candidate n, size_t gr
     out.push_back(std::move(n));
 }
 
-// Candidates one step away: a boundary moved anywhere between its neighbours; a layer handed
-// across several stages (each between passes one on, up to kFarthestHandOver stages); each
-// of these also with the grown stage recomputing; a stage's recomputation switched; and
-// (when given) the neighbouring micro-batch counts.
-std::vector<Candidate> neighbours(const Candidate& c, const std::vector<int>& micro_batch_counts) {
+// `c` with every stage at or above one of its highest few memory levels recomputing (a peak
+// only falls once every stage at it recomputes), one candidate per level.
+std::vector<Candidate> recomputeLevels(const Candidate& c, const std::vector<int64_t>& stage_peaks, int levels) {
+    auto open = [&](size_t s) { return !c.recompute[s] && hybrid::canRecompute(c.stages[s]); };
+    std::vector<int64_t> peaks;
+    for (size_t s = 0; s < c.stages.size(); ++s)
+        if (open(s)) peaks.push_back(stage_peaks[s]);
+    std::sort(peaks.begin(), peaks.end(), std::greater<>());
+    peaks.erase(std::unique(peaks.begin(), peaks.end()), peaks.end());
     std::vector<Candidate> out;
-    const size_t pp = c.stages.size();
-    for (size_t b = 0; b + 1 < pp; ++b)
+    for (size_t i = 0; i < std::min(peaks.size(), static_cast<size_t>(levels)); ++i) {
+        Candidate n = c;
+        for (size_t s = 0; s < c.stages.size(); ++s)
+            if (open(s) && stage_peaks[s] >= peaks[i]) n.recompute[s] = 1;
+        out.push_back(std::move(n));
+    }
+    return out;
+}
+
+// Every boundary moved anywhere between its neighbours, alone and with the grown stage recomputing.
+void addBoundaryMoves(std::vector<Candidate>& out, const Candidate& c) {
+    for (size_t b = 0; b + 1 < c.stages.size(); ++b)
         for (int last = c.stages[b].first_layer; last < c.stages[b + 1].last_layer; ++last)
-            if (last != c.stages[b].last_layer) addWithRecomputeVariant(out, moveBoundary(c, b, last), last > c.stages[b].last_layer ? b : b + 1);
+            if (last != c.stages[b].last_layer) {
+                const size_t grown = last > c.stages[b].last_layer ? b : b + 1;
+                addWithRecomputeVariant(out, moveBoundary(c, b, last), grown);
+            }
+}
+
+// A layer handed across two to kFarthestHandOver stages (neighbours are boundary moves),
+// alone and with the receiving stage recomputing.
+void addHandOvers(std::vector<Candidate>& out, const Candidate& c) {
+    const size_t pp = c.stages.size();
     for (size_t from = 0; from < pp; ++from) {
         if (c.stages[from].first_layer == c.stages[from].last_layer) continue;  // a stage keeps at least one layer
         for (size_t to = from > kFarthestHandOver ? from - kFarthestHandOver : 0; to < std::min(pp, from + kFarthestHandOver + 1); ++to)
             if (to + 1 < from || to > from + 1) addWithRecomputeVariant(out, handOver(c, from, to), to);
     }
+}
+
+void addRecomputeSwitches(std::vector<Candidate>& out, const Candidate& c) {
     for (size_t s = 0; s < c.stages.size(); ++s) {
         if (!hybrid::canRecompute(c.stages[s])) continue;
         Candidate n = c;
         n.recompute[s] = !n.recompute[s];
         out.push_back(std::move(n));
     }
-    const auto at = std::find(micro_batch_counts.begin(), micro_batch_counts.end(), c.shape.m);
-    auto withMicroBatches = [&](int m) {
+}
+
+// The micro-batch counts next to c's among `counts` (ascending).
+void addMicroBatchNeighbours(std::vector<Candidate>& out, const Candidate& c, const std::vector<int>& counts) {
+    const auto at = std::find(counts.begin(), counts.end(), c.shape.m);
+    if (at == counts.end()) return;
+    for (auto it : {at - (at == counts.begin() ? 0 : 1), at + 1}) {
+        if (it == at || it == counts.end()) continue;
         Candidate n = c;
-        n.shape.m = m;
+        n.shape.m = *it;
         out.push_back(std::move(n));
-    };
-    if (at != micro_batch_counts.end() && at != micro_batch_counts.begin()) withMicroBatches(*(at - 1));
-    if (at != micro_batch_counts.end() && at + 1 != micro_batch_counts.end()) withMicroBatches(*(at + 1));
+    }
+}
+
+// Candidates one step away from `c`: the moves above, and the stages of its highest memory
+// levels (`stage_peaks`) recomputing.
+std::vector<Candidate> neighbours(const Candidate& c, const std::vector<int64_t>& stage_peaks, const std::vector<int>& micro_batch_counts) {
+    std::vector<Candidate> out = recomputeLevels(c, stage_peaks, kRecomputeLevels);
+    addBoundaryMoves(out, c);
+    addHandOvers(out, c);
+    addRecomputeSwitches(out, c);
+    addMicroBatchNeighbours(out, c, micro_batch_counts);
     return out;
 }
 
 // Memory-aware balancing of one shape: for a memory cap, the stage boundaries and per-stage
-// recomputation that make the slowest stage fastest with every stage under the cap (dynamic
-// programming over stages and their last layers; ties go to the leaner plan). Lowering the
-// cap below each answer's peak walks the (slowest stage, peak memory) Pareto front from the
-// fastest plan that fits down to the leanest: the plans between which ME and throughput choose.
+// recomputation that make the longest schedule path through any one stage shortest (the
+// slowest stage when micro-batches are many; its position matters too when they are few)
+// with every stage under the cap, by dynamic programming over stages and their last layers.
+// Ties go either to the plan with the least compute in all (recomputation included) or to
+// the leaner one; both are kept. Lowering the cap below each answer's peak walks the
+// (path, peak memory) Pareto front from the fastest plan that fits down to the leanest: the
+// plans between which ME and throughput choose.
 class MemoryAwareBalancer {
 public:
+    // Table entries for a shape: stage s's first and last layers lie in a band of
+    // layers - pp + 1 (the other stages keep a layer each).
+    static int64_t entries(int pp, int layers) { return int64_t{pp} * (layers - pp + 1) * (layers - pp + 1) * 2; }
+
     MemoryAwareBalancer(const hybrid::Estimator& estimator, const Shape& shape, const hybrid::ShapeTopology& topology, int layers)
-        : shape_(shape), layers_(layers), loads_(static_cast<size_t>(shape.pp) * static_cast<size_t>(layers * layers) * 2) {
+        : shape_(shape), layers_(layers), band_(layers - shape.pp + 1), loads_(static_cast<size_t>(entries(shape.pp, layers))) {
         for (int s = 0; s < shape.pp; ++s)
-            for (int a = s; a <= lastFirst(s); ++a)
-                for (int b = a; b <= lastLast(s); ++b)
+            for (int a = s; a <= lastLayer(s); ++a)
+                for (int b = a; b <= lastLayer(s); ++b)
                     for (int r = 0; r < (b > a ? 2 : 1); ++r) load(s, a, b, r) = estimator.stageLoad(shape, s, {a, b}, r != 0, topology);
     }
 
-    // Up to `limit` plans along the front, from the fastest under `cap` to leaner ones.
+    // Up to `limit` plans along the front for each tie-break, from the fastest under `cap`
+    // to leaner ones.
     std::vector<Candidate> front(int64_t cap, int limit) const {
         std::vector<Candidate> out;
-        for (int i = 0; i < limit; ++i) {
-            int64_t peak = 0;
-            std::optional<Candidate> c = fastestUnder(cap, peak);
-            if (!c) break;
-            out.push_back(std::move(*c));
-            cap = peak - 1;
+        for (const bool lean : {false, true}) {
+            int64_t under = cap;
+            for (int i = 0; i < limit; ++i) {
+                int64_t peak = 0;
+                std::optional<Candidate> c = fastestUnder(under, lean, peak);
+                if (!c) break;
+                out.push_back(std::move(*c));
+                under = peak - 1;
+            }
         }
         return out;
     }
 
 private:
     struct Cell {
-        double slowest_s = std::numeric_limits<double>::infinity();
+        double slowest_s = std::numeric_limits<double>::infinity();  // longest path through a stage
+        double work_s = 0;                                            // summed over the stages
         int64_t peak = 0;
-        int first = -1;  // of the last stage
+        int first = -1;     // of the last stage
         char recompute = 0;
         bool reached() const { return first >= 0; }
-        bool betterThan(const Cell& o) const { return slowest_s < o.slowest_s || (slowest_s == o.slowest_s && peak < o.peak); }
+        bool betterThan(const Cell& o, bool lean) const {
+            if (slowest_s != o.slowest_s) return slowest_s < o.slowest_s;
+            if (lean) return peak != o.peak ? peak < o.peak : work_s < o.work_s;
+            return work_s != o.work_s ? work_s < o.work_s : peak < o.peak;
+        }
     };
 
-    int lastFirst(int s) const { return layers_ - (shape_.pp - s); }  // later stages keep a layer each
-    int lastLast(int s) const { return layers_ - (shape_.pp - s); }
+    int lastLayer(int s) const { return layers_ - (shape_.pp - s); }  // later stages keep a layer each
     hybrid::Estimator::StageLoad& load(int s, int a, int b, int r) { return loads_[index(s, a, b, r)]; }
     const hybrid::Estimator::StageLoad& load(int s, int a, int b, int r) const { return loads_[index(s, a, b, r)]; }
     size_t index(int s, int a, int b, int r) const {
-        return ((static_cast<size_t>(s) * static_cast<size_t>(layers_) + static_cast<size_t>(a)) * static_cast<size_t>(layers_) +
-                static_cast<size_t>(b)) * 2 + static_cast<size_t>(r);
+        const size_t w = static_cast<size_t>(band_);
+        return ((static_cast<size_t>(s) * w + static_cast<size_t>(a - s)) * w + static_cast<size_t>(b - s)) * 2 + static_cast<size_t>(r);
     }
 
-    std::optional<Candidate> fastestUnder(int64_t cap, int64_t& peak) const {
+    std::optional<Candidate> fastestUnder(int64_t cap, bool lean, int64_t& peak) const {
         const size_t n = static_cast<size_t>(layers_);
         std::vector<Cell> cells(static_cast<size_t>(shape_.pp) * n);  // [stage][its last layer]
         auto cell = [&](int s, int b) -> Cell& { return cells[static_cast<size_t>(s) * n + static_cast<size_t>(b)]; };
         for (int s = 0; s < shape_.pp; ++s)
-            for (int b = s; b <= lastLast(s); ++b)
-                for (int a = s == 0 ? 0 : s; a <= b; ++a) {
-                    if (s == 0 && a > 0) break;
+            for (int b = s; b <= lastLayer(s); ++b)
+                for (int a = s; a <= (s == 0 ? 0 : b); ++a) {
                     if (s > 0 && !cell(s - 1, a - 1).reached()) continue;
                     for (int r = 0; r < (b > a ? 2 : 1); ++r) {
                         const auto& l = load(s, a, b, r);
                         if (l.peak_bytes > cap) continue;
-                        Cell c;
-                        c.slowest_s = s == 0 ? l.work_s : std::max(cell(s - 1, a - 1).slowest_s, l.work_s);
-                        c.peak = s == 0 ? l.peak_bytes : std::max(cell(s - 1, a - 1).peak, l.peak_bytes);
-                        c.first = a;
-                        c.recompute = static_cast<char>(r);
-                        if (c.betterThan(cell(s, b))) cell(s, b) = c;
+                        const Cell before = s == 0 ? Cell{0, 0, 0, 0, 0} : cell(s - 1, a - 1);
+                        const Cell c{std::max(before.slowest_s, l.path_s), before.work_s + l.work_s, std::max(before.peak, l.peak_bytes), a,
+                                     static_cast<char>(r)};
+                        if (c.betterThan(cell(s, b), lean)) cell(s, b) = c;
                     }
                 }
         const Cell& last = cell(shape_.pp - 1, layers_ - 1);
@@ -205,21 +259,23 @@ private:
 
     Shape shape_;
     int layers_;
-    std::vector<hybrid::Estimator::StageLoad> loads_;  // [stage][first][last][recompute]
+    int band_;
+    std::vector<hybrid::Estimator::StageLoad> loads_;  // [stage][first - stage][last - stage][recompute]
 };
 
 class AdaptiveSearch {
 public:
     AdaptiveSearch(const Problem& problem, PlanContext& context)
-        : problem_(problem), context_(context), estimator_(problem), found_(problem), shapes_(hybrid::searchShapes(problem)) {}
+        : problem_(problem), context_(context), estimator_(problem), found_(problem), shapes_(hybrid::searchShapes(problem)),
+          usable_memory_(hybrid::usableMemory(problem)) {}
 
     PlannerResult run() {
         const bool floor = problem_.objective == Objective::MemoryEfficiencyWithThroughputFloor;
         if (floor) {
             search({Objective::Throughput, 0}, 0.0, 0.5);
-            log_.push_back("best throughput " + fixed(found_.bestThroughput(), 2) + " samples/s; floor " +
-                           fixed(problem_.throughput_floor * found_.bestThroughput(), 2));
-            search({Objective::MemoryEfficiency, problem_.throughput_floor * found_.bestThroughput()}, 0.5, 1.0);
+            log_.push_back("best throughput " + number(found_.bestThroughput()) + " samples/s; floor " +
+                           number(hybrid::throughputFloor(problem_) * found_.bestThroughput()));
+            search({Objective::MemoryEfficiency, hybrid::throughputFloor(problem_) * found_.bestThroughput()}, 0.5, 1.0);
         } else {
             search({problem_.objective, 0}, 0.0, 1.0);
         }
@@ -230,7 +286,9 @@ public:
                        std::to_string(instructions_) + " instructions)");
         logWinnersPerDepth();
         context_.progress(1.0, "done");
-        return hybrid::searchOutcome(HippiePlanner::kName, problem_, found_, context_, log_, stopReason(context_));
+        PlannerResult result = hybrid::searchOutcome(HippiePlanner::kName, problem_, found_, context_, log_, stopReason(context_));
+        result.convergence = convergence_;
+        return result;
     }
 
 private:
@@ -274,11 +332,13 @@ private:
             context_.progress(progress_from + progress_span * static_cast<double>(first) / static_cast<double>(shapes_.size()),
                               "estimating pp " + std::to_string(shapes_[first].pp) + " x dp " + std::to_string(shapes_[first].dp));
             std::vector<Ranked> uniform;
-            for (size_t i = first; i < last; ++i) uniform.push_back(seeded(shapes_[i], uniformPartition(problem_.graph.layerCount(), shapes_[i].pp), goal));
+            for (size_t i = first; i < last; ++i)
+                uniform.push_back(seeded(shapes_[i], uniformPartition(problem_.graph.layerCount(), shapes_[i].pp), goal));
             sortByRank(uniform);
             for (size_t i = 0; i < uniform.size(); ++i) {
+                const Shape shape = uniform[i].candidate.shape;
                 if (static_cast<int>(i) < kSeededMicroBatchCounts)
-                    for (const auto& stages : seedPartitions(uniform[i].candidate.shape)) keep(seeded(uniform[i].candidate.shape, stages, goal));
+                    for (const auto& stages : seedPartitions(shape)) keep(seeded(shape, stages, goal));
                 keep(std::move(uniform[i]));
             }
         }
@@ -305,7 +365,8 @@ private:
         auto out = fixed_seeds;
         out.push_back(bySize(shape));
         std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return lastLayers(a) < lastLayers(b); });
-        out.erase(std::unique(out.begin(), out.end(), [](const auto& a, const auto& b) { return lastLayers(a) == lastLayers(b); }), out.end());
+        auto same = [](const auto& a, const auto& b) { return lastLayers(a) == lastLayers(b); };
+        out.erase(std::unique(out.begin(), out.end(), same), out.end());
         return out;
     }
 
@@ -328,9 +389,9 @@ private:
         return out;
     }
 
-    // Recomputation for a seed: first every stage over memory, then the fullest stage while
-    // that raises the estimated objective (ME weighs the memory saved against the time), for
-    // a few stages: enough to rank the shape; balancing then chooses per stage in earnest.
+    // Recomputation for a seed: first every stage over memory, then the stages of the highest
+    // memory levels, if that raises the estimated objective (ME weighs the memory saved
+    // against the time): enough to rank the shape; balancing then chooses per stage in earnest.
     Ranked withRecomputation(Candidate c, const Goal& goal) {
         Ranked r = ranked(std::move(c), goal);
         if (!r.estimate.fits) {
@@ -340,20 +401,12 @@ private:
                 if (r.estimate.stage_peak_bytes[s] > capacity[s] && hybrid::canRecompute(all_over.stages[s])) all_over.recompute[s] = 1;
             if (all_over != r.candidate) r = ranked(std::move(all_over), goal);
         }
-        for (int step = 0; step < kSeedRecomputeSteps; ++step) {
-            int fullest = -1;
-            for (size_t s = 0; s < r.candidate.stages.size(); ++s)
-                if (!r.candidate.recompute[s] && hybrid::canRecompute(r.candidate.stages[s]) &&
-                    (fullest < 0 || r.estimate.stage_peak_bytes[s] > r.estimate.stage_peak_bytes[static_cast<size_t>(fullest)]))
-                    fullest = static_cast<int>(s);
-            if (fullest < 0) return r;
-            Candidate next = r.candidate;
-            next.recompute[static_cast<size_t>(fullest)] = 1;
-            Ranked n = ranked(std::move(next), goal);
-            if (!better(n.rank, r.rank)) return r;
-            r = std::move(n);
+        Ranked best = r;
+        for (Candidate& n : recomputeLevels(r.candidate, r.estimate.stage_peak_bytes, kRecomputeLevels)) {
+            Ranked level = ranked(std::move(n), goal);
+            if (better(level.rank, best.rank)) best = std::move(level);
         }
-        return r;
+        return best;
     }
 
     // ---- Memory-aware balancing on the estimate ------------------------------------------
@@ -369,7 +422,9 @@ private:
             if (context_.shouldStop() || (static_cast<int>(done.size()) >= kClimbStarts && cells > kBalancingCells)) break;
             if (std::find(done.begin(), done.end(), shape) != done.end()) continue;
             done.push_back(shape);
-            cells += shape.pp * layers * layers * kFrontSteps;
+            const int64_t entries = MemoryAwareBalancer::entries(shape.pp, static_cast<int>(layers));
+            if (entries > kBalancerEntries) continue;
+            cells += entries * kFrontSteps;
             const MemoryAwareBalancer balancer(estimator_, shape, topology(shape), problem_.graph.layerCount());
             for (Candidate& c : balancer.front(minCapacity(topology(shape)), kFrontSteps)) balanced.push_back(ranked(std::move(c), goal));
         }
@@ -387,7 +442,9 @@ private:
         sortByRank(pool);
     }
 
-    static int64_t minCapacity(const hybrid::ShapeTopology& t) { return *std::min_element(t.capacity_bytes.begin(), t.capacity_bytes.end()); }
+    static int64_t minCapacity(const hybrid::ShapeTopology& t) {
+        return *std::min_element(t.capacity_bytes.begin(), t.capacity_bytes.end());
+    }
 
     void refineBestShapes(std::vector<Ranked>& pool, const Goal& goal) {
         std::vector<Ranked> refined;
@@ -404,7 +461,7 @@ private:
     Ranked climbOnEstimate(Ranked current, const Goal& goal) {
         while (!context_.shouldStop()) {
             Ranked best = current;
-            for (Candidate& n : neighbours(current.candidate, {})) {
+            for (Candidate& n : neighbours(current.candidate, current.estimate.stage_peak_bytes, {})) {
                 Ranked r = ranked(std::move(n), goal);
                 if (better(r.rank, best.rank)) best = std::move(r);
             }
@@ -421,22 +478,23 @@ private:
     void climbOnSimulator(const Goal& goal, int64_t budget_end, int simulations_left) {
         const std::string* start = bestSimulated(goal);
         if (!start) return;
-        Candidate current = simulated_.at(*start).candidate;
+        Ranked current = ranked(simulated_.at(*start).candidate, goal);
         double current_value = simulatedRank(simulated_.at(*start).metrics, goal);
-        const std::vector<int> counts = divisorsOf(problem_.global_batch / current.shape.dp);
+        const std::vector<int> counts = divisorsOf(problem_.global_batch / current.candidate.shape.dp);
         while (simulations_left > 0 && !context_.shouldStop()) {
             std::vector<Ranked> next;
-            for (Candidate& n : neighbours(current, counts)) next.push_back(ranked(std::move(n), goal));
+            for (Candidate& n : neighbours(current.candidate, current.estimate.stage_peak_bytes, counts))
+                next.push_back(ranked(std::move(n), goal));
             sortByRank(next);
             bool moved = false;
-            for (const Ranked& n : next) {
+            for (Ranked& n : next) {
                 const bool known = simulated_.count(hybrid::candidateKey(n.candidate)) > 0;
                 if (!known && (simulations_left <= 0 || instructions_ + hybrid::simulationCost(n.candidate.shape) > budget_end)) continue;
                 if (context_.shouldStop()) return;
                 simulations_left -= known ? 0 : 1;
                 const double value = simulatedRank(simulate(n.candidate), goal);
                 if (better(value, current_value)) {
-                    current = n.candidate;
+                    current = std::move(n);
                     current_value = value;
                     moved = true;
                     break;
@@ -453,6 +511,10 @@ private:
         const TraceMetrics metrics = evaluate(problem_, plan);
         instructions_ += hybrid::simulationCost(c.shape);
         found_.offer(plan, metrics);
+        if (const hybrid::Incumbents::Entry* best_plan = found_.best()) {
+            const double score = found_.score(best_plan->metrics);
+            if (convergence_.empty() || score != convergence_.back()) convergence_.push_back(score);
+        }
         auto& best = best_simulated_by_depth_[c.shape.pp];
         if (best.empty() || found_.score(metrics) > found_.score(simulated_.at(best).metrics)) best = key;
         return simulated_.emplace(key, Simulated{c, metrics}).first->second.metrics;
@@ -472,9 +534,9 @@ private:
     }
 
     double simulatedRank(const TraceMetrics& m, const Goal& goal) const {
-        if (!m.fits_memory) return -static_cast<double>(m.max_peak_memory_bytes) / static_cast<double>(std::max<int64_t>(capacity(), 1));
-        if (m.throughput_samples_per_s < goal.min_throughput) return 0;
-        return goal.objective == Objective::Throughput ? m.throughput_samples_per_s : m.memory_efficiency;
+        const double overflow = static_cast<double>(m.max_peak_memory_bytes) / static_cast<double>(std::max<int64_t>(usable_memory_, 1));
+        return hybrid::rankOf(m.fits_memory, overflow, m.throughput_samples_per_s, m.memory_efficiency, goal.objective,
+                              goal.min_throughput);
     }
 
     // Out of time before anything was simulated: the best estimate is still worth a plan.
@@ -513,13 +575,6 @@ private:
         return it->second;
     }
 
-    int64_t capacity() const {
-        int64_t least = -1;
-        for (int d = 0; d < problem_.cluster.deviceCount(); ++d)
-            if (least < 0 || problem_.cluster.device(d).memory_bytes < least) least = problem_.cluster.device(d).memory_bytes;
-        return static_cast<int64_t>(static_cast<double>(least) * (1.0 - problem_.memory_headroom));
-    }
-
     static void sortByRank(std::vector<Ranked>& v) {
         std::stable_sort(v.begin(), v.end(), [](const Ranked& a, const Ranked& b) { return a.rank > b.rank; });
     }
@@ -527,13 +582,13 @@ private:
     void logWinnersPerDepth() {
         for (const auto& [pp, r] : best_estimate_by_depth_) {
             std::string line = "pp " + std::to_string(pp) + ": best estimate " + hybrid::describe(r.candidate) + " (" +
-                               (r.estimate.fits ? "fits" : "over memory") + ", ~" + fixed(r.estimate.throughput, 1) +
+                               (r.estimate.fits ? "fits" : "over memory") + ", ~" + number(r.estimate.throughput) +
                                " samples/s, ~" + gib(r.estimate.peak_bytes) + ")";
             if (auto it = best_simulated_by_depth_.find(pp); it != best_simulated_by_depth_.end()) {
                 const Simulated& s = simulated_.at(it->second);
-                line += "; best simulated " + hybrid::describe(s.candidate) + ": " + fixed(s.metrics.throughput_samples_per_s, 1) +
+                line += "; best simulated " + hybrid::describe(s.candidate) + ": " + number(s.metrics.throughput_samples_per_s) +
                         " samples/s, peak " + gib(s.metrics.max_peak_memory_bytes) + (s.metrics.fits_memory ? "" : " (over memory)") +
-                        ", ME " + fixed(s.metrics.memory_efficiency, 3);
+                        ", ME " + number(s.metrics.memory_efficiency);
             }
             log_.push_back(line);
         }
@@ -549,6 +604,7 @@ private:
     hybrid::Estimator estimator_;
     hybrid::Incumbents found_;
     std::vector<Shape> shapes_;
+    int64_t usable_memory_;
     std::map<std::pair<int, int>, hybrid::ShapeTopology> topologies_;
     std::map<int, std::vector<std::vector<StageRange>>> seeds_by_depth_;
     std::map<std::pair<int, double>, std::vector<StageRange>> seeds_by_size_;
@@ -557,6 +613,7 @@ private:
     std::map<int, std::string> best_simulated_by_depth_;
     int64_t estimated_ = 0, pooled_ = 0, pruned_ = 0, instructions_ = 0;
     std::vector<std::string> log_;
+    std::vector<double> convergence_;  // the best objective found, after each simulation that changed it
 };
 
 }  // namespace

@@ -63,8 +63,11 @@ std::vector<int> recomputeLayers(const Candidate& c) {
 }
 
 bool operator==(const Candidate& a, const Candidate& b) {
-    auto sameRange = [](const StageRange& x, const StageRange& y) { return x.first_layer == y.first_layer && x.last_layer == y.last_layer; };
-    return a.shape == b.shape && a.recompute == b.recompute && std::equal(a.stages.begin(), a.stages.end(), b.stages.begin(), b.stages.end(), sameRange);
+    auto sameRange = [](const StageRange& x, const StageRange& y) {
+        return x.first_layer == y.first_layer && x.last_layer == y.last_layer;
+    };
+    return a.shape == b.shape && a.recompute == b.recompute &&
+           std::equal(a.stages.begin(), a.stages.end(), b.stages.begin(), b.stages.end(), sameRange);
 }
 
 std::string candidateKey(const Candidate& c) {
@@ -92,6 +95,10 @@ Plan candidatePlan(const Problem& problem, const std::string& planner, const Can
     plan.device_map = mapDevices(problem, plan);
     return plan;
 }
+
+double throughputFloor(const Problem& problem) { return std::clamp(problem.throughput_floor, 0.0, 1.0); }
+
+int64_t usableMemory(const Problem& problem) { return smallestCapacity(problem, allDevices(problem)); }
 
 int64_t simulationCost(const Shape& s) {
     return int64_t{s.pp} * s.dp * (kInstructionsPerMicroBatch * s.m + 2);
@@ -124,7 +131,7 @@ double Incumbents::score(const TraceMetrics& m) const {
     case Objective::Throughput: return m.throughput_samples_per_s;
     case Objective::MemoryEfficiency: return m.memory_efficiency;
     case Objective::MemoryEfficiencyWithThroughputFloor: {
-        const double floor = problem_.throughput_floor * std::max(bestThroughput(), m.throughput_samples_per_s);
+        const double floor = throughputFloor(problem_) * std::max(bestThroughput(), m.throughput_samples_per_s);
         return m.throughput_samples_per_s >= floor ? m.memory_efficiency : 0;
     }
     }
@@ -166,7 +173,7 @@ std::string noFitReason(const Problem& problem, const Incumbents& found) {
     std::string reason = "no plan fits device memory";
     if (const Plan* lean = found.leastPeakPlan())
         reason += ": the leanest plan tried (" + describePlan(*lean) + ") needs " + gib(found.leastPeakBytes()) +
-                  " per device but a device has " + gib(smallestCapacity(problem, allDevices(problem))) +
+                  " per device but a device has " + gib(usableMemory(problem)) +
                   " available; add devices or memory, or train with a smaller global batch";
     return reason;
 }
@@ -235,7 +242,9 @@ public:
     // over the last half pipeline depth of them (the warm-up's transient has died out by then).
     double steadyPeriod() const {
         const int last = m_ - pp_, span = std::max(1, pp_ / 2), first = last - span;
-        return first >= 0 ? (first_stage_backward_end_[static_cast<size_t>(last)] - first_stage_backward_end_[static_cast<size_t>(first)]) / span : 0.0;
+        if (first < 0) return 0.0;
+        const auto& ends = first_stage_backward_end_;
+        return (ends[static_cast<size_t>(last)] - ends[static_cast<size_t>(first)]) / span;
     }
 
 private:
@@ -243,7 +252,7 @@ private:
     static constexpr int kBlocked = -2;
 
     struct Lane {
-        int warm_up = 0;                 // forwards before the first backward, less one
+        int warm_up = 0;                  // forwards before 1F1B starts alternating
         int forwards = 0, backwards = 0;  // done
         double free = 0;                  // when the stage's compute is free
         double act_link = 0, grad_link = 0;  // when its links to the next and the previous stage are
@@ -380,7 +389,8 @@ Estimator::Estimator(const Problem& problem) : problem_(problem), costs_(problem
     for (const Edge& e : g.edges) {
         const int to = g.ops[static_cast<size_t>(e.dst)].layer;
         readers[static_cast<size_t>(e.src)].push_back(to);
-        if (to != g.ops[static_cast<size_t>(e.src)].layer) tensor[static_cast<size_t>(e.src)] = std::max(tensor[static_cast<size_t>(e.src)], e.bytes);
+        int64_t& bytes = tensor[static_cast<size_t>(e.src)];
+        if (to != g.ops[static_cast<size_t>(e.src)].layer) bytes = std::max(bytes, e.bytes);
     }
     std::vector<int64_t> only_later(n * n, 0);  // [layer][last]: outputs of the layer's ops read only after `last`
     for (size_t op = 0; op < g.ops.size(); ++op) {
@@ -405,7 +415,8 @@ Estimator::Estimator(const Problem& problem) : problem_(problem), costs_(problem
     }
     for (int first = 0; first < layers_; ++first) {
         int64_t most = 0;
-        for (int last = first; last < layers_; ++last) temp_bytes_[at(first, last)] = most = std::max(most, layer_temp[static_cast<size_t>(last)]);
+        for (int last = first; last < layers_; ++last)
+            temp_bytes_[at(first, last)] = most = std::max(most, layer_temp[static_cast<size_t>(last)]);
     }
 }
 
@@ -421,7 +432,7 @@ Estimator::StageCost Estimator::stageCost(const StageRange& r, bool recompute, i
     s.params = costs_.paramBytes(r.first_layer, r.last_layer);
     const int64_t buckets = shape.dp > 1 ? std::min(s.params, 2 * Plan{}.bucket_bytes) : 0;  // the cost model's two in flight
     s.static_bytes = state_prefix_[b + 1] - state_prefix_[a] + buckets + (last_stage ? 0 : costs_.boundaryBytes(r.last_layer, samples));
-    const int64_t outputs = recompute ? activation_prefix_[b + 1] - activation_prefix_[b] : activation_prefix_[b + 1] - activation_prefix_[a];
+    const int64_t outputs = activation_prefix_[b + 1] - activation_prefix_[recompute ? b : a];
     s.kept = cost.scaled(input_bytes_[at(r.first_layer, r.last_layer)] + outputs, samples);
     s.recomputed = recompute ? cost.scaled(activation_prefix_[b] - activation_prefix_[a], samples) : 0;
     s.sent = cost.scaled(recompute ? sent_bytes_[at(r.last_layer, r.last_layer)] : sent_bytes_[at(r.first_layer, r.last_layer)], samples);
@@ -438,7 +449,13 @@ Estimator::StageLoad Estimator::stageLoad(const Shape& shape, int stage, const S
         for (const std::vector<Link>& links : topology.pipelines)
             send_s = std::max(send_s, transferSeconds(links[static_cast<size_t>(stage)], r.last_layer, samples));
     const int64_t held = std::min(shape.pp - stage, shape.m);
-    return {sc.fwd_s + sc.bwd_s + sc.recompute_s, sc.static_bytes + activationPeak(sc, held, send_s, sc.fwd_s)};
+    const double work_s = sc.fwd_s + sc.bwd_s + sc.recompute_s;
+    const size_t a = static_cast<size_t>(r.first_layer), n = static_cast<size_t>(layers_);
+    const double before_s = (fwd_prefix_s_[a] + bwd_prefix_s_[a]) * samples;  // forwards there and backwards back
+    const double round_trip_s = (fwd_prefix_s_[n] - fwd_prefix_s_[a] + bwd_prefix_s_[n] - bwd_prefix_s_[a]) * samples;
+    const double own_s = shape.m * work_s;
+    const double after_trip_s = round_trip_s + (shape.m - 1) * (sc.bwd_s + sc.recompute_s) + static_cast<double>(shape.m - held) * sc.fwd_s;
+    return {work_s, before_s + std::max(own_s, after_trip_s), sc.static_bytes + activationPeak(sc, held, send_s, sc.fwd_s)};
 }
 
 // Activations at the stage's peak with `held` micro-batches in flight, forwards arriving
@@ -511,7 +528,8 @@ Estimate Estimator::estimate(const Candidate& c, const ShapeTopology& topology) 
         const int64_t peak = sc.static_bytes + activations;
         e.stage_peak_bytes.push_back(peak);
         e.peak_bytes = std::max(e.peak_bytes, peak);
-        e.overflow = std::max(e.overflow, static_cast<double>(peak) / static_cast<double>(std::max<int64_t>(topology.capacity_bytes[s], 1)));
+        const int64_t capacity = std::max<int64_t>(topology.capacity_bytes[s], 1);
+        e.overflow = std::max(e.overflow, static_cast<double>(peak) / static_cast<double>(capacity));
     }
     e.fits = e.overflow <= 1.0;
     e.throughput = e.iteration_s > 0 ? problem_.global_batch / e.iteration_s : 0.0;
@@ -519,10 +537,14 @@ Estimate Estimator::estimate(const Candidate& c, const ShapeTopology& topology) 
     return e;
 }
 
+double rankOf(bool fits, double overflow, double throughput, double memory_efficiency, Objective objective, double min_throughput) {
+    if (!fits) return -1 - overflow;
+    if (throughput < min_throughput) return throughput / min_throughput - 1;
+    return objective == Objective::Throughput ? throughput : memory_efficiency;
+}
+
 double estimateRank(const Estimate& e, Objective objective, double min_throughput) {
-    if (!e.fits) return -e.overflow;
-    if (e.throughput < min_throughput) return 0;
-    return objective == Objective::Throughput ? e.throughput : e.memory_efficiency;
+    return rankOf(e.fits, e.overflow, e.throughput, e.memory_efficiency, objective, min_throughput);
 }
 
 }  // namespace hippie::hybrid

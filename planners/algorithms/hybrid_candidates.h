@@ -51,6 +51,11 @@ std::string describe(const Candidate& c);       // "pp 2 x dp 4, m 8, stages 0-5
 
 // The candidate as a Plan under the hippie schedule, with its topology-aware device map.
 Plan candidatePlan(const Problem& problem, const std::string& planner, const Candidate& c);
+// Problem::throughput_floor within [0, 1]: a floor above the best throughput would exclude
+// every plan.
+double throughputFloor(const Problem& problem);
+// The smallest device's memory less the problem's headroom: what "fits" means.
+int64_t usableMemory(const Problem& problem);
 // Simulated instructions a candidate costs (about 6 per stage, replica and micro-batch):
 // the unit the adaptive planner budgets its simulations in.
 int64_t simulationCost(const Shape& s);
@@ -139,10 +144,15 @@ public:
     Estimate estimate(const Candidate& c, const ShapeTopology& topology) const;
 
     // One stage alone, as memory-aware balancing weighs it: its compute per micro-batch
-    // (forward, backward, recompute) and its memory peak, taking its input as arriving no
-    // slower than it computes (the worst case for sends still under way).
+    // (forward, backward, recompute); the longest path of the schedule through it (the
+    // first micro-batch's forwards to it, its m micro-batches, the last one's backwards back;
+    // or the first micro-batch's round trip from it, then its remaining work), which is what
+    // its position costs when m is not much larger than pp; and its memory peak, taking its
+    // input as arriving no slower than it computes (the worst case for sends under way).
+    // Communication is left out of the path: it is the same wherever the boundaries fall.
     struct StageLoad {
         double work_s = 0;
+        double path_s = 0;
         int64_t peak_bytes = 0;
     };
     StageLoad stageLoad(const Shape& shape, int stage, const StageRange& r, bool recompute, const ShapeTopology& topology) const;
@@ -167,8 +177,10 @@ private:
     std::vector<int64_t> temp_bytes_;           // [first][last]: largest workspace
 };
 
-// Estimate-driven ranking key: fitting candidates by their objective score, others after them
-// by how far they overflow.
+// A ranking key for candidates, larger is better: those that fit and reach min_throughput by
+// the objective's value (positive); then those that fit, by how close they come to it (in
+// (-1, 0)); then those that do not fit, by how little they overflow (below -1).
+double rankOf(bool fits, double overflow, double throughput, double memory_efficiency, Objective objective, double min_throughput);
 double estimateRank(const Estimate& e, Objective objective, double min_throughput);
 
 }  // namespace hippie::hybrid

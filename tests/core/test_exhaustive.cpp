@@ -28,18 +28,19 @@ bool contains(const std::string& s, const std::string& what) { return s.find(wha
 // Plans of the documented space: per (pp, dp, m), the splits of the layers into pp stages,
 // each stage of two or more layers recomputing or not. splits[l][p]: ways for l layers.
 int64_t spaceSize(int layers, int devices, int global_batch) {
-    std::vector<std::vector<int64_t>> splits(static_cast<size_t>(layers) + 1, std::vector<int64_t>(static_cast<size_t>(layers) + 1, 0));
+    const size_t n = static_cast<size_t>(layers);
+    std::vector<std::vector<int64_t>> splits(n + 1, std::vector<int64_t>(n + 1, 0));
     splits[0][0] = 1;
-    for (int l = 1; l <= layers; ++l)
-        for (int p = 1; p <= l; ++p)
-            for (int last = 1; last <= l; ++last) splits[static_cast<size_t>(l)][static_cast<size_t>(p)] += splits[static_cast<size_t>(l - last)][static_cast<size_t>(p - 1)] * (last >= 2 ? 2 : 1);
+    for (size_t l = 1; l <= n; ++l)
+        for (size_t p = 1; p <= l; ++p)
+            for (size_t last = 1; last <= l; ++last) splits[l][p] += splits[l - last][p - 1] * (last >= 2 ? 2 : 1);
     int64_t total = 0;
     for (int pp = 1; pp <= std::min(layers, devices); ++pp)
         for (int dp = 1; pp * dp <= devices; ++dp) {
             if (global_batch % dp != 0) continue;
             int micro_batch_counts = 0;
             for (int m = 1; m <= global_batch / dp; ++m) micro_batch_counts += (global_batch / dp) % m == 0;
-            total += micro_batch_counts * splits[static_cast<size_t>(layers)][static_cast<size_t>(pp)];
+            total += micro_batch_counts * splits[n][static_cast<size_t>(pp)];
         }
     return total;
 }
