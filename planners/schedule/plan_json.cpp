@@ -146,6 +146,7 @@ json planToJson(const Plan& p) {
             {"stages", stagesToJson(p.stages)},
             {"dp", p.dp},
             {"placement", p.placement},
+            {"placement_order", p.placement_order},
             {"micro_batches", p.micro_batches},
             {"global_batch", p.global_batch},
             {"schedule", toString(p.schedule)},
@@ -166,6 +167,7 @@ Plan planFromJson(const json& j, const std::string& where) {
     p.stages = readStages(j, where);
     p.dp = optionalInt(j, "dp", where, Bound::Positive).value_or(1);
     p.placement = readIntArray(j, "placement", where, Bound::NonNegative);
+    p.placement_order = readIntArray(j, "placement_order", where, Bound::NonNegative);
     p.micro_batches = requireInt(j, "micro_batches", where, Bound::Positive);
     p.global_batch = requireInt(j, "global_batch", where, Bound::Positive);
     p.schedule = readEnum(j, "schedule", where, ScheduleKind::OneFOneB, scheduleFromString);

@@ -19,7 +19,9 @@ struct Favourites {
     std::vector<int> parent;        // by unit: the unit whose favourite it is, -1 if none
     std::vector<double> saved_s;    // by unit: transfer time to its favourite child
     bool solved = false;            // false: the LP was not solved to optimality (no favourites)
-    double lp_makespan_s = 0;       // the relaxation's makespan, a lower bound
+    // The relaxation's makespan: a lower bound for schedules in which every edge but the
+    // favourite ones pays its transfer (not for co-locating more than that).
+    double lp_makespan_s = 0;
     std::string note;
 };
 

@@ -26,6 +26,17 @@ int64_t staticBytesOf(const CostModel& cost, std::span<const int> ops, Optimizer
     return cost.staticMemory(ops, o, 1, 0, 0).total();
 }
 
+// Device memory less the problem's headroom.
+int64_t usableBytes(const Problem& p, int device) {
+    return static_cast<int64_t>(static_cast<double>(p.cluster.device(device).memory_bytes) * (1.0 - p.memory_headroom));
+}
+
+std::vector<int64_t> usableBytes(const Problem& p) {
+    std::vector<int64_t> out;
+    for (int d = 0; d < p.cluster.deviceCount(); ++d) out.push_back(usableBytes(p, d));
+    return out;
+}
+
 GroupingWeights groupingWeights(const Problem& p, const CostModel& cost, double samples) {
     GroupingWeights w;
     const auto n = p.graph.ops.size();
@@ -130,16 +141,9 @@ double PlacementModel::typicalCommSeconds(int64_t bytes) const {
     return 2.0 * (typical_latency_s_ + static_cast<double>(bytes) * typical_seconds_per_byte_);
 }
 
-int64_t PlacementModel::capacity(int device) const {
-    const double bytes = static_cast<double>(problem_.cluster.device(device).memory_bytes);
-    return static_cast<int64_t>(bytes * (1.0 - problem_.memory_headroom));
-}
+int64_t PlacementModel::capacity(int device) const { return usableBytes(problem_, device); }
 
-std::vector<int64_t> PlacementModel::capacities() const {
-    std::vector<int64_t> out(static_cast<size_t>(devices_));
-    for (int d = 0; d < devices_; ++d) out[static_cast<size_t>(d)] = capacity(d);
-    return out;
-}
+std::vector<int64_t> PlacementModel::capacities() const { return usableBytes(problem_); }
 
 const std::string& PlacementModel::unitName(int unit) const {
     return problem_.graph.ops[static_cast<size_t>(grouping_.members[static_cast<size_t>(unit)].front())].name;
@@ -362,12 +366,10 @@ namespace {
 std::optional<std::string> impossibleReason(const Problem& problem) {
     const CostModel cost(problem.graph, problem.cluster);
     const double samples = static_cast<double>(problem.global_batch) / kPlacementMicroBatches;
-    int64_t largest_device = 0, all_devices = 0, total = 0;
-    for (int d = 0; d < problem.cluster.deviceCount(); ++d) {
-        const auto cap = static_cast<int64_t>(static_cast<double>(problem.cluster.device(d).memory_bytes) * (1.0 - problem.memory_headroom));
-        largest_device = std::max(largest_device, cap);
-        all_devices += cap;
-    }
+    const auto capacity = usableBytes(problem);
+    const int64_t largest_device = *std::max_element(capacity.begin(), capacity.end());
+    const int64_t all_devices = std::accumulate(capacity.begin(), capacity.end(), int64_t{0});
+    int64_t total = 0;
     for (size_t op = 0; op < problem.graph.ops.size(); ++op) {
         const int id = static_cast<int>(op);
         const Op& o = problem.graph.ops[op];
@@ -404,13 +406,6 @@ Plan singleDevicePlan(const Problem& problem, const std::string& name) {
     return plan;
 }
 
-std::vector<int64_t> problemCapacities(const Problem& problem) {
-    std::vector<int64_t> out;
-    for (int d = 0; d < problem.cluster.deviceCount(); ++d)
-        out.push_back(static_cast<int64_t>(static_cast<double>(problem.cluster.device(d).memory_bytes) * (1.0 - problem.memory_headroom)));
-    return out;
-}
-
 PlannerResult withLog(PlannerResult r, std::vector<std::string> log, std::vector<double> convergence = {}) {
     r.log = std::move(log);
     r.convergence = std::move(convergence);
@@ -419,10 +414,22 @@ PlannerResult withLog(PlannerResult r, std::vector<std::string> log, std::vector
 
 PlannerResult oneDeviceResult(const std::string& name, const Problem& problem, PlanContext& context) {
     const Plan plan = singleDevicePlan(problem, name);
-    if (!fitsExactly(problem, plan, problemCapacities(problem)))
+    if (!fitsExactly(problem, plan, usableBytes(problem)))
         return infeasibleResult(name, "the model needs " + gib(placementMemory(problem, plan)[0]) + " but the only device holds " +
-                                          gib(problemCapacities(problem)[0]), context);
+                                          gib(usableBytes(problem, 0)), context);
     return feasibleResult(name, plan, evaluate(problem, plan), context);
+}
+
+// Keeps the single-device plan instead when it fits and is not slower.
+void preferOneDevice(const std::string& name, const Problem& problem, Plan& plan, TraceMetrics& metrics, std::vector<std::string>& log) {
+    const Plan single = singleDevicePlan(problem, name);
+    if (!fitsExactly(problem, single, usableBytes(problem))) return;
+    const TraceMetrics m = evaluate(problem, single);
+    if (metrics.fits_memory && m.iteration_time_s >= metrics.iteration_time_s) return;
+    log.push_back("everything on one device is faster (" + std::to_string(m.iteration_time_s) + " s vs " +
+                  std::to_string(metrics.iteration_time_s) + " s): keeping it");
+    plan = single;
+    metrics = m;
 }
 
 struct Calibrated {
@@ -477,18 +484,9 @@ PlannerResult runPlacementPlanner(const std::string& name, const PlacementOption
     if (!c.plan) return withLog(infeasibleResult(name, c.reason, context), log, c.convergence);
 
     context.progress(0.95, "simulating");
-    Plan best = *c.plan;
+    Plan best = std::move(*c.plan);
     TraceMetrics metrics = evaluate(problem, best);
-    const Plan single = singleDevicePlan(problem, name);
-    if (fitsExactly(problem, single, model.capacities())) {
-        const TraceMetrics m = evaluate(problem, single);
-        if (!metrics.fits_memory || m.iteration_time_s < metrics.iteration_time_s) {
-            log.push_back("everything on one device is faster (" + std::to_string(m.iteration_time_s) + " s vs " +
-                          std::to_string(metrics.iteration_time_s) + " s): keeping it");
-            best = single;
-            metrics = m;
-        }
-    }
+    preferOneDevice(name, problem, best, metrics, log);
     PlannerResult r = feasibleResult(name, best, metrics, context);
     if (!r.feasible && !c.reason.empty()) r.reason = c.reason;
     if (context.cancelled()) r.reason = "cancelled; best plan so far";

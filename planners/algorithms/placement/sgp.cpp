@@ -21,6 +21,16 @@ struct Profile {
     std::vector<bool> chain_break;      // positions i - 1 and i are not a link of a plain chain
 };
 
+// Position i breaks the chain unless unit i - 1 feeds only unit i and unit i reads only it.
+std::vector<bool> chainBreaks(const PlacementModel& m, const std::vector<int>& unit) {
+    std::vector<bool> out(unit.size() + 1, true);
+    for (size_t i = 1; i < unit.size(); ++i) {
+        const auto& in = m.preds(unit[i]);
+        out[i] = !(in.size() == 1 && in.front().unit == unit[i - 1] && m.succs(unit[i - 1]).size() == 1);
+    }
+    return out;
+}
+
 Profile profile(const PlacementModel& m) {
     Profile p;
     p.unit = m.topoOrder();
@@ -45,11 +55,7 @@ Profile profile(const PlacementModel& m) {
     }
     p.crossing.assign(n + 1, 0);
     for (size_t i = 1; i <= n; ++i) p.crossing[i] = p.crossing[i - 1] + diff[i];
-    p.chain_break.assign(n + 1, true);
-    for (size_t i = 1; i < n; ++i) {
-        const auto& in = m.preds(p.unit[i]);
-        p.chain_break[i] = !(in.size() == 1 && in.front().unit == p.unit[i - 1] && m.succs(p.unit[i - 1]).size() == 1);
-    }
+    p.chain_break = chainBreaks(m, p.unit);
     return p;
 }
 

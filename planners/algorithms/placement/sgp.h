@@ -23,7 +23,7 @@ namespace hippie::placement {
 struct SgpOptions {
     PlacementOptions placement;
     int segments_per_device = 8;  // the load-balancing share: total cost / (this x devices)
-    int max_segments = 4096;
+    int max_segments = 8192;
 };
 
 class SgpPlanner final : public PlacementPlanner {

@@ -16,6 +16,23 @@ struct Segment {
     std::vector<int64_t> sent;     // bytes sent to each device
 };
 
+// The largest tensor one producing unit has contributed to a target so far: grow() returns
+// the bytes to add for a new tensor (or a larger slice of the same one).
+struct Stamp {
+    int unit = -1;
+    int64_t bytes = 0;
+    int64_t grow(int u, int64_t b) {
+        if (unit != u) {
+            unit = u;
+            bytes = b;
+            return b;
+        }
+        const int64_t more = std::max<int64_t>(0, b - bytes);
+        bytes = std::max(bytes, b);
+        return more;
+    }
+};
+
 class Estimator {
 public:
     Estimator(const PlacementModel& m, const std::vector<int>& device, const std::vector<int>& order) : m_(m), device_(device) {
@@ -64,21 +81,21 @@ private:
     }
 
     // Inputs between segments: each producing unit's tensor once per consumer segment (kept
-    // there) and once per consumer device (sent there). Segments are runs of the order, so
-    // stamps of the last unit or segment seen deduplicate without sets.
+    // there) and once per consumer device (sent there), its largest slice. Segments are runs
+    // of the order, so stamps of the last unit or segment seen deduplicate without sets.
     void connect(const std::vector<int>& order) {
-        std::vector<int> kept_by(segs_.size(), -1), linked_to(segs_.size(), -1), sent_by(static_cast<size_t>(m_.devices()), -1);
+        std::vector<Stamp> kept(segs_.size()), sent(static_cast<size_t>(m_.devices()));
+        std::vector<int> linked_to(segs_.size(), -1);
         for (int u : order) {
             const int su = seg_of_[static_cast<size_t>(u)];
             for (const Arc& a : m_.succs(u)) {
                 const int sv = seg_of_[static_cast<size_t>(a.unit)];
                 if (sv == su) continue;
                 Segment& v = segs_[static_cast<size_t>(sv)];
-                if (std::exchange(kept_by[static_cast<size_t>(sv)], u) != u) v.kept += a.bytes;
+                v.kept += kept[static_cast<size_t>(sv)].grow(u, a.bytes);
                 if (std::exchange(linked_to[static_cast<size_t>(sv)], su) != su) v.inputs.push_back(su);
                 const auto to = static_cast<size_t>(v.device);
-                if (v.device != segs_[static_cast<size_t>(su)].device && std::exchange(sent_by[to], u) != u)
-                    segs_[static_cast<size_t>(su)].sent[to] += a.bytes;
+                if (v.device != segs_[static_cast<size_t>(su)].device) segs_[static_cast<size_t>(su)].sent[to] += sent[to].grow(u, a.bytes);
             }
         }
     }

@@ -21,6 +21,8 @@ constexpr double kPointMutationRate = 0.3;
 // Exploiters' mutation: up to this many boundary moves per child, found among this many tries.
 constexpr int kBoundaryMoves = 3;
 constexpr int kBoundaryTries = 32;
+// Share of the random initial splits that use every device (the others use 1..all).
+constexpr double kAllDevicesShare = 0.5;
 // Rounds of the explorers' repair (each moves ops off every overflowing device).
 constexpr int kRepairRounds = 4;
 // Rounds of shrinking the seed list schedule's budgets until its memory estimate fits.
@@ -97,6 +99,12 @@ struct Strategy {
     bool repair = true;  // else penalised only
 };
 
+// Explorers: weak selection (binary tournaments), frequent one-point crossover, block
+// mutations, repaired. Exploiters: strong selection, less crossover, boundary moves,
+// penalised.
+Strategy explorerStrategy(const TgaOptions& o) { return {o.explorers, 2, 0.9, Crossover::OnePoint, Mutation::Block, true}; }
+Strategy exploiterStrategy(const TgaOptions& o) { return {o.exploiters, 4, 0.6, Crossover::TwoPoint, Mutation::Boundary, false}; }
+
 // Moves ops off overflowing devices, ops at a device boundary first, each to a neighbour's
 // device with room, else to the device with the most room.
 class Repairer {
@@ -161,7 +169,7 @@ private:
 // the structure good placements have, varied in where the cuts fall.
 Genes contiguousSplit(const PlacementModel& m, Rng& rng) {
     const int n = m.units(), devices = m.devices();
-    const int k = chance(rng, 0.5) ? devices : uniform(rng, 1, devices);
+    const int k = chance(rng, kAllDevicesShare) ? devices : uniform(rng, 1, devices);
     std::vector<int> cuts;
     for (int i = 1; i < k; ++i) cuts.push_back(uniform(rng, 0, n));
     std::sort(cuts.begin(), cuts.end());
@@ -372,10 +380,8 @@ CoreOutcome TgaPlanner::place(const PlacementModel& model, const std::vector<int
     const Fitness fitness(model, capacity, options_, seeds.empty() ? highestLevelFirst(model) : seeds.front().order);
     const Repairer repairer(model, capacity, fitness.order());
     const uint64_t seed = model.problem().seed;
-    Population explorers({options_.explorers, 2, 0.9, Crossover::OnePoint, Mutation::Block, true}, model, fitness, repairer,
-                         options_.elites, seed);
-    Population exploiters({options_.exploiters, 4, 0.6, Crossover::TwoPoint, Mutation::Boundary, false}, model, fitness, repairer,
-                          options_.elites, seed + kStreamStep);
+    Population explorers(explorerStrategy(options_), model, fitness, repairer, options_.elites, seed);
+    Population exploiters(exploiterStrategy(options_), model, fitness, repairer, options_.elites, seed + kStreamStep);
     explorers.init(seed_genes);
     exploiters.init(seed_genes);
     std::vector<double> convergence = evolveBoth(explorers, exploiters, options_, model.problem().time_budget_s, context);

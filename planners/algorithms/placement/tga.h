@@ -1,7 +1,7 @@
 #pragma once
 // TGA: a two-population genetic algorithm for op placement. A chromosome is a device per op.
-// - Fitness (lower is better) from a cost model in three dimensions: the step time of a
-//   list-scheduled execution of the placement (compute and transfers), the total transfer
+// - Fitness (lower is better) from a cost model in three dimensions: the estimated step time
+//   of the placement (compute and transfers, forward then backward), the total transfer
 //   time, and the load imbalance between devices; placements that do not fit memory are
 //   repaired (explorers) or penalised in proportion to the overflow (exploiters).
 // - Explorers: a larger population, weak selection, one-point crossover along the
@@ -13,9 +13,10 @@
 // list schedule's placement (m-ETF's). Seeded from Problem::seed; stops at the time budget, a
 // generation limit or when the best stops improving; records the best fitness per
 // generation. Of the starting heuristic and the best few distinct individuals, the fastest
-// that fits is returned. Every individual runs its ops in one priority order (highest bottom
-// level first), and fitness estimates the step the way the simulator runs such a plan
-// (step_estimate.h), so fitness and simulated step time agree closely.
+// that fits is returned. Every individual runs its ops in one order (the seed's start-time
+// order; highest bottom level first without a seed), and fitness estimates the step the way
+// the simulator runs such a plan (step_estimate.h), so fitness and simulated step time agree
+// closely.
 #include <cstdint>
 
 #include "planners/algorithms/placement/placement_common.h"

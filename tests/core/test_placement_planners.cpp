@@ -1,0 +1,287 @@
+// The operator-placement planners (m-topo, m-etf, m-sct, tga, sgp) through the registry:
+// plans that fit when they say so and lower to valid programs, infeasibility with a reason,
+// the one-device plan, m-ETF against one device, TGA's seeding and convergence, cancellation,
+// and SGP's scale.
+#include <QtTest>
+
+#include <chrono>
+
+#include "planners/algorithms/evaluate.h"
+#include "planners/algorithms/placement/placement_common.h"
+#include "planners/algorithms/placement/random_dag.h"
+#include "planners/algorithms/placement/tga.h"
+#include "planners/algorithms/registry.h"
+#include "planners/cluster/cluster_json.h"
+#include "planners/model/zoo.h"
+#include "planners/schedule/lower.h"
+#include "planners/schedule/validate.h"
+#include "synthetic.h"
+
+using namespace hippie;
+using namespace hippie::placement;
+using namespace hippie::test;
+
+namespace {
+
+const std::vector<std::string> kPlanners = {"m-topo", "m-etf", "m-sct", "tga", "sgp"};
+constexpr int64_t kGiB = int64_t{1} << 30;
+
+Problem problemOf(Graph g, Cluster c, int global_batch, double budget_s = 3) {
+    Problem p;
+    p.graph = std::move(g);
+    p.cluster = std::move(c);
+    p.cluster_name = p.cluster.name;
+    p.global_batch = global_batch;
+    p.time_budget_s = budget_s;
+    return p;
+}
+
+Graph zoo(const std::string& name, int batch) {
+    ModelSpec spec;
+    spec.zoo = name;
+    spec.batch_size = batch;
+    return buildZooModel(spec);
+}
+
+// The first `devices` devices of one DGX A100 (40 GiB each).
+Cluster dgx(int devices) {
+    Cluster c = buildClusterPreset("dgx-a100-1x8");
+    c.nodes[0].devices = devices;
+    return c;
+}
+
+PlannerResult planWith(const std::string& name, const Problem& p) {
+    PlanContext ctx(p.time_budget_s);
+    return makePlanner(name)->plan(p, ctx);
+}
+
+// Everything a placement result promises: the plan is a placement of every op, lowers to a
+// valid program, and fits each device when it says it is feasible.
+void checkPlacementResult(const Problem& p, const PlannerResult& r) {
+    QVERIFY2(r.feasible, qPrintable(QString::fromStdString(r.planner + ": " + r.reason)));
+    const Plan& plan = r.plan;
+    QVERIFY(plan.isPlacement());
+    QCOMPARE(plan.placement.size(), p.graph.ops.size());
+    QCOMPARE(plan.dp, 1);
+    QVERIFY(plan.micro_batches >= 1);
+    QCOMPARE(plan.schedule, ScheduleKind::GPipe);
+    QCOMPARE(plan.planner, r.planner);
+    checkPlan(plan, p.graph, p.cluster.deviceCount());
+    const ValidationResult v = validate(lower(plan, p.graph), p.graph);
+    QVERIFY2(v.ok, qPrintable(QString::fromStdString(v.problems.empty() ? "" : v.problems.front())));
+    const auto memory = placementMemory(p, plan);
+    for (size_t d = 0; d < memory.size(); ++d)
+        QVERIFY2(memory[d] <= p.cluster.device(static_cast<int>(d)).memory_bytes,
+                 qPrintable(QString("%1: device %2 needs %3 bytes").arg(QString::fromStdString(r.planner)).arg(d).arg(memory[d])));
+    const TraceMetrics m = evaluate(p, plan);
+    QVERIFY(m.fits_memory);
+    QCOMPARE(m.iteration_time_s, r.metrics.iteration_time_s);
+    QVERIFY(r.planning_time_s >= 0);
+}
+
+void addPlannerRows() {
+    QTest::addColumn<QString>("planner");
+    for (const std::string& n : kPlanners) QTest::addRow("%s", n.c_str()) << QString::fromStdString(n);
+}
+
+}  // namespace
+
+class TestPlacementPlanners : public QObject {
+    Q_OBJECT
+private slots:
+    void registryListsThePlacementFamily() {
+        std::vector<std::string> names;
+        for (const PlannerInfo& info : placementPlanners()) {
+            QCOMPARE(info.family, std::string("placement"));
+            QVERIFY(!info.description.empty());
+            QCOMPARE(info.make()->name(), info.name);
+            names.push_back(info.name);
+        }
+        QCOMPARE(names, kPlanners);
+        for (const std::string& n : kPlanners) QVERIFY(findPlanner(n));
+    }
+
+    // The model needs about two devices' memory: every planner must split it and fit.
+    void plansFitAndLowerUnderMemoryPressure_data() {
+        QTest::addColumn<QString>("planner");
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<int>("batch");
+        for (const std::string& n : kPlanners)
+            for (const auto& [m, b] : std::vector<std::pair<const char*, int>>{{"inception-v3", 512}, {"gnmt-8", 2048}, {"resnet50", 512}})
+                QTest::addRow("%s %s", n.c_str(), m) << QString::fromStdString(n) << QString(m) << b;
+    }
+    void plansFitAndLowerUnderMemoryPressure() {
+        QFETCH(QString, planner);
+        QFETCH(QString, model);
+        QFETCH(int, batch);
+        const Problem p = problemOf(zoo(model.toStdString(), batch), dgx(4), batch);
+        const PlannerResult r = planWith(planner.toStdString(), p);
+        checkPlacementResult(p, r);
+        QVERIFY2(r.plan.deviceCount() >= 2, "one device cannot hold the model");
+    }
+
+    void branchyGraphsUseSeveralDevices_data() { addPlannerRows(); }
+    void branchyGraphsUseSeveralDevices() {
+        QFETCH(QString, planner);
+        const Problem p = problemOf(zoo("inception-v3", 32), dgx(4), 32);
+        const PlannerResult r = planWith(planner.toStdString(), p);
+        checkPlacementResult(p, r);
+    }
+
+    void oneDeviceGivesTheSingleDevicePlan_data() { addPlannerRows(); }
+    void oneDeviceGivesTheSingleDevicePlan() {
+        QFETCH(QString, planner);
+        const Problem p = problemOf(zoo("inception-v3", 32), dgx(1), 32);
+        const PlannerResult r = planWith(planner.toStdString(), p);
+        checkPlacementResult(p, r);
+        QCOMPARE(r.plan.placement, std::vector<int>(p.graph.ops.size(), 0));
+        // Too big for the one device: infeasible, with the sizes in the reason.
+        const Problem big = problemOf(zoo("inception-v3", 512), dgx(1), 512);
+        const PlannerResult none = planWith(planner.toStdString(), big);
+        QVERIFY(!none.feasible);
+        QVERIFY2(none.reason.find("GiB") != std::string::npos, none.reason.c_str());
+    }
+
+    void anOpLargerThanEveryDeviceIsInfeasible_data() { addPlannerRows(); }
+    void anOpLargerThanEveryDeviceIsInfeasible() {
+        QFETCH(QString, planner);
+        Graph g = chainGraph(6);
+        g.ops[3].param_bytes = 2 * kGiB;  // with Adam: 8 GiB of weights, gradients and moments
+        const Problem p = problemOf(g, exactCluster(1, 4, 4 * kGiB), 1);
+        const PlannerResult r = planWith(planner.toStdString(), p);
+        QVERIFY(!r.feasible);
+        QVERIFY2(r.reason.find(g.ops[3].name) != std::string::npos, r.reason.c_str());
+    }
+
+    void aModelLargerThanAllDevicesIsInfeasible_data() { addPlannerRows(); }
+    void aModelLargerThanAllDevicesIsInfeasible() {
+        QFETCH(QString, planner);
+        const Problem p = problemOf(chainGraph(16, 1, 2, kGiB / 4, kGiB / 4), exactCluster(1, 4, 3 * kGiB), 1);
+        const PlannerResult r = planWith(planner.toStdString(), p);
+        QVERIFY(!r.feasible);
+        QVERIFY2(r.reason.find("together") != std::string::npos, r.reason.c_str());
+    }
+
+    // Devices of unlimited memory: m-ETF never does worse than everything on one device.
+    void metfIsNeverWorseThanOneDevice_data() {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<int>("devices");
+        for (const char* m : {"inception-v3", "gnmt-8", "transformer-big", "resnet50", "random"})
+            for (int d : {2, 4, 8}) QTest::addRow("%s d%d", m, d) << QString(m) << d;
+    }
+    void metfIsNeverWorseThanOneDevice() {
+        QFETCH(QString, model);
+        QFETCH(int, devices);
+        RandomDagOptions small;
+        small.ops = 2000;
+        small.width = 40;
+        Cluster c = dgx(devices);
+        c.nodes[0].device.memory_bytes = int64_t{1} << 50;
+        const Graph g = model == "random" ? randomLayeredDag(small) : zoo(model.toStdString(), 64);
+        const Problem p = problemOf(g, c, 64);
+        const PlannerResult r = planWith("m-etf", p);
+        checkPlacementResult(p, r);
+        Plan one = basePlan(p, "one");
+        one.placement.assign(p.graph.ops.size(), 0);
+        one.schedule = ScheduleKind::GPipe;
+        QVERIFY(r.metrics.iteration_time_s <= evaluate(p, one).iteration_time_s);
+    }
+
+    void metfUsesBranchParallelism() {
+        Cluster c = dgx(4);
+        c.nodes[0].device.memory_bytes = int64_t{1} << 50;
+        const Problem p = problemOf(zoo("inception-v3", 256), c, 256);
+        const PlannerResult r = planWith("m-etf", p);
+        Plan one = basePlan(p, "one");
+        one.placement.assign(p.graph.ops.size(), 0);
+        one.schedule = ScheduleKind::GPipe;
+        QVERIFY(r.metrics.iteration_time_s < 0.9 * evaluate(p, one).iteration_time_s);
+    }
+
+    void tgaIsSeededAndRecordsConvergence() {
+        const Problem p = problemOf(zoo("inception-v3", 512), dgx(4), 512, 30);
+        TgaOptions o;
+        o.max_generations = 40;
+        PlanContext c1(p.time_budget_s), c2(p.time_budget_s);
+        const PlannerResult a = TgaPlanner(o).plan(p, c1);
+        const PlannerResult b = TgaPlanner(o).plan(p, c2);
+        checkPlacementResult(p, a);
+        QCOMPARE(a.plan.placement, b.plan.placement);
+        QCOMPARE(a.convergence, b.convergence);
+        QCOMPARE(a.convergence.size(), size_t(40));
+        for (size_t i = 1; i < a.convergence.size(); ++i) QVERIFY(a.convergence[i] <= a.convergence[i - 1]);
+        Problem other = p;
+        other.seed = 99;
+        PlanContext c3(p.time_budget_s);
+        QVERIFY(TgaPlanner(o).plan(other, c3).convergence != a.convergence);
+    }
+
+    void tgaIsAtLeastAsGoodAsBaechi() {
+        const Problem p = problemOf(zoo("inception-v3", 512), dgx(4), 512, 30);
+        TgaOptions o;
+        o.max_generations = 100;
+        PlanContext ctx(p.time_budget_s);
+        const double tga = TgaPlanner(o).plan(p, ctx).metrics.iteration_time_s;
+        for (const char* baechi : {"m-topo", "m-etf", "m-sct"}) QVERIFY(tga <= planWith(baechi, p).metrics.iteration_time_s);
+    }
+
+    void tgaStopsAtItsTimeBudget() {
+        RandomDagOptions o;
+        o.ops = 5000;
+        const Problem p = problemOf(randomLayeredDag(o), dgx(4), 4, 2);
+        const auto start = std::chrono::steady_clock::now();
+        const PlannerResult r = planWith("tga", p);
+        const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        checkPlacementResult(p, r);
+        QVERIFY(!r.convergence.empty());
+        QVERIFY2(took < p.time_budget_s + 10, qPrintable(QString::number(took)));  // the last generation and one simulation
+    }
+
+    void cancelledPlannersStopEarly_data() { addPlannerRows(); }
+    void cancelledPlannersStopEarly() {
+        QFETCH(QString, planner);
+        const Problem p = problemOf(zoo("inception-v3", 512), dgx(4), 512, 30);
+        PlanContext ctx(p.time_budget_s);
+        ctx.cancel();
+        const PlannerResult r = makePlanner(planner.toStdString())->plan(p, ctx);
+        QVERIFY(r.planning_time_s < 10);
+        // Either nothing (the list schedulers stop at once) or the best so far, said so.
+        QVERIFY2(r.reason.find("cancel") != std::string::npos, r.reason.c_str());
+    }
+
+    void progressIsReported_data() { addPlannerRows(); }
+    void progressIsReported() {
+        QFETCH(QString, planner);
+        const Problem p = problemOf(zoo("gnmt-8", 2048), dgx(4), 2048);
+        std::vector<double> seen;
+        PlanContext ctx(p.time_budget_s, [&](double f, const std::string&) { seen.push_back(f); });
+        makePlanner(planner.toStdString())->plan(p, ctx);
+        QVERIFY(seen.size() >= 2);
+        for (double f : seen) QVERIFY(f >= 0.0 && f <= 1.0);
+        QCOMPARE(seen.back(), 1.0);
+    }
+
+    void coplacementCanBeSwitchedOff() {
+        RandomDagOptions o;
+        o.ops = 3000;
+        const Problem p = problemOf(randomLayeredDag(o), dgx(4), 4);
+        PlacementOptions off;
+        off.coplacement.enabled = false;
+        const PlacementModel grouped(p, PlacementOptions{}.coplacement), plain(p, off.coplacement);
+        QVERIFY(grouped.units() < plain.units());
+        QCOMPARE(plain.units(), 3000);
+        PlanContext ctx(p.time_budget_s);
+        checkPlacementResult(p, makePlanner("m-etf")->plan(p, ctx));
+    }
+
+    void sgpPlansTwentyThousandOpsInSeconds() {
+        const Problem p = problemOf(randomLayeredDag(), dgx(4), 4, 60);
+        const PlannerResult r = planWith("sgp", p);
+        checkPlacementResult(p, r);
+        // Planning includes lowering and simulating the 20,000-op plan.
+        QVERIFY2(r.planning_time_s < 10, qPrintable(QString::number(r.planning_time_s)));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestPlacementPlanners)
+#include "test_placement_planners.moc"
