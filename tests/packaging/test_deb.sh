@@ -79,4 +79,41 @@ QT_QPA_PLATFORM=offscreen timeout 90 "$root/usr/bin/hippie-studio" --model gpt2-
 [[ -s out.png ]] || fail "the screenshot out.png is empty or missing"
 [[ "$(head -c 8 out.png | od -An -tx1 | tr -d ' \n')" == 89504e470d0a1a0a ]] || fail "out.png is not a PNG"
 echo "screenshot: $(stat -c %s out.png) bytes"
+
+# -- the agent's package (when hippie-agent was built) ----------------------------------------
+if [[ -x "$build/bin/hippie-agent" ]]; then
+  cpack --config "$build/CPackConfig.cmake" -B "$tmp/agentpkg" -D "CPACK_COMPONENTS_ALL=agent" \
+    >"$tmp/cpack-agent.log" 2>&1 || { cat "$tmp/cpack-agent.log" >&2; fail "cpack (agent) failed"; }
+  adebs=("$tmp"/agentpkg/hippie-agent_*.deb)
+  [[ -f "${adebs[0]}" ]] || { cat "$tmp/cpack-agent.log" >&2; fail "no hippie-agent_*.deb"; }
+  adeb="${adebs[0]}"
+  adepends="$(dpkg-deb -f "$adeb" Depends)"
+  echo "agent Depends: $adepends"
+  if grep -qiE 'torch|widgets|qcustomplot|gvc' <<<"$adepends"; then fail "the agent package pulls in GUI or LibTorch: $adepends"; fi
+  grep -qw libqt6network6 <<<"$adepends" || fail "agent Depends lacks libqt6network6"
+  aroot="$tmp/agentroot"
+  dpkg-deb -x "$adeb" "$aroot"
+  for f in usr/bin/hippie-agent usr/share/man/man1/hippie-agent.1 lib/systemd/system/hippie-agent.service \
+           etc/default/hippie-agent; do
+    [[ -s "$aroot/$f" ]] || fail "missing from the agent package: /$f"
+  done
+  dpkg-deb --ctrl-tarfile "$adeb" | tar -xO ./conffiles | grep -qx /etc/default/hippie-agent \
+    || fail "/etc/default/hippie-agent is not a conffile"
+  grep -q '^ExecStart=/usr/bin/hippie-agent ' "$aroot/lib/systemd/system/hippie-agent.service" || fail "unit ExecStart"
+  if command -v systemd-analyze >/dev/null && [[ -d /run/systemd/system ]]; then
+    # Verify the unit as installed (ExecStart's binary must exist: point it at the scratch root).
+    sed "s|/usr/bin/hippie-agent|$aroot/usr/bin/hippie-agent|" "$aroot/lib/systemd/system/hippie-agent.service" \
+      >"$tmp/hippie-agent.service"
+    systemd-analyze verify "$tmp/hippie-agent.service" >"$tmp/analyze.log" 2>&1 || { cat "$tmp/analyze.log" >&2; fail "systemd-analyze verify"; }
+  fi
+  # The installed agent starts, listens on a free loopback port and stops on SIGTERM.
+  printf 'deb-test-token\n' >"$tmp/token"
+  "$aroot/usr/bin/hippie-agent" --listen 127.0.0.1:0 --token-file "$tmp/token" --work-dir "$tmp/agentwork" \
+    >"$tmp/agent.out" 2>"$tmp/agent.err" &
+  apid=$!
+  for _ in $(seq 50); do grep -q '"listening"' "$tmp/agent.out" && break; sleep 0.1; done
+  grep -q '"listening"' "$tmp/agent.out" || { cat "$tmp/agent.err" >&2; kill $apid 2>/dev/null; fail "the installed hippie-agent did not start listening"; }
+  kill -TERM $apid; wait $apid || fail "hippie-agent did not exit cleanly on SIGTERM"
+  echo "agent package: $(basename "$adeb")"
+fi
 echo "PASS"
