@@ -1,0 +1,456 @@
+#include "app/jobs/agent_server.h"
+
+#include <QDateTime>
+#include <QDir>
+#include <QFile>
+#include <QHostAddress>
+#include <QProcess>
+#include <QSslCertificate>
+#include <QSslConfiguration>
+#include <QSslKey>
+#include <QSslServer>
+#include <QSslSocket>
+#include <QSysInfo>
+#include <QTcpServer>
+#include <QTcpSocket>
+
+#include <cstdio>
+
+#include "app/jobs/job_runner.h"
+#include "planners/common/error.h"
+#include "planners/common/json_read.h"
+
+namespace hippie::jobs {
+
+using nlohmann::json;
+namespace jr = hippie::json_read;
+
+namespace {
+
+constexpr int kProbeTimeoutMs = 120000;
+
+QHostAddress parseHost(const QString& host) {
+    if (host == QLatin1String("localhost")) return QHostAddress(QHostAddress::LocalHost);
+    if (host == QLatin1String("*") || host == QLatin1String("0.0.0.0")) return QHostAddress(QHostAddress::AnyIPv4);
+    if (host == QLatin1String("::")) return QHostAddress(QHostAddress::AnyIPv6);
+    return QHostAddress(host);
+}
+
+QByteArray readFile(const QString& path, const char* what) {
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly))
+        throw Error(std::string("cannot read the TLS ") + what + " '" + path.toStdString() + "': " + f.errorString().toStdString());
+    return f.readAll();
+}
+
+}  // namespace
+
+bool tokensEqual(const QByteArray& given, const QByteArray& expected) {
+    unsigned diff = static_cast<unsigned>(given.size() ^ expected.size());
+    const qsizetype n = expected.size();
+    for (qsizetype i = 0; i < n; ++i) {
+        const char g = i < given.size() ? given[i] : '\0';
+        diff |= static_cast<unsigned char>(g ^ expected[i]);
+    }
+    return diff == 0 && !expected.isEmpty();
+}
+
+struct AgentServer::Client {
+    QTcpSocket* socket = nullptr;
+    LineReader reader;
+    bool authenticated = false;
+    bool closing = false;
+    QSet<QString> attached;
+    QString peer;
+    QTimer hello_timer;
+    explicit Client(qint64 max_bytes) : reader(max_bytes) {}
+};
+
+AgentServer::AgentServer(AgentOptions options, QObject* parent) : QObject(parent), options_(std::move(options)) {
+    connect(&heartbeat_, &QTimer::timeout, this, &AgentServer::sendHeartbeats);
+}
+
+AgentServer::~AgentServer() {
+    for (auto& [socket, c] : clients_) socket->disconnect(this);
+}
+
+quint16 AgentServer::port() const { return server_ ? server_->serverPort() : 0; }
+
+int AgentServer::runningJobs() const {
+    int n = 0;
+    for (const auto& [id, job] : jobs_)
+        if (!isTerminal(job->state())) ++n;
+    return n;
+}
+
+void AgentServer::log(const QString& line) const {
+    const QString stamp = QDateTime::currentDateTime().toString(Qt::ISODateWithMs);
+    std::fprintf(stderr, "%s hippie-agent: %s\n", qPrintable(stamp), qPrintable(line));
+    std::fflush(stderr);
+}
+
+void AgentServer::listen() {
+    const QHostAddress address = parseHost(options_.host);
+    if (address.isNull())
+        throw Error("--listen: '" + options_.host.toStdString() + "' is not an IP address (use e.g. 127.0.0.1, 0.0.0.0 or ::)");
+    if (options_.token.isEmpty()) throw Error("the token is empty");
+    if (options_.tls_cert.isEmpty() != options_.tls_key.isEmpty())
+        throw Error("TLS needs both --tls-cert and --tls-key");
+    if (!options_.tls_cert.isEmpty()) {
+        if (!QSslSocket::supportsSsl())
+            throw Error("TLS is not available: Qt found no TLS backend (install libssl3)");
+        const QByteArray cert_pem = readFile(options_.tls_cert, "certificate");
+        const QList<QSslCertificate> certs = QSslCertificate::fromData(cert_pem, QSsl::Pem);
+        if (certs.isEmpty() || certs.first().isNull())
+            throw Error("--tls-cert '" + options_.tls_cert.toStdString() + "' holds no PEM certificate");
+        const QByteArray key_pem = readFile(options_.tls_key, "key");
+        QSslKey key;
+        for (QSsl::KeyAlgorithm alg : {QSsl::Rsa, QSsl::Ec, QSsl::Dsa}) {
+            key = QSslKey(key_pem, alg, QSsl::Pem, QSsl::PrivateKey);
+            if (!key.isNull()) break;
+        }
+        if (key.isNull())
+            throw Error("--tls-key '" + options_.tls_key.toStdString() + "' holds no unencrypted PEM private key (RSA, EC or DSA)");
+        QSslConfiguration conf = QSslConfiguration::defaultConfiguration();
+        conf.setLocalCertificate(certs.first());
+        conf.setPrivateKey(key);
+        conf.setPeerVerifyMode(QSslSocket::VerifyNone);
+        auto* ssl = new QSslServer(this);
+        ssl->setSslConfiguration(conf);
+        ssl->setHandshakeTimeout(options_.hello_timeout_ms);
+        connect(ssl, &QSslServer::errorOccurred, this, [this](QSslSocket* s, QAbstractSocket::SocketError) {
+            log(QStringLiteral("TLS connection from %1 failed: %2").arg(s->peerAddress().toString(), s->errorString()));
+        });
+        server_ = ssl;
+    } else {
+        server_ = new QTcpServer(this);
+    }
+    connect(server_, &QTcpServer::pendingConnectionAvailable, this, &AgentServer::onNewConnection);
+    if (!server_->listen(address, options_.port)) {
+        const QString why = server_->errorString();
+        const bool in_use = server_->serverError() == QAbstractSocket::AddressInUseError;
+        throw Error("cannot listen on " + options_.host.toStdString() + ":" + std::to_string(options_.port) + ": " +
+                    why.toStdString() + (in_use ? " (another program uses this port; choose another with --listen HOST:PORT)" : ""));
+    }
+    if (!QDir().mkpath(options_.work_dir))
+        throw Error("cannot create the work directory '" + options_.work_dir.toStdString() + "' (--work-dir)");
+    heartbeat_.start(options_.heartbeat_ms);
+    log(QStringLiteral("listening on %1:%2%3, work directory %4, engine %5")
+            .arg(options_.host)
+            .arg(port())
+            .arg(usesTls() ? QStringLiteral(" (TLS)") : QString())
+            .arg(options_.work_dir, options_.engine.isEmpty() ? QStringLiteral("not installed") : options_.engine));
+}
+
+void AgentServer::onNewConnection() {
+    while (server_->hasPendingConnections()) {
+        QTcpSocket* socket = server_->nextPendingConnection();
+        if (!socket) break;
+        if (stopping_) {
+            socket->abort();
+            socket->deleteLater();
+            continue;
+        }
+        auto c = std::make_unique<Client>(options_.max_message_bytes);
+        c->socket = socket;
+        c->peer = socket->peerAddress().toString() + QLatin1Char(':') + QString::number(socket->peerPort());
+        Client* cp = c.get();
+        c->hello_timer.setSingleShot(true);
+        connect(&c->hello_timer, &QTimer::timeout, this,
+                [this, cp] { closeWith(*cp, "refused", "no hello within " + std::to_string(options_.hello_timeout_ms) + " ms"); });
+        c->hello_timer.start(options_.hello_timeout_ms);
+        connect(socket, &QTcpSocket::readyRead, this, [this, cp] { onReadyRead(*cp); });
+        connect(socket, &QTcpSocket::disconnected, this, [this, socket] { dropClient(socket); });
+        clients_[socket] = std::move(c);
+        log(QStringLiteral("connection from %1").arg(cp->peer));
+        if (socket->bytesAvailable() > 0) onReadyRead(*cp);
+    }
+}
+
+void AgentServer::dropClient(QTcpSocket* socket) {
+    const auto it = clients_.find(socket);
+    if (it == clients_.end()) return;
+    log(QStringLiteral("%1 disconnected").arg(it->second->peer));
+    socket->disconnect(this);
+    socket->deleteLater();
+    // We may be inside one of the client's own signals (its hello timer): delete it later.
+    Client* client = it->second.release();
+    clients_.erase(it);
+    QMetaObject::invokeMethod(this, [client] { delete client; }, Qt::QueuedConnection);
+}
+
+void AgentServer::send(Client& c, const json& m) {
+    if (c.closing) return;
+    c.socket->write(frame(m));
+}
+
+void AgentServer::closeWith(Client& c, const char* type, const std::string& message) {
+    if (c.closing) return;
+    log(QStringLiteral("%1: %2 %3, closing").arg(c.peer, QString::fromLatin1(type), QString::fromStdString(message)));
+    send(c, {{"type", type}, {"message", message}});
+    c.closing = true;
+    c.hello_timer.stop();
+    c.socket->disconnectFromHost();  // after the pending bytes are written
+}
+
+void AgentServer::onReadyRead(Client& c) {
+    if (c.closing) {
+        c.socket->readAll();
+        return;
+    }
+    c.reader.append(c.socket->readAll());
+    QTcpSocket* socket = c.socket;
+    for (;;) {
+        QByteArray line;
+        const LineReader::Status st = c.reader.next(&line);
+        if (st == LineReader::Status::NeedMore) return;
+        if (st == LineReader::Status::TooLong) {
+            closeWith(c, "error",
+                      "message longer than " + std::to_string(c.reader.maxBytes()) + " bytes; closing the connection");
+            return;
+        }
+        if (line.trimmed().isEmpty()) continue;
+        json m;
+        try {
+            m = parseMessage(line);
+        } catch (const Error& e) {
+            if (!c.authenticated) {
+                closeWith(c, "refused", std::string("expected a hello message first: ") + e.what());
+                return;
+            }
+            send(c, {{"type", "error"}, {"message", e.what()}});
+            continue;
+        }
+        handle(c, m);
+        // handle() may have closed the connection (refused); the socket lives until deleteLater.
+        if (clients_.find(socket) == clients_.end() || c.closing) return;
+    }
+}
+
+void AgentServer::handle(Client& c, const json& m) {
+    const std::string type = m["type"].get<std::string>();
+    if (!c.authenticated) {
+        if (type != "hello") {
+            closeWith(c, "refused", "the first message must be a hello with the token (got '" + type + "')");
+            return;
+        }
+        handleHello(c, m);
+        return;
+    }
+    try {
+        if (type == "hello") throw Error("already authenticated: hello is only the first message");
+        if (type == "submit") handleSubmit(c, m);
+        else if (type == "attach") handleAttach(c, m);
+        else if (type == "cancel") handleCancel(c, m);
+        else if (type == "status") handleStatus(c, m);
+        else if (type == "probe") handleProbe(c);
+        else if (type == "ping") send(c, {{"type", "pong"}});
+        else throw Error("unknown message type '" + type + "' (hello, submit, attach, cancel, status, probe, ping)");
+    } catch (const Error& e) {
+        send(c, {{"type", "error"}, {"message", e.what()}});
+    }
+}
+
+void AgentServer::handleHello(Client& c, const json& m) {
+    const auto token = m.find("token");
+    if (token == m.end() || !token->is_string()) {
+        closeWith(c, "refused", "hello without a token (field 'token')");
+        return;
+    }
+    if (!tokensEqual(QByteArray::fromStdString(token->get<std::string>()), options_.token)) {
+        closeWith(c, "refused", "wrong token");
+        return;
+    }
+    const auto protocol = m.find("protocol");
+    if (protocol == m.end() || !protocol->is_number_integer() || protocol->get<long long>() != kProtocolVersion) {
+        closeWith(c, "refused",
+                  "this agent speaks protocol version " + std::to_string(kProtocolVersion) + " (field 'protocol' is " +
+                      (protocol == m.end() ? std::string("missing") : jr::describe(*protocol)) + ")");
+        return;
+    }
+    c.authenticated = true;
+    c.hello_timer.stop();
+    const auto client = m.find("client");
+    log(QStringLiteral("%1 authenticated (%2)")
+            .arg(c.peer, client != m.end() && client->is_string() ? QString::fromStdString(client->get<std::string>())
+                                                                  : QStringLiteral("unnamed client")));
+    send(c, {{"type", "welcome"},
+             {"agent", QSysInfo::machineHostName().toStdString()},
+             {"protocol", kProtocolVersion},
+             {"engine", options_.engine.isEmpty() ? json(nullptr) : json(options_.engine.toStdString())},
+             {"jobs", jobStatuses()},
+             {"heartbeat_ms", options_.heartbeat_ms}});
+}
+
+void AgentServer::handleSubmit(Client& c, const json& m) {
+    const json& raw = jr::requireObject(m, "job", "submit");
+    std::string id;
+    if (const auto it = raw.find("id"); it != raw.end() && it->is_string()) id = it->get<std::string>();
+    const auto reject = [&](const std::string& message) {
+        log(QStringLiteral("%1: job '%2' rejected: %3").arg(c.peer, QString::fromStdString(id), QString::fromStdString(message)));
+        send(c, {{"type", "rejected"}, {"job", id}, {"message", message}});
+    };
+    if (stopping_) return reject("the agent is shutting down");
+    JobSpec spec;
+    try {
+        spec = jobFromJson(raw);
+    } catch (const Error& e) {
+        return reject(e.what());
+    }
+    const QString qid = QString::fromStdString(spec.id);
+    if (jobs_.count(qid)) return reject("job '" + spec.id + "' already exists on this agent; every job needs a new id");
+    if (runningJobs() >= options_.max_jobs)
+        return reject("this agent already runs " + std::to_string(runningJobs()) + " job(s), its limit (--max-jobs " +
+                      std::to_string(options_.max_jobs) + "); try again when one ends");
+    JobRunnerOptions ro;
+    ro.work_root = options_.work_dir;
+    ro.engine = options_.engine;
+    ro.port_host = options_.host;
+    ro.grace_ms = options_.grace_ms;
+    auto* runner = new JobRunner(spec, ro, this);
+    try {
+        runner->prepare();
+    } catch (const Error& e) {
+        delete runner;
+        return reject(e.what());
+    }
+    jobs_[qid] = runner;
+    c.attached.insert(qid);
+    connect(runner, &JobRunner::event, this, &AgentServer::onJobEvent);
+    connect(runner, &JobRunner::finished, this, [this, qid](JobState state, const QString& message) {
+        log(QStringLiteral("job '%1' %2: %3").arg(qid, QString::fromLatin1(toString(state)), message));
+        checkStopped();
+    });
+    send(c, {{"type", "accepted"}, {"job", spec.id}, {"master_port", runner->masterPort()}});
+    log(QStringLiteral("%1: job '%2' accepted: ranks %3..%4 of %5, rendezvous %6:%7")
+            .arg(c.peer, qid)
+            .arg(spec.first_rank)
+            .arg(spec.first_rank + spec.rank_count - 1)
+            .arg(spec.world_size)
+            .arg(QString::fromStdString(spec.master_addr))
+            .arg(runner->masterPort()));
+    try {
+        runner->start();
+    } catch (const Error& e) {
+        log(QStringLiteral("job '%1' could not start: %2").arg(qid, QString::fromUtf8(e.what())));
+    }
+}
+
+void AgentServer::handleAttach(Client& c, const json& m) {
+    const std::string id = jr::requireString(m, "job", "attach");
+    const int64_t after = jr::requireInt64(m, "after_seq", "attach", jr::Bound::NonNegative);
+    const QString qid = QString::fromStdString(id);
+    const auto it = jobs_.find(qid);
+    if (it == jobs_.end()) throw Error("attach: no job '" + id + "' on this agent");
+    for (const auto& [seq, ev] : it->second->eventsAfter(after)) send(c, {{"type", "event"}, {"job", id}, {"seq", seq}, {"event", ev}});
+    c.attached.insert(qid);
+}
+
+void AgentServer::handleCancel(Client& c, const json& m) {
+    const std::string id = jr::requireString(m, "job", "cancel");
+    const auto it = jobs_.find(QString::fromStdString(id));
+    if (it == jobs_.end()) throw Error("cancel: no job '" + id + "' on this agent");
+    log(QStringLiteral("%1: cancel job '%2'").arg(c.peer, QString::fromStdString(id)));
+    it->second->cancel();
+}
+
+void AgentServer::handleStatus(Client& c, const json& m) {
+    const auto id = jr::optionalString(m, "job", "status");
+    if (!id) {
+        send(c, {{"type", "status"}, {"jobs", jobStatuses()}});
+        return;
+    }
+    const auto it = jobs_.find(QString::fromStdString(*id));
+    if (it == jobs_.end()) throw Error("status: no job '" + *id + "' on this agent");
+    send(c, {{"type", "status"}, {"jobs", json::array({it->second->statusJson()})}});
+}
+
+void AgentServer::handleProbe(Client& c) {
+    if (options_.engine.isEmpty()) throw Error("probe: " + engineMissingMessage().toStdString());
+    auto* p = new QProcess(this);
+    QPointer<QTcpSocket> socket = c.socket;
+    p->setProgram(options_.engine);
+    p->setArguments({QStringLiteral("probe")});
+    p->setStandardInputFile(QProcess::nullDevice());
+    auto* timeout = new QTimer(p);
+    timeout->setSingleShot(true);
+    connect(timeout, &QTimer::timeout, p, [p] { p->kill(); });
+    const auto answer = [this, socket](const json& m) {
+        if (!socket) return;
+        const auto it = clients_.find(socket.data());
+        if (it != clients_.end()) send(*it->second, m);
+    };
+    connect(p, &QProcess::finished, this, [p, answer](int code, QProcess::ExitStatus status) {
+        const QByteArray out = p->readAllStandardOutput();
+        const QByteArray err = p->readAllStandardError();
+        p->deleteLater();
+        json cluster;
+        try {
+            cluster = json::parse(out.constBegin(), out.constEnd());
+        } catch (const json::parse_error&) {
+            // Not one JSON document: the last line may still be an error event.
+            const QList<QByteArray> lines = out.trimmed().split('\n');
+            if (!lines.isEmpty()) cluster = json::parse(lines.last().constBegin(), lines.last().constEnd(), nullptr, false);
+        }
+        if (status == QProcess::NormalExit && code == 0 && cluster.is_object() && !cluster.contains("event")) {
+            answer({{"type", "devices"}, {"cluster", cluster}});
+            return;
+        }
+        std::string why = cluster.is_object() && cluster.contains("message") && cluster["message"].is_string()
+                              ? cluster["message"].get<std::string>()
+                              : (status == QProcess::CrashExit ? std::string("it crashed or was stopped")
+                                                               : "exit code " + std::to_string(code));
+        if (!err.trimmed().isEmpty()) why += "; stderr: " + err.trimmed().right(1000).toStdString();
+        answer({{"type", "error"}, {"message", "probe: hippie-engine probe failed: " + why}});
+    });
+    connect(p, &QProcess::errorOccurred, this, [p, answer](QProcess::ProcessError e) {
+        if (e != QProcess::FailedToStart) return;
+        answer({{"type", "error"}, {"message", "probe: cannot start hippie-engine: " + p->errorString().toStdString()}});
+        p->deleteLater();
+    });
+    timeout->start(kProbeTimeoutMs);
+    p->start();
+}
+
+void AgentServer::onJobEvent(const QString& job, qint64 seq, const json& event) {
+    const std::string id = job.toStdString();
+    QByteArray bytes;
+    for (auto& [socket, c] : clients_) {
+        if (!c->authenticated || c->closing || !c->attached.contains(job)) continue;
+        if (bytes.isEmpty()) bytes = frame({{"type", "event"}, {"job", id}, {"seq", seq}, {"event", event}});
+        socket->write(bytes);
+    }
+}
+
+json AgentServer::jobStatuses() const {
+    json out = json::array();
+    for (const auto& [id, job] : jobs_) out.push_back(job->statusJson());
+    return out;
+}
+
+void AgentServer::sendHeartbeats() {
+    json jobs = json::array();
+    for (const auto& [id, job] : jobs_)
+        jobs.push_back({{"id", job->spec().id}, {"state", toString(job->state())}, {"last_seq", job->lastSeq()}});
+    const QByteArray bytes = frame({{"type", "heartbeat"}, {"time_ms", QDateTime::currentMSecsSinceEpoch()}, {"jobs", jobs}});
+    for (auto& [socket, c] : clients_)
+        if (c->authenticated && !c->closing) socket->write(bytes);
+}
+
+void AgentServer::shutdown() {
+    if (stopping_) return;
+    stopping_ = true;
+    if (server_) server_->close();
+    log(QStringLiteral("shutting down: cancelling %1 running job(s)").arg(runningJobs()));
+    for (auto& [id, job] : jobs_)
+        if (!isTerminal(job->state())) job->cancel();
+    checkStopped();
+}
+
+void AgentServer::checkStopped() {
+    if (!stopping_ || runningJobs() > 0) return;
+    for (auto& [socket, c] : clients_) socket->flush();
+    emit stopped();
+}
+
+}  // namespace hippie::jobs

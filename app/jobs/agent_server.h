@@ -1,0 +1,96 @@
+#pragma once
+// AgentServer: the hippie-agent side of the protocol (protocol.h). It listens on TCP (TLS when
+// given a certificate and key), accepts nothing before a "hello" with the right token, checks
+// every message's size and schema, runs each accepted job with a JobRunner and streams its
+// events to the clients attached to it. Jobs outlive connections; heartbeats tell every
+// authenticated client the state and last seq of every job.
+#include <QByteArray>
+#include <QHash>
+#include <QObject>
+#include <QPointer>
+#include <QSet>
+#include <QString>
+#include <QTimer>
+
+#include <map>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "app/jobs/framing.h"
+#include "app/jobs/protocol.h"
+
+class QTcpServer;
+class QTcpSocket;
+
+namespace hippie::jobs {
+
+class JobRunner;
+
+struct AgentOptions {
+    QString host = QStringLiteral("127.0.0.1");
+    quint16 port = kDefaultAgentPort;  // 0: any free port (see AgentServer::port())
+    QByteArray token;
+    QString tls_cert;  // PEM; with tls_key: TLS only
+    QString tls_key;
+    QString work_dir;  // jobs go to <work_dir>/jobs/<id>/
+    int max_jobs = 4;  // jobs running at once
+    QString engine;    // hippie-engine; empty: jobs are rejected as "not installed"
+    int heartbeat_ms = kDefaultHeartbeatMs;
+    qint64 max_message_bytes = kMaxMessageBytes;
+    int hello_timeout_ms = 10000;  // a connection that does not authenticate in time is closed
+    int grace_ms = 5000;           // see JobRunnerOptions
+};
+
+// Constant-time comparison: the time taken depends on the lengths only, not on where the
+// first difference is.
+bool tokensEqual(const QByteArray& given, const QByteArray& expected);
+
+class AgentServer : public QObject {
+    Q_OBJECT
+public:
+    explicit AgentServer(AgentOptions options, QObject* parent = nullptr);
+    ~AgentServer() override;
+
+    void listen();  // throws hippie::Error (bad address, port in use, unreadable certificate)
+    QString host() const { return options_.host; }
+    quint16 port() const;
+    bool usesTls() const { return !options_.tls_cert.isEmpty(); }
+    int runningJobs() const;
+
+    // Stops accepting, cancels running jobs; emits stopped() once none runs.
+    void shutdown();
+
+signals:
+    void stopped();
+
+private:
+    struct Client;
+
+    void onNewConnection();
+    void onReadyRead(Client& c);
+    void handle(Client& c, const nlohmann::json& m);
+    void handleHello(Client& c, const nlohmann::json& m);
+    void handleSubmit(Client& c, const nlohmann::json& m);
+    void handleAttach(Client& c, const nlohmann::json& m);
+    void handleCancel(Client& c, const nlohmann::json& m);
+    void handleStatus(Client& c, const nlohmann::json& m);
+    void handleProbe(Client& c);
+    void send(Client& c, const nlohmann::json& m);
+    void closeWith(Client& c, const char* type, const std::string& message);
+    void dropClient(QTcpSocket* socket);
+    void onJobEvent(const QString& job, qint64 seq, const nlohmann::json& event);
+    void sendHeartbeats();
+    nlohmann::json jobStatuses() const;
+    void log(const QString& line) const;
+    void checkStopped();
+
+    AgentOptions options_;
+    QTcpServer* server_ = nullptr;
+    std::map<QTcpSocket*, std::unique_ptr<Client>> clients_;
+    std::map<QString, JobRunner*> jobs_;  // every job since start, by id
+    QTimer heartbeat_;
+    bool stopping_ = false;
+};
+
+}  // namespace hippie::jobs
