@@ -19,10 +19,15 @@ CommandLine parseCommandLine(const QCoreApplication& app) {
     const QCommandLineOption seq_len(QStringLiteral("seq-len"), QStringLiteral("sequence length (0: the model's)"), QStringLiteral("N"), QStringLiteral("0"));
     const QCommandLineOption planners({QStringLiteral("run-planners"), QStringLiteral("planners")},
                                       QStringLiteral("comma-separated planners to run (default: the hybrid ones)"), QStringLiteral("LIST"));
+    const QCommandLineOption plan(QStringLiteral("plan"),
+                                  QStringLiteral("open a plan JSON file (hippie-plan compare/simulate) with the model and cluster it "
+                                                 "names, selected and simulated; --cluster replaces its cluster; planners run only "
+                                                 "when --planners is given"),
+                                  QStringLiteral("FILE"));
     const QCommandLineOption no_run(QStringLiteral("no-run"), QStringLiteral("load, but do not run planners"));
     const QCommandLineOption screenshot(QStringLiteral("screenshot"), QStringLiteral("save the window as PNG after planning and exit"), QStringLiteral("FILE"));
     const QCommandLineOption view(QStringLiteral("view"), QStringLiteral("page to show: compare, gantt, graph or teaching"), QStringLiteral("V"), QStringLiteral("compare"));
-    p.addOptions({model, cluster, batch, precision, seq_len, planners, no_run, screenshot, view});
+    p.addOptions({model, cluster, batch, precision, seq_len, planners, plan, no_run, screenshot, view});
     p.process(app);
 
     CommandLine cl;
@@ -43,6 +48,8 @@ CommandLine parseCommandLine(const QCoreApplication& app) {
         }
     }
     cl.start.cluster = p.value(cluster);
+    cl.start.plan_file = p.value(plan);
+    if (p.isSet(plan) && p.isSet(model)) cl.error = QStringLiteral("--plan names its model; leave out --model");
     if (p.isSet(batch)) {
         bool ok = false;
         cl.start.global_batch = p.value(batch).toInt(&ok);

@@ -35,6 +35,10 @@ int main(int argc, char** argv) {
         QObject::connect(taker, &hippie::studio::ScreenshotTaker::done, &app, [](int code) { QApplication::exit(code); });
     }
     window.show();
-    if (!window.start(cl.start) && screenshot) std::fprintf(stderr, "hippie-studio: the model or cluster did not load (see the window)\n");
+    if (!window.start(cl.start)) {
+        std::fprintf(stderr, "hippie-studio: %s\n", qPrintable(window.lastError()));
+        // A screenshot of what was not asked for would mislead docs and tests.
+        if (screenshot) return 2;
+    }
     return app.exec();
 }

@@ -1,5 +1,8 @@
 #include "app/studio/main_window.h"
 
+#include <functional>
+#include <tuple>
+
 #include <QApplication>
 #include <QCloseEvent>
 #include <QDockWidget>
@@ -13,6 +16,8 @@
 #include "app/studio/cluster_panel.h"
 #include "app/studio/compare_page.h"
 #include "app/studio/model_panel.h"
+#include "app/studio/plan_file.h"
+#include "app/studio/planner_run_list.h"
 #include "app/studio/planners_panel.h"
 #include "app/studio/planning_controller.h"
 #include "app/studio/schedule_page.h"
@@ -97,7 +102,13 @@ MainWindow::MainWindow(bool use_settings, QWidget* parent)
 
     connect(planning_, &PlanningController::progress, comparison_, &widgets::ComparisonModel::setProgress);
     connect(planning_, &PlanningController::failed, comparison_, &widgets::ComparisonModel::setFailed);
+    PlannerRunList* runs = planners_panel_->runs();
+    connect(planning_, &PlanningController::started, runs, &PlannerRunList::addRunning);
+    connect(planning_, &PlanningController::progress, runs, &PlannerRunList::setProgress);
+    connect(planning_, &PlanningController::failed, runs, &PlannerRunList::setFailed);
+    connect(runs, &PlannerRunList::cancelRequested, planning_, &PlanningController::cancel);
     connect(planning_, &PlanningController::finished, this, [this](const PlannerResult& r) {
+        planners_panel_->runs()->setFinished(QString::fromStdString(r.planner), r.planning_time_s, r.feasible);
         comparison_->setResult(r);
         statusBar()->showMessage(tr("%1 finished in %2 s").arg(QString::fromStdString(r.planner)).arg(r.planning_time_s, 0, 'f', 2));
     });
@@ -120,39 +131,29 @@ MainWindow::~MainWindow() = default;
 
 void MainWindow::buildMenus() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
+    file->addAction(tr("Open plan…"), QKeySequence(QKeySequence::Open), this, [this] {
+        const QString path = QFileDialog::getOpenFileName(this, tr("Open plan"), {}, tr("Plan JSON (*.plan.json *.json);;All files (*)"));
+        if (!path.isEmpty()) openPlanFile(path);
+    });
     file->addAction(tr("Run planners"), QKeySequence(Qt::CTRL | Qt::Key_R), this, &MainWindow::runPlanners);
     QMenu* exports = file->addMenu(tr("&Export"));
-    exports->addAction(tr("Schedule as PNG…"), this, [this] {
-        exportFile(tr("Export schedule"), tr("PNG image (*.png)"),
-                   [this](const QString& p) { return tryWrite([&] { return schedule_page_->view()->savePng(p); }, p); });
-    });
-    exports->addAction(tr("Schedule as PDF…"), this, [this] {
-        exportFile(tr("Export schedule"), tr("PDF (*.pdf)"),
-                   [this](const QString& p) { return tryWrite([&] { return schedule_page_->view()->savePdf(p); }, p); });
-    });
-    exports->addAction(tr("Trace as Chrome JSON…"), this, [this] {
-        exportFile(tr("Export Chrome trace"), tr("Chrome trace (*.json)"), [this](const QString& p) {
-            if (!trace_) return tr("No plan is selected.");
-            return tryWrite([&] { saveChromeTrace(*trace_, p.toStdString(), {}, &session_->cluster()); return true; }, p);
+    const std::tuple<QString, QString, Export> items[] = {
+        {tr("Schedule as PNG…"), tr("PNG image (*.png)"), Export::SchedulePng},
+        {tr("Schedule as PDF…"), tr("PDF (*.pdf)"), Export::SchedulePdf},
+        {tr("Trace as Chrome JSON…"), tr("Chrome trace (*.json)"), Export::ChromeTrace},
+        {tr("Graph as PNG…"), tr("PNG image (*.png)"), Export::GraphPng},
+        {tr("Graph as SVG…"), tr("SVG (*.svg)"), Export::GraphSvg},
+        {tr("Graph as DOT…"), tr("Graphviz DOT (*.dot *.gv)"), Export::GraphDot},
+        {tr("Window as PNG…"), tr("PNG image (*.png)"), Export::WindowPng}};
+    for (const auto& [label, filter, what] : items) {
+        if (what == Export::GraphPng || what == Export::WindowPng) exports->addSeparator();
+        exports->addAction(label, this, [this, title = label, filter = filter, what = what] {
+            const QString path = QFileDialog::getSaveFileName(this, QString(title).remove(QChar(0x2026)), {}, filter);
+            if (path.isEmpty()) return;
+            const QString error = exportTo(what, path);
+            statusBar()->showMessage(error.isEmpty() ? tr("Saved %1").arg(path) : tr("Export failed: %1").arg(error));
         });
-    });
-    exports->addSeparator();
-    exports->addAction(tr("Graph as PNG…"), this, [this] {
-        exportFile(tr("Export graph"), tr("PNG image (*.png)"),
-                   [this](const QString& p) { return tryWrite([&] { return graph_view_->exportPng(p); }, p); });
-    });
-    exports->addAction(tr("Graph as SVG…"), this, [this] {
-        exportFile(tr("Export graph"), tr("SVG (*.svg)"),
-                   [this](const QString& p) { return tryWrite([&] { return graph_view_->exportSvg(p); }, p); });
-    });
-    exports->addAction(tr("Graph as DOT…"), this, [this] {
-        exportFile(tr("Export graph"), tr("Graphviz DOT (*.dot *.gv)"),
-                   [this](const QString& p) { return tryWrite([&] { return graph_view_->exportDot(p); }, p); });
-    });
-    exports->addAction(tr("Window as PNG…"), this, [this] {
-        exportFile(tr("Export window"), tr("PNG image (*.png)"),
-                   [this](const QString& p) { return tryWrite([&] { return grab().save(p); }, p); });
-    });
+    }
     file->addSeparator();
     file->addAction(tr("&Quit"), QKeySequence(QKeySequence::Quit), this, &QWidget::close);
 
@@ -166,11 +167,30 @@ void MainWindow::buildMenus() {
         view->addAction(name, QKeySequence(Qt::CTRL | (key++)), this, [this, p = page] { showPage(p); });
 }
 
-void MainWindow::exportFile(const QString& title, const QString& filter, const std::function<QString(const QString&)>& write) {
-    const QString path = QFileDialog::getSaveFileName(this, title, {}, filter);
-    if (path.isEmpty()) return;
-    const QString error = write(path);
-    statusBar()->showMessage(error.isEmpty() ? tr("Saved %1").arg(path) : tr("Export failed: %1").arg(error));
+QString MainWindow::exportTo(Export what, const QString& path) {
+    switch (what) {
+    case Export::SchedulePng:
+    case Export::SchedulePdf:
+    case Export::ChromeTrace:
+        if (!trace_) return tr("No plan is selected: select one in the comparison first.");
+        break;
+    default:
+        if (!session_->hasGraph()) return tr("No model is loaded.");
+    }
+    return tryWrite(
+        [&] {
+            switch (what) {
+            case Export::SchedulePng: return schedule_page_->view()->savePng(path);
+            case Export::SchedulePdf: return schedule_page_->view()->savePdf(path);
+            case Export::ChromeTrace: saveChromeTrace(*trace_, path.toStdString(), {}, &session_->cluster()); return true;
+            case Export::GraphPng: return graph_view_->exportPng(path);
+            case Export::GraphSvg: return graph_view_->exportSvg(path);
+            case Export::GraphDot: return graph_view_->exportDot(path);
+            case Export::WindowPng: return grab().save(path, "PNG");
+            }
+            return false;
+        },
+        path);
 }
 
 bool MainWindow::start(const StartOptions& options) {
@@ -179,12 +199,20 @@ bool MainWindow::start(const StartOptions& options) {
     if (options.model) spec = *options.model;
     if (spec.zoo.empty() && spec.file.empty()) spec.zoo = "gpt2-small";
     bool ok = true;
-    if (!options.graph_file.isEmpty())
+    last_error_.clear();
+    if (!options.graph_file.isEmpty()) {
         ok = model_panel_->openGraphFile(options.graph_file);
-    else if (!options.model && !spec.file.empty())
-        ok = model_panel_->openGraphFile(QString::fromStdString(spec.file));
-    else
+    } else if (!options.model && !spec.file.empty()) {
+        // The last session's graph file may have gone (an imported TorchScript's temporary
+        // graph, a moved file): say so and start from the default zoo model instead.
+        if (!model_panel_->openGraphFile(QString::fromStdString(spec.file))) {
+            ModelSpec fallback;
+            fallback.zoo = "gpt2-small";
+            model_panel_->loadZoo(fallback);
+        }
+    } else {
         ok = model_panel_->loadZoo(spec);
+    }
 
     const QString cluster = !options.cluster.isEmpty() ? options.cluster
                             : !saved.cluster.isEmpty() ? saved.cluster
@@ -199,8 +227,43 @@ bool MainWindow::start(const StartOptions& options) {
     planners_panel_->setTimeBudgetSeconds(saved.time_budget_s);
     planners_panel_->setGlobalBatch(options.global_batch > 0 ? options.global_batch : saved.global_batch);
     teaching_->loadLesson(0);
-    if (ok && options.run_planners) runPlanners();
+    if (!ok) last_error_ = tr("the model or cluster did not load (the Setup panel says why)");
+    if (ok && !options.plan_file.isEmpty()) ok = openPlanFile(options.plan_file, options.cluster).isEmpty();
+    // A plan opened from the command line is what the user wants to see; planners run beside
+    // it only when they are named.
+    if (ok && options.run_planners && (options.plan_file.isEmpty() || options.planners)) runPlanners();
     return ok;
+}
+
+QString MainWindow::openPlanFile(const QString& path, const QString& cluster_override) {
+    PlanFile file;
+    try {
+        file = readPlanFile(path, cluster_override);
+    } catch (const std::exception& e) {
+        last_error_ = tr("Could not open the plan: %1").arg(QString::fromUtf8(e.what()));
+        model_panel_->showError(last_error_ + tr("\nThe current model, cluster and plans stay."));
+        statusBar()->showMessage(last_error_);
+        return last_error_;
+    }
+    last_error_.clear();
+    // The plan's model and cluster through the panels, so that their controls show them; each
+    // change clears the comparison, which then gets the loaded plan as its one row.
+    if (!file.plan.model.zoo.empty())
+        model_panel_->loadZoo(file.plan.model);
+    else
+        model_panel_->openGraphFile(QString::fromStdString(file.plan.model.file));
+    if (file.cluster_name.endsWith(QStringLiteral(".json")))
+        cluster_panel_->openFile(file.cluster_name);
+    else
+        cluster_panel_->loadPreset(file.cluster_name);
+    planners_panel_->setGlobalBatch(file.plan.global_batch);
+    onInputsChanged();
+    problem_ = session_->problem(file.plan.global_batch, planners_panel_->objective(), planners_panel_->timeBudgetSeconds());
+    loaded_plan_ = file.result();
+    comparison_->setResult(*loaded_plan_);
+    compare_page_->selectModelRow(comparison_->rowOfPlanner(QString::fromStdString(loaded_plan_->planner)));
+    statusBar()->showMessage(tr("Opened plan %1").arg(path));
+    return {};
 }
 
 void MainWindow::runPlanners() {
@@ -216,6 +279,12 @@ void MainWindow::runPlanners() {
     trace_.reset();
     schedule_page_->clear();
     graph_view_->setPlan(nullptr);
+    planners_panel_->runs()->clear();
+    if (loaded_plan_) {
+        // The opened plan stays in the comparison, selected, while the planners run.
+        comparison_->setResult(*loaded_plan_);
+        compare_page_->selectModelRow(comparison_->rowOfPlanner(QString::fromStdString(loaded_plan_->planner)));
+    }
     for (const QString& n : names) comparison_->addRunning(n);
     planners_panel_->setRunning(!names.isEmpty());
     statusBar()->showMessage(names.isEmpty() ? tr("No planner is ticked.") : tr("Running %1 planners…").arg(names.size()));
@@ -230,8 +299,9 @@ bool MainWindow::isIdle() const {
 
 void MainWindow::onPlanningFinished() {
     planners_panel_->setRunning(false);
+    // A row the user (or an opened plan) selected meanwhile stays selected; else the best.
     const int best = comparison_->bestRow(problem_ ? problem_->objective : Objective::MemoryEfficiency);
-    if (best >= 0) compare_page_->selectModelRow(best);
+    if (best >= 0 && compare_page_->selectedModelRow() < 0) compare_page_->selectModelRow(best);
     statusBar()->showMessage(tr("%1 planners finished").arg(comparison_->finishedCount()));
     if (use_settings_) saveSettings();
     emit planningFinished();
@@ -240,6 +310,7 @@ void MainWindow::onPlanningFinished() {
 void MainWindow::onInputsChanged() {
     // Results were planned for the previous model or cluster: they no longer apply.
     planning_->cancelAll();
+    loaded_plan_.reset();
     comparison_->clear();
     plan_.reset();
     trace_.reset();

@@ -33,6 +33,7 @@ struct StartOptions {
     std::optional<ModelSpec> model;  // a zoo model
     QString graph_file;              // or a graph JSON file
     QString cluster;
+    QString plan_file;               // --plan: a plan JSON file with the model and cluster it names
     int global_batch = 0;            // 0: from settings
     std::optional<QStringList> planners;
     bool run_planners = true;
@@ -48,6 +49,15 @@ public:
     // cluster could not be loaded (the message is shown in its panel).
     bool start(const StartOptions& options);
     void runPlanners();
+    // Opens a plan file with its model and cluster (`cluster_override`, when given, replaces
+    // the plan's cluster), shows it as the selected comparison row and simulates it. On
+    // failure returns the message (also shown in the window) and changes nothing.
+    QString openPlanFile(const QString& path, const QString& cluster_override = {});
+    QString lastError() const { return last_error_; }  // why start() or openPlanFile() failed
+
+    // What File > Export writes; "" on success, else why not.
+    enum class Export { SchedulePng, SchedulePdf, ChromeTrace, GraphPng, GraphSvg, GraphDot, WindowPng };
+    QString exportTo(Export what, const QString& path);
 
     enum class Page { Compare, Schedule, Graph, Teaching };
     void showPage(Page page);
@@ -60,6 +70,11 @@ public:
     const std::optional<Trace>& shownTrace() const { return trace_; }
     StudioSession* session() const { return session_; }
     TeachingPage* teaching() const { return teaching_; }
+    ModelPanel* modelPanel() const { return model_panel_; }
+    PlannersPanel* plannersPanel() const { return planners_panel_; }
+    ComparePage* comparePage() const { return compare_page_; }
+    SchedulePage* schedulePage() const { return schedule_page_; }
+    widgets::GraphView* graphView() const { return graph_view_; }
 
 signals:
     void planningFinished();
@@ -76,7 +91,6 @@ private:
     void onInputsChanged();
     void simulateCurrent();
     void saveSettings() const;
-    void exportFile(const QString& title, const QString& filter, const std::function<QString(const QString&)>& write);
 
     bool use_settings_;
     StudioSession* session_;
@@ -95,6 +109,8 @@ private:
     std::optional<Plan> plan_;    // the selected plan with the schedule page's overrides
     std::optional<Trace> trace_;  // its simulated trace
     std::optional<Problem> problem_;  // what the last run planned for
+    std::optional<PlannerResult> loaded_plan_;  // opened from a file; kept across planner runs
+    QString last_error_;
 };
 
 }  // namespace hippie::studio

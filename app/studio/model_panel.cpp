@@ -59,8 +59,13 @@ ModelPanel::ModelPanel(StudioSession* session, QWidget* parent)
     connect(load, &QPushButton::clicked, this, &ModelPanel::onLoadClicked);
     connect(open, &QPushButton::clicked, this, &ModelPanel::onOpenClicked);
     connect(script, &QPushButton::clicked, this, &ModelPanel::onTorchScriptClicked);
-    connect(torchscript_, &TorchScriptImport::imported, this, &ModelPanel::openGraphFile);
-    connect(torchscript_, &TorchScriptImport::failed, message_, &MessageLabel::showError);
+    connect(torchscript_, &TorchScriptImport::imported, this, [this](const QString& graph_json) {
+        emit torchScriptFinished(openGraphFile(graph_json));
+    });
+    connect(torchscript_, &TorchScriptImport::failed, this, [this](const QString& error) {
+        message_->showError(error);
+        emit torchScriptFinished(false);
+    });
     connect(session_, &StudioSession::graphChanged, this, &ModelPanel::showSummary);
 }
 
@@ -89,6 +94,10 @@ bool ModelPanel::openGraphFile(const QString& path) {
     if (!error.isEmpty()) message_->showError(error + tr("\nThe previous model stays loaded."));
     return error.isEmpty();
 }
+
+void ModelPanel::importTorchScript(const QString& path, const QString& input_shape) { torchscript_->startWithShape(path, input_shape); }
+
+void ModelPanel::showError(const QString& text) { message_->showError(text); }
 
 void ModelPanel::onLoadClicked() { loadZoo(currentSpec()); }
 

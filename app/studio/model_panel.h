@@ -22,7 +22,15 @@ public:
     // Selects the zoo entry and loads it; false (with the message shown) if it fails.
     bool loadZoo(const ModelSpec& spec);
     bool openGraphFile(const QString& path);
+    // Imports a TorchScript file through `hippie-engine inspect` in the background; the model
+    // changes when it succeeds, else the message says why (torchScriptFinished(ok) either way).
+    void importTorchScript(const QString& path, const QString& input_shape);
     ModelSpec currentSpec() const;  // what the zoo controls say
+    const MessageLabel* message() const { return message_; }
+    void showError(const QString& text);
+
+signals:
+    void torchScriptFinished(bool ok);
 
 private:
     void onLoadClicked();

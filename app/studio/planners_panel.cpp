@@ -8,6 +8,7 @@
 #include <QPushButton>
 #include <QSpinBox>
 
+#include "app/studio/planner_run_list.h"
 #include "planners/algorithms/registry.h"
 
 namespace hippie::studio {
@@ -27,7 +28,8 @@ PlannersPanel::PlannersPanel(QWidget* parent)
       budget_(new QDoubleSpinBox(this)),
       global_batch_(new QSpinBox(this)),
       run_(new QPushButton(tr("Run"), this)),
-      cancel_(new QPushButton(tr("Cancel all"), this)) {
+      cancel_(new QPushButton(tr("Cancel all"), this)),
+      runs_(new PlannerRunList(this)) {
     for (const PlannerInfo& p : plannerRegistry()) {
         auto* item = new QListWidgetItem(QStringLiteral("%1  (%2)").arg(QString::fromStdString(p.name), QString::fromStdString(p.family)),
                                          list_);
@@ -60,6 +62,7 @@ PlannersPanel::PlannersPanel(QWidget* parent)
     form->addRow(tr("Time budget"), budget_);
     form->addRow(tr("Global batch"), global_batch_);
     form->addRow(buttons);
+    form->addRow(runs_);
     connect(run_, &QPushButton::clicked, this, &PlannersPanel::runRequested);
     connect(cancel_, &QPushButton::clicked, this, &PlannersPanel::cancelRequested);
 }

@@ -1,6 +1,7 @@
 #pragma once
 // Which planners to run and how: every planner the registry lists, ticked or not; the
-// objective, the time budget and the global batch; Run and Cancel.
+// objective, the time budget and the global batch; Run and Cancel all; under them one row per
+// running planner with its progress bar and its own Cancel button.
 #include <QGroupBox>
 #include <QStringList>
 
@@ -13,6 +14,8 @@ class QPushButton;
 class QSpinBox;
 
 namespace hippie::studio {
+
+class PlannerRunList;
 
 class PlannersPanel : public QGroupBox {
     Q_OBJECT
@@ -30,6 +33,7 @@ public:
     int globalBatch() const;
     void setGlobalBatch(int samples);
     void setRunning(bool running);
+    PlannerRunList* runs() const { return runs_; }
 
 signals:
     void runRequested();
@@ -42,6 +46,7 @@ private:
     QSpinBox* global_batch_;
     QPushButton* run_;
     QPushButton* cancel_;
+    PlannerRunList* runs_;
 };
 
 }  // namespace hippie::studio

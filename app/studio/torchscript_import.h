@@ -16,9 +16,14 @@ public:
     explicit TorchScriptImport(QObject* parent = nullptr);
     ~TorchScriptImport() override;
 
-    static QString enginePath();  // hippie-engine beside hippie-studio, or "" when not built
+    // $HIPPIE_ENGINE when set (and "" if that is not an executable), else hippie-engine beside
+    // hippie-studio, or "" when it is not built or installed.
+    static QString enginePath();
     // Asks for the example input shape (dialog parented to `dialog_parent`) and starts.
     void start(const QString& file, QWidget* dialog_parent);
+    // Starts `hippie-engine inspect FILE --input-shape SHAPE`; imported() or failed() follows.
+    void startWithShape(const QString& file, const QString& input_shape);
+    bool isRunning() const { return process_ != nullptr; }
 
 signals:
     void imported(const QString& graph_json_path);

@@ -1,18 +1,32 @@
-// The operator graph: Graphviz positions for every node off the GUI thread, the layer view
-// above the threshold, and colours by the plan's stage.
+// The operator graph: Graphviz positions for every node off the GUI thread, the layered layout
+// of large graphs, the layer view above the threshold, and colours by the plan's stage. (Layout
+// time is measured by tests/bench/bench_graph_layout, not here.)
 #include <QSignalSpy>
 #include <QtTest>
+#include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "gui_fixtures.h"
 #include "widgets/common/palette.h"
 #include "widgets/graph/graph_scene.h"
 #include "widgets/graph/graph_view.h"
 #include "widgets/graph/graphviz_layouter.h"
+#include "widgets/graph/layered_coordinates.h"
 #include "widgets/graph/node_colors.h"
 
 using namespace hippie;
 using namespace hippie::widgets;
+
+namespace {
+// On the outline of the box (within rounding).
+bool onBoundary(const NodeGeometry& box, std::pair<double, double> p) {
+    constexpr double eps = 1e-6;
+    const double dx = std::abs(p.first - box.x), dy = std::abs(p.second - box.y);
+    const bool inside = dx <= box.width / 2 + eps && dy <= box.height / 2 + eps;
+    return inside && (std::abs(dx - box.width / 2) < eps || std::abs(dy - box.height / 2) < eps);
+}
+}  // namespace
 
 class TestGraphView : public QObject {
     Q_OBJECT
@@ -86,20 +100,118 @@ private slots:
         QCOMPARE(devices.back(), s.plan.device_map[3][0]);
     }
 
-    void benchmarkLayout_data() {
-        QTest::addColumn<int>("ops");
-        QTest::newRow("1000 ops") << 1000;
-        QTest::newRow("5000 ops") << 5000;
+    void layeredCoordinatesCentreADiamond() {
+        // 0 on top, 1 and 2 beside each other, 3 below: 0 and 3 centred over 1 and 2.
+        LayeredInput in;
+        in.ranks = {{0}, {1, 2}, {3}};
+        in.width = {50, 40, 60, 50};
+        in.height = {20, 30, 20, 20};
+        in.is_bend = {false, false, false, false};
+        in.links = {{0, 1}, {0, 2}, {1, 3}, {2, 3}};
+        const LayeredCoordinates c = assignLayeredCoordinates(in);
+        QCOMPARE(c.x[2] - c.x[1], (40 + 60) / 2 + in.node_sep);
+        QVERIFY(std::abs(c.x[0] - (c.x[1] + c.x[2]) / 2) < 1e-6);
+        QVERIFY(std::abs(c.x[3] - c.x[0]) < 1e-6);
+        QCOMPARE(c.x[1] - 20, 0.0);  // the leftmost box touches x = 0
+        QCOMPARE(c.width, c.x[2] + 30);
+        QCOMPARE(c.y[0], 10.0);
+        QCOMPARE(c.y[1], 20 + in.rank_sep + 15);
+        QCOMPARE(c.y[2], c.y[1]);
+        QCOMPARE(c.y[3], 20 + in.rank_sep + 30 + in.rank_sep + 10);
+        QCOMPARE(c.height, 20 + in.rank_sep + 30 + in.rank_sep + 20);
     }
 
-    void benchmarkLayout() {
-        QFETCH(int, ops);
+    void layeredCoordinatesKeepOrderAndSeparation() {
+        // Three boxes all pulled to the same x by one box above: order and gaps still hold.
+        LayeredInput in;
+        in.ranks = {{0}, {1, 2, 3}};
+        in.width = {30, 30, 30, 30};
+        in.height = {10, 10, 10, 10};
+        in.is_bend = {false, false, false, false};
+        in.links = {{0, 1}, {0, 2}, {0, 3}};
+        const LayeredCoordinates c = assignLayeredCoordinates(in);
+        QCOMPARE(c.x[2] - c.x[1], 30 + in.node_sep);
+        QCOMPARE(c.x[3] - c.x[2], 30 + in.node_sep);
+        QVERIFY(std::abs(c.x[0] - c.x[2]) < 1e-6);
+    }
+
+    void laysOutLargeGraphsInLayers() {
+        // Above kLayeredLayoutNodes boxes: dot's ranks and order, our coordinates.
+        const int ops = kLayeredLayoutNodes + 200;
         const LayoutInput in = buildLayoutInput(testing::syntheticGraph(ops, ops / 25), false);
-        QElapsedTimer timer;
-        timer.start();
         const GraphLayout layout = GraphvizLayouter::layoutBlocking(in);
-        qInfo("Graphviz dot layout of %d ops: %lld ms", ops, timer.elapsed());
+        QVERIFY2(layout.error.empty(), layout.error.c_str());
         QCOMPARE(int(layout.nodes.size()), ops);
+        QCOMPARE(layout.edges.size(), in.edges.size());
+        const GraphLayout layered = GraphvizLayouter::layoutBlocking(in, LayoutMethod::Layered);
+        for (size_t i = 0; i < layout.nodes.size(); ++i) {
+            QCOMPARE(layout.nodes[i].x, layered.nodes[i].x);  // Auto chose Layered, deterministically
+            QCOMPARE(layout.nodes[i].y, layered.nodes[i].y);
+        }
+        // Every box inside the drawing, sized as asked, none overlapping another of its rank.
+        std::map<double, std::vector<const NodeGeometry*>> rows;
+        for (size_t i = 0; i < layout.nodes.size(); ++i) {
+            const NodeGeometry& n = layout.nodes[i];
+            QCOMPARE(n.width, in.nodes[i].width_pt);
+            QCOMPARE(n.height, in.nodes[i].height_pt);
+            QVERIFY(n.x - n.width / 2 >= -1e-6 && n.x + n.width / 2 <= layout.width + 1e-6);
+            QVERIFY(n.y - n.height / 2 >= -1e-6 && n.y + n.height / 2 <= layout.height + 1e-6);
+            rows[n.y].push_back(&n);
+        }
+        for (auto& [y, row] : rows) {
+            std::sort(row.begin(), row.end(), [](auto* a, auto* b) { return a->x < b->x; });
+            for (size_t k = 1; k < row.size(); ++k) QVERIFY(row[k]->x - row[k - 1]->x >= (row[k]->width + row[k - 1]->width) / 2);
+        }
+        // Edges flow downwards as polylines that leave the tail's box and end in an arrowhead
+        // on the head's box.
+        for (const EdgeGeometry& e : layout.edges) {
+            const NodeGeometry& a = layout.nodes[size_t(e.src)];
+            const NodeGeometry& b = layout.nodes[size_t(e.dst)];
+            QVERIFY(a.y < b.y);
+            QVERIFY(e.bezier.size() >= 4 && (e.bezier.size() - 1) % 3 == 0);
+            QVERIFY(e.has_arrow);
+            QVERIFY(onBoundary(a, e.bezier.front()) && e.bezier.front().second > a.y);  // leaves through the bottom half
+            QVERIFY(onBoundary(b, e.arrow_tip) && e.arrow_tip.second < b.y);          // arrives from above
+        }
+    }
+
+    void layeredLayoutDrawsLikeDot() {
+        // On a graph dot lays out quickly, the layered placement looks like dot's own: the
+        // chain steps straight down as often, and the drawing is about as wide and as tall.
+        const int ops = 600;
+        const LayoutInput in = buildLayoutInput(testing::syntheticGraph(ops, ops / 25), false);
+        const GraphLayout dot = GraphvizLayouter::layoutBlocking(in, LayoutMethod::Dot);
+        const GraphLayout layered = GraphvizLayouter::layoutBlocking(in, LayoutMethod::Layered);
+        auto straightSteps = [&](const GraphLayout& l) {
+            int n = 0;
+            for (int i = 0; i + 1 < ops; ++i) n += std::abs(l.nodes[size_t(i)].x - l.nodes[size_t(i + 1)].x) < 1 ? 1 : 0;
+            return n;
+        };
+        const int dot_straight = straightSteps(dot), layered_straight = straightSteps(layered);
+        QVERIFY2(dot_straight > 0 && layered_straight >= dot_straight * 9 / 10,
+                 qPrintable(QString("%1 vs dot's %2").arg(layered_straight).arg(dot_straight)));
+        QVERIFY2(layered.width <= dot.width * 1.25, qPrintable(QString("%1 vs dot's %2").arg(layered.width).arg(dot.width)));
+        QVERIFY(std::abs(layered.height - dot.height) <= dot.height * 0.01);
+        for (int i = 0; i < ops; ++i) QCOMPARE(layered.nodes[size_t(i)].y < layered.nodes[size_t(ops - 1)].y, i < ops - 1);
+    }
+
+    void laysOutFiveThousandOpsWithoutBlocking() {
+        const Graph g = testing::syntheticGraph(5000, 200);
+        GraphView view;
+        view.resize(800, 600);
+        view.show();
+        QSignalSpy done(&view, &GraphView::layoutFinished);
+        view.setGraph(g);
+        QVERIFY(view.isCollapsed());  // the layer view first
+        QVERIFY(done.wait(60000));
+        QCOMPARE(view.scene()->nodeItemCount(), 200);
+        QElapsedTimer gui;
+        gui.start();
+        view.setCollapsed(false);  // every op: the layout runs on the Graphviz thread
+        QVERIFY2(gui.elapsed() < 1000, "asking for a layout must not wait for it");
+        QVERIFY(view.isLayingOut());
+        QVERIFY(done.wait(120000));
+        QCOMPARE(view.scene()->nodeItemCount(), 5000);
     }
 };
 

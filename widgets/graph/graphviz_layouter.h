@@ -12,6 +12,12 @@
 
 namespace hippie::widgets {
 
+// Auto: dot for up to kLayeredLayoutNodes boxes, Layered above. Dot: dot all the way (spline
+// edges). Layered: dot ranks and orders, assignLayeredCoordinates() places, edges are
+// polylines through dot's bend points.
+enum class LayoutMethod { Auto, Dot, Layered };
+inline constexpr int kLayeredLayoutNodes = 1000;
+
 class GraphvizLayouter : public QObject {
     Q_OBJECT
 public:
@@ -23,7 +29,7 @@ public:
 
     // The same layout, waiting for it (tests, benchmarks, the CLI-like screenshot path).
     // Still runs on the Graphviz thread; must not be called from that thread.
-    static GraphLayout layoutBlocking(const LayoutInput& input);
+    static GraphLayout layoutBlocking(const LayoutInput& input, LayoutMethod method = LayoutMethod::Auto);
 
 signals:
     void layoutReady(quint64 id, const hippie::widgets::GraphLayout& layout);
