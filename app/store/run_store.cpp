@@ -320,6 +320,7 @@ QString RunStore::integrityCheck() const {
 }
 
 // ---- writing ----
+// A null QString binds as SQL NULL; COALESCE(?, '') stores it as the empty text it means.
 
 void RunStore::inTransaction(const std::function<void()>& work) {
     if (transaction_depth_ > 0) {
@@ -345,7 +346,7 @@ namespace {
 // INSERT OR IGNORE on a unique hash, then the id of the row holding that hash.
 qint64 saveUnique(const Sql& sql, const QString& table, const QString& name, const QString& text, const char* doing) {
     const QString hash = hashOf(text);
-    sql.run(QStringLiteral("INSERT INTO %1 (name, json, hash, created_ms) VALUES (?, ?, ?, ?) "
+    sql.run(QStringLiteral("INSERT INTO %1 (name, json, hash, created_ms) VALUES (COALESCE(?, ''), ?, ?, ?) "
                            "ON CONFLICT (hash) DO NOTHING").arg(table),
             {name, text, hash, nowMs()}, doing);
     return sql.scalar(QStringLiteral("SELECT id FROM %1 WHERE hash = ?").arg(table), {hash}, doing).toLongLong();
@@ -400,7 +401,7 @@ qint64 RunStore::createRun(const NewRun& run) {
     }
     try {
         QSqlQuery q = sql.run(QStringLiteral("INSERT INTO runs (plan_id, job_id, workers, steps, state, message, created_ms, note) "
-                                             "VALUES (?, ?, ?, ?, 'queued', '', ?, ?)"),
+                                             "VALUES (?, ?, ?, ?, 'queued', '', ?, COALESCE(?, ''))"),
                               {run.plan_id, nullIfEmpty(run.job_id), jsonText(run.workers), run.steps, nowMs(), run.note},
                               "creating a run");
         return q.lastInsertId().toLongLong();
@@ -429,7 +430,7 @@ bool RunStore::setRunState(qint64 run, RunState state, const QString& message) {
     if (!isForward(*from, state)) return false;
     const qint64 now = nowMs();
     QSqlQuery q = sql.run(
-        QStringLiteral("UPDATE runs SET state = ?, message = CASE WHEN ? = '' THEN message ELSE ? END, "
+        QStringLiteral("UPDATE runs SET state = ?, message = CASE WHEN COALESCE(?, '') = '' THEN message ELSE ? END, "
                        "started_ms = CASE WHEN ? AND started_ms IS NULL THEN ? ELSE started_ms END, "
                        "ended_ms = CASE WHEN ? THEN ? ELSE ended_ms END "
                        "WHERE id = ? AND state = ?"),
@@ -447,7 +448,7 @@ void RunStore::appendEvents(qint64 run, const std::vector<StoredEvent>& events) 
         const Sql sql(connection_, path_);
         QSqlQuery q(QSqlDatabase::database(connection_, false));
         if (!q.prepare(QStringLiteral("INSERT INTO events (run_id, source, seq, rank, kind, json, time_ms) "
-                                      "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, source, seq) DO NOTHING")))
+                                      "VALUES (?, ?, ?, ?, COALESCE(?, ''), ?, ?) ON CONFLICT (run_id, source, seq) DO NOTHING")))
             sql.fail(q.lastError(), "storing events");
         const qint64 now = nowMs();
         for (const StoredEvent& e : events) {
@@ -474,14 +475,14 @@ void RunStore::appendEvents(qint64 run, const std::vector<StoredEvent>& events) 
 }
 
 void RunStore::appendLog(qint64 run, int rank, const QString& stream, const QString& text) {
-    Sql(connection_, path_).run(QStringLiteral("INSERT INTO logs (run_id, rank, stream, text, time_ms) VALUES (?, ?, ?, ?, ?)"),
+    Sql(connection_, path_).run(QStringLiteral("INSERT INTO logs (run_id, rank, stream, text, time_ms) VALUES (?, ?, COALESCE(?, ''), COALESCE(?, ''), ?)"),
                                 {run, rank, stream, text, nowMs()}, "storing a log");
 }
 
 void RunStore::setMetric(qint64 run, const QString& name, double value) {
     if (!std::isfinite(value))
         throw WriteError(str(path_) + ": metric '" + str(name) + "' of run " + std::to_string(run) + " is not a finite number", false);
-    Sql(connection_, path_).run(QStringLiteral("INSERT INTO metrics (run_id, name, value, time_ms) VALUES (?, ?, ?, ?)"),
+    Sql(connection_, path_).run(QStringLiteral("INSERT INTO metrics (run_id, name, value, time_ms) VALUES (?, COALESCE(?, ''), ?, ?)"),
                                 {run, name, value, nowMs()}, "storing a metric");
 }
 
