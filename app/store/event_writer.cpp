@@ -76,7 +76,7 @@ struct EventWriter::Impl {
     void run();
     void writeOne(RunStore& store, const std::vector<Item>& batch, size_t& i);
     void write(RunStore& store, const std::vector<Item>& batch);
-    void finished(const std::vector<Item>& items, size_t count);
+    void finished(const std::vector<Item>& items, size_t count, qint64 events);
 };
 
 // Writes batch[i] and the events for the same run that follow it (one appendEvents call); moves i on.
@@ -101,11 +101,10 @@ void EventWriter::Impl::write(RunStore& store, const std::vector<Item>& batch) {
     });
 }
 
-// `count` leading items of `items` are committed or dropped: flush() may return for them.
-void EventWriter::Impl::finished(const std::vector<Item>& items, size_t count) {
+// `count` leading items of `items` are committed (`events` of them events) or dropped: flush() may
+// return for them.
+void EventWriter::Impl::finished(const std::vector<Item>& items, size_t count, qint64 events) {
     if (count == 0) return;
-    qint64 events = 0;
-    for (size_t i = 0; i < count; ++i) events += std::holds_alternative<EventItem>(items[i].what) ? 1 : 0;
     committed_events += events;
     {
         std::lock_guard lock(mutex);
@@ -153,10 +152,17 @@ void EventWriter::Impl::run() {
 
         // Committed items leave `batch`; what is left after a transient failure goes back in front.
         size_t written = 0;
+        qint64 events = 0;
+        auto eventsIn = [&](size_t from, size_t to) {
+            qint64 n = 0;
+            for (size_t k = from; k < to; ++k) n += std::holds_alternative<EventItem>(batch[k].what) ? 1 : 0;
+            return n;
+        };
         QString failure;
         try {
             write(*store, batch);
             written = batch.size();
+            events = eventsIn(0, written);
         } catch (const WriteError& e) {
             if (e.transient()) {
                 failure = QString::fromStdString(e.what());
@@ -167,6 +173,7 @@ void EventWriter::Impl::run() {
                     const size_t from = i;
                     try {
                         store->inTransaction([&] { writeOne(*store, batch, i); });
+                        events += eventsIn(from, i);
                     } catch (const WriteError& one) {
                         if (one.transient()) {
                             failure = QString::fromStdString(one.what());
@@ -186,7 +193,7 @@ void EventWriter::Impl::run() {
         } catch (const std::exception& e) {
             failure = QString::fromStdString(e.what());
         }
-        finished(batch, written);
+        finished(batch, written, events);
         if (failure.isEmpty()) {
             retry_delay_ms = std::max(flush_ms, 10);
             failing_on_stop = false;

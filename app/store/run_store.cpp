@@ -245,16 +245,20 @@ void RunStore::open() {
     // Reading the header first: a file that is not SQLite fails here, before anything is written.
     int version = 0;
     int tables = 0;
-    try {
-        version = sql.pragma(QStringLiteral("PRAGMA user_version"), "reading the schema version").toInt();
-        tables = sql.scalar(QStringLiteral("SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'"), {},
-                            "reading the schema")
-                     .toInt();
-    } catch (const WriteError& e) {
-        if (e.transient()) throw;
-        throw Error(p + " is not a SQLite database (" + e.what() + "); choose another file, or move this one away "
-                    "and a new database is made");
+    {
+        QSqlQuery q(db);
+        if (!q.exec(QStringLiteral("PRAGMA user_version")) || !q.next()) {
+            const QSqlError err = q.lastError();
+            if (isTransient(err))
+                throw WriteError(p + ": cannot read it: " + str(errorText(err)) + "; check that it is readable", true);
+            throw Error(p + " is not a SQLite database (SQLite says: " + str(errorText(err)) +
+                        "); choose another database file, or move this one away to start a new one");
+        }
+        version = q.value(0).toInt();
     }
+    tables = sql.scalar(QStringLiteral("SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'"), {},
+                        "reading the schema")
+                 .toInt();
     if (version > latestSchemaVersion())
         throw Error(p + " has schema version " + std::to_string(version) + ", newer than this build knows (" +
                     std::to_string(latestSchemaVersion()) + "); it was left untouched. Use a newer Hippie Studio, "
