@@ -250,7 +250,8 @@ void RunStore::open() {
         if (!q.exec(QStringLiteral("PRAGMA user_version")) || !q.next()) {
             const QSqlError err = q.lastError();
             if (isTransient(err))
-                throw WriteError(p + ": cannot read it: " + str(errorText(err)) + "; check that it is readable", true);
+                throw WriteError(p + ": cannot read it (SQLite says: " + str(errorText(err)) +
+                                 "); the file and its folder must be readable and writable", true);
             throw Error(p + " is not a SQLite database (SQLite says: " + str(errorText(err)) +
                         "); choose another database file, or move this one away to start a new one");
         }
