@@ -24,12 +24,9 @@ constexpr const char* kGraphFile = "model-graph.json";
 std::string jobWhere(const JobSpec& s) { return "job '" + s.id + "'"; }
 
 bool isInside(const fs::path& child, const fs::path& parent) {
-    auto c = child.begin();
-    for (auto p = parent.begin(); p != parent.end(); ++p, ++c) {
-        if (p->empty()) continue;  // a trailing separator
-        if (c == child.end() || *c != *p) return false;
-    }
-    return c != child.end();
+    const fs::path rel = child.lexically_normal().lexically_relative(parent.lexically_normal());
+    if (rel.empty() || rel == "." || rel.is_absolute()) return false;
+    return *rel.begin() != "..";
 }
 
 }  // namespace
@@ -99,7 +96,6 @@ QString JobRunner::resolveInsideWorkDir(const std::string& relative, const char*
 
 void JobRunner::prepare() {
     if (prepared_) return;
-    if (options_.engine.isEmpty()) throw Error(engineMissingMessage().toStdString());
     checkSpec(spec_);
     const std::string where = jobWhere(spec_);
     QDir root(options_.work_root);
@@ -110,6 +106,7 @@ void JobRunner::prepare() {
         throw Error(where + ": its work directory " + work_dir_.toStdString() +
                     " already exists on this machine; every job needs a new id");
     if (!spec_.dump_params.empty()) dump_params_ = resolveInsideWorkDir(spec_.dump_params, "dump_params");
+    if (options_.engine.isEmpty()) throw Error(engineMissingMessage().toStdString());
 
     if (spec_.first_rank == 0 && spec_.master_port == 0) {
         const QString host = options_.port_host.isEmpty() ? QString::fromStdString(spec_.master_addr) : options_.port_host;
