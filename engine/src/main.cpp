@@ -40,6 +40,7 @@ int errorEvent(const std::string& message) {
 
 struct PlanFlags {
     std::string model = "gpt-tiny";
+    std::string graph;  // graph JSON (profile, inspect) instead of a tiny model
     int pp = 2, dp = 1, micro_batches = 4, global_batch = 16, seq_len = 0, virtual_stages = 1;
     std::string schedule = "1f1b", optimizer = "sgd", out;
     std::vector<int> recompute;
@@ -49,12 +50,19 @@ struct PlanFlags {
 // A pipeline plan for a tiny model with even stages: tests and benchmarks write their plans
 // with it; the planners make real ones.
 int makePlan(const PlanFlags& f) {
-    const he::TinyConfig* cfg = he::findTinyModel(f.model);
-    if (!cfg) return errorEvent("unknown model '" + f.model + "'; the engine trains " + he::tinyModelNames());
+    const he::TinyConfig* cfg = f.graph.empty() ? he::findTinyModel(f.model) : nullptr;
+    if (!cfg && f.graph.empty()) return errorEvent("unknown model '" + f.model + "'; the engine trains " + he::tinyModelNames());
     try {
         hippie::Plan p;
-        p.model.zoo = f.model;
-        p.model.seq_len = f.seq_len;
+        hippie::Graph from_file;
+        if (cfg) {
+            p.model.zoo = f.model;
+            p.model.seq_len = f.seq_len;
+        } else {
+            from_file = hippie::loadGraphFile(f.graph);
+            p.model.file = f.graph;
+            p.model.seq_len = from_file.source.seq_len;
+        }
         p.model.batch_size = f.global_batch;
         p.planner = "manual";
         p.cluster = "cpu-local";
@@ -66,7 +74,7 @@ int makePlan(const PlanFlags& f) {
         p.recompute_layers = f.recompute;
         p.virtual_stages = f.virtual_stages;
         if (f.bucket_bytes > 0) p.bucket_bytes = f.bucket_bytes;
-        const hippie::Graph g = he::buildTinyGraph(*cfg, p.model);
+        const hippie::Graph g = cfg ? he::buildTinyGraph(*cfg, p.model) : from_file;
         const int layers = g.layerCount();
         const int chunks = f.pp * f.virtual_stages;  // interleaved: chunk c of device i is stage c * pp + i
         if (f.pp < 1 || f.virtual_stages < 1 || chunks > layers)
@@ -91,6 +99,8 @@ int main(int argc, char** argv) {
     const std::string self = selfExe(argv[0]);
 
     he::RunOptions run;
+    // HIPPIE_ENGINE_DEVICE sets the default of --device, so scripts can pin every rank they start.
+    if (const char* d = std::getenv("HIPPIE_ENGINE_DEVICE"); d && *d) run.device = d;
     auto* run_cmd = app.add_subcommand("run", "Run one rank of a plan (JSON lines on stdout)");
     run_cmd->add_option("--plan", run.plan_file, "plan file (hippie-plan JSON)")->required();
     run_cmd->add_option("--rank", run.rank, "this rank (= global device id)")->required();
@@ -104,6 +114,12 @@ int main(int argc, char** argv) {
     run_cmd->add_option("--op-timeout", run.op_timeout_s, "seconds one transfer or all-reduce may take");
     run_cmd->add_option("--dump-params", run.dump_params, "write this rank's final parameters (JSON)");
     run_cmd->add_flag("--trace-every-step", run.trace_every_step, "print a trace for every step");
+    run_cmd->add_option("--device", run.device, "auto, cpu or cuda (cuda:<local rank>); default $HIPPIE_ENGINE_DEVICE or auto");
+    run_cmd->add_option("--local-rank", run.local_rank, "GPU index on this host (default: the rank)");
+    run_cmd->add_option("--comm", run.comm, "auto, gloo or nccl");
+    run_cmd->add_option("--data", run.data_file, "tensor data file: pickled (inputs, targets), see docs/formats.md");
+    run_cmd->add_option("--input-shape", run.input_shape, "TorchScript models: one input sample's shape, e.g. 32")->delimiter(',');
+    run_cmd->add_option("--input-dtype", run.input_dtype, "TorchScript models: float or long");
 
     he::LaunchOptions launch;
     int launch_steps = 1;
@@ -120,6 +136,7 @@ int main(int argc, char** argv) {
     PlanFlags pf;
     auto* plan_cmd = app.add_subcommand("plan", "Write an even-stage pipeline plan for a tiny model");
     plan_cmd->add_option("--model", pf.model, "tiny model");
+    plan_cmd->add_option("--graph", pf.graph, "graph JSON instead (from profile, or inspect of a TorchScript file)");
     plan_cmd->add_option("--pp", pf.pp, "pipeline stages");
     plan_cmd->add_option("--dp", pf.dp, "data-parallel replicas");
     plan_cmd->add_option("--microbatches", pf.micro_batches, "micro-batches per pipeline");
@@ -148,12 +165,14 @@ int main(int argc, char** argv) {
 
     std::string prof_model, prof_out;
     int prof_batch = 8, prof_seq = 0, prof_repeats = 5;
-    auto* prof_cmd = app.add_subcommand("profile", "Measure a tiny model's per-layer times; write graph JSON");
+    auto* prof_cmd = app.add_subcommand("profile", "Measure a tiny model's per-layer times and memory; write graph JSON");
     prof_cmd->add_option("--model", prof_model, "tiny model")->required();
     prof_cmd->add_option("--batch-size", prof_batch, "samples the graph is for");
     prof_cmd->add_option("--seq-len", prof_seq, "sequence length (0: the model's)");
     prof_cmd->add_option("--repeats", prof_repeats, "timed repetitions (median)");
     prof_cmd->add_option("--out", prof_out, "graph JSON file (default: stdout)");
+    std::string prof_device = "cpu";
+    prof_cmd->add_option("--device", prof_device, "cpu, cuda or auto");
 
     std::string insp_file, insp_out, insp_dtype = "float";
     std::vector<long long> insp_shape;
@@ -171,6 +190,16 @@ int main(int argc, char** argv) {
     exp_cmd->add_option("--model", exp_model, "tiny model (mlp-tiny)")->required();
     exp_cmd->add_option("--out", exp_out, ".pt file")->required();
     exp_cmd->add_option("--seed", exp_seed, "parameter seed");
+
+    std::string md_model = "mlp-tiny", md_out;
+    int md_samples = 64, md_seq = 0;
+    unsigned long long md_seed = 0;
+    auto* md_cmd = app.add_subcommand("make-data", "Write a tiny model's synthetic samples as a tensor data file (for run --data)");
+    md_cmd->add_option("--model", md_model, "tiny model");
+    md_cmd->add_option("--samples", md_samples, "number of samples");
+    md_cmd->add_option("--seq-len", md_seq, "sequence length (0: the model's)");
+    md_cmd->add_option("--seed", md_seed, "seed");
+    md_cmd->add_option("--out", md_out, "file to write")->required();
 
     auto* models_cmd = app.add_subcommand("models", "List the models the engine trains");
 
@@ -199,9 +228,10 @@ int main(int argc, char** argv) {
         probe.loopback_bandwidth = !no_loopback;
         return he::probeCommand(probe);
     }
-    if (*prof_cmd) return he::profileCommand(prof_model, prof_batch, prof_seq, prof_repeats, prof_out);
+    if (*prof_cmd) return he::profileCommand(prof_model, prof_batch, prof_seq, prof_repeats, prof_out, prof_device);
     if (*insp_cmd) return he::inspectCommand(insp_file, insp_shape, insp_dtype, insp_repeats, insp_out);
     if (*exp_cmd) return he::exportScriptCommand(exp_model, exp_out, exp_seed);
+    if (*md_cmd) return he::makeDataCommand(md_model, md_samples, md_seq, md_seed, md_out);
     if (*models_cmd) {
         for (const he::TinyConfig& c : he::tinyModels()) {
             hippie::ModelSpec s;

@@ -12,6 +12,45 @@ timeout 60 "$ENGINE" inspect "$WORK/bad.pt" --input-shape 8,32 > "$WORK/b"; code
 [ $code -eq 2 ] && grep -q '"event":"error"' "$WORK/b" && pass "bad TorchScript file: exit 2" || fail "bad TorchScript: exit $code $(cat "$WORK/b")"
 timeout 60 "$ENGINE" profile --model gpt-tiny --batch-size 4 --repeats 2 --out "$WORK/prof.json" > "$WORK/p" \
     && grep -q '"bwd_time_s"' "$WORK/prof.json" && pass "profile gpt-tiny" || fail "profile: $(cat "$WORK/p")"
+# Profiled memory: the MLP's first layer (Linear 32 -> 64, ReLU) on 8 samples outputs exactly
+# 8 x 64 x 4 bytes and keeps nothing more for backward (ReLU keeps its output; the Linear its
+# input, which is not its allocation); its temporary is the pre-ReLU tensor. Transformer blocks
+# keep several times their output. The graph's ops carry the measured activation per layer.
+timeout 60 "$ENGINE" profile --model mlp-tiny --batch-size 8 --repeats 2 --out "$WORK/mlp.prof.json" > "$WORK/pm" || fail "profile mlp: $(cat "$WORK/pm")"
+python3 - "$WORK/pm" "$WORK/mlp.prof.json" "$WORK/p" "$WORK/prof.json" <<'PY' && pass "profile memory: $(head -c 300 "$WORK/pm.summary")" || fail "profile memory: $(cat "$WORK/pm")"
+import json, sys
+mlp = json.loads(open(sys.argv[1]).read().splitlines()[-1])
+graph = json.load(open(sys.argv[2]))
+gpt = json.loads(open(sys.argv[3]).read().splitlines()[-1])
+gpt_graph = json.load(open(sys.argv[4]))
+m0 = mlp["memory"][0]
+assert m0["output_bytes"] == 8 * 64 * 4, m0
+assert m0["saved_bytes"] == 0, m0
+assert m0["fwd_temp_bytes"] == 8 * 64 * 4, m0
+for layer in mlp["memory"] + gpt["memory"]:
+    assert all(layer[k] >= 0 for k in ("output_bytes", "saved_bytes", "fwd_temp_bytes", "bwd_temp_bytes")), layer
+    assert layer["saved_bytes"] < 64 * max(layer["output_bytes"], 4096), layer
+block = gpt["memory"][1]
+assert block["saved_bytes"] > 2 * block["output_bytes"], block
+for g, p in ((graph, mlp), (gpt_graph, gpt)):
+    for i, layer in enumerate(p["memory"]):
+        ops = [o for o in g["ops"] if o["layer"] == i]
+        assert sum(o["output_bytes"] for o in ops) == layer["output_bytes"] + layer["saved_bytes"], (i, layer)
+        assert max(o["temp_bytes"] for o in ops) == max(layer["fwd_temp_bytes"], layer["bwd_temp_bytes"]), (i, layer)
+        assert all("fwd_time_s" in o and "bwd_time_s" in o for o in ops)
+open(sys.argv[1] + ".summary", "w").write("mlp layer 0 %s; gpt block 1 %s" % (m0, block))
+PY
+# The planners' cost model prefers the profiled times: simulating the profiled graph and the
+# same graph without times gives different iteration times.
+HIPPIE_PLAN="$(dirname "$ENGINE")/hippie-plan"
+if [ -x "$HIPPIE_PLAN" ]; then
+    python3 -c 'import json,sys; g=json.load(open(sys.argv[1])); [[o.pop(k, None) for k in ("fwd_time_s", "bwd_time_s")] for o in g["ops"]]; json.dump(g, open(sys.argv[2], "w"))' \
+        "$WORK/prof.json" "$WORK/flops.json"
+    a=$("$HIPPIE_PLAN" simulate --model "$WORK/prof.json" --cluster cpu-local --pp 2 --dp 1 --microbatches 4 --global-batch 4 --schedule 1f1b --json 2>&1 | grep -o '"iteration_time_s":[^,]*')
+    b=$("$HIPPIE_PLAN" simulate --model "$WORK/flops.json" --cluster cpu-local --pp 2 --dp 1 --microbatches 4 --global-batch 4 --schedule 1f1b --json 2>&1 | grep -o '"iteration_time_s":[^,]*')
+    [ -n "$a" ] && [ -n "$b" ] && [ "$a" != "$b" ] && pass "hippie-plan uses the profiled times ($a vs FLOPs $b)" \
+        || fail "profiled vs FLOP times: '$a' vs '$b'"
+fi
 timeout 60 "$ENGINE" probe --seconds 0.1 > "$WORK/probe" && grep -q '"peak_flops_fp32"' "$WORK/probe" \
     && pass "probe: $(grep -o '"matmul_flops_per_s": *[0-9.e+]*' "$WORK/probe")" || fail "probe: $(cat "$WORK/probe")"
 finish

@@ -1,5 +1,7 @@
 #include "engine/src/comm/comm.h"
 
+#include <functional>
+
 #include "engine/src/comm/c10d_shim.h"
 
 namespace hippie::engine {
@@ -8,6 +10,7 @@ struct Pending::Impl {
     shim::WorkPtr work;
     std::vector<torch::Tensor> keep;  // the buffers must outlive the transfer
     std::string what;                 // "recv from rank 1", for error messages
+    std::function<void()> after;      // host staging: copies the result back to the device
 };
 
 void Pending::wait() {
@@ -18,6 +21,10 @@ void Pending::wait() {
         throw CommError(impl_->what + " failed: " + e.what());
     }
     impl_->work.reset();
+    if (impl_->after) {
+        impl_->after();
+        impl_->after = nullptr;
+    }
 }
 
 bool Pending::completed() const { return !impl_ || !impl_->work || impl_->work->isCompleted(); }
@@ -25,16 +32,29 @@ bool Pending::completed() const { return !impl_ || !impl_->work || impl_->work->
 struct Comm::State {
     c10::intrusive_ptr<::c10d::Store> store;
     c10::intrusive_ptr<::c10d::ProcessGroupGloo::Options> options;
-    c10::intrusive_ptr<::c10d::ProcessGroupGloo> world;
-    std::map<int, c10::intrusive_ptr<::c10d::ProcessGroupGloo>> groups;
+    c10::intrusive_ptr<::c10d::ProcessGroupGloo> world;  // barrier, and transfers unless NCCL
+    std::map<int, shim::GroupPtr> groups;
+    shim::GroupPtr up, down;  // NCCL transfers to a higher / lower rank
+    bool nccl = false;
+    bool staged = false;  // Gloo with tensors on a CUDA device: transfers go through host copies
     std::map<int, std::vector<int>> members;
     std::chrono::milliseconds connect_timeout{};
+    std::chrono::milliseconds op_timeout{};
     std::string master;
 };
 
 namespace {
 
 std::string peerName(int rank) { return "rank " + std::to_string(rank); }
+
+#if defined(USE_C10D_NCCL)
+shim::GroupPtr makeNccl(const c10::intrusive_ptr<::c10d::Store>& store, const std::string& prefix, int rank, int size,
+                        std::chrono::milliseconds timeout) {
+    auto options = ::c10d::ProcessGroupNCCL::Options::create();
+    options->timeout = timeout;
+    return c10::make_intrusive<::c10d::ProcessGroupNCCL>(c10::make_intrusive<::c10d::PrefixStore>(prefix, store), rank, size, options);
+}
+#endif
 
 }  // namespace
 
@@ -63,7 +83,21 @@ Comm::Comm(const Rendezvous& r) : s_(std::make_unique<State>()), rank_(r.rank), 
         throw CommError("connecting the " + std::to_string(r.world_size) + " ranks through " + s_->master +
                         " failed (is every rank started with the same --world-size?): " + e.what());
     }
+    if (r.nccl) {
+#if defined(USE_C10D_NCCL)
+        s_->nccl = true;
+        s_->op_timeout = r.op_timeout;
+        s_->up = makeNccl(s_->store, "p2p-up", r.rank, r.world_size, r.op_timeout);
+        s_->down = makeNccl(s_->store, "p2p-down", r.rank, r.world_size, r.op_timeout);
+#else
+        throw CommError("NCCL was asked for but this hippie-engine was built without it (no CUDA LibTorch or nccl.h); use --comm gloo");
+#endif
+    } else {
+        s_->staged = r.device.is_cuda();
+    }
 }
+
+std::string Comm::backend() const { return s_->nccl ? "nccl" : s_->staged ? "gloo (host-staged)" : "gloo"; }
 
 Comm::~Comm() = default;
 
@@ -74,6 +108,13 @@ void Comm::addGroup(int id, const std::vector<int>& members) {
     TORCH_CHECK(local >= 0, "addGroup: rank not in the group");
     auto prefixed = c10::make_intrusive<::c10d::PrefixStore>("group" + std::to_string(id), s_->store);
     try {
+#if defined(USE_C10D_NCCL)
+        if (s_->nccl) {
+            s_->groups[id] = makeNccl(s_->store, "group" + std::to_string(id), local, static_cast<int>(members.size()), s_->op_timeout);
+            s_->members[id] = members;
+            return;
+        }
+#endif
         s_->groups[id] = c10::make_intrusive<::c10d::ProcessGroupGloo>(prefixed, local, static_cast<int>(members.size()), s_->options);
     } catch (const std::exception& e) {
         throw CommError("creating all-reduce group " + std::to_string(id) + " failed: " + e.what());
@@ -85,10 +126,11 @@ bool Comm::hasGroup(int id) const { return s_->groups.count(id) > 0; }
 
 Pending Comm::send(const torch::Tensor& t, int peer, int tag) {
     auto impl = std::make_shared<Pending::Impl>();
-    impl->keep = {t.contiguous()};
+    impl->keep = {s_->staged ? t.to(torch::kCPU) : t.contiguous()};
     impl->what = "send to " + peerName(peer);
     try {
-        impl->work = s_->world->send(impl->keep, peer, tag);
+        if (s_->nccl) impl->work = (peer > rank_ ? s_->up : s_->down)->send(impl->keep, peer, tag);
+        else impl->work = s_->world->send(impl->keep, peer, tag);
     } catch (const std::exception& e) {
         throw CommError(impl->what + " failed: " + e.what());
     }
@@ -97,10 +139,12 @@ Pending Comm::send(const torch::Tensor& t, int peer, int tag) {
 
 Pending Comm::recv(torch::Tensor& t, int peer, int tag) {
     auto impl = std::make_shared<Pending::Impl>();
-    impl->keep = {t};
+    impl->keep = {s_->staged ? torch::empty_like(t, torch::TensorOptions().device(torch::kCPU)) : t};
+    if (s_->staged) impl->after = [t, host = impl->keep[0]]() mutable { t.copy_(host); };
     impl->what = "receive from " + peerName(peer);
     try {
-        impl->work = s_->world->recv(impl->keep, peer, tag);
+        if (s_->nccl) impl->work = (peer < rank_ ? s_->up : s_->down)->recv(impl->keep, peer, tag);
+        else impl->work = s_->world->recv(impl->keep, peer, tag);
     } catch (const std::exception& e) {
         throw CommError(impl->what + " failed: " + e.what());
     }
@@ -109,7 +153,8 @@ Pending Comm::recv(torch::Tensor& t, int peer, int tag) {
 
 Pending Comm::allReduceSum(const torch::Tensor& t, int group) {
     auto impl = std::make_shared<Pending::Impl>();
-    impl->keep = {t};
+    impl->keep = {s_->staged ? t.to(torch::kCPU) : t};
+    if (s_->staged) impl->after = [t, host = impl->keep[0]]() mutable { t.copy_(host); };
     std::string ranks;
     for (int m : s_->members.at(group)) ranks += (ranks.empty() ? "" : ",") + std::to_string(m);
     impl->what = "all-reduce in group " + std::to_string(group) + " (ranks " + ranks + ")";

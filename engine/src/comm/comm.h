@@ -1,7 +1,12 @@
 #pragma once
 // Process groups of one rank: a TCPStore rendezvous, a world group for point-to-point
 // transfers, and one group per all-reduce group of the Program that holds this rank.
-// Gloo over TCP on CPU; NCCL when the LibTorch has CUDA and the run asks for it.
+// Gloo over TCP on CPU. On a CUDA device: NCCL when the LibTorch has it (USE_C10D_NCCL) and the
+// run asks for it, else Gloo through host copies (slow, but works with ranks sharing a GPU).
+// NCCL ignores tags and matches a pair's transfers in order, so point-to-point traffic uses one
+// NCCL group per direction (lower -> higher rank, higher -> lower): each carries one direction
+// only, in the sender's program order, which the executor checks the receiver posts in the same
+// order (Executor::checkLinkOrder).
 #include <chrono>
 #include <map>
 #include <memory>
@@ -20,6 +25,8 @@ struct Rendezvous {
     std::chrono::milliseconds connect_timeout{30000};  // reaching the master and the peers
     std::chrono::milliseconds op_timeout{60000};       // one collective or transfer
     std::string gloo_hostname = "127.0.0.1";           // address Gloo binds to and advertises
+    torch::Device device{torch::kCPU};                 // where the tensors handed to Comm live
+    bool nccl = false;                                 // NCCL groups (CUDA device, USE_C10D_NCCL)
 };
 
 // An asynchronous transfer or collective: wait() rethrows a peer's failure as CommError.
@@ -50,6 +57,7 @@ public:
     Comm& operator=(const Comm&) = delete;
 
     int rank() const { return rank_; }
+    std::string backend() const;  // "gloo", "gloo (host-staged)" or "nccl"
     int worldSize() const { return world_; }
 
     // Creates the group of global ranks `members` (must contain this rank). Every member calls

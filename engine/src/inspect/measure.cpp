@@ -8,13 +8,18 @@
 #include <chrono>
 #include <fstream>
 #include <iostream>
+#include <functional>
 #include <thread>
 
 #include <nlohmann/json.hpp>
+#include <c10/core/Allocator.h>
+#include <c10/util/ThreadLocalDebugInfo.h>
 #include <torch/csrc/autograd/engine.h>
 
+#include "engine/src/device/device.h"
 #include "engine/src/inspect/tools.h"
 #include "engine/src/models/tiny_models.h"
+#include "engine/src/runtime/data.h"
 #include "planners/cluster/cluster_json.h"
 #include "planners/common/error.h"
 #include "planners/model/graph_json.h"
@@ -136,11 +141,99 @@ int probeCommand(const ProbeOptions& o) {
     return 0;
 }
 
-int profileCommand(const std::string& model, int batch_size, int seq_len, int repeats, const std::string& out_file) {
+namespace {
+
+// Bytes the allocator hands out on one device while it is installed (this thread, and the
+// autograd work it starts): the CPU allocator and the CUDA caching allocator report every
+// allocation and free to the profiler hook that c10 keeps in thread-local debug info. Frees of
+// blocks allocated before it was installed are not reported, so measure within one scope.
+class AllocationTracker : public c10::MemoryReportingInfoBase {
+public:
+    explicit AllocationTracker(c10::DeviceType type) : type_(type) {}
+    void reportMemoryUsage(void*, int64_t alloc_size, int64_t, int64_t, c10::Device device) override {
+        if (device.type() != type_) return;
+        current_ += alloc_size;
+        peak_ = std::max(peak_, current_);
+    }
+    bool memoryProfilingEnabled() const override { return true; }
+    int64_t current() const { return current_; }
+    int64_t peak() const { return peak_; }
+    void resetPeak() { peak_ = current_; }
+
+private:
+    c10::DeviceType type_;
+    int64_t current_ = 0;
+    int64_t peak_ = 0;
+};
+
+struct LayerMemory {
+    int64_t output_bytes = 0;    // the layer's output tensor
+    int64_t saved_bytes = 0;     // more bytes the forward leaves allocated: tensors saved for backward
+    int64_t fwd_temp_bytes = 0;  // forward's transient peak above what it leaves allocated
+    int64_t bwd_temp_bytes = 0;  // backward's peak above what it started with, less the weight gradients
+};
+
+// One forward and backward of `layer` on `in`, measured by the allocator. The backward starts
+// from `loss` of the output (last layer) or from `out_grad`, allocated before the measurement.
+LayerMemory measureLayerMemory(LayerModule& layer, const Tensor& in, const std::function<Tensor(const Tensor&)>& loss,
+                               const Tensor& out_grad, const torch::Device& device) {
+    int64_t param_bytes = 0;
+    for (Tensor& p : layer.parameters()) {
+        p.mutable_grad() = Tensor();
+        param_bytes += static_cast<int64_t>(p.nbytes());
+    }
+    in.mutable_grad() = Tensor();
+    synchronizeDevice(device);
+    auto tracker = std::make_shared<AllocationTracker>(device.type());
+    c10::DebugInfoGuard guard(c10::DebugInfoKind::PROFILER_STATE, tracker);
+    LayerMemory m;
+    {
+        Tensor y = layer.forward(in);
+        Tensor root = loss ? loss(y) : y;
+        synchronizeDevice(device);
+        const int64_t kept = tracker->current();
+        m.output_bytes = static_cast<int64_t>(y.nbytes());
+        m.saved_bytes = std::max<int64_t>(0, kept - m.output_bytes);
+        m.fwd_temp_bytes = std::max<int64_t>(0, tracker->peak() - kept);
+        const Tensor grad = loss ? torch::ones_like(root) : out_grad;
+        tracker->resetPeak();
+        const int64_t before = tracker->current();
+        root.backward(grad);
+        synchronizeDevice(device);
+        m.bwd_temp_bytes = std::max<int64_t>(0, tracker->peak() - before - param_bytes);
+    }
+    for (Tensor& p : layer.parameters()) p.mutable_grad() = Tensor();
+    in.mutable_grad() = Tensor();
+    return m;
+}
+
+// Shares a layer-wide amount among its ops in proportion to `weight` (the last op takes the
+// rounding), or all to the last op when the weights are all zero.
+void share(Graph& g, const Layer& l, int64_t total, const std::function<int64_t(const Op&)>& weight, int64_t Op::*field) {
+    int64_t sum = 0;
+    for (int op : l.ops) sum += weight(g.ops[static_cast<size_t>(op)]);
+    int64_t given = 0;
+    for (size_t k = 0; k < l.ops.size(); ++k) {
+        Op& o = g.ops[static_cast<size_t>(l.ops[k])];
+        const bool last = k + 1 == l.ops.size();
+        const int64_t part = last ? total - given
+                                  : sum > 0 ? static_cast<int64_t>(static_cast<double>(total) * static_cast<double>(weight(o)) / static_cast<double>(sum))
+                                            : 0;
+        o.*field = part;
+        given += part;
+    }
+}
+
+}  // namespace
+
+int profileCommand(const std::string& model, int batch_size, int seq_len, int repeats, const std::string& out_file,
+                   const std::string& device_name) {
     const TinyConfig* cfg = findTinyModel(model);
     if (!cfg) return fail("unknown model '" + model + "'; the engine profiles " + tinyModelNames());
     if (batch_size < 1 || repeats < 1) return fail("--batch-size and --repeats must be positive");
     try {
+        const torch::Device device = resolveDevice(device_name, 0);
+        useDevice(device);
         ModelSpec spec;
         spec.zoo = model;
         spec.batch_size = batch_size;
@@ -148,28 +241,43 @@ int profileCommand(const std::string& model, int batch_size, int seq_len, int re
         Graph g = buildTinyGraph(*cfg, spec);
         const int layers = g.layerCount();
         auto modules = buildTinyLayers(*cfg, seq_len, 0, layers - 1, 0);
+        for (const LayerPtr& l : modules) l->to(device);
         const Batch batch = syntheticBatch(*cfg, seq_len, batch_size, 0, 0);
+        const Tensor targets = batch.targets.to(device);
         std::vector<double> fwd(static_cast<size_t>(layers)), bwd(static_cast<size_t>(layers));
-        Tensor x = batch.inputs;
+        std::vector<LayerMemory> mem(static_cast<size_t>(layers));
+        Tensor x = batch.inputs.to(device);
         for (int i = 0; i < layers; ++i) {
+            LayerModule& layer = *modules[static_cast<size_t>(i)];
             const Tensor in = x.is_floating_point() ? x.detach().requires_grad_(true) : x;
+            const bool last = i + 1 == layers;
             std::vector<double> tf, tb;
             Tensor y;
             for (int r = 0; r < repeats + 1; ++r) {
+                synchronizeDevice(device);
                 auto t0 = Clock::now();
-                y = modules[static_cast<size_t>(i)]->forward(in);
-                Tensor root = i + 1 == layers ? tinyLoss(*cfg, seq_len, y, batch.targets) : y;
+                y = layer.forward(in);
+                Tensor root = last ? tinyLoss(*cfg, seq_len, y, targets) : y;
+                synchronizeDevice(device);
                 if (r > 0) tf.push_back(secondsSince(t0));
-                const Tensor grad = i + 1 == layers ? torch::ones_like(root) : torch::ones_like(root) / root.numel();
+                const Tensor grad = last ? torch::ones_like(root) : torch::ones_like(root) / root.numel();
                 t0 = Clock::now();
                 root.backward(grad);
+                synchronizeDevice(device);
                 if (r > 0) tb.push_back(secondsSince(t0));
             }
             fwd[static_cast<size_t>(i)] = median(tf);
             bwd[static_cast<size_t>(i)] = median(tb);
+            // Backward from the loss on the last layer, else from an output gradient of ones / n.
+            std::function<Tensor(const Tensor&)> loss;
+            if (last) loss = [&](const Tensor& out) { return tinyLoss(*cfg, seq_len, out, targets); };
+            const Tensor out_grad = last ? Tensor() : torch::ones_like(y) / y.numel();
+            mem[static_cast<size_t>(i)] = measureLayerMemory(layer, in, loss, out_grad, device);
             x = y.detach();
         }
-        // A layer's time is shared among its ops in proportion to their FLOPs.
+        // A layer's time is shared among its ops in proportion to their FLOPs; its measured
+        // activation (output + saved for backward) in proportion to the ops' modelled outputs,
+        // and every op's workspace is the layer's measured transient peak.
         const auto view = g.layers();
         for (const Layer& l : view) {
             const double fl = std::max(l.fwd_flops, 1.0), bl = std::max(l.bwd_flops, 1.0);
@@ -180,12 +288,36 @@ int profileCommand(const std::string& model, int batch_size, int seq_len, int re
                 o.fwd_time_s = fwd[static_cast<size_t>(l.index)] * fshare;
                 o.bwd_time_s = bwd[static_cast<size_t>(l.index)] * bshare;
             }
+            const LayerMemory& m = mem[static_cast<size_t>(l.index)];
+            share(g, l, m.output_bytes + m.saved_bytes, [](const Op& o) { return o.output_bytes; }, &Op::output_bytes);
+            for (int op : l.ops) g.ops[static_cast<size_t>(op)].temp_bytes = std::max(m.fwd_temp_bytes, m.bwd_temp_bytes);
         }
         if (out_file.empty()) std::cout << graphToJson(g).dump(2) << std::endl;
         else saveGraphFile(g, out_file);
-        json summary = {{"event", "profile"}, {"model", model}, {"batch_size", batch_size}, {"layers", layers},
-                        {"fwd_time_s", fwd}, {"bwd_time_s", bwd}};
+        json memory = json::array();
+        for (const LayerMemory& m : mem)
+            memory.push_back({{"output_bytes", m.output_bytes}, {"saved_bytes", m.saved_bytes}, {"fwd_temp_bytes", m.fwd_temp_bytes},
+                              {"bwd_temp_bytes", m.bwd_temp_bytes}});
+        json summary = {{"event", "profile"}, {"model", model}, {"batch_size", batch_size}, {"layers", layers}, {"device", describeDevice(device)},
+                        {"fwd_time_s", fwd}, {"bwd_time_s", bwd}, {"memory", memory}};
         if (!out_file.empty()) std::cout << summary.dump() << std::endl;
+    } catch (const Error& e) {
+        return fail(e.what());
+    }
+    return 0;
+}
+
+int makeDataCommand(const std::string& model, int samples, int seq_len, unsigned long long seed, const std::string& out_file) {
+    const TinyConfig* cfg = findTinyModel(model);
+    if (!cfg) return fail("unknown model '" + model + "'; the engine makes data for " + tinyModelNames());
+    if (samples < 1) return fail("--samples must be positive");
+    try {
+        const Batch b = syntheticBatch(*cfg, seq_len, samples, seed, 0);
+        saveTensorFile(out_file, b.inputs, b.targets);
+        std::cout << json{{"event", "data"}, {"model", model}, {"file", out_file}, {"samples", samples}, {"inputs", b.inputs.sizes().vec()},
+                          {"targets", b.targets.sizes().vec()}}
+                         .dump()
+                  << std::endl;
     } catch (const Error& e) {
         return fail(e.what());
     }

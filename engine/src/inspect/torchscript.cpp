@@ -53,22 +53,20 @@ std::vector<std::string> atenOps(torch::jit::Module& m) {
 
 }  // namespace
 
-int inspectCommand(const std::string& file, const std::vector<long long>& input_shape, const std::string& input_dtype, int repeats,
-                   const std::string& out_file) {
-    if (input_shape.empty()) return fail("--input-shape is required, e.g. --input-shape 8,32");
-    if (input_dtype != "float" && input_dtype != "long") return fail("--input-dtype must be float or long");
+Graph scriptGraph(const std::string& file, const std::vector<int64_t>& shape, const std::string& input_dtype, int repeats,
+                  json* layers_out) {
+    if (shape.empty()) throw Error("an input shape is required, e.g. --input-shape 8,32");
+    if (input_dtype != "float" && input_dtype != "long") throw Error("the input dtype must be float or long, not '" + input_dtype + "'");
     torch::jit::Module module;
     try {
         module = torch::jit::load(file);
     } catch (const std::exception& e) {
-        return fail("'" + file + "' is not a TorchScript module that LibTorch can load: " + firstLine(e.what()));
+        throw Error("'" + file + "' is not a TorchScript module that LibTorch can load: " + firstLine(e.what()));
     }
     module.train();
     std::vector<Child> children;
     for (const auto& c : module.named_children()) children.push_back({c.name, c.value});
-    const bool whole = children.empty();
-    if (whole) children.push_back({"module", module});
-    const std::vector<int64_t> shape(input_shape.begin(), input_shape.end());
+    if (children.empty()) children.push_back({"module", module});
     Tensor x = input_dtype == "long" ? torch::zeros(shape, torch::kLong) : torch::randn(shape);
 
     Graph g;
@@ -85,15 +83,15 @@ int inspectCommand(const std::string& file, const std::vector<long long>& input_
             const Tensor in = x.is_floating_point() ? x.detach().requires_grad_(true) : x;
             std::vector<double> tf, tb;
             Tensor y;
-            for (int r = 0; r < std::max(1, repeats) + 1; ++r) {
+            for (int r = 0; r < std::max(0, repeats) + 1; ++r) {
                 auto t0 = Clock::now();
                 const c10::IValue out = c.module.forward({in});
                 if (!out.isTensor())
                     throw Error("child '" + c.name + "' of '" + file + "' returns " + out.tagKind() +
-                                ", not a tensor: inspect needs top-level children that run in sequence");
+                                ", not a tensor: the engine needs top-level children that run in sequence");
                 y = out.toTensor();
                 if (r > 0) tf.push_back(secondsSince(t0));
-                if (y.requires_grad()) {
+                if (y.requires_grad() && repeats > 0) {
                     t0 = Clock::now();
                     y.backward(torch::ones_like(y) / std::max<int64_t>(1, y.numel()));
                     if (r > 0) tb.push_back(secondsSince(t0));
@@ -101,7 +99,8 @@ int inspectCommand(const std::string& file, const std::vector<long long>& input_
             }
             std::sort(tf.begin(), tf.end());
             std::sort(tb.begin(), tb.end());
-            const double fwd = tf[tf.size() / 2], bwd = tb.empty() ? 0 : tb[tb.size() / 2];
+            const bool timed = !tf.empty();  // repeats 0: shapes only
+            const double fwd = timed ? tf[tf.size() / 2] : 0, bwd = tb.empty() ? 0 : tb[tb.size() / 2];
             int64_t param_bytes = 0;
             for (const Tensor& p : c.module.parameters()) param_bytes += static_cast<int64_t>(p.nbytes());
             std::vector<std::string> ops = atenOps(c.module);
@@ -112,8 +111,10 @@ int inspectCommand(const std::string& file, const std::vector<long long>& input_
                 op.name = c.name + "." + ops[k] + "_" + std::to_string(k);
                 op.kind = ops[k];
                 op.layer = static_cast<int>(i);
-                op.fwd_time_s = fwd / static_cast<double>(ops.size());
-                op.bwd_time_s = bwd / static_cast<double>(ops.size());
+                if (timed) {
+                    op.fwd_time_s = fwd / static_cast<double>(ops.size());
+                    op.bwd_time_s = bwd / static_cast<double>(ops.size());
+                }
                 op.param_bytes = k == 0 ? param_bytes : 0;
                 op.output_bytes = k + 1 == ops.size() ? out_bytes : 0;
                 const int id = static_cast<int>(g.ops.size());
@@ -126,12 +127,23 @@ int inspectCommand(const std::string& file, const std::vector<long long>& input_
                               {"param_bytes", param_bytes}, {"output_shape", y.sizes().vec()}});
             x = y.detach();
         }
-    } catch (const Error& e) {
-        return fail(e.what());
+    } catch (const Error&) {
+        throw;
     } catch (const std::exception& e) {
-        return fail("running '" + file + "' on an input of shape " + json(shape).dump() + " failed: " + firstLine(e.what()));
+        throw Error("running '" + file + "' on an input of shape " + json(shape).dump() + " failed: " + firstLine(e.what()));
     }
+    if (layers_out) *layers_out = layers;
+    return g;
+}
+
+int inspectCommand(const std::string& file, const std::vector<long long>& input_shape, const std::string& input_dtype, int repeats,
+                   const std::string& out_file) {
+    if (input_shape.empty()) return fail("--input-shape is required, e.g. --input-shape 8,32");
+    if (input_dtype != "float" && input_dtype != "long") return fail("--input-dtype must be float or long");
+    json layers;
+    Graph g;
     try {
+        g = scriptGraph(file, std::vector<int64_t>(input_shape.begin(), input_shape.end()), input_dtype, std::max(1, repeats), &layers);
         if (out_file.empty()) std::cout << graphToJson(g).dump(2) << std::endl;
         else saveGraphFile(g, out_file);
     } catch (const Error& e) {

@@ -24,9 +24,22 @@ ResolvedModel resolveTrainableModel(const ModelSpec& spec, const std::string& pl
     }
     std::filesystem::path file(spec.file);
     if (file.is_relative() && !std::filesystem::exists(file)) file = std::filesystem::path(plan_file).parent_path() / file;
-    if (file.extension() == ".pt")
-        throw Error(plan_file + ": training a TorchScript model ('" + spec.file + "') is not supported yet; " + trainable);
+    if (file.extension() == ".pt") {
+        if (!std::filesystem::exists(file)) throw Error(plan_file + ": the TorchScript file '" + spec.file + "' is not there");
+        r.script_file = file.string();
+        return r;
+    }
     r.graph = loadGraphFile(file.string());
+    if (std::filesystem::path(r.graph.source.file).extension() == ".pt") {
+        // A graph from `inspect`: the module it measured is what trains.
+        std::filesystem::path pt(r.graph.source.file);
+        if (pt.is_relative() && !std::filesystem::exists(pt)) pt = file.parent_path() / pt;
+        if (!std::filesystem::exists(pt))
+            throw Error(plan_file + ": the graph in '" + spec.file + "' was measured from the TorchScript file '" + r.graph.source.file +
+                        "', which is not there");
+        r.script_file = pt.string();
+        return r;
+    }
     r.config = findTinyModel(r.graph.name);
     if (!r.config) throw Error(plan_file + ": the graph in '" + spec.file + "' is '" + r.graph.name + "', which " + trainable + " does not include");
     ModelSpec s = spec;

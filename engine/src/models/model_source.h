@@ -1,6 +1,7 @@
 #pragma once
-// Which model a Plan trains: a tiny model named in `model.zoo`, or a graph JSON file (written
-// by `hippie-engine profile`) whose graph is one of them.
+// Which model a Plan trains: a tiny model named in `model.zoo`; a graph JSON file written by
+// `hippie-engine profile` (a tiny model) or by `hippie-engine inspect` (its source.file names the
+// TorchScript .pt); or a TorchScript .pt named directly.
 #include <string>
 
 #include "engine/src/models/tiny_graphs.h"
@@ -9,8 +10,10 @@
 namespace hippie::engine {
 
 struct ResolvedModel {
-    const TinyConfig* config = nullptr;
-    Graph graph;  // what the plan was made for and what lowering uses
+    const TinyConfig* config = nullptr;  // a tiny model, or
+    std::string script_file;             // a TorchScript module (layer i = top-level child i)
+    Graph graph;  // what the plan was made for and what lowering uses; empty when the plan names
+                  // a .pt directly (the caller builds it with scriptGraph once the input shape is known)
 };
 
 // Throws Error naming the plan file and the model when the engine cannot train it.

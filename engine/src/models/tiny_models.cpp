@@ -23,7 +23,7 @@ Tensor attend(const Tensor& qkv, int64_t heads, bool causal) {
     const Tensor q = split(parts[0]), k = split(parts[1]), v = split(parts[2]);
     Tensor scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(dh));
     if (causal) {
-        const Tensor mask = torch::ones({s, s}, torch::kBool).triu(1);
+        const Tensor mask = torch::ones({s, s}, qkv.options().dtype(torch::kBool)).triu(1);
         scores = scores.masked_fill(mask, -std::numeric_limits<float>::infinity());
     }
     const Tensor ctx = torch::matmul(torch::softmax(scores, -1), v);
@@ -36,7 +36,7 @@ public:
         : tok(register_module("token_embed", nn::Embedding(c.vocab, c.d_model))),
           pos(register_module("position_embed", nn::Embedding(seq, c.d_model))) {}
     Tensor forward(Tensor x) override {
-        const Tensor positions = torch::arange(x.size(1), torch::kLong);
+        const Tensor positions = torch::arange(x.size(1), x.options().dtype(torch::kLong));
         return tok->forward(x) + pos->forward(positions).unsqueeze(0);
     }
     nn::Embedding tok, pos;
@@ -94,7 +94,7 @@ public:
           norm(register_module("norm", nn::LayerNorm(nn::LayerNormOptions({c.d_model})))) {}
     Tensor forward(Tensor x) override {
         const int64_t s = x.size(1);
-        const Tensor positions = torch::arange(s, torch::kLong);
+        const Tensor positions = torch::arange(s, x.options().dtype(torch::kLong));
         const Tensor segments = (positions >= s / 2).to(torch::kLong);
         return norm->forward(words->forward(x) + (pos->forward(positions) + segs->forward(segments)).unsqueeze(0));
     }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/src/device/device.h"
 #include "planners/common/error.h"
 
 namespace hippie::engine {
@@ -34,6 +35,33 @@ std::vector<int64_t> shapeFromString(const std::string& s) {
     return out;
 }
 
+// The first link into `rank` whose receives are posted in another order than the sender sends.
+std::string checkLinkOrder(const Program& program, int rank) {
+    const int self = program.streamOf(rank);
+    if (self < 0) return "";
+    auto key = [](const Instr& in) {
+        const bool grad = in.kind == InstrKind::SendGrad || in.kind == InstrKind::RecvGrad;
+        return (grad ? "G" : "A") + std::to_string(in.segment) + "." + std::to_string(in.mb);
+    };
+    std::map<int, std::vector<std::string>> received;  // by sender
+    for (const Instr& in : program.streams[static_cast<size_t>(self)])
+        if (in.kind == InstrKind::RecvActivation || in.kind == InstrKind::RecvGrad) received[in.peer].push_back(key(in));
+    for (const auto& [from, recvs] : received) {
+        const int other = program.streamOf(from);
+        if (other < 0) return "rank " + std::to_string(from) + " sends nothing";
+        std::vector<std::string> sends;
+        for (const Instr& in : program.streams[static_cast<size_t>(other)])
+            if ((in.kind == InstrKind::SendActivation || in.kind == InstrKind::SendGrad) && in.peer == rank) sends.push_back(key(in));
+        if (sends != recvs) {
+            size_t i = 0;
+            while (i < sends.size() && i < recvs.size() && sends[i] == recvs[i]) ++i;
+            return "link " + std::to_string(from) + "->" + std::to_string(rank) + ": transfer " + std::to_string(i) + " is sent as " +
+                   (i < sends.size() ? sends[i] : "nothing") + " but received as " + (i < recvs.size() ? recvs[i] : "nothing");
+        }
+    }
+    return "";
+}
+
 int64_t bytesOf(const std::vector<Tensor>& ts) {
     int64_t b = 0;
     for (const Tensor& t : ts) b += static_cast<int64_t>(t.nbytes());
@@ -42,9 +70,9 @@ int64_t bytesOf(const std::vector<Tensor>& ts) {
 
 }  // namespace
 
-Executor::Executor(const Plan& plan, const Graph& graph, const Program& program, const TinyConfig& model, Comm& comm, uint64_t seed,
-                   double lr)
-    : plan_(plan), program_(program), model_(model), comm_(comm), seed_(seed), rank_(comm.rank()) {
+Executor::Executor(const Plan& plan, const Graph& graph, const Program& program, const Trainable& model, const DataSource& data,
+                   Comm& comm, uint64_t seed, double lr, const torch::Device& device)
+    : plan_(plan), program_(program), model_(model), data_(data), comm_(comm), device_(device), seed_(seed), rank_(comm.rank()) {
     const int stream = program.streamOf(rank_);
     if (stream < 0) throw Error("the plan gives rank " + std::to_string(rank_) + " nothing to run");
     stream_ = &program.streams[static_cast<size_t>(stream)];
@@ -62,6 +90,10 @@ Executor::Executor(const Plan& plan, const Graph& graph, const Program& program,
     table_[static_cast<size_t>(InstrKind::AllReduce)] = &Executor::onAllReduce;
     table_[static_cast<size_t>(InstrKind::OptimizerStep)] = &Executor::onOptimizerStep;
 
+    link_order_problem_ = checkLinkOrder(program, rank_);
+    if (!link_order_problem_.empty() && comm_.backend() == "nccl")
+        throw Error("this plan's " + std::string(toString(plan.schedule)) + " program cannot run on NCCL, which matches transfers by order: " +
+                    link_order_problem_ + "; use --comm gloo");
     buildStages(graph);
     // All-reduce groups this rank belongs to, created in id order on every rank.
     for (size_t g = 0; g < program.groups.size(); ++g) {
@@ -88,7 +120,7 @@ void Executor::buildStages(const Graph& graph) {
         for (int op : program_.segments[s].ops)
             if (program_.recompute_op[static_cast<size_t>(op)])
                 recompute[static_cast<size_t>(graph.ops[static_cast<size_t>(op)].layer - range.first_layer)] = true;
-        auto layers = buildTinyLayers(model_, plan_.model.seq_len, range.first_layer, range.last_layer, seed_);
+        auto layers = model_.layers(range.first_layer, range.last_layer, seed_, device_);
         const int seg = static_cast<int>(s);
         stages_[seg] = std::make_unique<Stage>(seg, range.first_layer, std::move(layers), recompute, seg > 0, seg == last_segment);
         max_stashed_[seg] = 0;
@@ -102,14 +134,14 @@ void Executor::agreeShapes() {
         std::vector<int64_t> in_shape;
         torch::ScalarType dtype = torch::kFloat;
         if (s == 0) {
-            const Batch probe = syntheticBatch(model_, plan_.model.seq_len, micro_batch_size_, seed_, 0);
+            const Batch probe = data_.batch(0, micro_batch_size_);
             in_shape = probe.inputs.sizes().vec();
             dtype = probe.inputs.scalar_type();
         } else {
             in_shape = shapeFromString(comm_.storeGet(shapeKey(s - 1, replica_)));
             out_shape_[s - 1] = in_shape;
         }
-        out_shape_[s] = st->probeOutputShape(in_shape, dtype);
+        out_shape_[s] = st->probeOutputShape(in_shape, dtype, device_);
         comm_.storeSet(shapeKey(s, replica_), shapeToString(out_shape_[s]));
     }
 }
@@ -200,6 +232,12 @@ void Executor::sampleMemory() {
         max_stashed_[s] = std::max(max_stashed_[s], st->stashedMicroBatches());
     }
     peak_tracked_bytes_ = std::max(peak_tracked_bytes_, bytes);
+    // CUDA: the trace shows what the caching allocator has handed out (every tensor of the
+    // process on this device); CPU: the bytes of the tensors the engine holds.
+    if (const auto a = allocatorBytes(device_)) {
+        bytes = a->current;
+        peak_device_bytes_ = std::max(peak_device_bytes_, a->peak);
+    }
     trace_.memory[0].push_back(MemorySample{now(), bytes});
 }
 
@@ -219,7 +257,7 @@ void Executor::pollSends() {
 Stage::LossFn Executor::lossFor(int mb) {
     const Tensor targets = targets_.narrow(0, int64_t{mb} * micro_batch_size_, micro_batch_size_);
     const double scale = 1.0 / plan_.micro_batches;
-    return [this, targets, scale](const Tensor& out) { return tinyLoss(model_, plan_.model.seq_len, out, targets) * scale; };
+    return [this, targets, scale](const Tensor& out) { return model_.loss(out, targets) * scale; };
 }
 
 Tensor Executor::outputGrad(int segment, int mb) {
@@ -319,14 +357,14 @@ void Executor::onSendGrad(const Instr& in) {
 }
 
 void Executor::onRecvActivation(const Instr& in) {
-    Tensor t = torch::empty(out_shape_.at(in.segment));
+    Tensor t = torch::empty(out_shape_.at(in.segment), torch::TensorOptions().device(device_));
     recv_activation_[{in.segment, in.mb}] = t;
     const size_t ev = record(in, now(), -1);
     posted_recvs_.push_back({comm_.recv(t, in.peer, tagOf(false, in.segment, in.mb)), ev});
 }
 
 void Executor::onRecvGrad(const Instr& in) {
-    Tensor t = torch::empty(out_shape_.at(in.segment));
+    Tensor t = torch::empty(out_shape_.at(in.segment), torch::TensorOptions().device(device_));
     recv_grad_[{in.segment, in.mb}] = t;
     const size_t ev = record(in, now(), -1);
     posted_recvs_.push_back({comm_.recv(t, in.peer, tagOf(true, in.segment, in.mb)), ev});
@@ -356,10 +394,10 @@ StepResult Executor::step(int index) {
         for (Tensor& p : st->parameters()) p.mutable_grad() = Tensor();
     buckets_->beginStep();
 
-    const Batch batch = syntheticBatch(model_, plan_.model.seq_len, plan_.global_batch, seed_, index);
+    const Batch batch = data_.batch(index, plan_.global_batch);
     const int64_t per_replica = plan_.global_batch / plan_.dp;
-    inputs_ = batch.inputs.narrow(0, replica_ * per_replica, per_replica);
-    targets_ = batch.targets.narrow(0, replica_ * per_replica, per_replica);
+    inputs_ = batch.inputs.narrow(0, replica_ * per_replica, per_replica).to(device_);
+    targets_ = batch.targets.narrow(0, replica_ * per_replica, per_replica).to(device_);
     sampleMemory();
 
     for (const Instr& in : *stream_) {
@@ -369,6 +407,7 @@ StepResult Executor::step(int index) {
             const double start = now();
             noop_ = false;
             (this->*h)(in);
+            synchronizeDevice(device_);  // CUDA: the event ends when its kernels have
             record(in, start, noop_ ? start : now());  // a bucket part whose backward already ran
             sampleMemory();
         } else {
@@ -392,7 +431,7 @@ StepResult Executor::step(int index) {
             int group = -1;
             for (size_t g = 0; g < program_.groups.size(); ++g)
                 if (program_.groups[g] == program_.segment_devices[static_cast<size_t>(last)]) group = static_cast<int>(g);
-            Tensor t = torch::tensor({loss}, torch::kDouble);
+            Tensor t = torch::tensor({loss}, torch::TensorOptions().dtype(torch::kDouble).device(device_));
             comm_.allReduceSum(t, group).wait();
             loss = t.item<double>() / plan_.dp;
         }

@@ -21,6 +21,8 @@
 #include <torch/torch.h>
 
 #include "engine/src/comm/comm.h"
+#include "engine/src/models/trainable.h"
+#include "engine/src/runtime/data.h"
 #include "engine/src/runtime/grad_buckets.h"
 #include "engine/src/runtime/stage.h"
 #include "planners/schedule/plan.h"
@@ -37,16 +39,22 @@ struct StepResult {
 
 class Executor {
 public:
-    Executor(const Plan& plan, const Graph& graph, const Program& program, const TinyConfig& model, Comm& comm, uint64_t seed,
-             double lr);
+    // Trains `model` on `device` (the rank's: cpu, or cuda:<local rank>) with the batches of `data`.
+    Executor(const Plan& plan, const Graph& graph, const Program& program, const Trainable& model, const DataSource& data, Comm& comm,
+             uint64_t seed, double lr, const torch::Device& device);
     ~Executor();
 
     StepResult step(int index);
     // Largest number of micro-batches whose activations a segment held at once, by segment.
     const std::map<int, int>& maxStashed() const { return max_stashed_; }
     int64_t peakTrackedBytes() const { return peak_tracked_bytes_; }
+    // CUDA: the caching allocator's peak over the run; 0 on CPU.
+    int64_t peakDeviceBytes() const { return peak_device_bytes_; }
     std::vector<std::pair<std::string, torch::Tensor>> namedParameters() const;
     std::string streamString() const;
+    // Empty when, on every link this rank receives on, the sender's sends and this rank's
+    // receives come in the same order (NCCL matches by order, not tag); else the first mismatch.
+    const std::string& linkOrderProblem() const { return link_order_problem_; }
     std::vector<int> hostedSegments() const;
 
 private:
@@ -84,8 +92,10 @@ private:
 
     const Plan& plan_;
     const Program& program_;
-    const TinyConfig& model_;
+    const Trainable& model_;
+    const DataSource& data_;
     Comm& comm_;
+    torch::Device device_;
     uint64_t seed_;
     int rank_;
     int replica_ = 0;
@@ -117,6 +127,8 @@ private:
     Trace trace_;
     std::map<int, int> max_stashed_;
     int64_t peak_tracked_bytes_ = 0;
+    int64_t peak_device_bytes_ = 0;
+    std::string link_order_problem_;
 };
 
 }  // namespace hippie::engine

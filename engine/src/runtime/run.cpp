@@ -9,7 +9,11 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/src/comm/comm.h"
+#include "engine/src/device/device.h"
+#include "engine/src/inspect/tools.h"
 #include "engine/src/models/model_source.h"
+#include "engine/src/models/trainable.h"
+#include "engine/src/runtime/data.h"
 #include "engine/src/runtime/executor.h"
 #include "planners/common/error.h"
 #include "planners/schedule/lower.h"
@@ -93,16 +97,51 @@ int runRank(const RunOptions& o) {
     Plan plan;
     Graph graph;
     Program program;
-    const TinyConfig* model = nullptr;
+    std::unique_ptr<Trainable> model;
+    std::optional<TensorFile> file;
+    std::unique_ptr<DataSource> data;
+    torch::Device device(torch::kCPU);
+    bool nccl = false;
     try {
         if (o.world_size < 1) throw Error("--world-size must be at least 1");
         if (o.rank < 0 || o.rank >= o.world_size)
             throw Error("--rank " + std::to_string(o.rank) + " is outside 0.." + std::to_string(o.world_size - 1));
         if (o.steps < 1) throw Error("--steps must be at least 1");
+        device = resolveDevice(o.device, o.local_rank >= 0 ? o.local_rank : o.rank);
+        if (o.comm == "nccl" && !device.is_cuda()) throw Error("--comm nccl needs a CUDA device (--device cuda)");
+        if (o.comm == "nccl" && !builtWithNccl()) throw Error("--comm nccl: this hippie-engine was built without NCCL; use --comm gloo");
+        if (o.comm != "auto" && o.comm != "gloo" && o.comm != "nccl") throw Error("--comm must be auto, gloo or nccl, not '" + o.comm + "'");
+        nccl = o.comm == "nccl" || (o.comm == "auto" && device.is_cuda() && builtWithNccl());
+        if (o.input_dtype != "float" && o.input_dtype != "long") throw Error("--input-dtype must be float or long");
         plan = loadPlanFile(o.plan_file);
-        const ResolvedModel rm = resolveTrainableModel(plan.model, o.plan_file);
-        model = rm.config;
+        ResolvedModel rm = resolveTrainableModel(plan.model, o.plan_file);
+        if (!o.data_file.empty()) file = loadTensorFile(o.data_file);
+        if (rm.config) {
+            model = makeTinyTrainable(*rm.config, plan.model.seq_len);
+        } else {
+            // A TorchScript model: one sample's shape from the data file, else --input-shape.
+            std::vector<int64_t> sample = o.input_shape;
+            torch::ScalarType dtype = o.input_dtype == "long" ? torch::kLong : torch::kFloat;
+            if (file) {
+                sample = file->inputs.sizes().slice(1).vec();
+                dtype = file->inputs.scalar_type();
+            }
+            if (sample.empty() && !file)
+                throw Error(o.plan_file + ": training the TorchScript model '" + rm.script_file +
+                            "' needs --data FILE or --input-shape (one sample's shape, e.g. 32)");
+            model = makeScriptTrainable(rm.script_file, sample, dtype);
+            if (rm.graph.ops.empty()) {
+                std::vector<int64_t> shape{plan.global_batch};
+                shape.insert(shape.end(), sample.begin(), sample.end());
+                rm.graph = scriptGraph(rm.script_file, shape, dtype == torch::kLong ? "long" : "float", 0);
+            }
+            if (rm.graph.layerCount() != model->layerCount())
+                throw Error(o.plan_file + ": the graph has " + std::to_string(rm.graph.layerCount()) + " layers but '" + rm.script_file +
+                            "' has " + std::to_string(model->layerCount()) + " top-level children");
+        }
         graph = rm.graph;
+        data = std::make_unique<DataSource>(*model, o.seed, file);
+        data->checkFitsModel(std::min(plan.global_batch, 2));
         if (plan.isPlacement()) throw Error(o.plan_file + ": the engine runs pipeline plans (stages), not op placements");
         try {
             checkPlan(plan, graph, plan.deviceCount());
@@ -114,8 +153,13 @@ int runRank(const RunOptions& o) {
                         std::to_string(plan.pipelineDepth()) + " x dp " + std::to_string(plan.dp) + ") but --world-size is " +
                         std::to_string(o.world_size));
         program = lower(plan, graph);
+        useDevice(device);
     } catch (const Error& e) {
         fail(2, e.what(), o.rank);
+    } catch (const std::exception& e) {
+        std::string what = e.what();
+        if (const size_t nl = what.find("\nException raised from"); nl != std::string::npos) what.resize(nl);
+        fail(2, what, o.rank);
     }
 
     Rendezvous r;
@@ -125,6 +169,8 @@ int runRank(const RunOptions& o) {
     r.world_size = o.world_size;
     r.connect_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.connect_timeout_s * 1000));
     r.op_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.op_timeout_s * 1000));
+    r.device = device;
+    r.nccl = nccl;
     std::unique_ptr<Comm> comm;
     try {
         comm = std::make_unique<Comm>(r);
@@ -135,9 +181,11 @@ int runRank(const RunOptions& o) {
     int step = -1;
     try {
         torch::set_num_threads(1);
-        Executor ex(plan, graph, program, *model, *comm, o.seed, o.lr);
-        emit({{"event", "setup"}, {"rank", o.rank}, {"world_size", o.world_size}, {"model", model->name},
-              {"schedule", toString(plan.schedule)}, {"segments", ex.hostedSegments()}, {"program", ex.streamString()}});
+        Executor ex(plan, graph, program, *model, *data, *comm, o.seed, o.lr, device);
+        emit({{"event", "setup"}, {"rank", o.rank}, {"world_size", o.world_size}, {"model", model->name()},
+              {"schedule", toString(plan.schedule)}, {"segments", ex.hostedSegments()}, {"program", ex.streamString()},
+              {"device", describeDevice(device)}, {"comm", comm->backend()}, {"data", data->describe()},
+              {"link_order_ok", ex.linkOrderProblem().empty()}});
         double timed = 0;
         int timed_steps = 0;
         std::optional<double> last_loss;
@@ -173,6 +221,7 @@ int runRank(const RunOptions& o) {
                      {"samples_per_s", plan.global_batch / mean},
                      {"peak_rss_bytes", peakRssBytes()},
                      {"peak_tracked_bytes", ex.peakTrackedBytes()},
+                     {"peak_device_bytes", ex.peakDeviceBytes()},
                      {"max_stashed_microbatches", stashed},
                      {"allreduces", overlap.second},
                      {"allreduces_launched_before_backward_end", overlap.first}};
@@ -180,7 +229,7 @@ int runRank(const RunOptions& o) {
         if (!o.dump_params.empty()) {
             json params = json::object();
             for (const auto& [name, t] : ex.namedParameters()) {
-                const torch::Tensor c = t.detach().to(torch::kDouble).contiguous().reshape({-1});
+                const torch::Tensor c = t.detach().to(torch::kCPU, torch::kDouble).contiguous().reshape({-1});
                 params[name] = std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
             }
             std::string path = o.dump_params;  // "{rank}" names one file per rank under launch

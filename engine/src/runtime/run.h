@@ -21,6 +21,12 @@ struct RunOptions {
     double op_timeout_s = 60;        // one transfer or all-reduce
     std::string dump_params;         // write this rank's final parameters (JSON) here
     bool trace_every_step = false;   // print a trace for every step, not only the last
+    std::string device = "auto";     // auto, cpu, cuda (cuda:<local_rank>)
+    int local_rank = -1;             // GPU index on this host; -1: the rank
+    std::string comm = "auto";       // auto (nccl on cuda when built with it, else gloo), gloo, nccl
+    std::string data_file;           // tensor data file (runtime/data.h); empty: synthetic data
+    std::vector<int64_t> input_shape;  // TorchScript models with synthetic data: one sample's shape
+    std::string input_dtype = "float";
 };
 
 // Returns the process exit code: 0 done, 1 failed while training (a peer died, a transfer

@@ -42,10 +42,10 @@ void Stage::train(bool on) {
     for (const LayerPtr& l : layers_) l->train(on);
 }
 
-std::vector<int64_t> Stage::probeOutputShape(const std::vector<int64_t>& shape, torch::ScalarType dtype) {
+std::vector<int64_t> Stage::probeOutputShape(const std::vector<int64_t>& shape, torch::ScalarType dtype, const torch::Device& device) {
     torch::NoGradGuard no_grad;
     train(false);  // keeps batch-norm running statistics untouched
-    Tensor x = torch::zeros(shape, torch::TensorOptions().dtype(dtype));
+    Tensor x = torch::zeros(shape, torch::TensorOptions().dtype(dtype).device(device));
     for (const LayerPtr& l : layers_) x = l->forward(x);
     train(true);
     return x.sizes().vec();

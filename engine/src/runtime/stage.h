@@ -43,7 +43,7 @@ public:
     void train(bool on);
 
     // Output shape for an input of `shape` and dtype, from a forward without autograd.
-    std::vector<int64_t> probeOutputShape(const std::vector<int64_t>& shape, torch::ScalarType dtype);
+    std::vector<int64_t> probeOutputShape(const std::vector<int64_t>& shape, torch::ScalarType dtype, const torch::Device& device);
 
     // Forward of micro-batch `mb`; `loss_fn` (last segment) turns the output into the loss.
     using LossFn = std::function<torch::Tensor(const torch::Tensor& output)>;

@@ -1,0 +1,75 @@
+// The device layer of a LibTorch with CUDA (compiled only when CMake sets HIPPIE_ENGINE_CUDA):
+// a rank trains on cuda:<local_rank> when asked or when `auto` finds a GPU, and its memory is
+// the CUDA caching allocator's statistics.
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <torch/cuda.h>
+
+#include "engine/src/device/device.h"
+#include "planners/common/error.h"
+
+namespace hippie::engine {
+
+namespace {
+
+constexpr size_t kAllPools = static_cast<size_t>(c10::cuda::CUDACachingAllocator::StatType::AGGREGATE);
+
+c10::DeviceIndex indexOf(const torch::Device& device) { return device.has_index() ? device.index() : c10::DeviceIndex{0}; }
+
+}  // namespace
+
+bool builtWithCuda() { return true; }
+
+bool builtWithNccl() {
+#if defined(USE_C10D_NCCL)
+    return true;
+#else
+    return false;
+#endif
+}
+
+torch::Device resolveDevice(const std::string& want, int local_rank) {
+    if (want == "cpu") return torch::Device(torch::kCPU);
+    if (want != "auto" && want != "cuda") throw Error("--device must be auto, cpu or cuda, not '" + want + "'");
+    const int gpus = torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0;
+    if (gpus == 0) {
+        if (want == "auto") return torch::Device(torch::kCPU);
+        throw Error("--device cuda: this LibTorch has CUDA but no GPU is visible (check nvidia-smi and CUDA_VISIBLE_DEVICES) "
+                    "or run with --device cpu");
+    }
+    if (local_rank < 0) local_rank = 0;
+    if (local_rank >= gpus)
+        throw Error("--device " + want + ": local rank " + std::to_string(local_rank) + " needs GPU " + std::to_string(local_rank) +
+                    " but this host shows " + std::to_string(gpus) + "; start at most " + std::to_string(gpus) +
+                    " ranks per host or set --local-rank");
+    return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank));
+}
+
+void useDevice(const torch::Device& device) {
+    if (device.is_cuda()) c10::cuda::set_device(indexOf(device));
+}
+
+void synchronizeDevice(const torch::Device& device) {
+    if (device.is_cuda()) c10::cuda::device_synchronize();
+}
+
+std::optional<AllocatorBytes> allocatorBytes(const torch::Device& device) {
+    if (!device.is_cuda()) return std::nullopt;
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(indexOf(device));
+    const auto& allocated = stats.allocated_bytes[kAllPools];
+    return AllocatorBytes{allocated.current, allocated.peak};
+}
+
+void resetAllocatorPeak(const torch::Device& device) {
+    if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(indexOf(device));
+}
+
+std::string describeDevice(const torch::Device& device) {
+    if (!device.is_cuda()) return device.str();
+    const cudaDeviceProp* p = at::cuda::getDeviceProperties(indexOf(device));
+    const double gib = static_cast<double>(p->totalGlobalMem) / (1024.0 * 1024.0 * 1024.0);
+    return device.str() + " (" + p->name + ", " + std::to_string(static_cast<int>(gib + 0.5)) + " GiB)";
+}
+
+}  // namespace hippie::engine

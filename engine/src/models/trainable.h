@@ -1,0 +1,43 @@
+#pragma once
+// What the executor trains: a model cut into layers (one module per Graph layer, each taking
+// and returning one tensor), its loss, and its deterministic synthetic data. Two kinds: the
+// tiny models (tiny_models.h) and TorchScript modules whose top-level children run in
+// sequence (layer i = child i).
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "engine/src/models/tiny_models.h"
+
+namespace hippie::engine {
+
+class Trainable {
+public:
+    virtual ~Trainable() = default;
+    virtual std::string name() const = 0;
+    virtual int layerCount() const = 0;
+    // Layers [first, last] on `device`. Every rank gets the same initial parameters for a seed
+    // (tiny models: from the seed; TorchScript: from the file).
+    virtual std::vector<LayerPtr> layers(int first, int last, uint64_t seed, const torch::Device& device) const = 0;
+    // The global batch of `step` as CPU tensors: a pure function of (seed, step). Throws Error
+    // when the model cannot make synthetic data (then --data FILE is needed).
+    virtual Batch synthetic(int samples, uint64_t seed, int step) const = 0;
+    // Mean loss over the samples of `output` (the last layer's) against `targets`.
+    virtual torch::Tensor loss(const torch::Tensor& output, const torch::Tensor& targets) const = 0;
+};
+
+std::unique_ptr<Trainable> makeTinyTrainable(const TinyConfig& cfg, int seq_len);
+
+// A TorchScript module (.pt). `sample_shape`/`sample_dtype` describe one input sample (no
+// batch dimension) and are needed for synthetic data (float inputs only; labels come from a
+// fixed random projection of the inputs onto the output's classes). Targets of dtype long
+// train with cross-entropy on [batch, classes] outputs, float targets with mean squared error.
+// Every parameter of the module is trained. Throws Error naming the file when it cannot be
+// loaded or has no top-level children.
+std::unique_ptr<Trainable> makeScriptTrainable(const std::string& pt_file, const std::vector<int64_t>& sample_shape,
+                                               torch::ScalarType sample_dtype);
+
+}  // namespace hippie::engine

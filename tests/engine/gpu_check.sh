@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The engine's CUDA / NCCL path, for a host with an NVIDIA GPU: not part of ctest (this
+# project's CI has no GPU). Builds hippie-engine against a CUDA LibTorch in its own build
+# folder, then checks on the GPU:
+#   1. one rank on cuda:0 trains and reports CUDA memory (caching allocator statistics);
+#   2. it ends with the parameters of the same training on the CPU (tolerance 1e-4: cuBLAS
+#      sums in another order);
+#   3. a 2-stage pipeline with both ranks on cuda:0 (Gloo through host copies) equals the CPU;
+#   4. with 2 or more GPUs, the same pipeline over NCCL (one GPU per rank), and 2 x 2 over
+#      NCCL with 4 or more;
+#   5. profile --device cuda writes a graph with measured times and memory;
+#   6. the CPU equivalence tests pass with the CUDA-built binary on --device cpu.
+# Usage: tests/engine/gpu_check.sh [LIBTORCH_PREFIX]   (default: $LIBTORCH, else the Python torch's
+#        torch.utils.cmake_prefix_path). Set BUILD to choose the build folder (default build-gpu).
+set -u
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+BUILD="${BUILD:-$ROOT/build-gpu}"
+PREFIX="${1:-${LIBTORCH:-}}"
+if [ -z "$PREFIX" ]; then PREFIX="$(python3 -c 'import torch.utils; print(torch.utils.cmake_prefix_path)' 2>/dev/null)"; fi
+nvidia-smi -L > /dev/null 2>&1 || { echo "gpu_check: no NVIDIA GPU here (nvidia-smi -L failed)"; exit 2; }
+GPUS=$(nvidia-smi -L | wc -l)
+[ -n "$PREFIX" ] || { echo "gpu_check: give the CUDA LibTorch's prefix (LIBTORCH=/path/to/libtorch or argument 1)"; exit 2; }
+
+echo "== configure against $PREFIX ($GPUS GPU(s))"
+cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHIPPIE_BUILD_STUDIO=OFF -DCMAKE_PREFIX_PATH="$PREFIX" \
+    > "$BUILD.configure.log" 2>&1 || { tail -30 "$BUILD.configure.log"; echo "gpu_check: configure failed"; exit 2; }
+grep -E "hippie-engine|engine:" "$BUILD.configure.log"
+if grep -q "engine: CPU only" "$BUILD.configure.log"; then echo "gpu_check: $PREFIX is a LibTorch without CUDA"; exit 2; fi
+ninja -C "$BUILD" hippie-engine hippie-plan || { echo "gpu_check: the CUDA build of hippie-engine failed"; exit 2; }
+
+source "$ROOT/tests/engine/lib.sh" "$BUILD/bin/hippie-engine"
+STEPS=3
+# same REF PARAMS... WHAT: parameter dumps within 1e-4 of the reference
+same() {
+    local ref="$1" what="${@: -1}"; local files=("${@:2:$#-2}")
+    if "$ENGINE" compare-params --reference "$ref" --tol 1e-4 "${files[@]}" > "$WORK/cmp.out"; then
+        pass "$what ($(grep -o '"max_abs_diff":[^,]*' "$WORK/cmp.out"))"
+    else fail "$what: $(cat "$WORK/cmp.out")"; fi
+}
+
+for model in mlp-tiny gpt-tiny; do
+    plan "$WORK/ref.json" --model $model --pp 1 --dp 1 --microbatches 1 --global-batch 16 --optimizer sgd
+    launch "$WORK/ref.json" 1 $STEPS "$WORK/cpu.out" --device cpu --dump-params "$WORK/cpu.params.json" \
+        || fail "$model on cpu: $(tail -2 "$WORK/cpu.out")"
+    # 1. one rank on the GPU
+    if launch "$WORK/ref.json" 1 $STEPS "$WORK/gpu.out" --device cuda --dump-params "$WORK/gpu.params.json"; then
+        grep -q '"device":"cuda:0' "$WORK/gpu.out" && pass "$model runs on $(grep -o '"device":"[^"]*' "$WORK/gpu.out" | cut -d'"' -f4)" \
+            || fail "$model: setup does not say cuda: $(head -1 "$WORK/gpu.out")"
+        peak=$(field "$WORK/gpu.out" done peak_device_bytes)
+        [ "${peak:-0}" -gt 0 ] && pass "$model: CUDA allocator peak $peak bytes" || fail "$model: no CUDA memory figure ($peak)"
+        # 2. same parameters as on the CPU
+        same "$WORK/cpu.params.json" "$WORK/gpu.params.json" "$model cuda:0 equals cpu"
+    else fail "$model on cuda: $(tail -2 "$WORK/gpu.out")"; fi
+    # 3. two pipeline stages sharing cuda:0, Gloo through host copies
+    plan "$WORK/p.json" --model $model --pp 2 --dp 1 --microbatches 4 --global-batch 16 --schedule 1f1b --optimizer sgd
+    rm -f "$WORK"/g.*.json
+    if launch "$WORK/p.json" 2 $STEPS "$WORK/g.out" --device cuda --local-rank 0 --comm gloo --dump-params "$WORK/g.{rank}.json"; then
+        same "$WORK/cpu.params.json" "$WORK"/g.*.json "$model pp2 1f1b, both ranks on cuda:0 over host-staged Gloo, equals cpu"
+    else fail "$model pp2 on one GPU: $(tail -2 "$WORK/g.out")"; fi
+    # 4. NCCL, one GPU per rank
+    if [ "$GPUS" -ge 2 ]; then
+        for shape in "2 1 1f1b" "2 1 hippie" "2 2 hippie"; do
+            set -- $shape
+            [ $(($1 * $2)) -le "$GPUS" ] || continue
+            plan "$WORK/n.json" --model $model --pp $1 --dp $2 --microbatches 4 --global-batch 16 --schedule $3 --optimizer sgd --bucket-bytes 4096
+            rm -f "$WORK"/n.*.json
+            if launch "$WORK/n.json" $(($1 * $2)) $STEPS "$WORK/n.out" --device cuda --comm nccl --dump-params "$WORK/n.{rank}.json"; then
+                grep -q '"comm":"nccl"' "$WORK/n.out" || fail "$model: the ranks did not use NCCL: $(head -1 "$WORK/n.out")"
+                same "$WORK/cpu.params.json" "$WORK"/n.*.json "$model pp$1 x dp$2 $3 over NCCL equals cpu"
+            else fail "$model pp$1 x dp$2 $3 over NCCL: $(tail -2 "$WORK/n.out")"; fi
+        done
+    else echo "skip: NCCL pipelines need 2 GPUs (this host has $GPUS)"; fi
+done
+
+# 5. profile on the GPU
+if timeout 120 "$ENGINE" profile --model gpt-tiny --batch-size 8 --device cuda --out "$WORK/prof.json" > "$WORK/prof.out"; then
+    grep -q '"device":"cuda' "$WORK/prof.out" && grep -q '"saved_bytes"' "$WORK/prof.out" \
+        && pass "profile --device cuda: $(grep -o '"memory":\[{[^}]*}' "$WORK/prof.out")" || fail "profile cuda: $(cat "$WORK/prof.out")"
+else fail "profile --device cuda: $(cat "$WORK/prof.out")"; fi
+
+# 6. the CPU equivalence tests, CUDA-built binary on the CPU (HIPPIE_ENGINE_DEVICE sets --device's default)
+for schedule in gpipe 1f1b hippie; do
+    HIPPIE_ENGINE_DEVICE=cpu bash "$ROOT/tests/engine/test_engine_equivalence.sh" "$ENGINE" $schedule > "$WORK/eq.out" 2>&1 \
+        && pass "equivalence $schedule on cpu with the CUDA build" || fail "equivalence $schedule: $(grep FAIL "$WORK/eq.out" | head -3)"
+done
+finish
