@@ -107,13 +107,17 @@ void EngineLauncher::cancel() {
     cancelled_ = true;
     grace_timer_.stop();
     for (auto& r : ranks_)
-        if (r->running && r->process->state() == QProcess::Running) r->process->terminate();
+        if (r->running && r->process->state() == QProcess::Running) {
+            r->killed_by_us = true;
+            r->process->terminate();
+        }
     kill_timer_.start(spec_.kill_ms);
     finishIfDone();
 }
 
 void EngineLauncher::onStarted(Rank& r) {
     r.started = true;
+    if (cancelled_ || failed_) r.killed_by_us = true;
     if (cancelled_) r.process->terminate();
     else if (failed_) r.process->kill();
     if (++started_ == static_cast<int>(ranks_.size())) {
@@ -189,6 +193,7 @@ void EngineLauncher::onFinished(Rank& r, int code, QProcess::ExitStatus status) 
         r.partial.clear();
     }
     if (status == QProcess::CrashExit) r.exit = QStringLiteral("was killed or crashed");
+    r.crashed = status == QProcess::CrashExit && !r.killed_by_us;
     else r.exit = QStringLiteral("exited with code %1").arg(code);
     r.ok = status == QProcess::NormalExit && code == 0 && r.done && !r.error;
     if (status == QProcess::NormalExit && code == 0 && !r.done && !r.error)
@@ -204,14 +209,21 @@ void EngineLauncher::rankEnded(Rank& r) {
 }
 
 void EngineLauncher::failWith(Rank& r) {
-    if (failed_ || cancelled_) return;
+    if (cancelled_) return;
+    // A rank that reported an error may only have seen a crashed peer go away (a broken
+    // connection): the crash, when it follows within the grace period, is the cause.
+    if (failed_ && failed_ != &r && r.crashed && !failed_->crashed && failed_->error) failed_ = &r;
+    if (failed_) return;
     failed_ = &r;
     grace_timer_.start(spec_.grace_ms);
 }
 
 void EngineLauncher::killAll() {
     for (auto& r : ranks_)
-        if (r->running && r->process->state() != QProcess::NotRunning) r->process->kill();
+        if (r->running && r->process->state() != QProcess::NotRunning) {
+            r->killed_by_us = true;
+            r->process->kill();
+        }
 }
 
 void EngineLauncher::finishIfDone() {

@@ -78,6 +78,8 @@ private:
         std::optional<QString> error;  // its "error" event's message
         QString exit;             // how it ended, for messages
         bool ok = false;
+        bool crashed = false;     // ended by a signal we did not send
+        bool killed_by_us = false;
     };
 
     void onStdout(Rank& r);
