@@ -192,8 +192,8 @@ void EngineLauncher::onFinished(Rank& r, int code, QProcess::ExitStatus status) 
         handleLine(r, r.partial);
         r.partial.clear();
     }
-    if (status == QProcess::CrashExit) r.exit = QStringLiteral("was killed or crashed");
     r.crashed = status == QProcess::CrashExit && !r.killed_by_us;
+    if (status == QProcess::CrashExit) r.exit = QStringLiteral("was killed or crashed");
     else r.exit = QStringLiteral("exited with code %1").arg(code);
     r.ok = status == QProcess::NormalExit && code == 0 && r.done && !r.error;
     if (status == QProcess::NormalExit && code == 0 && !r.done && !r.error)
