@@ -9,6 +9,10 @@
 #include <CLI/CLI.hpp>
 
 #include "app/cli/commands.h"
+#ifdef HIPPIE_WITH_DISPATCH
+#include "app/cli/dispatch/cmd_dispatch.h"
+#include "app/cli/dispatch/cmd_runs.h"
+#endif
 #include "app/cli/format.h"
 #include "planners/common/error.h"
 
@@ -38,8 +42,12 @@ int run(int argc, char** argv) {
     app.set_version_flag("--version", "hippie-plan " HIPPIE_VERSION);
     app.require_subcommand(1);
     app.footer("Exit status: 0 done, 1 internal error, 2 bad arguments or input (one line on stderr says which).\n");
-    const std::vector<Command> commands = {addModelsCommand(app), addClustersCommand(app), addShowGraphCommand(app),
-                                           addSimulateCommand(app), addCompareCommand(app)};
+    std::vector<Command> commands = {addModelsCommand(app), addClustersCommand(app), addShowGraphCommand(app),
+                                     addSimulateCommand(app), addCompareCommand(app)};
+#ifdef HIPPIE_WITH_DISPATCH
+    commands.push_back(addDispatchCommand(app));
+    commands.push_back(addRunsCommand(app));
+#endif
     try {
         app.parse(argc, argv);
     } catch (const CLI::Success& e) {  // --help, --version

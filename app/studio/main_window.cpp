@@ -15,6 +15,9 @@
 
 #include "app/studio/cluster_panel.h"
 #include "app/studio/compare_page.h"
+#ifdef HIPPIE_WITH_DISPATCH
+#include "app/studio/dispatch/dispatch_ui.h"
+#endif
 #include "app/studio/model_panel.h"
 #include "app/studio/plan_file.h"
 #include "app/studio/planner_run_list.h"
@@ -85,6 +88,9 @@ MainWindow::MainWindow(bool use_settings, QWidget* parent)
     tabs_->addTab(schedule_page_, tr("Schedule"));
     tabs_->addTab(graph_view_, tr("Operator graph"));
     tabs_->addTab(teaching_, tr("Teaching"));
+#ifdef HIPPIE_WITH_DISPATCH
+    dispatch_ = new DispatchUi(this, tabs_, session_, use_settings_);  // the Workers dock, Run and Run history tabs
+#endif
     setCentralWidget(tabs_);
     schedule_page_->clear();
     buildMenus();
@@ -345,6 +351,10 @@ std::optional<MainWindow::Page> MainWindow::pageFromName(const QString& name) {
     if (name == QLatin1String("gantt") || name == QLatin1String("schedule")) return Page::Schedule;
     if (name == QLatin1String("graph")) return Page::Graph;
     if (name == QLatin1String("teaching")) return Page::Teaching;
+#ifdef HIPPIE_WITH_DISPATCH
+    if (name == QLatin1String("runs") || name == QLatin1String("run")) return Page::Runs;
+    if (name == QLatin1String("history")) return Page::History;
+#endif
     return std::nullopt;
 }
 

@@ -19,6 +19,7 @@ class GraphView;
 namespace hippie::studio {
 
 class ClusterPanel;
+class DispatchUi;
 class ComparePage;
 class ModelPanel;
 class PlannersPanel;
@@ -59,9 +60,10 @@ public:
     enum class Export { SchedulePng, SchedulePdf, ChromeTrace, GraphPng, GraphSvg, GraphDot, WindowPng };
     QString exportTo(Export what, const QString& path);
 
-    enum class Page { Compare, Schedule, Graph, Teaching };
+    // Runs and History exist when the studio is built with dispatch (HIPPIE_WITH_DISPATCH).
+    enum class Page { Compare, Schedule, Graph, Teaching, Runs, History };
     void showPage(Page page);
-    static std::optional<Page> pageFromName(const QString& name);  // compare|gantt|graph|teaching
+    static std::optional<Page> pageFromName(const QString& name);  // compare|gantt|graph|teaching|runs|history
 
     // Nothing in flight: planners done, the selected plan simulated, the graph laid out.
     bool isIdle() const;
@@ -75,6 +77,8 @@ public:
     ComparePage* comparePage() const { return compare_page_; }
     SchedulePage* schedulePage() const { return schedule_page_; }
     widgets::GraphView* graphView() const { return graph_view_; }
+    const std::optional<Plan>& selectedPlan() const { return plan_; }
+    DispatchUi* dispatchUi() const { return dispatch_; }  // null without dispatch
 
 signals:
     void planningFinished();
@@ -111,6 +115,7 @@ private:
     std::optional<Problem> problem_;  // what the last run planned for
     std::optional<PlannerResult> loaded_plan_;  // opened from a file; kept across planner runs
     QString last_error_;
+    DispatchUi* dispatch_ = nullptr;
 };
 
 }  // namespace hippie::studio

@@ -1,0 +1,170 @@
+// hippie-plan dispatch --plan FILE --worker HOST:PORT|local [--worker ...] [--token-file F] [--db FILE]
+//                      [--steps N] [--seed S] [--progress]
+#include "app/cli/dispatch/cmd_dispatch.h"
+
+#include <QCoreApplication>
+#include <QFile>
+
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "app/dispatch/run_controller.h"
+#include "app/jobs/protocol.h"
+#include "planners/cluster/cluster_json.h"
+#include "planners/common/error.h"
+#include "planners/model/graph_json.h"
+#include "planners/schedule/plan_json.h"
+
+namespace hippie::cli {
+
+namespace {
+
+using nlohmann::json;
+
+struct DispatchOptions {
+    std::string plan_file;
+    std::vector<std::string> workers;
+    std::string token_file;
+    std::string fingerprint;
+    std::string db;
+    std::string engine;
+    std::string work_dir;
+    std::string graph_file;
+    std::string cluster;
+    int steps = 5;
+    unsigned long long seed = 0;
+    bool progress = false;
+};
+
+std::string readToken(const std::string& path) {
+    QFile f(QString::fromStdString(path));
+    if (!f.open(QIODevice::ReadOnly)) throw Error("--token-file " + path + ": cannot read it (" + f.errorString().toStdString() + ")");
+    const QByteArray token = f.readAll().trimmed();
+    if (token.isEmpty()) throw Error("--token-file " + path + ": the file is empty; put the agent's token in it");
+    return token.toStdString();
+}
+
+// "local", "HOST:PORT" or "[V6]:PORT".
+dispatch::WorkerTarget parseWorker(const std::string& text, const std::string& token, const std::string& fingerprint) {
+    dispatch::WorkerTarget w;
+    if (text == "local") {
+        w.local = true;
+        return w;
+    }
+    const size_t colon = text.rfind(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == text.size())
+        throw Error("--worker '" + text + "': expected HOST:PORT or local");
+    std::string host = text.substr(0, colon);
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    bool ok = false;
+    const int port = QString::fromStdString(text.substr(colon + 1)).toInt(&ok);
+    if (!ok || port < 1 || port > 65535) throw Error("--worker '" + text + "': the port must be 1..65535");
+    if (token.empty()) throw Error("--worker " + text + " is an agent: give its token with --token-file");
+    w.address.host = QString::fromStdString(host);
+    w.address.port = static_cast<quint16>(port);
+    w.address.token = QString::fromStdString(token);
+    w.address.fingerprint_sha256 = QString::fromStdString(fingerprint);
+    return w;
+}
+
+std::string stepLine(const json& ev) {
+    std::string line = "rank " + std::to_string(ev.value("rank", -1)) + " step " + std::to_string(ev.value("step", -1));
+    if (ev.contains("time_s") && ev["time_s"].is_number()) line += "  " + std::to_string(ev["time_s"].get<double>()) + " s";
+    if (ev.contains("samples_per_s") && ev["samples_per_s"].is_number())
+        line += "  " + std::to_string(ev["samples_per_s"].get<double>()) + " samples/s";
+    if (ev.contains("loss") && ev["loss"].is_number()) line += "  loss " + std::to_string(ev["loss"].get<double>());
+    return line;
+}
+
+int runDispatch(const DispatchOptions& o) {
+    dispatch::RunRequest req;
+    req.plan = loadPlanFile(o.plan_file);
+    if (!o.graph_file.empty()) req.graph = loadGraphFile(o.graph_file);
+    if (!o.cluster.empty()) req.cluster = loadCluster(o.cluster);
+    req.steps = o.steps;
+    req.seed = o.seed;
+    req.engine = QString::fromStdString(o.engine);
+    req.work_root = QString::fromStdString(o.work_dir);
+    req.db_path = QString::fromStdString(o.db);
+    req.note = QStringLiteral("hippie-plan dispatch");
+    bool any_remote = false;
+    for (const std::string& w : o.workers) any_remote = any_remote || w != "local";
+    const std::string token = any_remote ? readToken(o.token_file) : std::string();
+    for (const std::string& w : o.workers) req.workers.push_back(parseWorker(w, token, o.fingerprint));
+
+    int argc = 1;
+    char name[] = "hippie-plan";
+    char* argv[] = {name, nullptr};
+    QCoreApplication app(argc, argv);
+    QCoreApplication::setApplicationName(QStringLiteral("hippie-studio"));  // the studio's data directory and run store
+    QCoreApplication::setOrganizationName(QStringLiteral("hippie"));
+
+    dispatch::RunController run(req);
+    int exit_code = kExitInternal;
+    const bool progress = o.progress;
+    QObject::connect(&run, &dispatch::RunController::stored, [&](qint64 id) {
+        const json line = {{"event", "stored"}, {"run", id}, {"job", run.jobId().toStdString()}, {"db", run.dbPath().toStdString()},
+                           {"predicted_step_s", run.predictedStepSeconds() ? json(*run.predictedStepSeconds()) : json(nullptr)},
+                           {"prediction_note", run.predictionNote().toStdString()}};
+        if (progress) std::cout << "run " << id << " (job " << run.jobId().toStdString() << ") stored in " << run.dbPath().toStdString() << std::endl;
+        else std::cout << line.dump() << std::endl;
+    });
+    QObject::connect(&run, &dispatch::RunController::engineEvent, [&](int worker, qint64 seq, const json& ev) {
+        if (!progress) {
+            std::cout << json{{"worker", worker}, {"seq", seq}, {"event", ev}}.dump() << std::endl;
+            return;
+        }
+        const std::string kind = ev.value("event", std::string());
+        if (kind == "step") std::cout << stepLine(ev) << std::endl;
+        else if (kind == "job-state") std::cout << "worker " << worker << ": " << ev.value("state", std::string()) << " " << ev.value("message", std::string()) << std::endl;
+        else if (kind == "error") std::cout << "rank " << ev.value("rank", -1) << " error: " << ev.value("message", std::string()) << std::endl;
+    });
+    QObject::connect(&run, &dispatch::RunController::finished, [&](jobs::JobState state, const QString& message) {
+        json line = {{"event", "finished"}, {"state", jobs::toString(state)}, {"message", message.toStdString()}, {"run", run.runId()}};
+        if (const auto m = run.measuredStepSeconds()) line["measured_step_s"] = *m;
+        if (const auto p = run.predictedStepSeconds()) line["predicted_step_s"] = *p;
+        if (const auto e = run.errorPercent()) line["step_error_percent"] = *e;
+        if (progress) {
+            std::cout << "run " << run.runId() << ": " << jobs::toString(state) << (message.isEmpty() ? "" : ": ") << message.toStdString();
+            if (line.contains("measured_step_s")) std::cout << "  measured " << line["measured_step_s"].get<double>() << " s/step";
+            if (line.contains("step_error_percent")) std::cout << "  prediction error " << line["step_error_percent"].get<double>() << " %";
+            std::cout << std::endl;
+        } else {
+            std::cout << line.dump() << std::endl;
+        }
+        if (state != jobs::JobState::Succeeded) std::cerr << "hippie-plan: dispatch " << jobs::toString(state) << ": " << message.toStdString() << "\n";
+        exit_code = state == jobs::JobState::Succeeded ? kExitOk : run.runId() == 0 ? kExitUsage : kExitRunFailed;
+        QCoreApplication::exit(0);
+    });
+    run.start();
+    QCoreApplication::exec();
+    return exit_code;
+}
+
+}  // namespace
+
+Command addDispatchCommand(CLI::App& app) {
+    auto opts = std::make_shared<DispatchOptions>();
+    CLI::App* cmd = app.add_subcommand("dispatch", "Run a plan on local and remote workers and record the run");
+    cmd->add_option("--plan", opts->plan_file, "plan JSON file")->required()->check(CLI::ExistingFile);
+    cmd->add_option("--worker", opts->workers, "HOST:PORT of a hippie-agent, or local (repeat; rank 0 on the first)")->required();
+    cmd->add_option("--token-file", opts->token_file, "file holding the agents' token");
+    cmd->add_option("--fingerprint", opts->fingerprint, "SHA-256 fingerprint of the agents' TLS certificate (pins it)");
+    cmd->add_option("--db", opts->db, "run store (default: the studio's runs.sqlite)");
+    cmd->add_option("--steps", opts->steps, "training steps")->check(CLI::Range(1, 1000000));
+    cmd->add_option("--seed", opts->seed, "seed of parameters and data");
+    cmd->add_option("--engine", opts->engine, "hippie-engine for local workers (default: beside hippie-plan, then PATH)");
+    cmd->add_option("--work-dir", opts->work_dir, "work directory of local jobs");
+    cmd->add_option("--graph", opts->graph_file, "the plan's model graph, for the prediction")->check(CLI::ExistingFile);
+    cmd->add_option("--cluster", opts->cluster, "cluster preset or file for the prediction (default: the plan's)");
+    cmd->add_flag("--progress", opts->progress, "one line per step instead of JSON lines");
+    cmd->footer("Exit status: 0 the run succeeded, 2 bad arguments or a run that could not start, 3 the run failed, was "
+                "cancelled or lost (the message is on stderr).");
+    return {cmd, [opts] { return runDispatch(*opts); }};
+}
+
+}  // namespace hippie::cli

@@ -1,0 +1,570 @@
+#include "app/dispatch/run_controller.h"
+
+#include <QCoreApplication>
+#include <QDateTime>
+#include <QDir>
+#include <QFileInfo>
+#include <QProcess>
+#include <QRandomGenerator>
+#include <QStandardPaths>
+#include <QThreadPool>
+#include <QTimer>
+
+#include <cmath>
+
+#include "app/jobs/job_runner.h"
+#include "app/jobs/launcher.h"
+#include "app/store/event_writer.h"
+#include "app/store/measured_trace.h"
+#include "app/store/run_store.h"
+#include "planners/cluster/cluster_json.h"
+#include "planners/common/error.h"
+#include "planners/model/graph_json.h"
+#include "planners/model/zoo.h"
+#include "planners/schedule/lower.h"
+#include "planners/schedule/plan_json.h"
+#include "planners/sim/simulator.h"
+#include "planners/sim/trace_json.h"
+
+namespace hippie::dispatch {
+
+using nlohmann::json;
+using jobs::JobState;
+
+namespace {
+
+constexpr int kReconnectDelayMs = 1000;
+constexpr int kMaxReconnects = 5;
+constexpr int kProfileTimeoutMs = 120 * 1000;
+constexpr int kProfileRepeats = 3;
+
+QString str(const std::string& s) { return QString::fromStdString(s); }
+
+std::optional<double> numberAt(const json& j, const char* key) {
+    if (!j.is_object()) return std::nullopt;
+    const auto it = j.find(key);
+    if (it == j.end() || !it->is_number()) return std::nullopt;
+    return it->get<double>();
+}
+
+// The Graph of a plan's model when it can be had here without the engine.
+std::optional<Graph> graphWithoutEngine(const Plan& plan) {
+    const ModelSpec& m = plan.model;
+    if (!m.file.empty() && QFileInfo(str(m.file)).isFile()) return loadGraphFile(m.file);
+    if (!m.zoo.empty() && findZooModel(m.zoo)) return buildZooModel(m);
+    return std::nullopt;
+}
+
+std::optional<Cluster> clusterOfPlan(const Plan& plan) {
+    if (plan.cluster.empty()) return std::nullopt;
+    try {
+        return loadCluster(plan.cluster);
+    } catch (const Error&) {
+        return std::nullopt;
+    }
+}
+
+}  // namespace
+
+QString WorkerTarget::label() const { return local ? QStringLiteral("local") : address.display(); }
+
+QString newJobId() {
+    const QString stamp = QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-hhmmss"));
+    return QStringLiteral("run-%1-%2").arg(stamp).arg(QRandomGenerator::global()->bounded(0x1000000), 6, 16, QLatin1Char('0'));
+}
+
+RunController::RunController(RunRequest request, QObject* parent) : QObject(parent), request_(std::move(request)) {
+    job_id_ = newJobId();
+    db_path_ = request_.db_path.isEmpty() ? store::RunStore::defaultPath() : request_.db_path;
+    graph_ = request_.graph;
+    cluster_ = request_.cluster ? request_.cluster : clusterOfPlan(request_.plan);
+}
+
+RunController::~RunController() {
+    pool_.waitForDone();  // the store thread and the last flush use this object's writer
+    if (profiler_) {
+        profiler_->kill();
+        profiler_->waitForFinished(1000);
+    }
+    delete writer_;  // flushes what is left
+}
+
+std::optional<double> RunController::measuredStepSeconds() const {
+    std::optional<double> slowest;
+    for (const auto& [rank, d] : done_)
+        if (const auto s = numberAt(d, "mean_step_s"); s && (!slowest || *s > *slowest)) slowest = s;
+    return slowest;
+}
+
+std::optional<double> RunController::predictedStepSeconds() const {
+    if (!predicted_) return std::nullopt;
+    return predicted_->metrics.iteration_time_s;
+}
+
+std::optional<double> RunController::errorPercent() const {
+    const auto m = measuredStepSeconds(), p = predictedStepSeconds();
+    if (!m || !p || *p <= 0) return std::nullopt;
+    return (*m - *p) / *p * 100.0;
+}
+
+void RunController::fail(const QString& message) {
+    // Delivered from the event loop so that callers connect first.
+    QTimer::singleShot(0, this, [this, message] {
+        state_ = JobState::Failed;
+        message_ = message;
+        finished_ = true;
+        emit stateChanged(state_, message_);
+        emit finished(state_, message_);
+    });
+}
+
+void RunController::start() {
+    const Plan& plan = request_.plan;
+    if (plan.isPlacement()) {
+        fail(tr("the engine runs pipeline plans (stages x replicas); this plan is an operator placement from %1")
+                 .arg(str(plan.planner)));
+        return;
+    }
+    const int world = plan.deviceCount();
+    std::vector<int> capacities;
+    bool any_local = false, remote_not_loopback = false;
+    for (const WorkerTarget& w : request_.workers) {
+        capacities.push_back(w.capacity);
+        any_local = any_local || w.local;
+        remote_not_loopback = remote_not_loopback || (!w.local && !isLoopbackHost(w.address.host));
+    }
+    try {
+        shares_ = splitRanks(world, capacities);
+    } catch (const Error& e) {
+        fail(QString::fromUtf8(e.what()));
+        return;
+    }
+    if (any_local) {
+        engine_ = jobs::findEngine(request_.engine);
+        if (engine_.isEmpty()) {
+            fail(tr("hippie-engine is not built/installed: %1")
+                     .arg(request_.engine.isEmpty() ? tr("none next to this program or on PATH (build with LibTorch, install the "
+                                                         "hippie-engine package, or set HIPPIE_ENGINE)")
+                                                    : tr("'%1' is not an executable file").arg(request_.engine)));
+            return;
+        }
+    }
+    const WorkerTarget& first = request_.workers.front();
+    if (first.local && remote_not_loopback) {
+        fail(tr("rank 0 would run on this machine, which remote agents cannot reach as 127.0.0.1: put a remote agent first"));
+        return;
+    }
+    master_addr_ = first.local ? QStringLiteral("127.0.0.1") : first.address.host;
+    for (size_t i = 0; i < request_.workers.size(); ++i) {
+        Worker w;
+        w.target = request_.workers[i];
+        w.share = shares_[i];
+        workers_.push_back(w);
+    }
+    if (request_.work_root.isEmpty())
+        request_.work_root = QDir(QStandardPaths::writableLocation(QStandardPaths::AppDataLocation)).filePath(QStringLiteral("work"));
+    prepareGraph();
+}
+
+void RunController::prepareGraph() {
+    if (!graph_) {
+        try {
+            graph_ = graphWithoutEngine(request_.plan);
+        } catch (const Error& e) {
+            prediction_note_ = tr("no prediction: %1").arg(QString::fromUtf8(e.what()));
+        }
+    }
+    const QString engine = engine_.isEmpty() ? jobs::findEngine(request_.engine) : engine_;
+    if (graph_ || request_.plan.model.zoo.empty() || engine.isEmpty()) {
+        if (!graph_ && prediction_note_.isEmpty())
+            prediction_note_ = tr("no prediction: the graph of model '%1' is not known here").arg(str(request_.plan.model.zoo));
+        predict();
+        return;
+    }
+    // One of the engine's tiny models: measure its layers for the prediction.
+    const QString out = QDir(request_.work_root).filePath(QStringLiteral("profiles/%1.graph.json").arg(job_id_));
+    QDir().mkpath(QFileInfo(out).absolutePath());
+    const int batch = std::max(1, static_cast<int>(std::ceil(request_.plan.microBatchSize())));
+    profiler_ = new QProcess(this);
+    profiler_->setProcessChannelMode(QProcess::MergedChannels);
+    connect(profiler_, &QProcess::finished, this, [this, out, batch](int code, QProcess::ExitStatus status) {
+        const QByteArray output = profiler_->readAll();
+        profiler_->deleteLater();
+        profiler_ = nullptr;
+        if (status == QProcess::NormalExit && code == 0) {
+            try {
+                Graph g = loadGraphFile(out.toStdString());
+                g.source = request_.plan.model;  // the graph stands for the plan's model
+                g.source.batch_size = batch;
+                graph_ = std::move(g);
+            } catch (const Error& e) {
+                prediction_note_ = tr("no prediction: %1").arg(QString::fromUtf8(e.what()));
+            }
+        } else {
+            prediction_note_ = tr("no prediction: hippie-engine profile failed: %1").arg(QString::fromUtf8(output.trimmed().right(400)));
+        }
+        predict();
+    });
+    connect(profiler_, &QProcess::errorOccurred, this, [this](QProcess::ProcessError e) {
+        if (e != QProcess::FailedToStart || !profiler_) return;
+        prediction_note_ = tr("no prediction: cannot start hippie-engine profile");
+        profiler_->deleteLater();
+        profiler_ = nullptr;
+        predict();
+    });
+    QTimer::singleShot(kProfileTimeoutMs, profiler_, [p = profiler_] { p->kill(); });
+    QStringList args = {QStringLiteral("profile"), QStringLiteral("--model"), str(request_.plan.model.zoo),
+                        QStringLiteral("--batch-size"), QString::number(batch), QStringLiteral("--repeats"),
+                        QString::number(kProfileRepeats), QStringLiteral("--out"), out};
+    if (request_.plan.model.seq_len > 0) args << QStringLiteral("--seq-len") << QString::number(request_.plan.model.seq_len);
+    profiler_->start(engine, args);
+}
+
+void RunController::predict() {
+    if (graph_ && cluster_) {
+        try {
+            const Program program = lower(request_.plan, *graph_);
+            const CostModel cost(*graph_, *cluster_);
+            predicted_ = simulate(program, request_.plan, cost);
+            prediction_note_.clear();
+        } catch (const Error& e) {
+            prediction_note_ = tr("no prediction: %1").arg(QString::fromUtf8(e.what()));
+        }
+    } else if (graph_ && !cluster_) {
+        prediction_note_ = tr("no prediction: cluster '%1' is not known here").arg(str(request_.plan.cluster));
+    }
+    emit predictionReady();
+    if (cancelled_) {
+        fail(tr("cancelled before it started"));
+        return;
+    }
+    storeRun();
+}
+
+void RunController::storeRun() {
+    json workers = json::array();
+    for (const Worker& w : workers_)
+        workers.push_back({{"host", w.target.local ? "local" : w.target.address.host.toStdString()},
+                           {"port", w.target.local ? 0 : w.target.address.port},
+                           {"first_rank", w.share.first_rank},
+                           {"rank_count", w.share.rank_count}});
+    const json plan = planToJson(request_.plan);
+    const json model = graph_ ? graphToJson(*graph_) : plan.value("model", json::object());
+    const json cluster = cluster_ ? clusterToJson(*cluster_) : json{{"name", request_.plan.cluster}};
+    const json predicted = predicted_ ? metricsToJson(predicted_->metrics) : json(nullptr);
+    store::NewRun run;
+    run.job_id = job_id_;
+    run.workers = workers;
+    run.steps = request_.steps;
+    run.note = !request_.note.isEmpty() ? request_.note
+                                        : QStringLiteral("dispatched by %1").arg(QCoreApplication::applicationName().isEmpty()
+                                                                                     ? QStringLiteral("hippie")
+                                                                                     : QCoreApplication::applicationName());
+    const QString db = db_path_;
+    QPointer<RunController> self(this);
+    pool_.start([self, db, plan, model, cluster, predicted, run]() mutable {
+        qint64 id = 0;
+        QString error;
+        try {
+            store::RunStore s(db);
+            const qint64 model_id = s.saveModel(model);
+            const qint64 cluster_id = s.saveCluster(cluster);
+            run.plan_id = s.savePlan(plan, model_id, cluster_id, predicted);
+            id = s.createRun(run);
+        } catch (const std::exception& e) {
+            error = QString::fromUtf8(e.what());
+        }
+        QMetaObject::invokeMethod(QCoreApplication::instance(), [self, id, error] {
+            if (self) self->onStored(id, error);
+        }, Qt::QueuedConnection);
+    });
+}
+
+void RunController::onStored(qint64 run_id, const QString& error) {
+    if (!error.isEmpty()) {
+        fail(tr("the run could not be stored, so it was not started: %1").arg(error));
+        return;
+    }
+    run_id_ = run_id;
+    writer_ = new store::EventWriter(db_path_);
+    connect(writer_, &store::EventWriter::writeFailed, this, [this](const QString& m) {
+        emit logReceived(-1, QStringLiteral("store"), tr("writing the run failed (will retry): %1").arg(m));
+    });
+    emit stored(run_id_);
+    if (cancelled_) {
+        setState(JobState::Cancelled, tr("cancelled before it started"));
+        finish();
+        return;
+    }
+    connectWorkers();
+}
+
+void RunController::connectWorkers() {
+    for (size_t i = 0; i < workers_.size(); ++i) {
+        Worker& w = workers_[i];
+        const int index = static_cast<int>(i);
+        if (w.target.local) {
+            w.ready = true;
+            emit workerStateChanged(index, tr("ready"));
+            continue;
+        }
+        w.client = new jobs::AgentClient(w.target.address, this);
+        connect(w.client, &jobs::AgentClient::ready, this, [this, index](const json&) { onWorkerReady(index); });
+        connect(w.client, &jobs::AgentClient::refused, this, [this, index](const QString& m) {
+            emit workerStateChanged(index, tr("refused: %1").arg(m));
+            workerEnded(index, JobState::Failed, tr("%1 refused the connection: %2").arg(workers_[static_cast<size_t>(index)].target.label(), m));
+        });
+        connect(w.client, &jobs::AgentClient::failed, this, [this, index](const QString& m) {
+            Worker& wk = workers_[static_cast<size_t>(index)];
+            if (wk.ended) return;
+            wk.ready = false;
+            if (wk.submitted && wk.reconnects < kMaxReconnects) {
+                // The job goes on over there; reconnect and resume its stream.
+                ++wk.reconnects;
+                emit workerStateChanged(index, tr("reconnecting (%1)").arg(m));
+                QTimer::singleShot(kReconnectDelayMs, this, [this, index] {
+                    Worker& again = workers_[static_cast<size_t>(index)];
+                    if (!again.ended && again.client) again.client->connectToAgent();
+                });
+                return;
+            }
+            emit workerStateChanged(index, tr("failed: %1").arg(m));
+            workerEnded(index, wk.submitted ? JobState::Lost : JobState::Failed, m);
+        });
+        connect(w.client, &jobs::AgentClient::agentLost, this, [this, index](const QString& m) {
+            emit workerStateChanged(index, tr("lost: %1").arg(m));
+            workerEnded(index, JobState::Lost, m);
+        });
+        connect(w.client, &jobs::AgentClient::accepted, this, [this, index](const QString& job, int port) {
+            if (job != job_id_) return;
+            emit workerStateChanged(index, tr("accepted"));
+            if (workers_[static_cast<size_t>(index)].share.first_rank == 0) {
+                master_port_ = port;
+                for (size_t k = 0; k < workers_.size(); ++k)
+                    if (!workers_[k].submitted) submit(static_cast<int>(k));
+            }
+        });
+        connect(w.client, &jobs::AgentClient::rejected, this, [this, index](const QString& job, const QString& m) {
+            if (job != job_id_) return;
+            workerEnded(index, JobState::Failed, tr("%1 rejected the job: %2").arg(workers_[static_cast<size_t>(index)].target.label(), m));
+        });
+        connect(w.client, &jobs::AgentClient::event, this, [this, index](const QString& job, qint64 seq, const json& ev) {
+            if (job == job_id_) onEvent(index, seq, ev);
+        });
+        emit workerStateChanged(index, tr("connecting"));
+        w.client->connectToAgent();
+    }
+    if (std::all_of(workers_.begin(), workers_.end(), [](const Worker& w) { return w.ready; })) onWorkerReady(0);
+}
+
+void RunController::onWorkerReady(int worker) {
+    Worker& w = workers_[static_cast<size_t>(worker)];
+    w.ready = true;
+    if (!w.target.local) emit workerStateChanged(worker, tr("ready"));
+    if (w.submitted && w.client && !w.ended) {
+        w.client->attach(job_id_, w.client->lastSeq(job_id_));  // after a reconnect
+        return;
+    }
+    if (finishing_ || cancelled_) return;
+    for (const Worker& x : workers_)
+        if (!x.ready) return;
+    // Everyone is there: rank 0's host first; the others once its port is known.
+    if (!workers_.front().submitted) submit(0);
+}
+
+jobs::JobSpec RunController::specFor(int worker) const {
+    const Worker& w = workers_[static_cast<size_t>(worker)];
+    jobs::JobSpec s;
+    s.id = job_id_.toStdString();
+    s.plan = planToJson(request_.plan);
+    if (!request_.plan.model.file.empty() && graph_) s.graph = graphToJson(*graph_);
+    s.steps = request_.steps;
+    s.seed = request_.seed;
+    s.world_size = request_.plan.deviceCount();
+    s.first_rank = w.share.first_rank;
+    s.rank_count = w.share.rank_count;
+    s.master_addr = master_addr_.toStdString();
+    s.master_port = master_port_;
+    s.trace_every_step = request_.trace_every_step;
+    return s;
+}
+
+void RunController::submit(int worker) {
+    Worker& w = workers_[static_cast<size_t>(worker)];
+    if (w.submitted || w.ended) return;
+    w.submitted = true;
+    if (!w.target.local) {
+        w.client->submit(specFor(worker));
+        emit workerStateChanged(worker, tr("submitted"));
+        return;
+    }
+    jobs::JobRunnerOptions o;
+    o.work_root = request_.work_root;
+    o.engine = engine_;
+    w.runner = new jobs::JobRunner(specFor(worker), o, this);
+    connect(w.runner, &jobs::JobRunner::event, this, [this, worker](const QString&, qint64 seq, const json& ev) { onEvent(worker, seq, ev); });
+    connect(w.runner, &jobs::JobRunner::finished, this, [this, worker](JobState s, const QString& m) { workerEnded(worker, s, m); });
+    try {
+        w.runner->prepare();
+        if (w.share.first_rank == 0) master_port_ = w.runner->masterPort();
+        w.runner->start();
+    } catch (const std::exception& e) {
+        workerEnded(worker, JobState::Failed, tr("the local machine could not start the job: %1").arg(QString::fromUtf8(e.what())));
+        return;
+    }
+    emit workerStateChanged(worker, tr("running"));
+    if (w.share.first_rank == 0)
+        for (size_t k = 0; k < workers_.size(); ++k)
+            if (!workers_[k].submitted) submit(static_cast<int>(k));
+}
+
+void RunController::onEvent(int worker, qint64 seq, const json& ev) {
+    if (writer_) writer_->postEvent(run_id_, store::StoredEvent{worker, seq, ev});
+    const std::string kind = ev.is_object() && ev.contains("event") && ev["event"].is_string() ? ev["event"].get<std::string>() : "";
+    const int rank = ev.is_object() && ev.contains("rank") && ev["rank"].is_number_integer() ? ev["rank"].get<int>() : -1;
+    if (kind == "job-state") {
+        const std::string s = ev.value("state", std::string());
+        const QString m = str(ev.value("message", std::string()));
+        const auto st = jobs::jobStateFromString(s);
+        if (st == JobState::Running) {
+            workers_[static_cast<size_t>(worker)].state = JobState::Running;
+            emit workerStateChanged(worker, tr("running"));
+            if (state_ == JobState::Queued) setState(JobState::Running, {});
+        } else if (st && jobs::isTerminal(*st)) {
+            workerEnded(worker, *st, m);
+        }
+    } else if (kind == "log") {
+        const QString stream = str(ev.value("stream", std::string("stderr")));
+        const QString text = str(ev.value("text", std::string()));
+        if (writer_) writer_->postLog(run_id_, rank, stream, text);
+        if (stream == QLatin1String("stderr")) stderr_[rank] += text;
+        emit logReceived(rank, stream, text);
+    } else if (kind == "trace" && rank >= 0) {
+        traces_[rank] = ev;
+        std::vector<json> all;
+        for (const auto& [r, t] : traces_) all.push_back(t);
+        try {
+            const json merged = store::mergeRankTraces(all, "run " + job_id_.toStdString());
+            if (!merged.is_null()) {
+                measured_ = traceFromJson(merged, "measured trace");
+                emit measuredTraceChanged();
+            }
+        } catch (const Error& e) {
+            emit logReceived(rank, QStringLiteral("studio"), tr("a trace could not be read: %1").arg(QString::fromUtf8(e.what())));
+        }
+    } else if (kind == "done" && rank >= 0) {
+        done_[rank] = ev;
+    } else if (kind == "error" && rank >= 0) {
+        stderr_[rank] += str(ev.value("message", std::string())) + QLatin1Char('\n');
+    }
+    emit engineEvent(worker, seq, ev);
+}
+
+void RunController::workerEnded(int worker, JobState state, const QString& message) {
+    Worker& w = workers_[static_cast<size_t>(worker)];
+    if (w.ended) return;
+    w.ended = true;
+    w.state = state;
+    w.message = message;
+    emit workerStateChanged(worker, message.isEmpty() ? tr(jobs::toString(state)) : QStringLiteral("%1: %2").arg(tr(jobs::toString(state)), message));
+    if (state != JobState::Succeeded && !cancelled_) {
+        // The others cannot finish without these ranks.
+        for (size_t k = 0; k < workers_.size(); ++k) {
+            Worker& o = workers_[k];
+            if (o.ended) continue;
+            if (!o.submitted) {
+                o.ended = true;
+                o.state = JobState::Cancelled;
+                continue;
+            }
+            if (o.runner) o.runner->cancel();
+            if (o.client && o.client->isReady()) o.client->cancel(job_id_);
+        }
+    }
+    for (const Worker& x : workers_)
+        if (!x.ended) return;
+    // The run's state: a failure explains the most, then a lost agent, then a cancel.
+    JobState final_state = JobState::Succeeded;
+    QString final_message;
+    for (JobState s : {JobState::Failed, JobState::Lost, JobState::Cancelled}) {
+        for (const Worker& x : workers_)
+            if (x.state == s && final_state == JobState::Succeeded) {
+                final_state = s;
+                final_message = workers_.size() > 1 ? QStringLiteral("%1: %2").arg(x.target.label(), x.message) : x.message;
+            }
+    }
+    if (cancelled_ && final_state != JobState::Succeeded) {
+        final_state = JobState::Cancelled;
+        final_message = tr("cancelled");
+    }
+    setState(final_state, final_message);
+    finish();
+}
+
+void RunController::setState(JobState state, const QString& message) {
+    if (state_ == state || jobs::isTerminal(state_)) return;
+    state_ = state;
+    message_ = message;
+    if (writer_) writer_->postState(run_id_, state, message);
+    emit stateChanged(state, message);
+}
+
+void RunController::cancel() {
+    if (finished_ || cancelled_) return;
+    cancelled_ = true;
+    if (!writer_) return;  // not stored yet: predict()/onStored() end it
+    bool any_submitted = false;
+    for (size_t k = 0; k < workers_.size(); ++k) {
+        Worker& w = workers_[k];
+        if (w.ended) continue;
+        if (!w.submitted) {
+            workerEnded(static_cast<int>(k), JobState::Cancelled, tr("cancelled"));
+            continue;
+        }
+        any_submitted = true;
+        if (w.runner) w.runner->cancel();
+        if (w.client && w.client->isReady()) w.client->cancel(job_id_);
+        else if (w.client) workerEnded(static_cast<int>(k), JobState::Cancelled, tr("cancelled while disconnected"));
+    }
+    (void)any_submitted;
+}
+
+void RunController::finish() {
+    if (finishing_) return;
+    finishing_ = true;
+    for (Worker& w : workers_)
+        if (w.client) w.client->disconnectFromAgent();
+    if (writer_) {
+        if (const auto step = measuredStepSeconds()) {
+            writer_->postMetric(run_id_, QString::fromLatin1(store::kMetricStepS), *step);
+            for (const auto& [rank, d] : done_)
+                if (numberAt(d, "mean_step_s") == step)
+                    if (const auto sps = numberAt(d, "samples_per_s")) writer_->postMetric(run_id_, QString::fromLatin1(store::kMetricSamplesPerS), *sps);
+        }
+        double loss_sum = 0;
+        int losses = 0;
+        for (const auto& [rank, d] : done_)
+            if (const auto l = numberAt(d, "loss")) {
+                loss_sum += *l;
+                ++losses;
+            }
+        if (losses > 0) writer_->postMetric(run_id_, QString::fromLatin1(store::kMetricFinalLoss), loss_sum / losses);
+        if (const auto e = errorPercent()) writer_->postMetric(run_id_, QStringLiteral("step_error_percent"), *e);
+        // Tell the world only once everything is committed, so the history shows it at once.
+        QPointer<RunController> self(this);
+        store::EventWriter* writer = writer_;
+        pool_.start([self, writer] {
+            writer->flush();
+            QMetaObject::invokeMethod(QCoreApplication::instance(), [self] {
+                if (!self) return;
+                self->finished_ = true;
+                emit self->finished(self->state_, self->message_);
+            }, Qt::QueuedConnection);
+        });
+        return;
+    }
+    finished_ = true;
+    emit finished(state_, message_);
+}
+
+}  // namespace hippie::dispatch

@@ -1,0 +1,347 @@
+#include "app/studio/dispatch/history_page.h"
+
+#include <QComboBox>
+#include <QDateTime>
+#include <QDialog>
+#include <QDialogButtonBox>
+#include <QFileDialog>
+#include <QFutureWatcher>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLineEdit>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QTableWidget>
+#include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
+
+#include <map>
+#include <set>
+
+#include "app/studio/message_label.h"
+#include "planners/cluster/cluster_json.h"
+#include "planners/common/error.h"
+#include "planners/cost/calibration.h"
+
+namespace hippie::studio {
+
+namespace {
+
+using store::RunState;
+using store::RunSummary;
+
+QString timeText(qint64 ms) {
+    return ms > 0 ? QDateTime::fromMSecsSinceEpoch(ms).toString(QStringLiteral("yyyy-MM-dd HH:mm:ss")) : QStringLiteral("–");
+}
+
+QString msText(const std::optional<double>& s) { return s ? QString::number(*s * 1e3, 'f', 2) : QStringLiteral("–"); }
+
+QTableWidgetItem* item(const QString& text, const QVariant& sort = {}) {
+    auto* it = new QTableWidgetItem(text);
+    it->setFlags(Qt::ItemIsSelectable | Qt::ItemIsEnabled);
+    if (sort.isValid()) it->setData(Qt::UserRole, sort);
+    return it;
+}
+
+struct Listing {
+    std::vector<RunSummary> runs;
+    QString error;
+};
+
+}  // namespace
+
+template <class Work, class Done>
+void HistoryPage::inBackground(Work work, Done done) {
+    using Result = decltype(work());
+    auto* watcher = new QFutureWatcher<Result>(this);
+    ++busy_;
+    connect(watcher, &QFutureWatcher<Result>::finished, this, [this, watcher, done] {
+        --busy_;
+        done(watcher->result());
+        watcher->deleteLater();
+    });
+    watcher->setFuture(QtConcurrent::run(work));
+}
+
+HistoryPage::HistoryPage(QWidget* parent)
+    : QWidget(parent), db_path_(store::RunStore::defaultPath()), filter_(new QLineEdit), state_(new QComboBox),
+      table_(new QTableWidget), open_(new QPushButton(tr("Open"))), compare_(new QPushButton(tr("Compare two"))),
+      fit_(new QPushButton(tr("Fit cost model"))), message_(new MessageLabel) {
+    filter_->setPlaceholderText(tr("Filter by model, cluster, planner or job id"));
+    filter_->setClearButtonEnabled(true);
+    state_->addItem(tr("Every state"), QString());
+    for (RunState s : {RunState::Queued, RunState::Running, RunState::Succeeded, RunState::Failed, RunState::Cancelled, RunState::Lost})
+        state_->addItem(store::runStateName(s), store::runStateName(s));
+    auto* refresh = new QPushButton(tr("Refresh"));
+    open_->setToolTip(tr("Show the run's charts and Gantt charts again"));
+    compare_->setToolTip(tr("Put the metrics of two selected runs side by side"));
+    fit_->setToolTip(tr("Fit the cluster's device efficiency and link bandwidths to this run's measured trace"));
+    auto* bar = new QHBoxLayout;
+    bar->addWidget(filter_, 1);
+    bar->addWidget(state_);
+    bar->addWidget(refresh);
+    bar->addSpacing(12);
+    bar->addWidget(open_);
+    bar->addWidget(compare_);
+    bar->addWidget(fit_);
+
+    const QStringList headers = {tr("Run"), tr("State"), tr("Model"), tr("Cluster"), tr("Planner"), tr("Started"),
+                                 tr("Ended"), tr("Predicted ms/step"), tr("Measured ms/step"), tr("Error %"), tr("Message")};
+    table_->setColumnCount(static_cast<int>(headers.size()));
+    table_->setHorizontalHeaderLabels(headers);
+    table_->verticalHeader()->setVisible(false);
+    table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    table_->setSelectionMode(QAbstractItemView::ExtendedSelection);
+    table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    table_->horizontalHeader()->setStretchLastSection(true);
+    table_->setSortingEnabled(false);
+    table_->setObjectName(QStringLiteral("run-history"));
+
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(bar);
+    layout->addWidget(table_, 1);
+    layout->addWidget(message_);
+
+    connect(refresh, &QPushButton::clicked, this, &HistoryPage::refresh);
+    connect(filter_, &QLineEdit::textChanged, this, &HistoryPage::refresh);
+    connect(state_, &QComboBox::currentIndexChanged, this, &HistoryPage::refresh);
+    connect(open_, &QPushButton::clicked, this, &HistoryPage::openSelected);
+    connect(compare_, &QPushButton::clicked, this, &HistoryPage::compareSelected);
+    connect(fit_, &QPushButton::clicked, this, &HistoryPage::fitSelected);
+    connect(table_, &QTableWidget::cellDoubleClicked, this, [this] { openSelected(); });
+}
+
+void HistoryPage::setDbPath(const QString& path) {
+    db_path_ = path;
+    refresh();
+}
+
+void HistoryPage::refresh() {
+    store::RunFilter f;
+    f.text = filter_->text().trimmed();
+    const QString state = state_->currentData().toString();
+    if (!state.isEmpty()) f.state = jobs::jobStateFromString(state.toStdString());
+    const QString db = db_path_;
+    inBackground(
+        [db, f]() -> Listing {
+            Listing l;
+            try {
+                const store::RunStore s(db);
+                l.runs = s.listRuns(f);
+            } catch (const std::exception& e) {
+                l.error = QString::fromUtf8(e.what());
+            }
+            return l;
+        },
+        [this](const Listing& l) {
+            showRuns(l.runs, l.error);
+            emit refreshed();
+        });
+}
+
+void HistoryPage::showRuns(const std::vector<RunSummary>& runs, const QString& error) {
+    if (!error.isEmpty()) {
+        message_->showError(tr("The run store cannot be read: %1").arg(error));
+        return;
+    }
+    const std::vector<qint64> keep = selectedRuns();
+    runs_ = runs;
+    table_->setRowCount(static_cast<int>(runs.size()));
+    for (int row = 0; row < static_cast<int>(runs.size()); ++row) {
+        const RunSummary& r = runs[static_cast<size_t>(row)];
+        const std::optional<double> err = r.errorPercent();
+        table_->setItem(row, 0, item(QStringLiteral("#%1").arg(r.id), r.id));
+        QTableWidgetItem* st = item(store::runStateName(r.state));
+        const bool bad = r.state == RunState::Failed || r.state == RunState::Lost;
+        st->setForeground(bad ? QColor(0xb0, 0x20, 0x20) : r.state == RunState::Succeeded ? QColor(0x1d, 0x7a, 0x2e) : QColor(0x55, 0x55, 0x55));
+        table_->setItem(row, kColumnState, st);
+        table_->setItem(row, 2, item(r.model));
+        table_->setItem(row, 3, item(r.cluster));
+        table_->setItem(row, 4, item(r.planner));
+        table_->setItem(row, 5, item(timeText(r.started_ms ? r.started_ms : r.created_ms)));
+        table_->setItem(row, 6, item(timeText(r.ended_ms)));
+        table_->setItem(row, 7, item(msText(r.predicted_step_s)));
+        table_->setItem(row, 8, item(msText(r.measured_step_s)));
+        table_->setItem(row, kColumnError, item(err ? QStringLiteral("%1%2").arg(*err >= 0 ? QStringLiteral("+") : QString()).arg(*err, 0, 'f', 1)
+                                                    : QStringLiteral("–")));
+        table_->setItem(row, 10, item(r.message));
+    }
+    table_->resizeColumnsToContents();
+    selectRuns(keep);
+    message_->showInfo(tr("%n run(s) in %1", nullptr, static_cast<int>(runs.size())).arg(db_path_));
+}
+
+int HistoryPage::rowCount() const { return table_->rowCount(); }
+qint64 HistoryPage::runAt(int row) const { return runs_[static_cast<size_t>(row)].id; }
+QString HistoryPage::cellText(int row, int column) const {
+    const QTableWidgetItem* it = table_->item(row, column);
+    return it ? it->text() : QString();
+}
+
+std::vector<qint64> HistoryPage::selectedRuns() const {
+    std::set<int> rows;
+    for (const QModelIndex& i : table_->selectionModel()->selectedRows()) rows.insert(i.row());
+    std::vector<qint64> out;
+    for (int r : rows)
+        if (r < static_cast<int>(runs_.size())) out.push_back(runs_[static_cast<size_t>(r)].id);
+    return out;
+}
+
+void HistoryPage::selectRuns(const std::vector<qint64>& runs) {
+    table_->clearSelection();
+    for (int row = 0; row < static_cast<int>(runs_.size()); ++row)
+        if (std::find(runs.begin(), runs.end(), runs_[static_cast<size_t>(row)].id) != runs.end())
+            table_->selectionModel()->select(table_->model()->index(row, 0), QItemSelectionModel::Select | QItemSelectionModel::Rows);
+}
+
+void HistoryPage::openSelected() {
+    const std::vector<qint64> runs = selectedRuns();
+    if (runs.size() != 1) {
+        message_->showError(tr("Select one run to open."));
+        return;
+    }
+    const QString db = db_path_;
+    const qint64 id = runs.front();
+    inBackground([db, id] { return loadStoredRun(db, id); },
+                 [this](const StoredRun& r) {
+                     if (!r.error.isEmpty()) message_->showError(r.error);
+                     else emit openRun(r);
+                 });
+}
+
+void HistoryPage::compareSelected() {
+    const std::vector<qint64> runs = selectedRuns();
+    if (runs.size() != 2) {
+        message_->showError(tr("Select exactly two runs to compare (Ctrl+click)."));
+        return;
+    }
+    const QString db = db_path_;
+    const qint64 a = runs[0], b = runs[1];
+    inBackground([db, a, b] { return std::make_pair(loadStoredRun(db, a), loadStoredRun(db, b)); },
+                 [this](const std::pair<StoredRun, StoredRun>& two) {
+                     for (const StoredRun* r : {&two.first, &two.second})
+                         if (!r->error.isEmpty()) {
+                             message_->showError(r->error);
+                             return;
+                         }
+                     // Rows: the summary, then every metric either run stored.
+                     std::vector<std::pair<QString, std::pair<QString, QString>>> rows;
+                     auto add = [&rows](const QString& name, const QString& x, const QString& y) { rows.push_back({name, {x, y}}); };
+                     const RunSummary& x = two.first.details.summary;
+                     const RunSummary& y = two.second.details.summary;
+                     auto num = [](const std::optional<double>& v, int digits) { return v ? QString::number(*v, 'f', digits) : QStringLiteral("–"); };
+                     add(tr("state"), store::runStateName(x.state), store::runStateName(y.state));
+                     add(tr("model"), x.model, y.model);
+                     add(tr("cluster"), x.cluster, y.cluster);
+                     add(tr("planner"), x.planner, y.planner);
+                     add(tr("workers"), QString::fromStdString(x.workers.dump()), QString::fromStdString(y.workers.dump()));
+                     add(tr("predicted ms/step"), msText(x.predicted_step_s), msText(y.predicted_step_s));
+                     add(tr("measured ms/step"), msText(x.measured_step_s), msText(y.measured_step_s));
+                     add(tr("error %"), num(x.errorPercent(), 1), num(y.errorPercent(), 1));
+                     add(tr("samples/s"), num(x.measured_samples_per_s, 1), num(y.measured_samples_per_s, 1));
+                     add(tr("final loss"), num(x.final_loss, 4), num(y.final_loss, 4));
+                     std::map<QString, std::pair<QString, QString>> metrics;
+                     for (const auto& [n, v] : two.first.details.metrics) metrics[n].first = QString::number(v, 'g', 6);
+                     for (const auto& [n, v] : two.second.details.metrics) metrics[n].second = QString::number(v, 'g', 6);
+                     for (const auto& [n, v] : metrics) add(n, v.first.isEmpty() ? QStringLiteral("–") : v.first, v.second.isEmpty() ? QStringLiteral("–") : v.second);
+                     if (two.first.measured && two.second.measured) {
+                         const TraceMetrics& mx = two.first.measured->metrics;
+                         const TraceMetrics& my = two.second.measured->metrics;
+                         add(tr("measured bubble"), QString::number(mx.bubble_fraction, 'f', 3), QString::number(my.bubble_fraction, 'f', 3));
+                         add(tr("measured peak MiB"), QString::number(static_cast<double>(mx.max_peak_memory_bytes) / (1 << 20), 'f', 1),
+                             QString::number(static_cast<double>(my.max_peak_memory_bytes) / (1 << 20), 'f', 1));
+                     }
+                     auto* d = new QDialog(this);
+                     d->setAttribute(Qt::WA_DeleteOnClose);
+                     d->setObjectName(QStringLiteral("compare-runs"));
+                     d->setWindowTitle(tr("Run #%1 and run #%2").arg(x.id).arg(y.id));
+                     auto* t = new QTableWidget(static_cast<int>(rows.size()), 2, d);
+                     t->setHorizontalHeaderLabels({tr("Run #%1").arg(x.id), tr("Run #%1").arg(y.id)});
+                     QStringList names;
+                     for (int i = 0; i < static_cast<int>(rows.size()); ++i) {
+                         names << rows[static_cast<size_t>(i)].first;
+                         t->setItem(i, 0, item(rows[static_cast<size_t>(i)].second.first));
+                         t->setItem(i, 1, item(rows[static_cast<size_t>(i)].second.second));
+                     }
+                     t->setVerticalHeaderLabels(names);
+                     t->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+                     auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, d);
+                     connect(buttons, &QDialogButtonBox::rejected, d, &QDialog::close);
+                     auto* l = new QVBoxLayout(d);
+                     l->addWidget(t);
+                     l->addWidget(buttons);
+                     d->resize(720, 480);
+                     d->show();
+                 });
+}
+
+void HistoryPage::fitSelected() {
+    const std::vector<qint64> runs = selectedRuns();
+    if (runs.size() != 1) {
+        message_->showError(tr("Select one succeeded run to fit the cost model to."));
+        return;
+    }
+    struct Fit {
+        QString error;
+        std::optional<CalibrationResult> result;
+    };
+    const QString db = db_path_;
+    const qint64 id = runs.front();
+    message_->showInfo(tr("Fitting the cost model to run #%1…").arg(id));
+    inBackground(
+        [db, id]() -> Fit {
+            const StoredRun r = loadStoredRun(db, id);
+            if (!r.error.isEmpty()) return {r.error, std::nullopt};
+            if (!r.measured) return {QObject::tr("run #%1 has no measured trace (did it finish?)").arg(id), std::nullopt};
+            if (!r.plan || !r.graph || !r.cluster) return {QObject::tr("run #%1: %2").arg(id).arg(r.prediction_note), std::nullopt};
+            try {
+                return {{}, calibrateCluster(*r.plan, *r.graph, *r.cluster, *r.measured)};
+            } catch (const Error& e) {
+                return {QString::fromUtf8(e.what()), std::nullopt};
+            }
+        },
+        [this, id](const Fit& f) {
+            if (!f.result) {
+                message_->showError(tr("Cannot fit the cost model: %1").arg(f.error));
+                return;
+            }
+            const CalibrationResult& r = *f.result;
+            QStringList factors;
+            for (size_t k = 0; k < r.compute_factor.size(); ++k)
+                if (r.compute_factor[k]) factors << tr("node %1 compute × %2").arg(k).arg(*r.compute_factor[k], 0, 'f', 3);
+            if (r.intra_bandwidth_factor) factors << tr("intra-node bandwidth × %1").arg(*r.intra_bandwidth_factor, 0, 'f', 3);
+            if (r.inter_bandwidth_factor) factors << tr("inter-node bandwidth × %1").arg(*r.inter_bandwidth_factor, 0, 'f', 3);
+            const QString text = tr("Fitted to run #%1 (%2 compute and %3 communication events):\n%4\n\n"
+                                    "Step time error before: %5 %, after: %6 %.")
+                                     .arg(id)
+                                     .arg(r.compute_events)
+                                     .arg(r.communication_events)
+                                     .arg(factors.isEmpty() ? tr("nothing could be fitted") : factors.join(QStringLiteral("\n")))
+                                     .arg(r.errorBeforePercent(), 0, 'f', 1)
+                                     .arg(r.errorAfterPercent(), 0, 'f', 1);
+            message_->showInfo(text.simplified());
+            emit calibrated(r.cluster, r.errorBeforePercent(), r.errorAfterPercent());
+            QMessageBox box(this);
+            box.setWindowTitle(tr("Fit cost model"));
+            box.setText(text);
+            QPushButton* save = box.addButton(tr("Save cluster…"), QMessageBox::ActionRole);
+            QPushButton* use = box.addButton(tr("Use it"), QMessageBox::AcceptRole);
+            box.addButton(QMessageBox::Close);
+            box.exec();
+            if (box.clickedButton() == save) {
+                const QString path = QFileDialog::getSaveFileName(this, tr("Save calibrated cluster"), QString::fromStdString(r.cluster.name) + QStringLiteral(".json"),
+                                                                  tr("Cluster JSON (*.json)"));
+                if (!path.isEmpty()) {
+                    try {
+                        saveClusterFile(r.cluster, path.toStdString());
+                        message_->showInfo(tr("Saved %1").arg(path));
+                    } catch (const Error& e) {
+                        message_->showError(QString::fromUtf8(e.what()));
+                    }
+                }
+            }
+            if (box.clickedButton() == use || box.clickedButton() == save) emit useCluster(r.cluster, QString::fromStdString(r.cluster.name));
+        });
+}
+
+}  // namespace hippie::studio

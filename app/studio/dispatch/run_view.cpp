@@ -1,0 +1,414 @@
+#include "app/studio/dispatch/run_view.h"
+
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QSplitter>
+#include <QVBoxLayout>
+
+#include <qcustomplot.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "app/dispatch/run_controller.h"
+#include "app/store/run_store.h"
+#include "planners/common/error.h"
+#include "planners/sim/trace_json.h"
+#include "widgets/common/palette.h"
+#include "widgets/gantt/gantt_plottable.h"
+#include "widgets/gantt/schedule_view.h"
+
+namespace hippie::studio {
+
+using nlohmann::json;
+using jobs::JobState;
+
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+constexpr double kBarWidth = 0.38;
+constexpr double kBarOffset = 0.2;
+constexpr int kChartHeight = 170;
+constexpr double kRangeMargin = 1.02;
+
+std::optional<double> numberAt(const json& j, const char* key) {
+    if (!j.is_object()) return std::nullopt;
+    const auto it = j.find(key);
+    if (it == j.end() || !it->is_number()) return std::nullopt;
+    return it->get<double>();
+}
+
+QCustomPlot* makeChart(const QString& title, const QString& x_label, const QString& y_label) {
+    auto* p = new QCustomPlot;
+    p->setMinimumHeight(kChartHeight);
+    p->plotLayout()->insertRow(0);
+    p->plotLayout()->addElement(0, 0, new QCPTextElement(p, title, QFont(QStringLiteral("sans"), 9, QFont::Bold)));
+    p->xAxis->setLabel(x_label);
+    p->yAxis->setLabel(y_label);
+    p->legend->setVisible(true);
+    p->legend->setFont(QFont(QStringLiteral("sans"), 7));
+    p->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+    p->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+    return p;
+}
+
+double traceEnd(const Trace& t) {
+    double end = 0;
+    for (const TraceEvent& e : t.events) end = std::max(end, e.end_s);
+    return end;
+}
+
+}  // namespace
+
+RunView::RunView(QWidget* parent)
+    : QWidget(parent), title_(new QLabel), state_(new QLabel), error_(new QLabel), cancel_(new QPushButton(tr("Cancel run"))),
+      loss_plot_(makeChart(tr("Loss"), tr("step"), tr("loss"))),
+      throughput_plot_(makeChart(tr("Throughput per rank"), tr("step"), tr("samples/s"))),
+      memory_plot_(makeChart(tr("Peak memory per rank"), tr("rank"), tr("MiB"))), predicted_title_(new QLabel),
+      measured_title_(new QLabel), predicted_view_(new widgets::ScheduleView), measured_view_(new widgets::ScheduleView),
+      log_title_(new QLabel(tr("stderr of failed ranks"))), log_(new QPlainTextEdit) {
+    QFont bold = title_->font();
+    bold.setBold(true);
+    bold.setPointSizeF(bold.pointSizeF() * 1.15);
+    title_->setFont(bold);
+    title_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    state_->setWordWrap(true);
+    error_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    cancel_->setEnabled(false);
+    auto* head = new QHBoxLayout;
+    head->addWidget(title_, 1);
+    head->addWidget(cancel_);
+
+    auto* charts = new QHBoxLayout;
+    charts->addWidget(loss_plot_);
+    charts->addWidget(throughput_plot_);
+    charts->addWidget(memory_plot_);
+
+    auto column = [](QLabel* title, QWidget* view) {
+        auto* w = new QWidget;
+        auto* l = new QVBoxLayout(w);
+        l->setContentsMargins(0, 0, 0, 0);
+        l->addWidget(title);
+        l->addWidget(view, 1);
+        return w;
+    };
+    auto* gantts = new QSplitter(Qt::Horizontal);
+    gantts->addWidget(column(predicted_title_, predicted_view_));
+    gantts->addWidget(column(measured_title_, measured_view_));
+    gantts->setChildrenCollapsible(false);
+
+    log_->setReadOnly(true);
+    log_->setMaximumHeight(110);
+    log_->setFont(QFont(QStringLiteral("monospace"), 8));
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(head);
+    layout->addWidget(state_);
+    layout->addWidget(error_);
+    layout->addLayout(charts);
+    layout->addWidget(gantts, 1);
+    layout->addWidget(log_title_);
+    layout->addWidget(log_);
+
+    // One time scale for both charts: a zoom or pan of one moves the other.
+    QCPAxis* a = predicted_view_->gantt()->keyAxis();
+    QCPAxis* b = measured_view_->gantt()->keyAxis();
+    connect(a, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), b, [this, b](const QCPRange& r) {
+        b->setRange(r);
+        measured_view_->plot()->replot(QCustomPlot::rpQueuedReplot);
+    });
+    connect(b, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), a, [this, a](const QCPRange& r) {
+        a->setRange(r);
+        predicted_view_->plot()->replot(QCustomPlot::rpQueuedReplot);
+    });
+    connect(cancel_, &QPushButton::clicked, this, [this] {
+        if (run_) run_->cancel();
+        cancel_->setEnabled(false);
+        state_->setText(tr("Cancelling…"));
+    });
+    reset(tr("No run yet: select a plan and use Run ▸ Run on workers…"));
+}
+
+void RunView::reset(const QString& title) {
+    if (run_) run_->disconnect(this);
+    run_ = nullptr;
+    title_->setText(title);
+    state_->clear();
+    error_->clear();
+    steps_.clear();
+    peak_rss_.clear();
+    predicted_.reset();
+    measured_.reset();
+    cluster_.reset();
+    measured_step_s_.reset();
+    predicted_step_s_.reset();
+    failed_ranks_.clear();
+    stderr_.clear();
+    predicted_title_->setText(tr("Predicted"));
+    measured_title_->setText(tr("Measured"));
+    predicted_view_->clear();
+    measured_view_->clear();
+    log_->clear();
+    log_->setVisible(false);
+    log_title_->setVisible(false);
+    cancel_->setEnabled(false);
+    updateCharts();
+}
+
+void RunView::showLive(dispatch::RunController* run) {
+    const QStringList workers = [run] {
+        QStringList w;
+        const auto& shares = run->shares();
+        for (size_t i = 0; i < run->request().workers.size(); ++i) {
+            const dispatch::RankShare s = i < shares.size() ? shares[i] : dispatch::RankShare{};
+            w << QStringLiteral("%1 (ranks %2–%3)").arg(run->request().workers[i].label()).arg(s.first_rank).arg(s.first_rank + s.rank_count - 1);
+        }
+        return w;
+    }();
+    reset(tr("Run %1 of %2 (%3) on %4")
+              .arg(run->jobId(), QString::fromStdString(run->request().plan.planner),
+                   QString::fromStdString(run->request().plan.model.zoo.empty() ? run->request().plan.model.file : run->request().plan.model.zoo),
+                   workers.join(QStringLiteral(", "))));
+    run_ = run;
+    cancel_->setEnabled(!run->isFinished());
+    setStateText(run->state(), run->message());
+    setPredicted(run->predicted(), run->cluster(), run->predictionNote());
+    setMeasured(run->measured());
+    connect(run, &dispatch::RunController::predictionReady, this, [this] {
+        if (run_) setPredicted(run_->predicted(), run_->cluster(), run_->predictionNote());
+    });
+    connect(run, &dispatch::RunController::stored, this, [this](qint64 id) {
+        title_->setText(title_->text() + tr(" · run #%1").arg(id));
+    });
+    connect(run, &dispatch::RunController::stateChanged, this, &RunView::setStateText);
+    connect(run, &dispatch::RunController::engineEvent, this, [this](int, qint64, const json& ev) { feed(ev); });
+    connect(run, &dispatch::RunController::measuredTraceChanged, this, [this] {
+        if (run_) setMeasured(run_->measured());
+    });
+    connect(run, &dispatch::RunController::finished, this, [this](JobState s, const QString& m) {
+        cancel_->setEnabled(false);
+        setStateText(s, m);
+        if (run_) showLogs(s, run_->stderrByRank(), failed_ranks_);
+    });
+}
+
+void RunView::showStored(const store::RunDetails& d, const std::optional<Trace>& predicted, const std::optional<Cluster>& cluster,
+                         const QString& prediction_note) {
+    const store::RunSummary& s = d.summary;
+    reset(tr("Run #%1 (%2) of %3 (%4) on %5").arg(s.id).arg(s.job_id, s.planner, s.model, s.cluster));
+    setPredicted(predicted, cluster, prediction_note);
+    for (const store::StoredEvent& e : d.events) feed(e.event);
+    std::optional<Trace> measured;
+    if (!d.measured_trace.is_null()) {
+        try {
+            measured = traceFromJson(d.measured_trace, "stored trace");
+        } catch (const Error& e) {
+            state_->setText(tr("The stored trace cannot be read: %1").arg(QString::fromUtf8(e.what())));
+        }
+    }
+    setMeasured(measured);
+    if (s.measured_step_s) measured_step_s_ = s.measured_step_s;
+    updateError();
+    setStateText(s.state, s.message);
+    std::map<int, QString> logs;
+    for (const auto& l : d.logs)
+        if (l.stream == QLatin1String("stderr")) logs[l.rank] += l.text;
+    showLogs(s.state, logs, failed_ranks_);
+}
+
+void RunView::feed(const json& ev) {
+    if (!ev.is_object()) return;
+    const std::string kind = ev.value("event", std::string());
+    const int rank = ev.contains("rank") && ev["rank"].is_number_integer() ? ev["rank"].get<int>() : -1;
+    if (kind == "step" && rank >= 0) {
+        StepPoint p;
+        p.step = ev.value("step", 0);
+        p.time_s = numberAt(ev, "time_s").value_or(0);
+        p.samples_per_s = numberAt(ev, "samples_per_s").value_or(0);
+        p.loss = numberAt(ev, "loss");
+        steps_[rank].push_back(p);
+        updateCharts();
+    } else if (kind == "done" && rank >= 0) {
+        if (const auto rss = numberAt(ev, "peak_rss_bytes")) peak_rss_[rank] = *rss;
+        if (const auto st = numberAt(ev, "mean_step_s"); st && (!measured_step_s_ || *st > *measured_step_s_)) measured_step_s_ = st;
+        updateCharts();
+        updateError();
+    } else if (kind == "error" && rank >= 0) {
+        failed_ranks_.push_back(rank);
+    }
+}
+
+void RunView::setStateText(JobState state, const QString& message) {
+    static const std::map<JobState, QString> colours = {{JobState::Queued, QStringLiteral("#666666")},
+                                                        {JobState::Running, QStringLiteral("#1f5fbf")},
+                                                        {JobState::Succeeded, QStringLiteral("#1d7a2e")},
+                                                        {JobState::Failed, QStringLiteral("#b02020")},
+                                                        {JobState::Cancelled, QStringLiteral("#8a6d00")},
+                                                        {JobState::Lost, QStringLiteral("#b02020")}};
+    state_->setText(QStringLiteral("<b style='color:%1'>%2</b>%3")
+                        .arg(colours.at(state), QString::fromLatin1(jobs::toString(state)),
+                             message.isEmpty() ? QString() : QStringLiteral(" — ") + message.toHtmlEscaped()));
+}
+
+QString RunView::stateText() const { return state_->text(); }
+QString RunView::errorText() const { return error_->text(); }
+QString RunView::logText() const { return log_->toPlainText(); }
+
+int RunView::lossPoints() const {
+    int n = 0;
+    for (const auto& [rank, points] : steps_)
+        for (const StepPoint& p : points) n += p.loss ? 1 : 0;
+    return n;
+}
+
+void RunView::setPredicted(const std::optional<Trace>& trace, const std::optional<Cluster>& cluster, const QString& note) {
+    predicted_ = trace;
+    cluster_ = cluster;
+    if (trace) {
+        predicted_view_->setTrace(*trace, cluster ? &*cluster : nullptr);
+        predicted_step_s_ = trace->metrics.iteration_time_s;
+        predicted_title_->setText(tr("<b>Predicted</b> (simulated on %1): %2 ms per step")
+                                      .arg(cluster ? QString::fromStdString(cluster->name) : tr("?"))
+                                      .arg(trace->metrics.iteration_time_s * 1e3, 0, 'f', 2));
+    } else {
+        predicted_view_->clear();
+        predicted_step_s_.reset();
+        predicted_title_->setText(tr("<b>Predicted</b>: %1").arg(note.isEmpty() ? tr("waiting for the prediction…") : note.toHtmlEscaped()));
+    }
+    syncTimeAxes();
+    updateCharts();
+    updateError();
+}
+
+void RunView::setMeasured(const std::optional<Trace>& trace) {
+    measured_ = trace;
+    if (trace) {
+        measured_view_->setTrace(*trace, nullptr);
+        measured_title_->setText(tr("<b>Measured</b> (the last step of %1 ranks): %2 ms")
+                                     .arg(trace->devices.size())
+                                     .arg(trace->metrics.iteration_time_s * 1e3, 0, 'f', 2));
+    } else {
+        measured_view_->clear();
+        measured_title_->setText(tr("<b>Measured</b>: the ranks send their trace after the last step"));
+    }
+    syncTimeAxes();
+    updateCharts();
+}
+
+void RunView::syncTimeAxes() {
+    double end = 0;
+    if (predicted_) end = std::max(end, traceEnd(*predicted_));
+    if (measured_) end = std::max(end, traceEnd(*measured_));
+    if (end <= 0) return;
+    const QCPRange r(0, end * kRangeMargin);
+    predicted_view_->gantt()->keyAxis()->setRange(r);
+    measured_view_->gantt()->keyAxis()->setRange(r);
+    predicted_view_->plot()->replot();
+    measured_view_->plot()->replot();
+}
+
+void RunView::updateError() {
+    if (!measured_step_s_ || !predicted_step_s_ || *predicted_step_s_ <= 0) {
+        error_->setText(measured_step_s_ ? tr("Measured %1 ms per step (mean of the steps after the first); no prediction to compare.")
+                                              .arg(*measured_step_s_ * 1e3, 0, 'f', 2)
+                                         : QString());
+        return;
+    }
+    const double e = (*measured_step_s_ - *predicted_step_s_) / *predicted_step_s_ * 100.0;
+    error_->setText(tr("Step time: predicted %1 ms, measured %2 ms (mean of the steps after the first) — error %3%4 %")
+                        .arg(*predicted_step_s_ * 1e3, 0, 'f', 2)
+                        .arg(*measured_step_s_ * 1e3, 0, 'f', 2)
+                        .arg(e >= 0 ? QStringLiteral("+") : QString())
+                        .arg(e, 0, 'f', 1));
+}
+
+void RunView::updateCharts() {
+    loss_plot_->clearPlottables();
+    throughput_plot_->clearPlottables();
+    memory_plot_->clearPlottables();
+    int colour = 0;
+    for (const auto& [rank, points] : steps_) {
+        QVector<double> x, loss, sps;
+        QVector<double> xl;
+        for (const StepPoint& p : points) {
+            x << p.step;
+            sps << p.samples_per_s;
+            if (p.loss) {
+                xl << p.step;
+                loss << *p.loss;
+            }
+        }
+        const QColor c = widgets::seriesColor(colour++);
+        if (!loss.isEmpty()) {
+            QCPGraph* g = loss_plot_->addGraph();
+            g->setData(xl, loss);
+            g->setPen(QPen(c, 2));
+            g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 5));
+            g->setName(tr("rank %1").arg(rank));
+        }
+        QCPGraph* t = throughput_plot_->addGraph();
+        t->setData(x, sps);
+        t->setPen(QPen(c, 2));
+        t->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 4));
+        t->setName(tr("rank %1").arg(rank));
+    }
+    // Peak memory: the prediction's per device, the measured tracked bytes per rank, and RSS.
+    auto bars = [this](const QString& name, const QColor& c) {
+        auto* b = new QCPBars(memory_plot_->xAxis, memory_plot_->yAxis);
+        b->setName(name);
+        b->setWidth(kBarWidth / 2);
+        b->setPen(QPen(c.darker(130)));
+        b->setBrush(c);
+        return b;
+    };
+    if (predicted_) {
+        QCPBars* b = bars(tr("predicted"), widgets::seriesColor(0));
+        for (size_t i = 0; i < predicted_->devices.size() && i < predicted_->metrics.peak_memory_bytes.size(); ++i)
+            b->addData(predicted_->devices[i] - kBarOffset, static_cast<double>(predicted_->metrics.peak_memory_bytes[i]) / kMiB);
+    }
+    if (measured_) {
+        QCPBars* b = bars(tr("measured (tracked)"), widgets::seriesColor(1));
+        for (size_t i = 0; i < measured_->devices.size() && i < measured_->metrics.peak_memory_bytes.size(); ++i)
+            b->addData(measured_->devices[i], static_cast<double>(measured_->metrics.peak_memory_bytes[i]) / kMiB);
+    }
+    if (!peak_rss_.empty()) {
+        QCPBars* b = bars(tr("process RSS"), widgets::seriesColor(2));
+        for (const auto& [rank, bytes] : peak_rss_) b->addData(rank + kBarOffset, bytes / kMiB);
+    }
+    QSharedPointer<QCPAxisTickerFixed> integer(new QCPAxisTickerFixed);
+    integer->setTickStep(1);
+    memory_plot_->xAxis->setTicker(integer);
+    loss_plot_->xAxis->setTicker(integer);
+    throughput_plot_->xAxis->setTicker(integer);
+    for (QCustomPlot* p : {loss_plot_, throughput_plot_, memory_plot_}) {
+        p->legend->setVisible(p->plottableCount() > 0);
+        p->rescaleAxes();
+        const QCPRange x = p->xAxis->range();
+        p->xAxis->setRange(x.lower - 0.5, x.upper + 0.5);
+        const QCPRange y = p->yAxis->range();
+        const double pad = std::max(1e-9, (y.upper - y.lower) * 0.1);
+        p->yAxis->setRange(p == memory_plot_ ? 0 : y.lower - pad, y.upper + pad);
+        p->replot(QCustomPlot::rpQueuedReplot);
+    }
+}
+
+void RunView::showLogs(JobState state, const std::map<int, QString>& stderr_by_rank, const std::vector<int>& failed_ranks) {
+    if (state != JobState::Failed && state != JobState::Lost) {
+        log_->setVisible(false);
+        log_title_->setVisible(false);
+        return;
+    }
+    QString text;
+    for (const auto& [rank, err] : stderr_by_rank) {
+        const bool failed = std::find(failed_ranks.begin(), failed_ranks.end(), rank) != failed_ranks.end();
+        if (!failed && !failed_ranks.empty()) continue;
+        text += tr("── rank %1 ──\n").arg(rank) + err.trimmed() + QLatin1Char('\n');
+    }
+    if (text.isEmpty()) text = tr("No rank wrote to stderr.");
+    log_->setPlainText(text);
+    log_->setVisible(true);
+    log_title_->setVisible(true);
+}
+
+}  // namespace hippie::studio

@@ -1,0 +1,270 @@
+// Dispatch from the studio with real processes on 127.0.0.1: a tiny engine plan run on this
+// machine (JobRunner) ends succeeded in the run store with metrics and a measured trace, the run
+// view draws the predicted and measured Gantt charts on one time scale, and the history lists it;
+// the same plan through a real hippie-agent, and split between the agent (rank 0) and this
+// machine; a wrong token is shown as refused in the workers panel; no engine gives the message.
+//
+// Needs hippie-engine (HIPPIE_ENGINE, or HIPPIE_BIN_DIR/hippie-engine) and hippie-agent
+// (HIPPIE_BIN_DIR); the tests that need one skip with a message when it is missing. With
+// HIPPIE_SCREENSHOT_DIR set, the run and history pages are saved there as PNG.
+#include <QFile>
+#include <QProcess>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <qcustomplot.h>
+
+#include "app/dispatch/run_controller.h"
+#include "app/store/run_store.h"
+#include "app/studio/dispatch/dispatch_ui.h"
+#include "app/studio/dispatch/history_page.h"
+#include "app/studio/dispatch/run_view.h"
+#include "app/studio/dispatch/workers_panel.h"
+#include "app/studio/main_window.h"
+#include "planners/schedule/plan_json.h"
+#include "widgets/gantt/gantt_plottable.h"
+#include "widgets/gantt/schedule_view.h"
+
+using namespace hippie;
+using namespace hippie::studio;
+using jobs::JobState;
+
+namespace {
+
+constexpr int kRunTimeoutMs = 240 * 1000;
+constexpr int kAgentTimeoutMs = 20 * 1000;
+const QString kToken = QStringLiteral("s3cret-token-for-tests");
+
+QString binDir() {
+    const QByteArray env = qgetenv("HIPPIE_BIN_DIR");
+    return env.isEmpty() ? QStringLiteral(HIPPIE_BIN_DIR) : QString::fromLocal8Bit(env);
+}
+
+QString engineBinary() {
+    const QByteArray env = qgetenv("HIPPIE_ENGINE");
+    const QString path = env.isEmpty() ? binDir() + QStringLiteral("/hippie-engine") : QString::fromLocal8Bit(env);
+    return QFileInfo(path).isExecutable() ? path : QString();
+}
+
+QString agentBinary() {
+    const QString path = binDir() + QStringLiteral("/hippie-agent");
+    return QFileInfo(path).isExecutable() ? path : QString();
+}
+
+// Waits for the run to finish; returns its final state.
+JobState waitFinished(dispatch::RunController* run) {
+    if (!run->isFinished()) {
+        QSignalSpy spy(run, &dispatch::RunController::finished);
+        if (!spy.wait(kRunTimeoutMs)) qWarning("the run did not finish in time");
+    }
+    return run->state();
+}
+
+}  // namespace
+
+class TestDispatch : public QObject {
+    Q_OBJECT
+private:
+    QTemporaryDir dir_;
+    QString engine_;
+    QString plan_file_;
+    QProcess* agent_ = nullptr;
+    quint16 agent_port_ = 0;
+
+    QString db() const { return dir_.filePath(QStringLiteral("runs.sqlite")); }
+
+    std::unique_ptr<MainWindow> window() {
+        auto w = std::make_unique<MainWindow>(/*use_settings=*/false);
+        w->resize(1600, 1000);
+        DispatchUi* ui = w->dispatchUi();
+        ui->setDbPath(db());
+        ui->setWorkRoot(dir_.filePath(QStringLiteral("work")));
+        ui->workers()->setEngine(engine_);
+        return w;
+    }
+
+    bool startAgent() {
+        if (agent_) return true;
+        const QString agent = agentBinary();
+        if (agent.isEmpty() || engine_.isEmpty()) return false;
+        QFile token(dir_.filePath(QStringLiteral("token")));
+        if (!token.open(QIODevice::WriteOnly)) return false;
+        token.write(kToken.toUtf8() + "\n");
+        token.close();
+        agent_ = new QProcess(this);
+        agent_->setProcessChannelMode(QProcess::ForwardedErrorChannel);
+        agent_->start(agent, {QStringLiteral("--listen"), QStringLiteral("127.0.0.1:0"), QStringLiteral("--token-file"), token.fileName(),
+                              QStringLiteral("--work-dir"), dir_.filePath(QStringLiteral("agent")), QStringLiteral("--engine"), engine_});
+        if (!agent_->waitForStarted(kAgentTimeoutMs)) return false;
+        QElapsedTimer t;
+        t.start();
+        while (t.elapsed() < kAgentTimeoutMs) {
+            if (!agent_->canReadLine() && !agent_->waitForReadyRead(1000)) continue;
+            const QByteArray line = agent_->readLine();
+            const auto j = nlohmann::json::parse(line.toStdString(), nullptr, false);
+            if (j.is_object() && j.value("event", std::string()) == "listening") {
+                agent_port_ = static_cast<quint16>(j.value("port", 0));
+                return agent_port_ > 0;
+            }
+        }
+        return false;
+    }
+
+    int addAgent(MainWindow& w, const QString& token) {
+        jobs::AgentAddress a;
+        a.host = QStringLiteral("127.0.0.1");
+        a.port = agent_port_;
+        a.token = token;
+        return w.dispatchUi()->workers()->addAgent(a, false);
+    }
+
+    static bool waitState(WorkersPanel* p, int row, const QString& prefix) {
+        return QTest::qWaitFor([&] { return p->stateText(row).startsWith(prefix); }, kAgentTimeoutMs);
+    }
+
+    void checkSucceededInStore(dispatch::RunController* run) {
+        const store::RunStore s(db());
+        const store::RunDetails d = s.runDetails(run->runId());
+        QCOMPARE(d.summary.state, JobState::Succeeded);
+        QVERIFY(d.summary.measured_step_s.has_value());
+        QVERIFY(d.summary.predicted_step_s.has_value());
+        QVERIFY(!d.metrics.empty());
+        QVERIFY(!d.measured_trace.is_null());
+        QVERIFY(d.events.size() > 4);
+        for (size_t i = 1; i < d.events.size(); ++i)
+            if (d.events[i].source == d.events[i - 1].source) QCOMPARE(d.events[i].seq, d.events[i - 1].seq + 1);
+    }
+
+private slots:
+    void initTestCase() {
+        QVERIFY(dir_.isValid());
+        engine_ = engineBinary();
+        if (engine_.isEmpty()) return;
+        plan_file_ = dir_.filePath(QStringLiteral("plan.json"));
+        QProcess p;
+        p.start(engine_, {QStringLiteral("plan"), QStringLiteral("--model"), QStringLiteral("gpt-tiny"), QStringLiteral("--pp"),
+                          QStringLiteral("2"), QStringLiteral("--dp"), QStringLiteral("1"), QStringLiteral("--global-batch"),
+                          QStringLiteral("8"), QStringLiteral("--microbatches"), QStringLiteral("2"), QStringLiteral("--out"), plan_file_});
+        QVERIFY(p.waitForFinished(60000));
+        QCOMPARE(p.exitCode(), 0);
+    }
+
+    void cleanupTestCase() {
+        if (agent_) {
+            agent_->terminate();
+            if (!agent_->waitForFinished(5000)) agent_->kill();
+        }
+    }
+
+    void withoutEngineSaysSo() {
+        auto w = window();
+        w->dispatchUi()->workers()->setEngine(dir_.filePath(QStringLiteral("no-such/hippie-engine")));
+        Plan plan;
+        plan.model.zoo = "gpt-tiny";
+        plan.stages = {{0, 2}, {3, 5}};
+        plan.device_map = defaultDeviceMap(2, 1);
+        dispatch::RunController* run = w->dispatchUi()->dispatchPlan(plan, std::nullopt, std::nullopt, {0}, 2, 0);
+        QCOMPARE(waitFinished(run), JobState::Failed);
+        QVERIFY2(run->message().startsWith(QStringLiteral("hippie-engine is not built/installed")), qPrintable(run->message()));
+        QCOMPARE(run->runId(), qint64(0));  // nothing ran, nothing stored
+        QVERIFY(w->dispatchUi()->runView()->stateText().contains(QStringLiteral("hippie-engine is not built/installed")));
+    }
+
+    void localRunIsStoredAndShown() {
+        if (engine_.isEmpty()) QSKIP("hippie-engine not found: set HIPPIE_ENGINE or build it (LibTorch) into HIPPIE_BIN_DIR");
+        auto w = window();
+        w->show();
+        DispatchUi* ui = w->dispatchUi();
+        dispatch::RunController* run = ui->dispatchPlan(loadPlanFile(plan_file_.toStdString()), std::nullopt, std::nullopt, {0}, 4, 7);
+        QCOMPARE(waitFinished(run), JobState::Succeeded);
+        checkSucceededInStore(run);
+        QVERIFY(run->predicted().has_value());
+        QVERIFY(run->measured().has_value());
+        QVERIFY(run->errorPercent().has_value());
+
+        RunView* view = ui->runView();
+        QVERIFY(view->lossPoints() >= 4);
+        QVERIFY(view->predictedView()->gantt()->blockCount() > 0);
+        QVERIFY(view->measuredView()->gantt()->blockCount() > 0);
+        const QCPRange a = view->predictedView()->gantt()->keyAxis()->range();
+        const QCPRange b = view->measuredView()->gantt()->keyAxis()->range();
+        QCOMPARE(a.lower, b.lower);
+        QCOMPARE(a.upper, b.upper);
+        // Zooming one chart moves the other.
+        view->predictedView()->gantt()->keyAxis()->setRange(0, a.upper / 2);
+        QCOMPARE(view->measuredView()->gantt()->keyAxis()->range().upper, a.upper / 2);
+        view->predictedView()->gantt()->keyAxis()->setRange(a);
+        QVERIFY(view->errorText().contains(QStringLiteral("error")));
+
+        HistoryPage* h = ui->history();
+        QSignalSpy refreshed(h, &HistoryPage::refreshed);
+        h->refresh();
+        QVERIFY(refreshed.wait(10000));
+        QVERIFY(h->rowCount() >= 1);
+        QCOMPARE(h->runAt(0), run->runId());
+        QCOMPARE(h->cellText(0, HistoryPage::kColumnState), QStringLiteral("succeeded"));
+        QVERIFY(h->cellText(0, HistoryPage::kColumnError) != QStringLiteral("–"));
+
+        // Reopened from the store, the run shows the same two charts again.
+        QSignalSpy opened(h, &HistoryPage::openRun);
+        h->selectRuns({run->runId()});
+        h->openSelected();
+        QVERIFY(opened.wait(10000));
+        QVERIFY(view->measuredView()->gantt()->blockCount() > 0);
+        QVERIFY(view->predictedView()->gantt()->blockCount() > 0);
+        QCOMPARE(view->predictedView()->gantt()->keyAxis()->range().upper, view->measuredView()->gantt()->keyAxis()->range().upper);
+
+        const QByteArray shots = qgetenv("HIPPIE_SCREENSHOT_DIR");
+        if (!shots.isEmpty()) {
+            w->showPage(MainWindow::Page::Runs);
+            QTest::qWait(300);
+            QVERIFY(w->grab().save(QString::fromLocal8Bit(shots) + QStringLiteral("/dispatch-run.png")));
+            w->showPage(MainWindow::Page::History);
+            QVERIFY(QTest::qWaitFor([&] { return !h->isBusy(); }, 10000));
+            QTest::qWait(300);
+            QVERIFY(w->grab().save(QString::fromLocal8Bit(shots) + QStringLiteral("/run-history.png")));
+        }
+    }
+
+    void wrongTokenIsRefused() {
+        if (!startAgent()) QSKIP("hippie-agent or hippie-engine not found (HIPPIE_BIN_DIR, HIPPIE_ENGINE)");
+        auto w = window();
+        const int row = addAgent(*w, QStringLiteral("not-the-token"));
+        QVERIFY2(waitState(w->dispatchUi()->workers(), row, QStringLiteral("refused")), qPrintable(w->dispatchUi()->workers()->stateText(row)));
+    }
+
+    void remoteRunSucceeds() {
+        if (!startAgent()) QSKIP("hippie-agent or hippie-engine not found (HIPPIE_BIN_DIR, HIPPIE_ENGINE)");
+        auto w = window();
+        WorkersPanel* p = w->dispatchUi()->workers();
+        const int row = addAgent(*w, kToken);
+        QVERIFY2(waitState(p, row, QStringLiteral("ready")), qPrintable(p->stateText(row)));
+        dispatch::RunController* run =
+            w->dispatchUi()->dispatchPlan(loadPlanFile(plan_file_.toStdString()), std::nullopt, std::nullopt, {row}, 3, 1);
+        QCOMPARE(waitFinished(run), JobState::Succeeded);
+        checkSucceededInStore(run);
+    }
+
+    // Rank 0 on the agent, rank 1 on this machine: the agent's port reaches the local rank.
+    void splitRunSucceeds() {
+        if (!startAgent()) QSKIP("hippie-agent or hippie-engine not found (HIPPIE_BIN_DIR, HIPPIE_ENGINE)");
+        auto w = window();
+        WorkersPanel* p = w->dispatchUi()->workers();
+        const int row = addAgent(*w, kToken);
+        QVERIFY2(waitState(p, row, QStringLiteral("ready")), qPrintable(p->stateText(row)));
+        dispatch::RunController* run =
+            w->dispatchUi()->dispatchPlan(loadPlanFile(plan_file_.toStdString()), std::nullopt, std::nullopt, {row, 0}, 3, 1);
+        QCOMPARE(waitFinished(run), JobState::Succeeded);
+        QCOMPARE(run->shares().size(), size_t(2));
+        QCOMPARE(run->shares()[0].first_rank, 0);
+        QCOMPARE(run->shares()[1].first_rank, 1);
+        checkSucceededInStore(run);
+        const store::RunStore s(db());
+        std::set<int> sources;
+        for (const store::StoredEvent& e : s.runDetails(run->runId()).events) sources.insert(e.source);
+        QCOMPARE(sources, (std::set<int>{0, 1}));
+    }
+};
+
+QTEST_MAIN(TestDispatch)
+#include "test_dispatch.moc"
