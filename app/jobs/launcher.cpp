@@ -1,5 +1,9 @@
 #include "app/jobs/launcher.h"
 
+#include <sys/prctl.h>
+
+#include <csignal>
+
 #include <QCoreApplication>
 #include <QDir>
 #include <QFileInfo>
@@ -86,6 +90,9 @@ void EngineLauncher::start(const LaunchSpec& spec) {
         r->process->setProgram(spec.engine);
         r->process->setArguments(spec.arguments(r->rank));
         r->process->setStandardInputFile(QProcess::nullDevice());
+        // Ranks die with the process that started them: an agent killed mid-run leaves no
+        // orphaned training behind to hold the host's devices.
+        r->process->setChildProcessModifier([] { ::prctl(PR_SET_PDEATHSIG, SIGKILL); });
         Rank* rp = r.get();
         connect(r->process, &QProcess::readyReadStandardOutput, this, [this, rp] { onStdout(*rp); });
         connect(r->process, &QProcess::readyReadStandardError, this, [this, rp] { onStderr(*rp); });
