@@ -3,9 +3,13 @@
 #include <algorithm>
 #include <cmath>
 
+#include <QCoreApplication>
+#include <QEvent>
 #include <QGridLayout>
 #include <QLabel>
 #include <QProgressBar>
+#include <QScrollArea>
+#include <QTimer>
 #include <QToolButton>
 
 namespace hippie::studio {
@@ -54,6 +58,15 @@ void PlannerRunList::addRunning(const QString& planner) {
     grid_->addWidget(row.bar, r, 1);
     grid_->addWidget(row.cancel, r, 2);
     rows_[planner] = row;
+    // In a scrolled setup panel, bring the rows into view once the layout has placed them.
+    QTimer::singleShot(0, this, [this] {
+        for (QWidget* w = parentWidget(); w; w = w->parentWidget())
+            if (auto* scroll = qobject_cast<QScrollArea*>(w)) {
+                QCoreApplication::sendPostedEvents(nullptr, QEvent::LayoutRequest);  // place the new rows first
+                scroll->ensureWidgetVisible(this, 0, 0);
+                break;
+            }
+    });
 }
 
 void PlannerRunList::setProgress(const QString& planner, double fraction, const QString& message) {

@@ -2,6 +2,7 @@
 // the Pareto front of the charts.
 #include <QSortFilterProxyModel>
 #include <QtTest>
+#include <qcustomplot.h>
 
 #include "widgets/compare/comparison_charts.h"
 #include "widgets/compare/comparison_model.h"
@@ -89,6 +90,27 @@ private slots:
         m.setResult(result("c", 50, 5));  // dominated by b
         QTRY_COMPARE(charts.plottedCount(), 3);
         QCOMPARE(charts.paretoCount(), 2);
+    }
+
+    void scatterLabelsOfNearbyPlansAreShared() {
+        // gpt3-1.3b on two DGX A100s: three plans within a label's size of each other get one
+        // label; the others keep their own.
+        ComparisonModel m;
+        ComparisonCharts charts(&m);
+        m.setResult(result("hippie", 84.8, 6.68));
+        m.setResult(result("data-parallel", 133.9, 32.44));
+        m.setResult(result("equal-params", 132.9, 32.44));
+        m.setResult(result("uniform", 132.9, 32.44));
+        m.setResult(result("pipedream", 128.1, 38.32));
+        m.setResult(result("gpipe-balance", 99.9, 32.44));
+        QTRY_COMPARE(charts.plottedCount(), 6);
+        QStringList labels;
+        for (int i = 0; i < charts.plot()->itemCount(); ++i)
+            if (auto* text = qobject_cast<QCPItemText*>(charts.plot()->item(i)); text && !text->text().isEmpty()) labels << text->text();
+        for (const char* name : {"hippie", "pipedream", "gpipe-balance", "data-parallel, equal-params, uniform"})
+            QCOMPARE(labels.count(QString(name)), 1);
+        QCOMPARE(labels.count("data-parallel"), 0);
+        QCOMPARE(labels.count("uniform"), 0);
     }
 };
 

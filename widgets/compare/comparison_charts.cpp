@@ -1,6 +1,7 @@
 #include "widgets/compare/comparison_charts.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <QTimer>
 #include <QVBoxLayout>
@@ -142,6 +143,25 @@ void ComparisonCharts::addScatter(QCPAxisRect* rect, const QVector<double>& memo
     line->setPen(QPen(QColor(0x444444), 1.2, Qt::DashLine));
     for (int i : front) line->addData(memory[i], throughput[i]);
 
+    const double max_mem = *std::max_element(memory.begin(), memory.end());
+    const double max_thr = *std::max_element(throughput.begin(), throughput.end());
+    // Plans whose labels would overlap share one label, at the first of them: points closer
+    // than a label's height and a few characters' width, as fractions of the axes.
+    constexpr double kNearX = 0.06, kNearY = 0.08;
+    std::vector<int> group(static_cast<size_t>(memory.size()));
+    for (int i = 0; i < memory.size(); ++i) group[static_cast<size_t>(i)] = i;
+    auto root = [&](int i) {
+        while (group[static_cast<size_t>(i)] != i) i = group[static_cast<size_t>(i)];
+        return i;
+    };
+    for (int i = 0; i < memory.size(); ++i)
+        for (int j = 0; j < i; ++j)
+            if (std::abs(memory[i] - memory[j]) <= kNearX * max_mem * kHeadroom &&
+                std::abs(throughput[i] - throughput[j]) <= kNearY * max_thr * kHeadroom) {
+                const int a = root(i), b = root(j);
+                group[static_cast<size_t>(std::max(a, b))] = std::min(a, b);
+            }
+
     for (int i = 0; i < memory.size(); ++i) {
         auto* point = new QCPGraph(x, y);
         point->setLineStyle(QCPGraph::lsNone);
@@ -153,22 +173,17 @@ void ComparisonCharts::addScatter(QCPAxisRect* rect, const QVector<double>& memo
         label->setClipAxisRect(rect);
         label->position->setAxes(x, y);
         label->position->setCoords(memory[i], throughput[i]);
-        label->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
-        label->setPadding(QMargins(6, 0, 0, 4));
+        // Labels of plans in the right half extend to the left, so the axis does not clip them.
+        const bool right_half = memory[i] > max_mem * kHeadroom / 2;
+        label->setPositionAlignment((right_half ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignBottom);
+        label->setPadding(right_half ? QMargins(0, 0, 6, 4) : QMargins(6, 0, 0, 4));
         label->setFont(QFont(font().family(), 8));
-        // Plans at the same point share one label.
-        QStringList same;
-        bool first = true;
-        for (int j = 0; j < memory.size(); ++j) {
-            if (qFuzzyCompare(memory[j] + 1, memory[i] + 1) && qFuzzyCompare(throughput[j] + 1, throughput[i] + 1)) {
-                first = first && j >= i;
-                same << names[j];
-            }
-        }
-        label->setText(first ? same.join(QStringLiteral(", ")) : QString());
+        QStringList together;
+        if (root(i) == i)
+            for (int j = 0; j < memory.size(); ++j)
+                if (root(j) == i) together << names[j];
+        label->setText(together.join(QStringLiteral(", ")));
     }
-    const double max_mem = *std::max_element(memory.begin(), memory.end());
-    const double max_thr = *std::max_element(throughput.begin(), throughput.end());
     x->setRange(0, std::max(1e-9, max_mem) * kHeadroom);
     y->setRange(0, std::max(1e-9, max_thr) * kHeadroom);
 }

@@ -25,6 +25,7 @@ namespace hippie::widgets {
 namespace {
 constexpr double kMaxExportPixels = 8000;  // longest side of an exported PNG
 constexpr double kMinReadableScale = 0.45;  // below this, op labels are unreadable
+constexpr double kNaturalScale = 1.0;       // labels at the size the boxes were measured for
 
 ColorBy currentColorBy(const QComboBox* combo) { return combo->currentIndex() == 1 ? ColorBy::Device : ColorBy::Stage; }
 }  // namespace
@@ -144,10 +145,13 @@ void GraphView::fit() {
     const QRectF rect = scene_->sceneRect();
     if (rect.isEmpty()) return;
     view_->fitInView(rect, Qt::KeepAspectRatio);
-    // A long chain fitted whole is a thin line: keep labels readable and start at the inputs.
+    // A long chain fitted whole is a thin line in an empty view: fit its width instead (no
+    // larger than natural size, no smaller than readable) and start at the inputs.
     if (view_->transform().m11() < kMinReadableScale) {
-        view_->setTransform(QTransform::fromScale(kMinReadableScale, kMinReadableScale));
-        const double half_height = view_->viewport()->height() / (2 * kMinReadableScale);
+        const double width_fit = view_->viewport()->width() / rect.width();
+        const double scale = std::clamp(width_fit, kMinReadableScale, kNaturalScale);
+        view_->setTransform(QTransform::fromScale(scale, scale));
+        const double half_height = view_->viewport()->height() / (2 * scale);
         view_->centerOn(rect.center().x(), rect.top() + half_height);
     }
 }
