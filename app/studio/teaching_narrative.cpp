@@ -103,7 +103,8 @@ std::string explainMoment(const Trace& trace, double t_s) {
     }
     if (rows > kRowsDescribed) out << "(" << rows - kRowsDescribed << " more GPUs.)\n";
     if (!idle.empty() && static_cast<int>(idle.size()) < rows)
-        out << idle.size() << " of " << rows << " GPUs wait for data from a neighbour stage: this gap is the bubble.\n";
+        out << idle.size() << " of " << rows << " GPUs " << (idle.size() == 1 ? "waits" : "wait")
+            << " for data from a neighbour stage: this gap is the bubble.\n";
     if (hidden > 0) out << "An all-reduce runs while " << hidden << " GPU(s) still compute: its time is hidden.\n";
     if (exposed > 0) out << "An all-reduce runs with nothing to overlap on " << exposed << " GPU(s): its time is exposed.\n";
     return out.str();
