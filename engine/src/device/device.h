@@ -36,6 +36,9 @@ struct AllocatorBytes {
 std::optional<AllocatorBytes> allocatorBytes(const torch::Device& device);
 void resetAllocatorPeak(const torch::Device& device);
 
+// The device's own memory (CUDA: total global memory); std::nullopt on CPU.
+std::optional<int64_t> deviceMemoryBytes(const torch::Device& device);
+
 // A short description for logs and probe output: "cpu", "cuda:0 (NVIDIA H100, 80 GiB)".
 std::string describeDevice(const torch::Device& device);
 

@@ -65,6 +65,11 @@ void resetAllocatorPeak(const torch::Device& device) {
     if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(indexOf(device));
 }
 
+std::optional<int64_t> deviceMemoryBytes(const torch::Device& device) {
+    if (!device.is_cuda()) return std::nullopt;
+    return static_cast<int64_t>(at::cuda::getDeviceProperties(indexOf(device))->totalGlobalMem);
+}
+
 std::string describeDevice(const torch::Device& device) {
     if (!device.is_cuda()) return device.str();
     const cudaDeviceProp* p = at::cuda::getDeviceProperties(indexOf(device));

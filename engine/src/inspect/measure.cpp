@@ -120,7 +120,7 @@ int probeCommand(const ProbeOptions& o) {
     cluster.source = "hippie-engine probe: measured fp32 matmul FLOP/s and TCP loopback on this host";
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
     Node node;
-    const bool cuda = torch::cuda::is_available();
+    const bool cuda = builtWithCuda() && torch::cuda::is_available();
     const torch::Device device = cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
     const double flops = matmulFlops(device, o.seconds);
     node.devices = cuda ? static_cast<int>(torch::cuda::device_count()) : 1;
@@ -128,7 +128,7 @@ int probeCommand(const ProbeOptions& o) {
     node.device.peak_flops_fp32 = flops;
     node.device.peak_flops_fp16 = flops;
     node.device.efficiency = 1.0;  // the measurement is what real kernels reach
-    node.device.memory_bytes = static_cast<int64_t>(pages) * page;
+    node.device.memory_bytes = deviceMemoryBytes(device).value_or(static_cast<int64_t>(pages) * page);
     double bw = 0, lat = 0;
     if (o.loopback_bandwidth) std::tie(bw, lat) = loopback();
     node.intra = Link{bw, lat};

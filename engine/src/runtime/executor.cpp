@@ -12,6 +12,7 @@ using torch::Tensor;
 namespace {
 
 constexpr int kMaxMicroBatches = 1 << 20;
+constexpr int kConnectTag = 1 << 30;  // above every tagOf() of a real plan
 
 int tagOf(bool grad, int segment, int mb) { return (segment * kMaxMicroBatches + mb) * 2 + (grad ? 1 : 0); }
 
@@ -101,6 +102,7 @@ Executor::Executor(const Plan& plan, const Graph& graph, const Program& program,
         if (members.size() > 1 && std::find(members.begin(), members.end(), rank_) != members.end())
             comm_.addGroup(static_cast<int>(g), members);
     }
+    connectLinks();
     agreeShapes();
     buildBuckets(graph);
     buildOptimizer(lr);
@@ -125,6 +127,25 @@ void Executor::buildStages(const Graph& graph) {
         stages_[seg] = std::make_unique<Stage>(seg, range.first_layer, std::move(layers), recompute, seg > 0, seg == last_segment);
         max_stashed_[seg] = 0;
     }
+}
+
+void Executor::connectLinks() {
+    // Every directed link of the Program moves one element before the first step, link by link
+    // in one global order: NCCL creates a pair's communicator on its first transfer and blocks
+    // there until the peer joins, which must not happen in the middle of a schedule. The order
+    // cannot deadlock (a rank waits only on a link whose peer is at that link or an earlier one).
+    std::set<std::pair<int, int>> links;
+    for (size_t i = 0; i < program_.streams.size(); ++i)
+        for (const Instr& in : program_.streams[i])
+            if (in.kind == InstrKind::SendActivation || in.kind == InstrKind::SendGrad) links.insert({program_.devices[i], in.peer});
+    for (const auto& [from, to] : links) {
+        if (from == rank_) comm_.send(torch::ones({1}, torch::TensorOptions().device(device_)), to, kConnectTag).wait();
+        if (to == rank_) {
+            Tensor t = torch::zeros({1}, torch::TensorOptions().device(device_));
+            comm_.recv(t, from, kConnectTag).wait();
+        }
+    }
+    synchronizeDevice(device_);
 }
 
 void Executor::agreeShapes() {

@@ -63,6 +63,7 @@ private:
 
     void buildStages(const Graph& graph);
     void agreeShapes();
+    void connectLinks();
     void buildBuckets(const Graph& graph);
     void buildOptimizer(double lr);
 
