@@ -518,7 +518,7 @@ private slots:
         for (const auto& e : r.events)
             if (e.event.value("event", "") == "log" && e.event.value("stream", "") == "stderr" && e.event.value("rank", -1) == 0)
                 stderr0 += QString::fromStdString(e.event.value("text", ""));
-        qInfo("rank 0's stderr after rank 1 died: %s", qPrintable(stderr0.left(300)));
+        qInfo("job message: %s; rank 0's stderr: %s", qPrintable(message), qPrintable(stderr0.left(300)));
         // The same events are there for a client that attaches afterwards.
         hj::AgentClient late(agent.address());
         Recorder lr(late);
@@ -535,11 +535,12 @@ private slots:
         hj::AgentClient client(agent.address());
         Recorder r(client);
         QVERIFY2(connectClient(client, r), qPrintable(dumpMessages(r)));
-        hj::JobSpec s = jobFor(QStringLiteral("resume-1"), tinyPlanJson(engine), 40);
+        hj::JobSpec s = jobFor(QStringLiteral("resume-1"), tinyPlanJson(engine), 150);
         s.trace_every_step = true;
         client.submit(s);
         QVERIFY(waitUntil([&] { return r.count(QStringLiteral("resume-1"), "step") >= 4 || r.finished(QStringLiteral("resume-1")); }, 60000));
-        for (int round = 0; round < 3 && !r.finished(QStringLiteral("resume-1")); ++round) {
+        int rounds = 0;
+        for (int round = 0; round < 3 && !r.finished(QStringLiteral("resume-1")); ++round, ++rounds) {
             const qint64 before = client.lastSeq(QStringLiteral("resume-1"));
             client.disconnectFromAgent();
             QTest::qWait(300);  // events go on while nobody listens
@@ -549,6 +550,8 @@ private slots:
         }
         QVERIFY2(waitUntil([&] { return r.finished(QStringLiteral("resume-1")); }, 120000), qPrintable(dumpMessages(r)));
         QCOMPARE(r.states[QStringLiteral("resume-1")], hj::JobState::Succeeded);
+        QVERIFY2(rounds >= 2, "the job ended before the client could reconnect twice; give it more steps");
+        QCOMPARE(r.ready_count, 1);  // the last reconnect's welcome
 
         // A fresh client's full replay is the reference.
         hj::AgentClient replay(agent.address());
@@ -562,7 +565,7 @@ private slots:
             QCOMPARE(r.events[i].seq, rr.events[i].seq);
             QVERIFY(r.events[i].event == rr.events[i].event);
         }
-        QCOMPARE(r.count(QStringLiteral("resume-1"), "step"), 2 * 40);
+        QCOMPARE(r.count(QStringLiteral("resume-1"), "step"), 2 * 150);
     }
 
     void oneJobAcrossTwoAgents() {
