@@ -88,12 +88,12 @@ MainWindow::MainWindow(bool use_settings, QWidget* parent)
     tabs_->addTab(schedule_page_, tr("Schedule"));
     tabs_->addTab(graph_view_, tr("Operator graph"));
     tabs_->addTab(teaching_, tr("Teaching"));
-#ifdef HIPPIE_WITH_DISPATCH
-    dispatch_ = new DispatchUi(this, tabs_, session_, use_settings_);  // the Workers dock, Run and Run history tabs
-#endif
     setCentralWidget(tabs_);
     schedule_page_->clear();
     buildMenus();
+#ifdef HIPPIE_WITH_DISPATCH
+    dispatch_ = new DispatchUi(this, tabs_, session_, use_settings_);  // the Workers dock, Run and Run history tabs, Run menu
+#endif
 
     connect(session_, &StudioSession::graphChanged, this, [this] {
         graph_view_->setGraph(session_->graph());

@@ -48,8 +48,8 @@ std::string readToken(const std::string& path) {
     return token.toStdString();
 }
 
-// "local", "HOST:PORT" or "[V6]:PORT".
-dispatch::WorkerTarget parseWorker(const std::string& text, const std::string& token, const std::string& fingerprint) {
+// "local", "HOST:PORT" or "[V6]:PORT"; an agent's token is read once every --worker is checked.
+dispatch::WorkerTarget parseWorker(const std::string& text, const std::string& fingerprint) {
     dispatch::WorkerTarget w;
     if (text == "local") {
         w.local = true;
@@ -63,10 +63,8 @@ dispatch::WorkerTarget parseWorker(const std::string& text, const std::string& t
     bool ok = false;
     const int port = QString::fromStdString(text.substr(colon + 1)).toInt(&ok);
     if (!ok || port < 1 || port > 65535) throw Error("--worker '" + text + "': the port must be 1..65535");
-    if (token.empty()) throw Error("--worker " + text + " is an agent: give its token with --token-file");
     w.address.host = QString::fromStdString(host);
     w.address.port = static_cast<quint16>(port);
-    w.address.token = QString::fromStdString(token);
     w.address.fingerprint_sha256 = QString::fromStdString(fingerprint);
     return w;
 }
@@ -91,10 +89,12 @@ int runDispatch(const DispatchOptions& o) {
     req.work_root = QString::fromStdString(o.work_dir);
     req.db_path = QString::fromStdString(o.db);
     req.note = QStringLiteral("hippie-plan dispatch");
-    bool any_remote = false;
-    for (const std::string& w : o.workers) any_remote = any_remote || w != "local";
-    const std::string token = any_remote ? readToken(o.token_file) : std::string();
-    for (const std::string& w : o.workers) req.workers.push_back(parseWorker(w, token, o.fingerprint));
+    for (const std::string& w : o.workers) req.workers.push_back(parseWorker(w, o.fingerprint));
+    for (dispatch::WorkerTarget& w : req.workers) {
+        if (w.local) continue;
+        if (o.token_file.empty()) throw Error("--worker " + w.address.display().toStdString() + " is an agent: give its token with --token-file");
+        w.address.token = QString::fromStdString(readToken(o.token_file));
+    }
 
     int argc = 1;
     char name[] = "hippie-plan";

@@ -29,7 +29,7 @@ namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kBarWidth = 0.38;
-constexpr double kBarOffset = 0.2;
+constexpr double kBarOffset = 0.1;
 constexpr int kChartHeight = 170;
 constexpr double kRangeMargin = 1.02;
 
@@ -284,7 +284,10 @@ void RunView::setPredicted(const std::optional<Trace>& trace, const std::optiona
 void RunView::setMeasured(const std::optional<Trace>& trace) {
     measured_ = trace;
     if (trace) {
-        measured_view_->setTrace(*trace, nullptr);
+        // The prediction's cluster labels the rows alike when the measured devices are in it.
+        const bool fits = cluster_ && !trace->devices.empty() &&
+                          *std::max_element(trace->devices.begin(), trace->devices.end()) < cluster_->deviceCount();
+        measured_view_->setTrace(*trace, fits ? &*cluster_ : nullptr);
         measured_title_->setText(tr("<b>Measured</b> (the last step of %1 ranks): %2 ms")
                                      .arg(trace->devices.size())
                                      .arg(trace->metrics.iteration_time_s * 1e3, 0, 'f', 2));
@@ -368,14 +371,16 @@ void RunView::updateCharts() {
             b->addData(predicted_->devices[i] - kBarOffset, static_cast<double>(predicted_->metrics.peak_memory_bytes[i]) / kMiB);
     }
     if (measured_) {
-        QCPBars* b = bars(tr("measured (tracked)"), widgets::seriesColor(1));
+        QCPBars* b = bars(tr("measured (tracked tensors)"), widgets::seriesColor(1));
         for (size_t i = 0; i < measured_->devices.size() && i < measured_->metrics.peak_memory_bytes.size(); ++i)
-            b->addData(measured_->devices[i], static_cast<double>(measured_->metrics.peak_memory_bytes[i]) / kMiB);
+            b->addData(measured_->devices[i] + kBarOffset, static_cast<double>(measured_->metrics.peak_memory_bytes[i]) / kMiB);
     }
-    if (!peak_rss_.empty()) {
-        QCPBars* b = bars(tr("process RSS"), widgets::seriesColor(2));
-        for (const auto& [rank, bytes] : peak_rss_) b->addData(rank + kBarOffset, bytes / kMiB);
-    }
+    // The engine processes' RSS (LibTorch itself included) is not what the cost model predicts:
+    // it goes in the title, not beside the predicted bars.
+    double rss = 0;
+    for (const auto& [rank, bytes] : peak_rss_) rss = std::max(rss, bytes);
+    if (auto* title = qobject_cast<QCPTextElement*>(memory_plot_->plotLayout()->element(0, 0)))
+        title->setText(rss > 0 ? tr("Peak memory per rank (process RSS up to %1 MiB)").arg(rss / kMiB, 0, 'f', 0) : tr("Peak memory per rank"));
     QSharedPointer<QCPAxisTickerFixed> integer(new QCPAxisTickerFixed);
     integer->setTickStep(1);
     memory_plot_->xAxis->setTicker(integer);

@@ -159,6 +159,12 @@ WorkersPanel::~WorkersPanel() {
 
 QString WorkersPanel::engine() const { return jobs::findEngine(engine_); }
 
+void WorkersPanel::setEngine(const QString& engine) {
+    engine_ = engine;
+    workers_[0].devices = nullptr;  // probed with another engine
+    setState(0, this->engine().isEmpty() ? tr("hippie-engine is not built/installed") : tr("ready"));
+}
+
 QString WorkersPanel::label(int i) const {
     const Worker& w = workers_[static_cast<size_t>(i)];
     return w.local ? tr("This machine") : w.address.display() + (w.address.fingerprint_sha256.isEmpty() ? QString() : tr(" (TLS)"));

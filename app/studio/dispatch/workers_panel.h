@@ -39,7 +39,7 @@ public:
     int addAgent(const jobs::AgentAddress& address, bool remember);  // connects and probes at once
     void removeWorker(int i);                                        // not the local machine
     void probe(int i);
-    void setEngine(const QString& engine) { engine_ = engine; }      // for the local machine; empty: findEngine()
+    void setEngine(const QString& engine);                           // for the local machine; empty: findEngine()
     QString engine() const;
 
     // The probed workers `rows` as one Cluster: each worker's nodes in order; between workers the
