@@ -76,6 +76,12 @@ run_one "$WORK/sref.json" "" "$WORK/b4"; code=$?
 [ $code -eq 2 ] && grep -q 'needs --data FILE or --input-shape' "$WORK/b4" && pass "TorchScript without an input shape: exit 2" \
     || fail "TorchScript without input shape: exit $code $(cat "$WORK/b4")"
 
+echo "not torchscript" > "$WORK/bad.pt"
+sed "s|\"file\": *\"[^\"]*\"|\"file\": \"$WORK/bad.pt\"|" "$WORK/sref.json" > "$WORK/badpt.json"
+run_one "$WORK/badpt.json" "--input-shape 32" "$WORK/b5"; code=$?
+[ $code -eq 2 ] && grep -q 'bad.pt.*is not a TorchScript module' "$WORK/b5" && pass "a plan naming a bad TorchScript file: exit 2" \
+    || fail "bad TorchScript in a plan: exit $code $(cat "$WORK/b5")"
+
 # ---- devices: this build's answer to --device cuda ------------------------------------------
 run_one "$WORK/ref.json" "--device cuda" "$WORK/c1"; code=$?
 if grep -q '"device":"cuda' "$WORK/c1"; then pass "--device cuda runs here (a CUDA build with a GPU)"
