@@ -393,7 +393,9 @@ void RunView::updateCharts() {
         p->xAxis->setRange(x.lower - 0.5, x.upper + 0.5);
         const QCPRange y = p->yAxis->range();
         const double pad = std::max(1e-9, (y.upper - y.lower) * 0.1);
-        p->yAxis->setRange(p == memory_plot_ ? 0 : y.lower - pad, y.upper + pad);
+        // The memory chart keeps room above its bars for the legend.
+        if (p == memory_plot_) p->yAxis->setRange(0, y.upper * 1.8 + pad);
+        else p->yAxis->setRange(y.lower - pad, y.upper + pad);
         p->replot(QCustomPlot::rpQueuedReplot);
     }
 }
