@@ -56,15 +56,20 @@ QString TorchScriptImport::enginePath() {
     return engine.isFile() && engine.isExecutable() ? engine.absoluteFilePath() : QString();
 }
 
-void TorchScriptImport::start(const QString& file, QWidget* dialog_parent) {
+bool TorchScriptImport::canStart(const QString& file) {
     if (const QString missing = missingEngineMessage(file); !missing.isEmpty()) {
         emit failed(missing);
-        return;
+        return false;
     }
     if (process_) {
         emit failed(tr("An import is already running."));
-        return;
+        return false;
     }
+    return true;
+}
+
+void TorchScriptImport::start(const QString& file, QWidget* dialog_parent) {
+    if (!canStart(file)) return;
     bool ok = false;
     const QString shape = QInputDialog::getText(dialog_parent, tr("Example input"),
                                                 tr("Input shape of %1 (comma-separated, e.g. 8,32):").arg(QFileInfo(file).fileName()),
@@ -73,14 +78,7 @@ void TorchScriptImport::start(const QString& file, QWidget* dialog_parent) {
 }
 
 void TorchScriptImport::startWithShape(const QString& file, const QString& input_shape) {
-    if (const QString missing = missingEngineMessage(file); !missing.isEmpty()) {
-        emit failed(missing);
-        return;
-    }
-    if (process_) {
-        emit failed(tr("An import is already running."));
-        return;
-    }
+    if (!canStart(file)) return;
     const QString engine = enginePath();
     const QString shape = input_shape.trimmed();
     delete dir_;

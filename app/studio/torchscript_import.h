@@ -30,6 +30,7 @@ signals:
     void failed(const QString& message);
 
 private:
+    bool canStart(const QString& file);  // false (and failed() emitted) when no engine or busy
     QProcess* process_ = nullptr;
     QTemporaryDir* dir_ = nullptr;
 };

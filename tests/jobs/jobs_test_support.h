@@ -84,16 +84,28 @@ public:
     QString stderrText() { return QString::fromUtf8(process_.readAllStandardError()); }
 
     // Starts it; extra arguments are appended. engine: passed as --engine when non-empty; with
-    // no engine, PATH is emptied so that none is found.
+    // no engine, a copy of the agent runs from a folder of its own and PATH is emptied, so that
+    // no engine is found beside it nor on PATH (the build's bin/ may hold one).
     bool start(const QString& engine, const QStringList& extra = {}) {
         writeFile(dir_.filePath(QStringLiteral("token")), token_.toUtf8() + "\n");
         QStringList args = {QStringLiteral("--listen"), QStringLiteral("127.0.0.1:0"), QStringLiteral("--token-file"),
                             dir_.filePath(QStringLiteral("token")), QStringLiteral("--work-dir"), workDir()};
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-        if (!engine.isEmpty()) args << QStringLiteral("--engine") << engine;
-        else env.insert(QStringLiteral("PATH"), dir_.filePath(QStringLiteral("no-such-dir")));
+        QString program = agentPath();
+        if (!engine.isEmpty()) {
+            args << QStringLiteral("--engine") << engine;
+        } else {
+            env.insert(QStringLiteral("PATH"), dir_.filePath(QStringLiteral("no-such-dir")));
+            QDir(dir_.path()).mkpath(QStringLiteral("alone"));
+            const QString copy = dir_.filePath(QStringLiteral("alone/hippie-agent"));
+            if (!QFileInfo::exists(copy) && !QFile::copy(program, copy)) {
+                qWarning("cannot copy %s to %s", qPrintable(program), qPrintable(copy));
+                return false;
+            }
+            program = copy;
+        }
         process_.setProcessEnvironment(env);
-        process_.start(agentPath(), args + extra);
+        process_.start(program, args + extra);
         if (!process_.waitForStarted(10000)) return false;
         QDeadlineTimer deadline(20000);
         while (!process_.canReadLine()) {

@@ -93,16 +93,16 @@ if [[ -x "$build/bin/hippie-agent" ]]; then
   grep -qw libqt6network6 <<<"$adepends" || fail "agent Depends lacks libqt6network6"
   aroot="$tmp/agentroot"
   dpkg-deb -x "$adeb" "$aroot"
-  for f in usr/bin/hippie-agent usr/share/man/man1/hippie-agent.1 lib/systemd/system/hippie-agent.service \
+  for f in usr/bin/hippie-agent usr/share/man/man1/hippie-agent.1 usr/lib/systemd/system/hippie-agent.service \
            etc/default/hippie-agent; do
     [[ -s "$aroot/$f" ]] || fail "missing from the agent package: /$f"
   done
   dpkg-deb --ctrl-tarfile "$adeb" | tar -xO ./conffiles | grep -qx /etc/default/hippie-agent \
     || fail "/etc/default/hippie-agent is not a conffile"
-  grep -q '^ExecStart=/usr/bin/hippie-agent ' "$aroot/lib/systemd/system/hippie-agent.service" || fail "unit ExecStart"
+  grep -q '^ExecStart=/usr/bin/hippie-agent ' "$aroot/usr/lib/systemd/system/hippie-agent.service" || fail "unit ExecStart"
   if command -v systemd-analyze >/dev/null && [[ -d /run/systemd/system ]]; then
     # Verify the unit as installed (ExecStart's binary must exist: point it at the scratch root).
-    sed "s|/usr/bin/hippie-agent|$aroot/usr/bin/hippie-agent|" "$aroot/lib/systemd/system/hippie-agent.service" \
+    sed "s|/usr/bin/hippie-agent|$aroot/usr/bin/hippie-agent|" "$aroot/usr/lib/systemd/system/hippie-agent.service" \
       >"$tmp/hippie-agent.service"
     systemd-analyze verify "$tmp/hippie-agent.service" >"$tmp/analyze.log" 2>&1 || { cat "$tmp/analyze.log" >&2; fail "systemd-analyze verify"; }
   fi
