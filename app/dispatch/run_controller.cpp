@@ -312,7 +312,7 @@ void RunController::connectWorkers() {
         connect(w.client, &jobs::AgentClient::ready, this, [this, index](const json&) { onWorkerReady(index); });
         connect(w.client, &jobs::AgentClient::refused, this, [this, index](const QString& m) {
             emit workerStateChanged(index, tr("refused: %1").arg(m));
-            workerEnded(index, JobState::Failed, tr("%1 refused the connection: %2").arg(workers_[static_cast<size_t>(index)].target.label(), m));
+            workerEnded(index, JobState::Failed, m);  // the client's message names the agent already
         });
         connect(w.client, &jobs::AgentClient::failed, this, [this, index](const QString& m) {
             Worker& wk = workers_[static_cast<size_t>(index)];
