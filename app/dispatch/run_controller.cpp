@@ -12,6 +12,7 @@
 
 #include <cmath>
 
+#include "app/dispatch/lost_runs.h"
 #include "app/jobs/job_runner.h"
 #include "app/jobs/launcher.h"
 #include "app/store/event_writer.h"
@@ -244,10 +245,11 @@ void RunController::predict() {
 void RunController::storeRun() {
     json workers = json::array();
     for (const Worker& w : workers_)
-        workers.push_back({{"host", w.target.local ? "local" : w.target.address.host.toStdString()},
-                           {"port", w.target.local ? 0 : w.target.address.port},
-                           {"first_rank", w.share.first_rank},
-                           {"rank_count", w.share.rank_count}});
+        workers.push_back(w.target.local ? localWorkerEntry(w.share.first_rank, w.share.rank_count)
+                                         : json{{"host", w.target.address.host.toStdString()},
+                                                {"port", w.target.address.port},
+                                                {"first_rank", w.share.first_rank},
+                                                {"rank_count", w.share.rank_count}});
     const json plan = planToJson(request_.plan);
     const json model = graph_ ? graphToJson(*graph_) : plan.value("model", json::object());
     const json cluster = cluster_ ? clusterToJson(*cluster_) : json{{"name", request_.plan.cluster}};

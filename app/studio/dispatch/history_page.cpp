@@ -1,5 +1,7 @@
 #include "app/studio/dispatch/history_page.h"
 
+#include "app/dispatch/lost_runs.h"
+
 #include <QComboBox>
 #include <QDateTime>
 #include <QDialog>
@@ -18,6 +20,7 @@
 #include <map>
 #include <set>
 
+#include "app/dispatch/lost_runs.h"
 #include "app/studio/message_label.h"
 #include "planners/cluster/cluster_json.h"
 #include "planners/common/error.h"
@@ -122,11 +125,15 @@ void HistoryPage::refresh() {
     const QString state = state_->currentData().toString();
     if (!state.isEmpty()) f.state = jobs::jobStateFromString(state.toStdString());
     const QString db = db_path_;
+    // The first listing of a store also settles the runs a dead studio left open (lost_runs.h).
+    const bool settle_open_runs = !settled_.contains(db);
+    settled_.insert(db);
     inBackground(
-        [db, f]() -> Listing {
+        [db, f, settle_open_runs]() -> Listing {
             Listing l;
             try {
-                const store::RunStore s(db);
+                store::RunStore s(db);
+                if (settle_open_runs) dispatch::markUnreachableRunsLost(s);
                 l.runs = s.listRuns(f);
             } catch (const std::exception& e) {
                 l.error = QString::fromUtf8(e.what());

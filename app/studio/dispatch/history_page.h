@@ -4,6 +4,7 @@
 // Compare puts two runs' metrics side by side; Fit cost model calibrates the run's cluster to
 // its measured trace (planners/cost/calibration.h) and offers to save and use it. The store is
 // read on worker threads; the page never waits on the disk.
+#include <QSet>
 #include <QWidget>
 
 #include <optional>
@@ -55,6 +56,7 @@ private:
     void inBackground(Work work, Done done);
 
     QString db_path_;
+    QSet<QString> settled_;  // stores whose orphaned open runs were already marked lost
     QLineEdit* filter_;
     QComboBox* state_;
     QTableWidget* table_;
