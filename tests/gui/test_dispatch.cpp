@@ -14,6 +14,9 @@
 
 #include <QProcess>
 #include <QSignalSpy>
+#include <cmath>
+#include <QApplication>
+#include <QTimer>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <qcustomplot.h>
@@ -228,6 +231,26 @@ private slots:
         QCOMPARE(view->predictedView()->gantt()->keyAxis()->range().upper, view->measuredView()->gantt()->keyAxis()->range().upper);
 
         saveScreenshot(*w, MainWindow::Page::Runs, "dispatch-run.png");
+
+        // Fit cost model: the run's cluster is calibrated to its measured trace and the errors before
+        // and after are reported. The result dialog is closed as a user would.
+        QSignalSpy calibrated(h, &HistoryPage::calibrated);
+        QString calibrated_name;
+        QObject::connect(h, &HistoryPage::calibrated, h,
+                         [&](const hippie::Cluster& c, double, double) { calibrated_name = QString::fromStdString(c.name); });
+        QTimer closer;
+        QObject::connect(&closer, &QTimer::timeout, [] {
+            if (QWidget* modal = QApplication::activeModalWidget()) modal->close();
+        });
+        closer.start(50);
+        h->selectRuns({run->runId()});
+        h->fitSelected();
+        QVERIFY(calibrated.wait(30000));
+        closer.stop();
+        const double before = calibrated.first().at(1).toDouble();
+        const double after = calibrated.first().at(2).toDouble();
+        QVERIFY2(std::isfinite(before) && std::isfinite(after), qPrintable(QStringLiteral("%1 %2").arg(before).arg(after)));
+        QVERIFY2(calibrated_name.contains(QLatin1String("calibrated")), qPrintable(calibrated_name));
     }
 
     void wrongTokenIsRefused() {
