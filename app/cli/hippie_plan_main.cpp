@@ -10,6 +10,7 @@
 
 #include "app/cli/commands.h"
 #ifdef HIPPIE_WITH_DISPATCH
+#include "app/cli/dispatch/cmd_calibrate.h"
 #include "app/cli/dispatch/cmd_dispatch.h"
 #include "app/cli/dispatch/cmd_runs.h"
 #endif
@@ -47,6 +48,7 @@ int run(int argc, char** argv) {
 #ifdef HIPPIE_WITH_DISPATCH
     commands.push_back(addDispatchCommand(app));
     commands.push_back(addRunsCommand(app));
+    commands.push_back(addCalibrateCommand(app));
 #endif
     try {
         app.parse(argc, argv);

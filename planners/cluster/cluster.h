@@ -15,6 +15,9 @@ struct DeviceSpec {
     double peak_flops_fp16 = 0;  // FLOP/s with tensor cores (fp16 and bf16)
     double efficiency = 1.0;     // achievable fraction of peak on real kernels, (0, 1]
     int64_t memory_bytes = 0;
+    // Ops with profiled times (a graph from 'hippie-engine profile') take their profiled time
+    // times this on this device: 1 where the profile was measured; calibration fits it.
+    double profiled_time_scale = 1.0;
 
     double peakFlops(Precision p) const;
     double achievableFlops(Precision p) const { return peakFlops(p) * efficiency; }

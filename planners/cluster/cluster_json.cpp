@@ -27,11 +27,13 @@ json linkToJson(const Link& l) {
 }
 
 json deviceToJson(const DeviceSpec& d) {
-    return {{"type", d.type},
-            {"peak_flops_fp32", d.peak_flops_fp32},
-            {"peak_flops_fp16", d.peak_flops_fp16},
-            {"efficiency", d.efficiency},
-            {"memory_bytes", d.memory_bytes}};
+    json j = {{"type", d.type},
+              {"peak_flops_fp32", d.peak_flops_fp32},
+              {"peak_flops_fp16", d.peak_flops_fp16},
+              {"efficiency", d.efficiency},
+              {"memory_bytes", d.memory_bytes}};
+    if (d.profiled_time_scale != 1.0) j["profiled_time_scale"] = d.profiled_time_scale;  // optional: 1 when absent
+    return j;
 }
 
 json nodeToJson(const Node& n, int count) {
@@ -61,6 +63,7 @@ DeviceSpec readDevice(const json& parent, const std::string& where) {
     if (d.efficiency > 1)
         failField(w, "efficiency", "must be in (0, 1]: the achievable fraction of peak (got " + json(d.efficiency).dump() + ")");
     d.memory_bytes = requireInt64(j, "memory_bytes", w, Bound::Positive);
+    d.profiled_time_scale = optionalNumber(j, "profiled_time_scale", w, Bound::Positive).value_or(1.0);
     return d;
 }
 

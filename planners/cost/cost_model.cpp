@@ -48,14 +48,14 @@ double CostModel::computeSeconds(double flops, int device) const {
 double CostModel::fwdTime(int op, double samples, int device) const {
     const Op& o = graph_.ops[static_cast<size_t>(op)];
     const double scale = samples / graph_.batch_size;
-    if (o.fwd_time_s) return *o.fwd_time_s * scale;
+    if (o.fwd_time_s) return *o.fwd_time_s * scale * cluster_.device(device).profiled_time_scale;
     return computeSeconds(o.fwd_flops * scale, device);
 }
 
 double CostModel::bwdTime(int op, double samples, int device) const {
     const Op& o = graph_.ops[static_cast<size_t>(op)];
     const double scale = samples / graph_.batch_size;
-    if (o.bwd_time_s) return *o.bwd_time_s * scale;
+    if (o.bwd_time_s) return *o.bwd_time_s * scale * cluster_.device(device).profiled_time_scale;
     return computeSeconds(o.bwd_flops * scale, device);
 }
 

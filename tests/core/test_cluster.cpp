@@ -185,6 +185,20 @@ private slots:
         QCOMPARE(hippie::loadCluster(path), c);
     }
 
+    // The profiled-time scale is written only when it is not 1, and read back.
+    void profiledTimeScaleIsOptional() {
+        Cluster c = mixedCluster();
+        QVERIFY(!hippie::clusterToJson(c)["nodes"][0]["device"].contains("profiled_time_scale"));
+        c.nodes[1].device.profiled_time_scale = 1.75;
+        const json j = hippie::clusterToJson(c);
+        QCOMPARE(j["nodes"][1]["device"]["profiled_time_scale"].get<double>(), 1.75);
+        QCOMPARE(hippie::clusterFromJson(j), c);
+        json bad = j;
+        bad["nodes"][1]["device"]["profiled_time_scale"] = -1;
+        const std::string msg = errorOf([&] { hippie::clusterFromJson(bad); });
+        QVERIFY2(contains(msg, "profiled_time_scale"), msg.c_str());
+    }
+
     void countRepeatsNodes() {
         json j = hippie::clusterToJson(mixedCluster());
         j["nodes"][1]["count"] = 3;

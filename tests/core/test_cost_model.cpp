@@ -29,6 +29,16 @@ private slots:
         QCOMPARE(CostModel(g, c).bwdTime(0, 1, 0), 2.0);
     }
 
+    // A device's profiled-time scale (fitted by calibration) multiplies profiled times only.
+    void profiledTimeScaleScalesProfiledOpsOnly() {
+        Graph g = chainGraph(1);
+        g.ops[0].fwd_time_s = 0.125;
+        Cluster c = exactCluster(1, 1);
+        c.nodes[0].device.profiled_time_scale = 3;
+        QCOMPARE(CostModel(g, c).fwdTime(0, 2, 0), 0.75);  // 0.125 x 2 samples x 3
+        QCOMPARE(CostModel(g, c).bwdTime(0, 1, 0), 2.0);   // from FLOPs: unchanged
+    }
+
     void efficiencyAndPrecisionPickTheRate() {
         Graph g = chainGraph(1);
         Cluster c = exactCluster(1, 1);

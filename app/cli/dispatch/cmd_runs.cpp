@@ -1,7 +1,6 @@
 // hippie-plan runs [--db FILE] [--json] [--state S] [--id N]
 #include "app/cli/dispatch/cmd_runs.h"
 
-#include <QCoreApplication>
 #include <QDateTime>
 #include <QFileInfo>
 
@@ -15,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/cli/dispatch/core_app.h"
 #include "app/cli/format.h"
 #include "app/cli/table.h"
 #include "app/store/run_store.h"
@@ -221,12 +221,7 @@ void printDetails(const RunDetails& d) {
 }
 
 int runRuns(const RunsOptions& o) {
-    // Qt SQL loads its SQLite driver as a plugin, which needs an application object.
-    static int argc = 1;
-    static char name[] = "hippie-plan";
-    static char* argv[] = {name, nullptr};
-    std::unique_ptr<QCoreApplication> app;
-    if (!QCoreApplication::instance()) app = std::make_unique<QCoreApplication>(argc, argv);
+    const auto app = ensureCoreApplication();
 
     std::optional<RunState> state;
     if (!o.state.empty()) {

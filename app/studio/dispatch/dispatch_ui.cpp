@@ -11,7 +11,7 @@
 #include "app/studio/dispatch/dispatch_dialog.h"
 #include "app/studio/dispatch/history_page.h"
 #include "app/studio/dispatch/run_view.h"
-#include "app/studio/dispatch/stored_run.h"
+#include "app/dispatch/stored_run.h"
 #include "app/studio/dispatch/workers_panel.h"
 #include "app/studio/main_window.h"
 #include "app/studio/studio_session.h"

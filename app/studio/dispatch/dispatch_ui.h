@@ -18,7 +18,8 @@ class QTabWidget;
 
 namespace hippie::dispatch {
 class RunController;
-}
+struct StoredRun;
+}  // namespace hippie::dispatch
 
 namespace hippie::studio {
 
@@ -27,7 +28,7 @@ class MainWindow;
 class RunView;
 class StudioSession;
 class WorkersPanel;
-struct StoredRun;
+using dispatch::StoredRun;
 
 class DispatchUi : public QObject {
     Q_OBJECT

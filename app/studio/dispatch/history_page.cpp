@@ -32,6 +32,7 @@ namespace {
 
 using store::RunState;
 using store::RunSummary;
+using dispatch::loadStoredRun;
 
 QString timeText(qint64 ms) {
     return ms > 0 ? QDateTime::fromMSecsSinceEpoch(ms).toString(QStringLiteral("yyyy-MM-dd HH:mm:ss")) : QStringLiteral("–");
@@ -297,12 +298,8 @@ void HistoryPage::fitSelected() {
     message_->showInfo(tr("Fitting the cost model to run #%1…").arg(id));
     inBackground(
         [db, id]() -> Fit {
-            const StoredRun r = loadStoredRun(db, id);
-            if (!r.error.isEmpty()) return {r.error, std::nullopt};
-            if (!r.measured) return {QObject::tr("run #%1 has no measured trace (did it finish?)").arg(id), std::nullopt};
-            if (!r.plan || !r.graph || !r.cluster) return {QObject::tr("run #%1: %2").arg(id).arg(r.prediction_note), std::nullopt};
             try {
-                return {{}, calibrateCluster(*r.plan, *r.graph, *r.cluster, *r.measured)};
+                return {{}, dispatch::calibrateStoredRun(loadStoredRun(db, id), id)};
             } catch (const Error& e) {
                 return {QString::fromUtf8(e.what()), std::nullopt};
             }
@@ -310,22 +307,29 @@ void HistoryPage::fitSelected() {
         [this, id](const Fit& f) {
             if (!f.result) {
                 message_->showError(tr("Cannot fit the cost model: %1").arg(f.error));
+                emit fitNotKept(f.error);
                 return;
             }
             const CalibrationResult& r = *f.result;
             QStringList factors;
-            for (size_t k = 0; k < r.compute_factor.size(); ++k)
-                if (r.compute_factor[k]) factors << tr("node %1 compute × %2").arg(k).arg(*r.compute_factor[k], 0, 'f', 3);
-            if (r.intra_bandwidth_factor) factors << tr("intra-node bandwidth × %1").arg(*r.intra_bandwidth_factor, 0, 'f', 3);
-            if (r.inter_bandwidth_factor) factors << tr("inter-node bandwidth × %1").arg(*r.inter_bandwidth_factor, 0, 'f', 3);
-            const QString text = tr("Fitted to run #%1 (%2 compute and %3 communication events):\n%4\n\n"
-                                    "Step time error before: %5 %, after: %6 %.")
-                                     .arg(id)
-                                     .arg(r.compute_events)
-                                     .arg(r.communication_events)
-                                     .arg(factors.isEmpty() ? tr("nothing could be fitted") : factors.join(QStringLiteral("\n")))
-                                     .arg(r.errorBeforePercent(), 0, 'f', 1)
-                                     .arg(r.errorAfterPercent(), 0, 'f', 1);
+            for (const std::string& line : r.describeFactors()) factors << QString::fromStdString(line);
+            QString text = tr("Fitted to run #%1 (%2 compute and %3 communication events):\n%4\n\n"
+                              "Event time error: %5 % before, %6 % after.\n"
+                              "Step time error: %7 % before, %8 % after.")
+                               .arg(id)
+                               .arg(r.compute_events)
+                               .arg(r.communication_events)
+                               .arg(factors.isEmpty() ? tr("nothing could be fitted") : factors.join(QStringLiteral("\n")))
+                               .arg(r.event_error_before_percent, 0, 'f', 1)
+                               .arg(r.event_error_after_percent, 0, 'f', 1)
+                               .arg(r.errorBeforePercent(), 0, 'f', 1)
+                               .arg(r.errorAfterPercent(), 0, 'f', 1);
+            if (!r.accepted) {
+                text += QStringLiteral("\n\n") + tr("Not kept: %1.").arg(QString::fromStdString(r.refusal));
+                message_->showError(text.simplified());
+                emit fitNotKept(text);
+                return;
+            }
             message_->showInfo(text.simplified());
             emit calibrated(r.cluster, r.errorBeforePercent(), r.errorAfterPercent());
             QMessageBox box(this);

@@ -10,8 +10,8 @@
 #include <optional>
 #include <vector>
 
+#include "app/dispatch/stored_run.h"
 #include "app/store/run_store.h"
-#include "app/studio/dispatch/stored_run.h"
 #include "planners/cluster/cluster.h"
 
 class QComboBox;
@@ -22,6 +22,7 @@ class QTableWidget;
 namespace hippie::studio {
 
 class MessageLabel;
+using dispatch::StoredRun;
 
 class HistoryPage : public QWidget {
     Q_OBJECT
@@ -45,9 +46,10 @@ public:
 
 signals:
     void refreshed();
-    void openRun(const hippie::studio::StoredRun& run);
+    void openRun(const hippie::dispatch::StoredRun& run);
     void useCluster(const hippie::Cluster& cluster, const QString& name);
     void calibrated(const hippie::Cluster& cluster, double error_before_percent, double error_after_percent);
+    void fitNotKept(const QString& why);  // the run cannot be fitted, or the fit predicts its step worse
 
 private:
     std::vector<qint64> selectedRuns() const;

@@ -8,11 +8,12 @@
 
 #include "app/store/run_store.h"
 #include "planners/cluster/cluster.h"
+#include "planners/cost/calibration.h"
 #include "planners/model/graph.h"
 #include "planners/schedule/plan.h"
 #include "planners/sim/trace.h"
 
-namespace hippie::studio {
+namespace hippie::dispatch {
 
 struct StoredRun {
     QString error;                     // non-empty: the run could not be read
@@ -27,4 +28,9 @@ struct StoredRun {
 
 StoredRun loadStoredRun(const QString& db_path, qint64 run_id);
 
-}  // namespace hippie::studio
+// Fits the run's cluster to its measured trace (planners/cost/calibration.h), judged against the
+// run's measured mean step time (the one its prediction error is quoted against). Throws
+// hippie::Error naming what the run lacks (a read error, no measured trace, no graph or cluster).
+CalibrationResult calibrateStoredRun(const StoredRun& run, qint64 run_id);
+
+}  // namespace hippie::dispatch

@@ -1,4 +1,4 @@
-#include "app/studio/dispatch/stored_run.h"
+#include "app/dispatch/stored_run.h"
 
 #include <QObject>
 
@@ -11,7 +11,7 @@
 #include "planners/sim/simulator.h"
 #include "planners/sim/trace_json.h"
 
-namespace hippie::studio {
+namespace hippie::dispatch {
 
 StoredRun loadStoredRun(const QString& db_path, qint64 run_id) {
     StoredRun r;
@@ -43,4 +43,17 @@ StoredRun loadStoredRun(const QString& db_path, qint64 run_id) {
     return r;
 }
 
-}  // namespace hippie::studio
+CalibrationResult calibrateStoredRun(const StoredRun& r, qint64 run_id) {
+    const std::string where = "run " + std::to_string(run_id);
+    if (!r.error.isEmpty()) throw Error(where + ": " + r.error.toStdString());
+    if (!r.measured) {
+        const std::string why = r.details.measured_trace_error.isEmpty() ? "did it finish?" : r.details.measured_trace_error.toStdString();
+        throw Error(where + " has no measured trace (" + why + ")");
+    }
+    if (!r.plan || !r.graph || !r.cluster) throw Error(where + ": " + r.prediction_note.toStdString());
+    CalibrationOptions options;
+    options.measured_step_s = r.details.summary.measured_step_s;
+    return calibrateCluster(*r.plan, *r.graph, *r.cluster, *r.measured, options);
+}
+
+}  // namespace hippie::dispatch
