@@ -62,7 +62,9 @@ Observations observe(const Trace& measured) {
     std::map<std::tuple<int, int, int, int>, std::vector<size_t>> allreduces;
     for (size_t i = 0; i < keys.size(); ++i) {
         const TraceEvent& e = measured.events[i];
-        if (isCompute(e.kind)) {
+        if (e.kind == InstrKind::OptimizerStep) {
+            continue;  // memory- and launch-bound: says nothing of the FLOP/s the model's kernels get
+        } else if (isCompute(e.kind)) {
             out.list.push_back({keys[i], e.end_s - e.start_s, true});
         } else if (isSend(e.kind)) {
             const auto& [device, kind, stage, mb, peer, n] = keys[i];
@@ -135,6 +137,7 @@ void scaleTerm(Cluster& c, const Term& t, double x) {
 struct Param {
     std::vector<Term> terms;
     std::vector<double> column;
+    int pair = 0;  // the two terms of a node (FLOP/s, profiled) or of a link class share a pair
     double x = 1.0;
     bool fixed = false;
 };
@@ -159,13 +162,21 @@ bool collinear(const std::vector<double>& a, const std::vector<double>& b) {
 // Adds the parameters for a pair of terms: one each, one tied, or none, as the columns allow.
 void addPair(std::vector<Param>& params, Term a, std::vector<double> ca, Term b, std::vector<double> cb) {
     const bool za = isZero(ca), zb = isZero(cb);
+    const int pair = params.empty() ? 0 : params.back().pair + 1;
     if (!za && !zb && collinear(ca, cb)) {
         for (size_t i = 0; i < ca.size(); ++i) ca[i] += cb[i];
-        params.push_back({{a, b}, std::move(ca)});
+        params.push_back({{a, b}, std::move(ca), pair});
         return;
     }
-    if (!za) params.push_back({{a}, std::move(ca)});
-    if (!zb) params.push_back({{b}, std::move(cb)});
+    if (!za) params.push_back({{a}, std::move(ca), pair});
+    if (!zb) params.push_back({{b}, std::move(cb), pair});
+}
+
+// Merges the two parameters of a pair into one (both terms scale together).
+void tie(std::vector<Param>& params, size_t a, size_t b) {
+    for (size_t i = 0; i < params[a].column.size(); ++i) params[a].column[i] += params[b].column[i];
+    params[a].terms.insert(params[a].terms.end(), params[b].terms.begin(), params[b].terms.end());
+    params.erase(params.begin() + static_cast<std::ptrdiff_t>(b));
 }
 
 // Solves the symmetric system M x = v (small, dense) by Gaussian elimination with pivoting.
@@ -346,7 +357,24 @@ CalibrationResult calibrateCluster(const Plan& plan, const Graph& graph, const C
         for (const Param& p : params) explained += p.column[i];
         y[i] = obs[i].measured - (t0.at(obs[i].predicted) - explained);
     }
-    fit(params, y);
+    // A term driven to a bound means the events are all but silent on it next to its partner (e.g.
+    // transfers so small that bandwidth hardly shows): the pair is then fitted as one.
+    for (bool again = true; again;) {
+        for (Param& p : params) {
+            p.x = 1.0;
+            p.fixed = false;
+        }
+        fit(params, y);
+        again = false;
+        for (size_t a = 0; a < params.size() && !again; ++a) {
+            if (!params[a].fixed) continue;
+            for (size_t b = 0; b < params.size() && !again; ++b)
+                if (b != a && params[b].pair == params[a].pair) {
+                    tie(params, std::min(a, b), std::max(a, b));
+                    again = true;
+                }
+        }
+    }
 
     Cluster out = cluster;
     r.compute_factor.assign(cluster.nodes.size(), std::nullopt);

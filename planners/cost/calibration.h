@@ -17,11 +17,12 @@
 //
 // Terms the trace cannot tell apart are fitted as one: when a node's events all have the same
 // mix of profiled and FLOP time, or a link class's transfers all have the same size, the two
-// terms get one multiplier (the whole compute time, or the whole link time, scales). A term with
-// no events keeps its figure.
+// terms get one multiplier (the whole compute time, or the whole link time, scales); so do two
+// terms of which one is driven to a bound (transfers so small that their bandwidth hardly shows).
+// A term with no events keeps its figure.
 //
-// What is measured. Compute events (forward, backward, recompute, optimizer step) count their
-// span. A point-to-point transfer is the receive's end minus the later of the send's and the
+// What is measured. Compute events (forward, backward, recompute) count their span; optimizer
+// steps do not (they are bound by memory and kernel launches, not by FLOP/s). A point-to-point transfer is the receive's end minus the later of the send's and the
 // receive's start (the engine's send span lasts until its wait, long after the data left). An
 // all-reduce is the earliest end minus the latest start over the members of one instance.
 // Measured events are matched to predicted ones by instruction: device, kind, stage,

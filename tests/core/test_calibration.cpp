@@ -173,6 +173,25 @@ private slots:
         QVERIFY(std::abs(r.errorAfterPercent()) < 1e-4);
     }
 
+    // Transfers whose time does not grow with their size (bandwidth a million times the model's):
+    // the free fit would drive the bandwidth term to its bound, so latency and bandwidth are
+    // fitted as one, and the prediction still gets closer.
+    void termDrivenToABoundIsTiedToItsPartner() {
+        const Graph g = variedGraph();
+        const Cluster model = exactCluster(1, 4, int64_t(1) << 40, kBandwidth, kLatency, kInterBandwidth);
+        Plan plan = pipelinePlan(8, 4, 1, 4, ScheduleKind::OneFOneB, 1, 2);
+        plan.device_map = defaultDeviceMap(4, 1);
+        Factors f;
+        f.intra_bandwidth = 1e6;
+        f.intra_latency = 5;
+        const CalibrationResult r = calibrateCluster(plan, g, model, simulateOn(g, truth(model, f), plan));
+        QVERIFY(r.intra_latency_factor && r.intra_bandwidth_factor);
+        QVERIFY(std::abs(*r.intra_latency_factor * *r.intra_bandwidth_factor - 1) < kTol);  // one factor
+        QVERIFY(r.accepted);
+        QVERIFY(r.event_error_after_percent < r.event_error_before_percent);
+        QVERIFY(std::abs(r.errorAfterPercent()) < std::abs(r.errorBeforePercent()));
+    }
+
     // One node, data parallel only: the all-reduce runs on the intra-node link; no inter events.
     void singleNodeLeavesInterAlone() {
         Graph g = chainGraph(4, 0.01, 0.02, 8 * kMiB, kMiB, 4);

@@ -250,9 +250,13 @@ private slots:
         });
         QTimer closer;
         QObject::connect(&closer, &QTimer::timeout, [] {
-            if (QWidget* modal = QApplication::activeModalWidget()) modal->close();
+            if (QWidget* modal = QApplication::activeModalWidget()) {
+                if (const QByteArray dir = qgetenv("HIPPIE_SCREENSHOT_DIR"); !dir.isEmpty())
+                    modal->grab().save(QString::fromLocal8Bit(dir) + QStringLiteral("/fit-cost-model.png"));
+                modal->close();
+            }
         });
-        closer.start(50);
+        closer.start(200);
         h->selectRuns({run->runId()});
         h->fitSelected();
         QTRY_VERIFY_WITH_TIMEOUT(!calibrated.isEmpty() || !not_kept.isEmpty(), 30000);
