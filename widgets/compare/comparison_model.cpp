@@ -106,11 +106,27 @@ int ComparisonModel::rowCount(const QModelIndex& parent) const { return parent.i
 int ComparisonModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
 
 QVariant ComparisonModel::headerData(int section, Qt::Orientation orientation, int role) const {
-    if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
-    static const char* const names[] = {"Planner",          "pp×dp",       "Micro-batches", "Schedule",
-                                        "Iteration",        "Throughput (samples/s)", "Peak memory", "ME (samples/s/GiB)",
-                                        "Bubble",           "Planning time", "Feasible",   "Status"};
-    return section >= 0 && section < ColumnCount ? tr(names[section]) : QVariant();
+    if (orientation != Qt::Horizontal || section < 0 || section >= ColumnCount) return {};
+    // Units on a second line keep the table narrow enough for every column to show.
+    static const char* const names[] = {"Planner",    "pp×dp",          "Micro-\nbatches", "Schedule",
+                                        "Iteration",  "Throughput\n(samples/s)", "Peak\nmemory", "ME\n(samples/s/GiB)",
+                                        "Bubble",     "Planning\ntime", "Feasible",       "Status"};
+    static const char* const tips[] = {
+        "The planner that produced the plan",
+        "Pipeline stages × data-parallel replicas (or a placement of operators on devices)",
+        "Micro-batches per pipeline per iteration",
+        "Pipeline schedule",
+        "Simulated time of one training iteration",
+        "Samples per second over the whole cluster",
+        "Largest simulated peak memory of one device",
+        "Memory efficiency: throughput per GiB of the largest device peak",
+        "Share of device time spent idle in the pipeline bubble",
+        "Wall time the planner took",
+        "Whether every device's peak fits its memory",
+        "Running, done, failed or cancelled; the tooltip of a row says why"};
+    if (role == Qt::DisplayRole) return tr(names[section]);
+    if (role == Qt::ToolTipRole) return tr(tips[section]);
+    return {};
 }
 
 QVariant ComparisonModel::data(const QModelIndex& index, int role) const {
