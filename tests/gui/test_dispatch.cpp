@@ -16,6 +16,7 @@
 #include <QSignalSpy>
 #include <cmath>
 #include <QApplication>
+#include <QPushButton>
 #include <QTimer>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -28,6 +29,7 @@
 #include "app/studio/dispatch/run_view.h"
 #include "app/studio/dispatch/workers_panel.h"
 #include "app/studio/main_window.h"
+#include "app/studio/studio_session.h"
 #include "planners/cluster/cluster_json.h"
 #include "planners/schedule/plan_json.h"
 #include "widgets/gantt/gantt_plottable.h"
@@ -253,7 +255,8 @@ private slots:
             if (QWidget* modal = QApplication::activeModalWidget()) {
                 if (const QByteArray dir = qgetenv("HIPPIE_SCREENSHOT_DIR"); !dir.isEmpty())
                     modal->grab().save(QString::fromLocal8Bit(dir) + QStringLiteral("/fit-cost-model.png"));
-                modal->close();
+                for (QPushButton* b : modal->findChildren<QPushButton*>())  // "Use it", as a user would
+                    if (b->text() == QStringLiteral("Use it")) b->click();
             }
         });
         closer.start(200);
@@ -267,6 +270,9 @@ private slots:
         QVERIFY2(std::abs(after) < std::abs(before) / 2, qPrintable(QStringLiteral("step error %1 % before, %2 % after").arg(before).arg(after)));
         QVERIFY2(calibrated_name.contains(QLatin1String("calibrated")), qPrintable(calibrated_name));
         QVERIFY2(profiled_scale > 0.4, qPrintable(QString::number(profiled_scale)));  // the engine's graph is profiled
+        // "Use it" hands the calibrated cluster to the planners.
+        QTRY_COMPARE_WITH_TIMEOUT(w->session()->clusterName(), calibrated_name, 5000);
+        QCOMPARE(w->session()->cluster().nodes.at(0).device.profiled_time_scale, profiled_scale);
     }
 
     void wrongTokenIsRefused() {
