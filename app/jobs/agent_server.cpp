@@ -28,6 +28,16 @@ namespace jr = hippie::json_read;
 namespace {
 
 constexpr int kProbeTimeoutMs = 120000;
+// Events are written to a client only while less than this waits in its socket's buffers; the rest
+// waits in the job's event log (on disk) until the client reads. A slow or stalled client costs the
+// agent this much memory, not its jobs' event history.
+constexpr qint64 kClientHighWaterBytes = 1 << 20;
+
+qint64 queuedBytes(const QTcpSocket* socket) {
+    qint64 n = socket->bytesToWrite();
+    if (const auto* ssl = qobject_cast<const QSslSocket*>(socket)) n += ssl->encryptedBytesToWrite();
+    return n;
+}
 
 QHostAddress parseHost(const QString& host) {
     if (host == QLatin1String("localhost")) return QHostAddress(QHostAddress::LocalHost);
@@ -60,7 +70,7 @@ struct AgentServer::Client {
     LineReader reader;
     bool authenticated = false;
     bool closing = false;
-    QSet<QString> attached;
+    std::map<QString, qint64> sent;  // attached jobs: the last seq written to this client
     QString peer;
     QTimer hello_timer;
     explicit Client(qint64 max_bytes) : reader(max_bytes) {}
@@ -160,6 +170,9 @@ void AgentServer::onNewConnection() {
                 [this, cp] { closeWith(*cp, "refused", "no hello within " + std::to_string(options_.hello_timeout_ms) + " ms"); });
         c->hello_timer.start(options_.hello_timeout_ms);
         connect(socket, &QTcpSocket::readyRead, this, [this, cp] { onReadyRead(*cp); });
+        connect(socket, &QTcpSocket::bytesWritten, this, [this, cp] { pump(*cp); });
+        if (auto* ssl = qobject_cast<QSslSocket*>(socket))
+            connect(ssl, &QSslSocket::encryptedBytesWritten, this, [this, cp] { pump(*cp); });
         connect(socket, &QTcpSocket::disconnected, this, [this, socket] { dropClient(socket); });
         clients_[socket] = std::move(c);
         log(QStringLiteral("connection from %1").arg(cp->peer));
@@ -315,7 +328,7 @@ void AgentServer::handleSubmit(Client& c, const json& m) {
         return reject(e.what());
     }
     jobs_[qid] = runner;
-    c.attached.insert(qid);
+    c.sent[qid] = 0;
     connect(runner, &JobRunner::event, this, &AgentServer::onJobEvent);
     connect(runner, &JobRunner::finished, this, [this, qid](JobState state, const QString& message) {
         log(QStringLiteral("job '%1' %2: %3").arg(qid, QString::fromLatin1(toString(state)), message));
@@ -342,8 +355,33 @@ void AgentServer::handleAttach(Client& c, const json& m) {
     const QString qid = QString::fromStdString(id);
     const auto it = jobs_.find(qid);
     if (it == jobs_.end()) throw Error("attach: no job '" + id + "' on this agent");
-    for (const auto& [seq, ev] : it->second->eventsAfter(after)) send(c, {{"type", "event"}, {"job", id}, {"seq", seq}, {"event", ev}});
-    c.attached.insert(qid);
+    c.sent[qid] = std::min<qint64>(after, it->second->lastSeq());
+    pump(c);
+}
+
+void AgentServer::pump(Client& c) {
+    if (!c.authenticated || c.closing) return;
+    for (auto& [job, last] : c.sent) {
+        const auto it = jobs_.find(job);
+        if (it == jobs_.end()) continue;
+        const JobRunner* runner = it->second;
+        // {"type":"event","job":ID,"seq":N,"event":LINE}: the stored line as it is, no re-parse. Job ids
+        // are letters, digits, '_' and '-' (checked on submit): nothing to escape.
+        const QByteArray head = QByteArrayLiteral("{\"type\":\"event\",\"job\":\"") + job.toUtf8() + QByteArrayLiteral("\",\"seq\":");
+        while (last < runner->lastSeq() && queuedBytes(c.socket) < kClientHighWaterBytes) {
+            const std::string line = runner->eventLine(last + 1);
+            if (line.empty()) {  // unreadable: say so in its place rather than stall the stream
+                c.socket->write(frame({{"type", "event"}, {"job", job.toStdString()}, {"seq", last + 1},
+                                       {"event", {{"event", "log"}, {"rank", -1}, {"stream", "agent"},
+                                                  {"text", "event " + std::to_string(last + 1) + " could not be read back"}}}}));
+            } else {
+                c.socket->write(head + QByteArray::number(last + 1) + QByteArrayLiteral(",\"event\":") +
+                                QByteArray::fromStdString(line) + QByteArrayLiteral("}\n"));
+            }
+            ++last;
+        }
+        peak_queued_bytes_ = std::max(peak_queued_bytes_, queuedBytes(c.socket));
+    }
 }
 
 void AgentServer::handleCancel(Client& c, const json& m) {
@@ -412,14 +450,9 @@ void AgentServer::handleProbe(Client& c) {
     p->start();
 }
 
-void AgentServer::onJobEvent(const QString& job, qint64 seq, const json& event) {
-    const std::string id = job.toStdString();
-    QByteArray bytes;
-    for (auto& [socket, c] : clients_) {
-        if (!c->authenticated || c->closing || !c->attached.contains(job)) continue;
-        if (bytes.isEmpty()) bytes = frame({{"type", "event"}, {"job", id}, {"seq", seq}, {"event", event}});
-        socket->write(bytes);
-    }
+void AgentServer::onJobEvent(const QString& job, qint64, const json&) {
+    for (auto& [socket, c] : clients_)
+        if (c->sent.count(job)) pump(*c);
 }
 
 json AgentServer::jobStatuses() const {

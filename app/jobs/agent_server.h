@@ -57,6 +57,9 @@ public:
     quint16 port() const;
     bool usesTls() const { return !options_.tls_cert.isEmpty(); }
     int runningJobs() const;
+    // The most bytes that ever waited in one client's socket after events were written to it: the
+    // bound back-pressure keeps (about 1 MiB plus one event), however slowly clients read.
+    qint64 peakQueuedBytes() const { return peak_queued_bytes_; }
 
     // Stops accepting, cancels running jobs; emits stopped() once none runs.
     void shutdown();
@@ -80,6 +83,8 @@ private:
     void closeWith(Client& c, const char* type, const std::string& message);
     void dropClient(QTcpSocket* socket);
     void onJobEvent(const QString& job, qint64 seq, const nlohmann::json& event);
+    // Writes the events a client has not been sent yet, while its socket has room (back-pressure).
+    void pump(Client& c);
     void sendHeartbeats();
     nlohmann::json jobStatuses() const;
     void log(const QString& line) const;
@@ -91,6 +96,7 @@ private:
     std::map<QString, JobRunner*> jobs_;  // every job since start, by id
     QTimer heartbeat_;
     bool stopping_ = false;
+    qint64 peak_queued_bytes_ = 0;
 };
 
 }  // namespace hippie::jobs

@@ -20,6 +20,7 @@ namespace {
 
 constexpr const char* kPlanFile = "plan.json";
 constexpr const char* kGraphFile = "model-graph.json";
+constexpr const char* kEventsFile = "events.jsonl";
 
 std::string jobWhere(const JobSpec& s) { return "job '" + s.id + "'"; }
 
@@ -116,6 +117,7 @@ void JobRunner::prepare() {
     }
 
     if (!QDir().mkpath(work_dir_)) throw Error("cannot create the work directory " + work_dir_.toStdString());
+    log_.openFile(QDir(work_dir_).filePath(QString::fromLatin1(kEventsFile)));  // memory if it cannot be written
     if (!dump_params_.isEmpty()) QDir().mkpath(QFileInfo(dump_params_).absolutePath());
     json plan = spec_.plan;
     if (!spec_.graph.is_null()) {
@@ -187,15 +189,13 @@ void JobRunner::onLauncherFinished(JobState state, const QString& message) {
 }
 
 void JobRunner::append(json ev) {
-    events_.push_back(std::move(ev));
-    const qint64 seq = static_cast<qint64>(events_.size());
-    emit event(id(), seq, events_.back());
+    const qint64 seq = log_.append(ev);
+    emit event(id(), seq, ev);
 }
 
 std::vector<std::pair<qint64, json>> JobRunner::eventsAfter(qint64 after_seq) const {
     std::vector<std::pair<qint64, json>> out;
-    for (qint64 s = std::max<qint64>(after_seq, 0); s < static_cast<qint64>(events_.size()); ++s)
-        out.emplace_back(s + 1, events_[static_cast<size_t>(s)]);
+    for (qint64 s = std::max<qint64>(after_seq, 0) + 1; s <= log_.size(); ++s) out.emplace_back(s, log_.at(s));
     return out;
 }
 

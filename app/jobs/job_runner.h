@@ -1,8 +1,9 @@
 #pragma once
 // JobRunner: one job on this machine. It checks a JobSpec, makes the job's work directory
 // (<work root>/jobs/<id>/, plan.json written there), starts the job's ranks with EngineLauncher
-// and keeps every event in memory with seq numbers from 1: the engine's JSON lines and the
-// runner's own {"event":"job-state",...} and {"event":"log","rank","stream","text"} events.
+// and keeps every event with seq numbers from 1 (in the work directory's events.jsonl, see
+// event_log.h): the engine's JSON lines and the runner's own {"event":"job-state",...} and
+// {"event":"log","rank","stream","text"} events.
 // The agent serves one JobRunner per job; the studio uses JobRunner directly for runs on the
 // local machine (the same code, no socket).
 #include <QObject>
@@ -13,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/jobs/event_log.h"
 #include "app/jobs/launcher.h"
 #include "app/jobs/protocol.h"
 
@@ -45,9 +47,12 @@ public:
     int masterPort() const { return spec_.master_port; }
     JobState state() const { return state_; }
     QString message() const { return message_; }
-    qint64 lastSeq() const { return static_cast<qint64>(events_.size()); }
+    qint64 lastSeq() const { return log_.size(); }
     // Events with seq > after_seq, in order.
     std::vector<std::pair<qint64, nlohmann::json>> eventsAfter(qint64 after_seq) const;
+    // Event `seq` as compact JSON, as it is sent (1 .. lastSeq()).
+    std::string eventLine(qint64 seq) const { return log_.line(seq); }
+    const EventLog& eventLog() const { return log_; }
     nlohmann::json statusJson() const;  // {"id","state","last_seq","message"}
 
     // Checks that don't touch the disk (also used by the agent before it counts a job).
@@ -71,7 +76,7 @@ private:
     bool prepared_ = false;
     JobState state_ = JobState::Queued;
     QString message_;
-    std::vector<nlohmann::json> events_;  // events_[i] has seq i + 1
+    EventLog log_;
     EngineLauncher* launcher_ = nullptr;
 };
 

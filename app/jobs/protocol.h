@@ -29,8 +29,9 @@
 //   accepted, rejected, status, devices, pong, error   as above
 //
 // A job outlives the connection that submitted it: a client that reconnects sends "attach" with
-// the last seq it holds and loses or doubles nothing. A client that misses kMissedHeartbeats
-// heartbeats in a row considers the agent lost.
+// the last seq it holds and loses or doubles nothing. An agent writes events to a client only
+// while its socket has room (about 1 MiB waiting); a slow client gets the rest as it reads. A
+// client that misses kMissedHeartbeats heartbeats in a row considers the agent lost.
 #include <QMetaType>
 #include <QString>
 
