@@ -17,6 +17,7 @@
 #include <cmath>
 #include <QApplication>
 #include <QPushButton>
+#include <QTcpServer>
 #include <QTimer>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -280,6 +281,52 @@ private slots:
         auto w = window();
         const int row = addAgent(*w, QStringLiteral("not-the-token"));
         QVERIFY2(waitState(w->dispatchUi()->workers(), row, QStringLiteral("refused")), qPrintable(w->dispatchUi()->workers()->stateText(row)));
+    }
+
+    // An agent that goes away shows why, and comes back to "ready" by itself once it runs again
+    // (on the same port), without the user doing anything.
+    void agentThatComesBackIsReadyAgain() {
+        const QString agent = agentBinary();
+        if (agent.isEmpty() || engine_.isEmpty()) QSKIP("hippie-agent or hippie-engine not found (HIPPIE_BIN_DIR, HIPPIE_ENGINE)");
+        QTcpServer probe;  // a free port to come back on
+        QVERIFY(probe.listen(QHostAddress::LocalHost, 0));
+        const quint16 port = probe.serverPort();
+        probe.close();
+        QFile token(dir_.filePath(QStringLiteral("token-restart")));
+        QVERIFY(token.open(QIODevice::WriteOnly));
+        token.write(kToken.toUtf8() + "\n");
+        token.close();
+        const QStringList args = {QStringLiteral("--listen"), QStringLiteral("127.0.0.1:%1").arg(port), QStringLiteral("--token-file"),
+                                  token.fileName(), QStringLiteral("--work-dir"), dir_.filePath(QStringLiteral("agent-restart")),
+                                  QStringLiteral("--engine"), engine_, QStringLiteral("--heartbeat-ms"), QStringLiteral("200")};
+        auto startOne = [&](QProcess& p) {
+            p.setProcessChannelMode(QProcess::ForwardedErrorChannel);
+            p.start(agent, args);
+            return p.waitForStarted(kAgentTimeoutMs) && p.waitForReadyRead(kAgentTimeoutMs);  // its "listening" line
+        };
+        QProcess first;
+        QVERIFY(startOne(first));
+
+        auto w = window();
+        WorkersPanel* panel = w->dispatchUi()->workers();
+        panel->setRetryInterval(300);
+        jobs::AgentAddress a;
+        a.host = QStringLiteral("127.0.0.1");
+        a.port = port;
+        a.token = kToken;
+        const int row = panel->addAgent(a, false);
+        QVERIFY2(waitState(panel, row, QStringLiteral("ready")), qPrintable(panel->stateText(row)));
+
+        first.kill();
+        first.waitForFinished(5000);
+        QVERIFY2(QTest::qWaitFor([&] { return panel->isRetrying(row); }, kAgentTimeoutMs), qPrintable(panel->stateText(row)));
+        QVERIFY2(panel->stateText(row).contains(QLatin1String("trying again")), qPrintable(panel->stateText(row)));
+
+        QProcess second;
+        QVERIFY(startOne(second));
+        QVERIFY2(waitState(panel, row, QStringLiteral("ready")), qPrintable(panel->stateText(row)));
+        second.terminate();
+        second.waitForFinished(5000);
     }
 
     void remoteRunSucceeds() {

@@ -12,6 +12,7 @@
 #include <QPushButton>
 #include <QSettings>
 #include <QSpinBox>
+#include <QTimer>
 #include <QTreeWidget>
 #include <QVBoxLayout>
 
@@ -33,6 +34,7 @@ constexpr int kColumnDevices = 2;
 constexpr double kProbeSeconds = 0.5;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr double kGiga = 1e9;
+constexpr int kRetryMs = 10000;  // an unreachable or lost agent is tried again this often
 
 QString devicesText(const json& cluster) {
     if (!cluster.is_object()) return QObject::tr("not probed");
@@ -146,7 +148,24 @@ WorkersPanel::WorkersPanel(bool use_settings, QWidget* parent)
     workers_.push_back(local);
     list_->addTopLevelItem(new QTreeWidgetItem);
     refreshRow(0);
+    retry_ = new QTimer(this);
+    retry_->setInterval(kRetryMs);
+    connect(retry_, &QTimer::timeout, this, &WorkersPanel::retryUnreachable);
+    retry_->start();
     if (use_settings_) load();
+}
+
+void WorkersPanel::setRetryInterval(int ms) { retry_->setInterval(ms); }
+
+bool WorkersPanel::isRetrying(int i) const {
+    const QString& s = workers_[static_cast<size_t>(i)].state;
+    return !workers_[static_cast<size_t>(i)].local && (s.startsWith(tr("unreachable")) || s.startsWith(tr("lost")));
+}
+
+void WorkersPanel::retryUnreachable() {
+    // A refused agent (wrong token, wrong pin) stays refused: trying again would not change that.
+    for (int i = 1; i < count(); ++i)
+        if (isRetrying(i)) connectAgent(i, true);
 }
 
 WorkersPanel::~WorkersPanel() {
@@ -216,7 +235,7 @@ int WorkersPanel::rowOfClient(const jobs::AgentClient* c) const {
     return -1;
 }
 
-void WorkersPanel::connectAgent(int i) {
+void WorkersPanel::connectAgent(int i, bool retry) {
     Worker& w = workers_[static_cast<size_t>(i)];
     if (w.client) {
         w.client->disconnect(this);
@@ -239,10 +258,12 @@ void WorkersPanel::connectAgent(int i) {
     });
     connect(c, &jobs::AgentClient::failed, this, [this, c](const QString& m) {
         const int row = rowOfClient(c);
-        if (row >= 0 && !workers_[static_cast<size_t>(row)].state.startsWith(tr("refused"))) setState(row, tr("unreachable: %1").arg(m));
+        if (row >= 0 && !workers_[static_cast<size_t>(row)].state.startsWith(tr("refused")))
+            setState(row, tr("unreachable: %1 (trying again every %2 s)").arg(m).arg(retry_->interval() / 1000.0));
     });
     connect(c, &jobs::AgentClient::agentLost, this, [this, c](const QString& m) {
-        if (const int row = rowOfClient(c); row >= 0) setState(row, tr("lost: %1").arg(m));
+        if (const int row = rowOfClient(c); row >= 0)
+            setState(row, tr("lost: %1 (trying again every %2 s)").arg(m).arg(retry_->interval() / 1000.0));
     });
     connect(c, &jobs::AgentClient::devices, this, [this, c](const json& cluster) {
         const int row = rowOfClient(c);
@@ -254,7 +275,8 @@ void WorkersPanel::connectAgent(int i) {
     connect(c, &jobs::AgentClient::errorMessage, this, [this, c](const QString& m) {
         if (rowOfClient(c) >= 0) message_->setText(m);
     });
-    setState(i, tr("connecting"));
+    // A retry keeps showing why the agent is away until it answers.
+    if (!retry) setState(i, tr("connecting"));
     c->connectToAgent();
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // The workers panel: this machine (always listed; runs through JobRunner) and remote
 // hippie-agents (host, port, token, optional pinned TLS fingerprint), each with its state
-// (connecting, ready, refused: why, lost: why) and the devices its probe found. Agents are kept
+// (connecting, ready, refused: why, unreachable or lost: why, tried again every 10 s) and the
+// devices its probe found. Agents are kept
 // in QSettings; a token only when the user ticks "remember". "Use as cluster" turns the probed
 // workers into one Cluster for the planners.
 #include <QWidget>
@@ -18,6 +19,7 @@
 class QLabel;
 class QProcess;
 class QPushButton;
+class QTimer;
 class QTreeWidget;
 
 namespace hippie::studio {
@@ -41,6 +43,9 @@ public:
     void probe(int i);
     void setEngine(const QString& engine);                           // for the local machine; empty: findEngine()
     QString engine() const;
+    // Unreachable and lost agents are connected again every `ms` (10 s by default).
+    void setRetryInterval(int ms);
+    bool isRetrying(int i) const;
 
     // The probed workers `rows` as one Cluster: each worker's nodes in order; between workers the
     // slowest link any of them measured (a guess until measured, and said so in `source`).
@@ -60,7 +65,8 @@ private:
         jobs::AgentClient* client = nullptr;
     };
 
-    void connectAgent(int i);
+    void connectAgent(int i, bool retry = false);
+    void retryUnreachable();
     void probeLocal();
     void setState(int i, const QString& state);
     void refreshRow(int i);
@@ -79,6 +85,7 @@ private:
     QPushButton* use_;
     QLabel* message_;
     QProcess* local_probe_ = nullptr;
+    QTimer* retry_ = nullptr;
 };
 
 }  // namespace hippie::studio
