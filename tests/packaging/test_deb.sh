@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The studio's Debian package as a user gets it: cpack builds the `hippie-studio` .deb (the
 # studio and Unspecified components), dpkg-deb unpacks it into a scratch root, and the
-# programs run from there. Checks the file list, that Depends names no LibTorch, that
+# programs run from there. Checks that apt resolves its Depends, the file list, that Depends names no LibTorch, that
 # `hippie-plan --version` answers and that `hippie-studio --screenshot` writes a PNG.
 # Usage: test_deb.sh BUILD_DIR
 set -euo pipefail
@@ -33,6 +33,20 @@ if grep -qi torch <<<"$depends"; then fail "the studio package depends on LibTor
 for pkg in libqt6widgets6 libqt6svg6 libqcustomplot2.1-qt6 libgvc6 libcgraph6 libglpk40; do
   grep -qw -- "$pkg" <<<"$depends" || fail "Depends lacks $pkg"
 done
+
+# apt resolves the package's Depends against this Debian's archive (a simulation: nothing is
+# installed). Skipped when apt has no package lists (apt-get update never ran).
+apt_resolves() {
+  local deb=$1
+  if ! command -v apt-get >/dev/null || [[ -z "$(apt-cache policy libqt6core6 2>/dev/null | grep -m1 Candidate | grep -v none)" ]]; then
+    echo "apt simulation skipped: no apt package lists"
+    return 0
+  fi
+  apt-get install --simulate "$deb" >"$tmp/apt.log" 2>&1 || { cat "$tmp/apt.log" >&2; fail "apt cannot install $(basename "$deb")"; }
+  grep -q "^Inst $(dpkg-deb -f "$deb" Package) " "$tmp/apt.log" || { cat "$tmp/apt.log" >&2; fail "apt would not install $(basename "$deb")"; }
+  echo "apt resolves $(basename "$deb")"
+}
+apt_resolves "$deb"
 
 # -- files -----------------------------------------------------------------------------------
 root="$tmp/root"
@@ -91,6 +105,7 @@ if [[ -x "$build/bin/hippie-agent" ]]; then
   echo "agent Depends: $adepends"
   if grep -qiE 'torch|widgets|qcustomplot|gvc' <<<"$adepends"; then fail "the agent package pulls in GUI or LibTorch: $adepends"; fi
   grep -qw libqt6network6 <<<"$adepends" || fail "agent Depends lacks libqt6network6"
+  apt_resolves "$adeb"
   aroot="$tmp/agentroot"
   dpkg-deb -x "$adeb" "$aroot"
   for f in usr/bin/hippie-agent usr/share/man/man1/hippie-agent.1 usr/lib/systemd/system/hippie-agent.service \
