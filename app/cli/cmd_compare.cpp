@@ -84,7 +84,7 @@ void printTable(const std::vector<PlannerResult>& results) {
     for (const PlannerResult& r : results) {
         const bool has_plan = !r.plan.stages.empty() || !r.plan.placement.empty();
         if (!has_plan) {
-            t.addRow({r.planner, "-", "-", "-", "-", "-", "-", "-", "-", "-", milliseconds(r.planning_time_s), "no"});
+            t.addRow({r.planner, "-", "-", "-", "-", "-", "-", "-", "-", "-", milliseconds(r.planning_time_s), r.skipped ? "-" : "no"});
             continue;
         }
         const TraceMetrics& m = r.metrics;
@@ -97,7 +97,8 @@ void printTable(const std::vector<PlannerResult>& results) {
     t.print(std::cout);
     if (ref) std::cout << "\nME x ref: memory efficiency relative to " << ref->planner << ".\n";
     for (const PlannerResult& r : results)
-        if (!r.feasible || !r.reason.empty()) std::cout << r.planner << ": " << (r.reason.empty() ? "infeasible" : r.reason) << '\n';
+        if (!r.feasible || !r.reason.empty())
+            std::cout << r.planner << ": " << (r.skipped ? "skipped: " : "") << (r.reason.empty() ? "infeasible" : r.reason) << '\n';
 }
 
 nlohmann::json resultsJson(const std::vector<PlannerResult>& results) {
@@ -109,6 +110,7 @@ nlohmann::json resultsJson(const std::vector<PlannerResult>& results) {
                         {"metrics", has_plan ? metricsToJson(r.metrics) : nlohmann::json(nullptr)},
                         {"planning_time_s", r.planning_time_s},
                         {"feasible", r.feasible},
+                        {"skipped", r.skipped},
                         {"reason", r.reason}});
     }
     return {{"results", rows}};

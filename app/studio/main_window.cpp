@@ -114,7 +114,10 @@ MainWindow::MainWindow(bool use_settings, QWidget* parent)
     connect(planning_, &PlanningController::failed, runs, &PlannerRunList::setFailed);
     connect(runs, &PlannerRunList::cancelRequested, planning_, &PlanningController::cancel);
     connect(planning_, &PlanningController::finished, this, [this](const PlannerResult& r) {
-        planners_panel_->runs()->setFinished(QString::fromStdString(r.planner), r.planning_time_s, r.feasible);
+        if (r.skipped)
+            planners_panel_->runs()->setSkipped(QString::fromStdString(r.planner), QString::fromStdString(r.reason));
+        else
+            planners_panel_->runs()->setFinished(QString::fromStdString(r.planner), r.planning_time_s, r.feasible);
         comparison_->setResult(r);
         statusBar()->showMessage(tr("%1 finished in %2 s").arg(QString::fromStdString(r.planner)).arg(r.planning_time_s, 0, 'f', 2));
     });

@@ -90,6 +90,12 @@ void PlannerRunList::setFinished(const QString& planner, double planning_time_s,
     finishRow(it->second, feasible ? tr("done · %1 s").arg(time) : tr("no feasible plan · %1 s").arg(time), {});
 }
 
+void PlannerRunList::setSkipped(const QString& planner, const QString& why) {
+    const auto it = rows_.find(planner);
+    if (it == rows_.end()) return;
+    finishRow(it->second, tr("skipped"), why);
+}
+
 void PlannerRunList::setFailed(const QString& planner, const QString& message, bool cancelled) {
     const auto it = rows_.find(planner);
     if (it == rows_.end()) return;

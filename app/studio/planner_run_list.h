@@ -23,6 +23,7 @@ public:
     void addRunning(const QString& planner);
     void setProgress(const QString& planner, double fraction, const QString& message);
     void setFinished(const QString& planner, double planning_time_s, bool feasible);
+    void setSkipped(const QString& planner, const QString& why);  // the planner does not take this problem
     void setFailed(const QString& planner, const QString& message, bool cancelled);
 
     int rowCount() const { return static_cast<int>(rows_.size()); }

@@ -57,7 +57,11 @@ std::string tooBig(const Problem& problem) {
 
 PlannerResult ExhaustivePlanner::plan(const Problem& problem, PlanContext& context) {
     requirePlannable(problem);
-    if (const std::string reason = tooBig(problem); !reason.empty()) return infeasibleResult(kName, reason, context);
+    if (const std::string reason = tooBig(problem); !reason.empty()) {
+        PlannerResult r = infeasibleResult(kName, reason, context);
+        r.skipped = true;
+        return r;
+    }
     hybrid::Incumbents found(problem);
     const std::vector<hybrid::Shape> shapes = hybrid::searchShapes(problem);
     const int layers = problem.graph.layerCount();

@@ -64,7 +64,10 @@ private:
 struct PlannerResult {
     std::string planner;
     bool feasible = false;
-    std::string reason;          // why infeasible, or notes (e.g. "stopped at time budget")
+    // The planner does not take problems like this one (e.g. too large to enumerate): not a
+    // verdict on the problem; `reason` says why. Front ends show it as skipped, not infeasible.
+    bool skipped = false;
+    std::string reason;          // why infeasible or skipped, or notes (e.g. "stopped at time budget")
     Plan plan;
     TraceMetrics metrics;        // of `plan`, simulated
     double planning_time_s = 0;

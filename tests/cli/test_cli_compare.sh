@@ -19,7 +19,9 @@ names = [r["planner"] for r in results]
 for name in ["hippie", "data-parallel", "equal-params", "uniform", "pipedream", "gpipe-balance"]:
     assert name in names, f"{name} missing from {names}"
 for r in results:
-    assert set(r) == {"planner", "plan", "metrics", "planning_time_s", "feasible", "reason"}, r.keys()
+    assert set(r) == {"planner", "plan", "metrics", "planning_time_s", "feasible", "skipped", "reason"}, r.keys()
+    # gpt2-small has 14 layers: beyond the exhaustive search, which skips it (no verdict).
+    assert r["skipped"] == (r["planner"] == "exhaustive"), r
     if r["feasible"]:
         assert r["metrics"]["fits_memory"] is True, r["planner"]
         assert os.path.exists(os.path.join(sys.argv[2], r["planner"] + ".plan.json")), r["planner"]
@@ -29,6 +31,11 @@ for r in results:
 best = {r["planner"]: r["metrics"]["memory_efficiency"] for r in results if r["feasible"]}
 assert all(best["hippie"] >= v * (1 - 1e-9) for v in best.values()), best
 PY
+
+# The table says skipped, not infeasible, for a planner that does not take the problem.
+"$BIN" compare "${ARGS[@]}" --planners exhaustive,data-parallel >"$OUT/table.txt" || fail "compare (table) exited with $?"
+grep -E '^exhaustive +- .* -$' "$OUT/table.txt" >/dev/null || fail "exhaustive's row: $(grep '^exhaustive' "$OUT/table.txt")"
+grep -q '^exhaustive: skipped: exhaustive search is limited to' "$OUT/table.txt" || fail "no 'skipped' note: $(cat "$OUT/table.txt")"
 
 # A written plan replays to the metrics compare reported.
 python3 - "$OUT/results.json" > "$OUT/hippie.expected.json" <<'PY'

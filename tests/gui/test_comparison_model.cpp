@@ -50,6 +50,27 @@ private slots:
         QCOMPARE(m.index(0, ComparisonModel::ThroughputColumn).data().toString(), QString("100.0"));
     }
 
+    // A planner that does not take the problem (too large to enumerate) is shown as skipped, in
+    // grey, not as infeasible in red: it says nothing about the problem.
+    void skippedIsNotInfeasible() {
+        ComparisonModel m;
+        PlannerResult skipped;
+        skipped.planner = "exhaustive";
+        skipped.skipped = true;
+        skipped.reason = "exhaustive search is limited to 12 layers";
+        PlannerResult none;
+        none.planner = "data-parallel";
+        none.reason = "no plan fits memory";
+        m.setResult(skipped);
+        m.setResult(none);
+        const int s = m.rowOfPlanner("exhaustive"), n = m.rowOfPlanner("data-parallel");
+        QCOMPARE(m.index(s, ComparisonModel::FeasibleColumn).data().toString(), QString("—"));
+        QCOMPARE(m.index(n, ComparisonModel::FeasibleColumn).data().toString(), QString("no"));
+        QCOMPARE(m.index(s, ComparisonModel::StatusColumn).data().toString(), QString("skipped: exhaustive search is limited to 12 layers"));
+        QCOMPARE(m.index(s, 0).data(Qt::ForegroundRole).value<QBrush>().color(), QColor(0x6b6b6b));
+        QCOMPARE(m.index(n, 0).data(Qt::ForegroundRole).value<QBrush>().color(), QColor(0xb00020));
+    }
+
     void sortsByValueNotText() {
         ComparisonModel m;
         m.setResult(result("slow", 9, 1));

@@ -142,6 +142,7 @@ QVariant ComparisonModel::data(const QModelIndex& index, int role) const {
                    ? QVariant(Qt::AlignLeft | Qt::AlignVCenter)
                    : QVariant(Qt::AlignRight | Qt::AlignVCenter);
     case Qt::ForegroundRole:
+        if (row.result && row.result->skipped) return QBrush(QColor(0x6b6b6b));  // not a verdict: grey
         if (row.result && !row.result->feasible) return QBrush(QColor(0xb00020));
         return {};
     default: return {};
@@ -155,7 +156,9 @@ QVariant ComparisonModel::display(const Row& row, int column) const {
         case State::Running:
             return tr("running %1%").arg(qRound(row.progress * 100)) +
                    (row.message.isEmpty() ? QString() : QStringLiteral(" · ") + row.message);
-        case State::Done: return row.message.isEmpty() ? tr("done") : row.message;
+        case State::Done:
+            if (row.result && row.result->skipped) return tr("skipped: %1").arg(row.message);
+            return row.message.isEmpty() ? tr("done") : row.message;
         case State::Failed: return tr("failed: %1").arg(row.message);
         case State::Cancelled: return tr("cancelled");
         }
@@ -163,7 +166,10 @@ QVariant ComparisonModel::display(const Row& row, int column) const {
     if (!row.result) return {};
     const PlannerResult& r = *row.result;
     const TraceMetrics& m = r.metrics;
-    if (!hasMetrics(r)) return column == FeasibleColumn ? tr("no") : column == PlanningTimeColumn ? formatSeconds(r.planning_time_s) : QStringLiteral("—");
+    if (!hasMetrics(r)) {
+        if (column == FeasibleColumn) return r.skipped ? QStringLiteral("—") : tr("no");
+        return column == PlanningTimeColumn ? formatSeconds(r.planning_time_s) : QStringLiteral("—");
+    }
     switch (column) {
     case ShapeColumn:
         return r.plan.isPlacement() ? tr("placement") : QStringLiteral("%1×%2").arg(r.plan.pipelineDepth()).arg(r.plan.dp);
