@@ -23,7 +23,10 @@
 //
 // What is measured. Compute events (forward, backward, recompute) count their span; optimizer
 // steps do not (they are bound by memory and kernel launches, not by FLOP/s). A point-to-point transfer is the receive's end minus the later of the send's and the
-// receive's start (the engine's send span lasts until its wait, long after the data left). An
+// receive's start (the engine's send span lasts until its wait, long after the data left); the
+// engine's receive ends when it was waited for, so when the data arrived while the receiver was
+// still computing, this is an upper bound of the transfer and the fitted link is slower than the
+// wire (the fit then also carries that wait, which the simulator adds again). An
 // all-reduce is the earliest end minus the latest start over the members of one instance.
 // Measured events are matched to predicted ones by instruction: device, kind, stage,
 // micro-batch, peer, and the occurrence among events with that key (program order).
