@@ -71,6 +71,7 @@ struct AgentServer::Client {
     bool authenticated = false;
     bool closing = false;
     std::map<QString, qint64> sent;  // attached jobs: the last seq written to this client
+    bool pumping = false;            // pump() is not re-entered (a write that signalled at once)
     QString peer;
     QTimer hello_timer;
     explicit Client(qint64 max_bytes) : reader(max_bytes) {}
@@ -360,7 +361,8 @@ void AgentServer::handleAttach(Client& c, const json& m) {
 }
 
 void AgentServer::pump(Client& c) {
-    if (!c.authenticated || c.closing) return;
+    if (!c.authenticated || c.closing || c.pumping) return;
+    c.pumping = true;
     for (auto& [job, last] : c.sent) {
         const auto it = jobs_.find(job);
         if (it == jobs_.end()) continue;
@@ -382,6 +384,7 @@ void AgentServer::pump(Client& c) {
         }
         peak_queued_bytes_ = std::max(peak_queued_bytes_, queuedBytes(c.socket));
     }
+    c.pumping = false;
 }
 
 void AgentServer::handleCancel(Client& c, const json& m) {
