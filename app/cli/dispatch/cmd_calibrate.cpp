@@ -53,12 +53,12 @@ Check checkOn(const QString& db, long long id, const Cluster& calibrated) {
     const dispatch::StoredRun r = dispatch::loadStoredRun(db, id);
     const std::string where = "--check " + std::to_string(id);
     if (!r.error.isEmpty()) throw Error(where + ": " + r.error.toStdString());
-    if (!r.plan || !r.graph || !r.cluster) throw Error(where + ": " + r.prediction_note.toStdString());
+    if (!r.predicted) throw Error(where + ": " + r.prediction_note.toStdString());  // plan, graph and cluster simulated
     if (!r.details.summary.measured_step_s) throw Error(where + ": the run has no measured step time (did it succeed?)");
     Check c;
     c.run = id;
     c.measured_s = *r.details.summary.measured_step_s;
-    c.before_s = predictStep(r, *r.cluster);
+    c.before_s = r.predicted->metrics.iteration_time_s;  // loadStoredRun simulated it on the run's cluster
     c.after_s = predictStep(r, calibrated);
     return c;
 }
@@ -109,8 +109,9 @@ int runCalibrate(const CalibrateOptions& o) {
         std::cout << "Fitted to run " << o.run << ": " << r.compute_events << " compute and " << r.communication_events
                   << " communication events" << (r.unmatched_events ? " (" + std::to_string(r.unmatched_events) + " unmatched)" : "")
                   << "\n";
-        for (const std::string& f : r.describeFactors()) std::cout << "  " << f << '\n';
-        if (r.describeFactors().empty()) std::cout << "  nothing could be fitted\n";
+        const std::vector<std::string> factors = r.describeFactors();
+        for (const std::string& f : factors) std::cout << "  " << f << '\n';
+        if (factors.empty()) std::cout << "  nothing could be fitted\n";
         printFields(std::cout, {{"event time error", signedPercent(r.event_error_before_percent).substr(1) + " before, " +
                                                          signedPercent(r.event_error_after_percent).substr(1) + " after"},
                                 {"measured step", milliseconds(r.measured_step_s)},
