@@ -3,6 +3,7 @@
 // samples; FLOPs, activation and edge bytes and profiled times scale linearly with the
 // number of samples, parameter bytes do not.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +24,9 @@ struct ModelSpec {
     int batch_size = 1;     // samples the graph's costs are given for
     int seq_len = 0;        // 0 = the model's default
     Precision precision = Precision::FP32;
+    // Size overrides of a zoo model by key ("layers" -> 2): architecture.h lists each family's
+    // keys and ranges; empty = the published size. seq_len is the field above, not a key here.
+    std::map<std::string, double> overrides;
 };
 
 struct Op {
