@@ -242,6 +242,9 @@ using Architecture =
 // "inception", "gnmt" or "mlp" (ZooEntry::family).
 const char* familyOf(const Architecture& arch);
 
+// Tokens a sample of a sequence model (GPT, BERT, transformer, GNMT); 0 for the others.
+int64_t sequenceLength(const Architecture& arch);
+
 // The published architecture of zoo model `name` (sequence models at their default seq_len),
 // or nullptr for a name the table does not know.
 const Architecture* publishedArchitecture(const std::string& name);
