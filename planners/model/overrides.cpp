@@ -34,6 +34,13 @@ void setOverride(ModelSpec& spec, const std::string& key, double value) {
         spec.overrides[key] = value;
         return;
     }
+    // A model without a sequence ignores ModelSpec::seq_len; asking for one is a mistake.
+    if (const Architecture* arch = publishedArchitecture(spec.zoo); arch && sequenceLength(*arch) == 0) {
+        std::string keys;
+        for (const OverrideKey& k : overrideKeys(familyOf(*arch))) keys += (keys.empty() ? "" : ", ") + k.key;
+        throw Error("override 'seq_len' is not a size of '" + spec.zoo + "' (family " + familyOf(*arch) +
+                    ", without a sequence); it accepts: " + keys);
+    }
     if (!(value >= 1 && value <= std::numeric_limits<int>::max()) || std::floor(value) != value)
         throw Error("override 'seq_len' is " + formatValue(value) + "; it must be a whole number of at least 1");
     spec.seq_len = static_cast<int>(value);

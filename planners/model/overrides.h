@@ -14,8 +14,8 @@ namespace hippie {
 // ranges against the model's family. Empty text changes nothing.
 void applyOverrideText(ModelSpec& spec, const std::string& text);
 
-// Sets one override: "seq_len" goes to spec.seq_len (it must then be a whole number), any
-// other key to spec.overrides.
+// Sets one override: "seq_len" goes to spec.seq_len (a whole number, and refused when spec.zoo
+// names a model without a sequence), any other key to spec.overrides.
 void setOverride(ModelSpec& spec, const std::string& key, double value);
 
 // The overrides of a zoo spec in canonical form: its family's key order (architecture.h),
