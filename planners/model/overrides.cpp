@@ -92,6 +92,12 @@ std::string overrideText(const ModelSpec& spec) {
     return out;
 }
 
+std::string sizeOverrideText(const ModelSpec& spec) {
+    ModelSpec sizes = spec;
+    sizes.seq_len = 0;
+    return overrideText(sizes);
+}
+
 std::string zooGraphName(const ModelSpec& spec) {
     const std::string o = overrideText(spec);
     return o.empty() ? spec.zoo : spec.zoo + "[" + o + "]";

@@ -22,6 +22,10 @@ void setOverride(ModelSpec& spec, const std::string& key, double value);
 // seq_len included when set and not the model's default; "" when there are none.
 std::string overrideText(const ModelSpec& spec);
 
+// The same without seq_len: only spec.overrides, for a control or flag that sits beside a
+// separate sequence length.
+std::string sizeOverrideText(const ModelSpec& spec);
+
 // The graph name of a zoo spec: "gpt2-small", or "gpt2-small[layers=2,seq_len=128]" with
 // overrides.
 std::string zooGraphName(const ModelSpec& spec);
