@@ -338,37 +338,22 @@ int64_t positionsFor(const ModelSpec& spec, int64_t published, int64_t seq) {
     return std::max(published, seq);  // a longer sequence grows the table so the model stays buildable
 }
 
-GptArch resolve(const ModelSpec& spec, GptArch a) {
+// GPT, BERT and the Transformer share their keys; only the first two have a learned position table.
+template <class TransformerLike>
+TransformerLike resolveTransformer(const ModelSpec& spec, TransformerLike a) {
     a.layers = static_cast<int>(intOverride(spec, "layers").value_or(a.layers));
     resolveWidths(spec, a.d_model, a.heads, a.d_ff);
     a.vocab = intOverride(spec, "vocab").value_or(a.vocab);
     a.seq_len = sequence(spec, a.seq_len);
     checkSequence(spec, a.seq_len);
     checkAttentionSize(spec, a.heads, a.seq_len);
-    a.positions = positionsFor(spec, a.positions, a.seq_len);
+    if constexpr (requires { a.positions; }) a.positions = positionsFor(spec, a.positions, a.seq_len);
     return a;
 }
 
-BertArch resolve(const ModelSpec& spec, BertArch a) {
-    a.layers = static_cast<int>(intOverride(spec, "layers").value_or(a.layers));
-    resolveWidths(spec, a.d_model, a.heads, a.d_ff);
-    a.vocab = intOverride(spec, "vocab").value_or(a.vocab);
-    a.seq_len = sequence(spec, a.seq_len);
-    checkSequence(spec, a.seq_len);
-    checkAttentionSize(spec, a.heads, a.seq_len);
-    a.positions = positionsFor(spec, a.positions, a.seq_len);
-    return a;
-}
-
-TransformerArch resolve(const ModelSpec& spec, TransformerArch a) {
-    a.layers = static_cast<int>(intOverride(spec, "layers").value_or(a.layers));
-    resolveWidths(spec, a.d_model, a.heads, a.d_ff);
-    a.vocab = intOverride(spec, "vocab").value_or(a.vocab);
-    a.seq_len = sequence(spec, a.seq_len);
-    checkSequence(spec, a.seq_len);
-    checkAttentionSize(spec, a.heads, a.seq_len);
-    return a;
-}
+GptArch resolve(const ModelSpec& spec, const GptArch& a) { return resolveTransformer(spec, a); }
+BertArch resolve(const ModelSpec& spec, const BertArch& a) { return resolveTransformer(spec, a); }
+TransformerArch resolve(const ModelSpec& spec, const TransformerArch& a) { return resolveTransformer(spec, a); }
 
 ResNetArch resolve(const ModelSpec& spec, ResNetArch a) {
     for (size_t s = 0; s < a.blocks_per_stage.size(); ++s)

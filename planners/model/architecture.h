@@ -48,7 +48,8 @@ struct GptArch {
     int64_t heads = 0;      // divides d_model
     int64_t d_ff = 0;       // 4 d_model in every published size
     int64_t vocab = 0;      // 50257 (GPT-2 BPE, also GPT-3's)
-    int64_t positions = 0;  // rows of the position table: the published n_ctx, or seq_len when longer
+    int64_t positions = 0;  // rows of the position table: n_ctx (or the 'positions' override), grown
+                            // to seq_len when a longer sequence is asked without 'positions'
     int64_t seq_len = 0;    // resolved: the model's n_ctx unless overridden
 };
 
@@ -68,7 +69,7 @@ struct BertArch {
     int64_t heads = 0;
     int64_t d_ff = 0;       // 4 d_model
     int64_t vocab = 0;      // 30522 (uncased WordPiece)
-    int64_t positions = 0;  // 512, or seq_len when longer
+    int64_t positions = 0;  // 512 (or the 'positions' override), grown to a longer seq_len likewise
     int64_t segments = 0;   // 2: sentence A / B
     int64_t seq_len = 0;
 };

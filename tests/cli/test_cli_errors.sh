@@ -9,18 +9,8 @@ trap 'rm -rf "$OUT"' EXIT
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-# expect_error WORD ARGS...: exit 2, one stderr line that contains WORD, nothing on stdout
-expect_error() {
-    local word=$1
-    shift
-    local rc=0
-    "$BIN" "$@" >"$OUT/stdout" 2>"$OUT/stderr" || rc=$?
-    local what="hippie-plan $*"
-    [[ $rc -eq 2 ]] || fail "$what: exit code $rc, expected 2 (stderr: $(cat "$OUT/stderr"))"
-    [[ $(wc -l <"$OUT/stderr") -eq 1 ]] || fail "$what: stderr is not one line: $(cat "$OUT/stderr")"
-    grep -qF -- "$word" "$OUT/stderr" || fail "$what: stderr does not mention '$word': $(cat "$OUT/stderr")"
-    [[ ! -s $OUT/stdout ]] || fail "$what: printed on stdout: $(cat "$OUT/stdout")"
-}
+# shellcheck source=expect_error.sh
+source "$(dirname "$0")/expect_error.sh"
 
 # sim MODEL CLUSTER PP DP MICROBATCHES GLOBAL_BATCH SCHEDULE [MORE...]: a simulate command line
 sim() {
