@@ -21,6 +21,7 @@
 #include "planners/cluster/cluster_json.h"
 #include "planners/common/error.h"
 #include "planners/model/graph_json.h"
+#include "planners/model/overrides.h"
 #include "planners/model/zoo.h"
 #include "planners/schedule/lower.h"
 #include "planners/schedule/plan_json.h"
@@ -218,6 +219,9 @@ void RunController::prepareGraph() {
                         QStringLiteral("--batch-size"), QString::number(batch), QStringLiteral("--repeats"),
                         QString::number(kProfileRepeats), QStringLiteral("--out"), out};
     if (request_.plan.model.seq_len > 0) args << QStringLiteral("--seq-len") << QString::number(request_.plan.model.seq_len);
+    // The engine profiles the plan's size, not the published one (hippie-engine --override, as hippie-plan's).
+    if (!request_.plan.model.overrides.empty())
+        args << QStringLiteral("--override") << QString::fromStdString(sizeOverrideText(request_.plan.model));
     profiler_->start(engine, args);
 }
 

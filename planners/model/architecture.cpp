@@ -273,8 +273,8 @@ void checkKeys(const ModelSpec& spec, const std::string& family) {
             throw Error("override 'seq_len' of '" + spec.zoo + "' belongs in the model's sequence length, not in its "
                         "size overrides");
         if (k == keys.end())
-            throw Error("override '" + name + "' is not a size of '" + spec.zoo + "' (a " + family +
-                        " model); it accepts: " + keyList(keys));
+            throw Error("override '" + name + "' is not a size of '" + spec.zoo + "' (family " + family +
+                        "); it accepts: " + keyList(keys));
         const bool whole = std::floor(value) == value;
         if (!(value >= k->min && value <= k->max) || (k->integer && !whole))
             throw Error("override '" + name + "' of '" + spec.zoo + "' is " + formatNumber(value) + "; it must be " +

@@ -9,6 +9,7 @@
 
 #include "planners/common/error.h"
 #include "planners/common/json_read.h"
+#include "planners/model/overrides_json.h"
 #include "planners/model/zoo.h"
 
 namespace hippie {
@@ -19,13 +20,16 @@ using namespace json_read;
 namespace {
 
 constexpr const char* kFormat = "hippie-graph";
-constexpr int kVersion = 1;
+// Version 2 adds source.overrides; a graph without them is still written as version 1.
+constexpr int kVersion = 2;
 
 // ---- writing ----
 
 json modelSpecToJson(const ModelSpec& s) {
-    return {{"zoo", s.zoo}, {"file", s.file}, {"batch_size", s.batch_size}, {"seq_len", s.seq_len},
-            {"precision", toString(s.precision)}};
+    json j = {{"zoo", s.zoo}, {"file", s.file}, {"batch_size", s.batch_size}, {"seq_len", s.seq_len},
+              {"precision", toString(s.precision)}};
+    writeOverrides(j, s);
+    return j;
 }
 
 json opToJson(const Op& op, size_t id) {
@@ -73,6 +77,7 @@ ModelSpec readSource(const json& j, const std::string& where, int batch_size, Pr
     if (s.precision != precision)
         failField(w, "precision", std::string("is \"") + toString(s.precision) + "\" but the graph's 'precision' is \"" +
                                       toString(precision) + "\"; they must agree");
+    readOverrides(*src, w, s);
     return s;
 }
 
@@ -212,7 +217,7 @@ json graphToJson(const Graph& g) {
     json edges = json::array();
     for (const Edge& e : g.edges) edges.push_back({{"src", e.src}, {"dst", e.dst}, {"bytes", e.bytes}});
     return {{"format", kFormat},
-            {"version", kVersion},
+            {"version", modelSpecFormatVersion(g.source)},
             {"name", g.name},
             {"batch_size", g.batch_size},
             {"precision", toString(g.source.precision)},
@@ -266,15 +271,19 @@ std::string graphToDot(const Graph& g) {
     return out.str();
 }
 
-Graph loadModel(const std::string& zoo_name_or_file, int batch_size, int seq_len, Precision precision) {
+Graph loadModel(const std::string& zoo_name_or_file, int batch_size, int seq_len, Precision precision,
+                const std::map<std::string, double>& overrides) {
     if (findZooModel(zoo_name_or_file)) {
         ModelSpec spec;
         spec.zoo = zoo_name_or_file;
         spec.batch_size = batch_size;
         spec.seq_len = seq_len;
         spec.precision = precision;
+        spec.overrides = overrides;
         return buildZooModel(spec);
     }
+    if (!overrides.empty())
+        throw Error("size overrides apply to zoo models only; '" + zoo_name_or_file + "' is not one (see 'hippie-plan models')");
     std::error_code ec;
     if (!std::filesystem::is_regular_file(zoo_name_or_file, ec)) {
         std::string known;

@@ -34,6 +34,13 @@ void setOverride(ModelSpec& spec, const std::string& key, double value) {
         spec.overrides[key] = value;
         return;
     }
+    // A model without a sequence ignores ModelSpec::seq_len; asking for one is a mistake.
+    if (const Architecture* arch = publishedArchitecture(spec.zoo); arch && sequenceLength(*arch) == 0) {
+        std::string keys;
+        for (const OverrideKey& k : overrideKeys(familyOf(*arch))) keys += (keys.empty() ? "" : ", ") + k.key;
+        throw Error("override 'seq_len' is not a size of '" + spec.zoo + "' (family " + familyOf(*arch) +
+                    ", without a sequence); it accepts: " + keys);
+    }
     if (!(value >= 1 && value <= std::numeric_limits<int>::max()) || std::floor(value) != value)
         throw Error("override 'seq_len' is " + formatValue(value) + "; it must be a whole number of at least 1");
     spec.seq_len = static_cast<int>(value);
@@ -83,6 +90,12 @@ std::string overrideText(const ModelSpec& spec) {
     }
     for (const auto& [k, v] : rest) append(k, v);  // keys the family does not know, for error messages
     return out;
+}
+
+std::string sizeOverrideText(const ModelSpec& spec) {
+    ModelSpec sizes = spec;
+    sizes.seq_len = 0;
+    return overrideText(sizes);
 }
 
 std::string zooGraphName(const ModelSpec& spec) {
