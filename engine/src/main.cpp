@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstdlib>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
@@ -17,6 +18,8 @@
 #include "engine/src/runtime/run.h"
 #include "planners/common/error.h"
 #include "planners/model/graph_json.h"
+#include "planners/model/overrides.h"
+#include "planners/model/zoo.h"
 #include "planners/schedule/lower.h"
 #include "planners/schedule/plan_json.h"
 
@@ -40,6 +43,7 @@ int errorEvent(const std::string& message) {
 
 struct PlanFlags {
     std::string model = "gpt-tiny";
+    std::string overrides;  // zoo models: "layers=2,d_model=64"
     std::string graph;  // graph JSON (profile, inspect) instead of a tiny model
     int pp = 2, dp = 1, micro_batches = 4, global_batch = 16, seq_len = 0, virtual_stages = 1;
     std::string schedule = "1f1b", optimizer = "sgd", out;
@@ -50,14 +54,18 @@ struct PlanFlags {
 // A pipeline plan for a tiny model with even stages: tests and benchmarks write their plans
 // with it; the planners make real ones.
 int makePlan(const PlanFlags& f) {
-    const he::TinyConfig* cfg = f.graph.empty() ? he::findTinyModel(f.model) : nullptr;
-    if (!cfg && f.graph.empty()) return errorEvent("unknown model '" + f.model + "'; the engine trains " + he::tinyModelNames());
+    const bool zoo = f.graph.empty() && hippie::findZooModel(f.model);
+    const he::TinyConfig* cfg = f.graph.empty() && !zoo ? he::findTinyModel(f.model) : nullptr;
+    if (!zoo && !cfg && f.graph.empty())
+        return errorEvent("unknown model '" + f.model + "'; the engine trains the zoo's models (hippie-plan models) and " + he::tinyModelNames());
+    if (!zoo && !f.overrides.empty()) return errorEvent("--override applies to the zoo's models, not '" + f.model + "'");
     try {
         hippie::Plan p;
         hippie::Graph from_file;
-        if (cfg) {
+        if (zoo || cfg) {
             p.model.zoo = f.model;
             p.model.seq_len = f.seq_len;
+            hippie::applyOverrideText(p.model, f.overrides);
         } else {
             from_file = hippie::loadGraphFile(f.graph);
             p.model.file = f.graph;
@@ -74,7 +82,7 @@ int makePlan(const PlanFlags& f) {
         p.recompute_layers = f.recompute;
         p.virtual_stages = f.virtual_stages;
         if (f.bucket_bytes > 0) p.bucket_bytes = f.bucket_bytes;
-        const hippie::Graph g = cfg ? he::buildTinyGraph(*cfg, p.model) : from_file;
+        const hippie::Graph g = zoo ? hippie::buildZooModel(p.model) : cfg ? he::buildTinyGraph(*cfg, p.model) : from_file;
         const int layers = g.layerCount();
         const int chunks = f.pp * f.virtual_stages;  // interleaved: chunk c of device i is stage c * pp + i
         if (f.pp < 1 || f.virtual_stages < 1 || chunks > layers)
@@ -134,8 +142,9 @@ int main(int argc, char** argv) {
     launch_cmd->add_option("--rank-args", launch_extra, "more arguments for every rank, space separated");
 
     PlanFlags pf;
-    auto* plan_cmd = app.add_subcommand("plan", "Write an even-stage pipeline plan for a tiny model");
-    plan_cmd->add_option("--model", pf.model, "tiny model");
+    auto* plan_cmd = app.add_subcommand("plan", "Write an even-stage pipeline plan for a zoo or tiny model");
+    plan_cmd->add_option("--model", pf.model, "zoo model (hippie-plan models) or tiny model");
+    plan_cmd->add_option("--override", pf.overrides, "zoo models: size overrides KEY=VALUE,... (hippie-plan models --json lists the keys)");
     plan_cmd->add_option("--graph", pf.graph, "graph JSON instead (from profile, or inspect of a TorchScript file)");
     plan_cmd->add_option("--pp", pf.pp, "pipeline stages");
     plan_cmd->add_option("--dp", pf.dp, "data-parallel replicas");
@@ -201,7 +210,7 @@ int main(int argc, char** argv) {
     md_cmd->add_option("--seed", md_seed, "seed");
     md_cmd->add_option("--out", md_out, "file to write")->required();
 
-    auto* models_cmd = app.add_subcommand("models", "List the models the engine trains");
+    auto* models_cmd = app.add_subcommand("models", "List the models the engine trains: the zoo's (at any size override) and the tiny test models");
 
     try {
         app.parse(argc, argv);
@@ -233,6 +242,15 @@ int main(int argc, char** argv) {
     if (*exp_cmd) return he::exportScriptCommand(exp_model, exp_out, exp_seed);
     if (*md_cmd) return he::makeDataCommand(md_model, md_samples, md_seq, md_seed, md_out);
     if (*models_cmd) {
+        for (const hippie::ZooEntry& e : hippie::zooModels()) {
+            hippie::ModelSpec s;
+            s.zoo = e.name;
+            const hippie::Graph g = hippie::buildZooModel(s);
+            std::cout << json{{"name", e.name}, {"family", e.family}, {"layers", g.layerCount()}, {"params", g.paramCount()},
+                              {"description", e.description}}
+                             .dump()
+                      << "\n";
+        }
         for (const he::TinyConfig& c : he::tinyModels()) {
             hippie::ModelSpec s;
             s.zoo = c.name;

@@ -58,7 +58,8 @@ std::vector<SegmentMemory> segmentMemory(const Program& prog, const CostModel& c
         m.weight_inputs = cost.scaled(m.weight_inputs, b);
         m.temp = cost.scaled(m.temp, b);
     }
-    for (const Bucket& bk : prog.buckets) ++out[static_cast<size_t>(bk.segment)].buckets;
+    for (const Bucket& bk : prog.buckets)
+        if (bk.tied_segment < 0) ++out[static_cast<size_t>(bk.segment)].buckets;  // a tied weight's sum splits no backward
     return out;
 }
 

@@ -40,6 +40,7 @@ public:
         return out;
     }
     Batch synthetic(int samples, uint64_t seed, int step) const override { return syntheticBatch(cfg_, seq_len_, samples, seed, step); }
+    using Trainable::loss;
     Tensor loss(const Tensor& output, const Tensor& targets) const override { return tinyLoss(cfg_, seq_len_, output, targets); }
 
 private:
@@ -134,6 +135,7 @@ public:
         b.targets = torch::matmul(flat, teacher).argmax(1);
         return b;
     }
+    using Trainable::loss;
     Tensor loss(const Tensor& output, const Tensor& targets) const override {
         if (targets.scalar_type() == torch::kLong) return torch::nn::functional::cross_entropy(output, targets);
         return torch::mse_loss(output, targets);

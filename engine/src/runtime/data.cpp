@@ -99,10 +99,11 @@ void DataSource::checkFitsModel(int samples) const {
     try {
         torch::NoGradGuard no_grad;
         auto layers = model_.layers(0, model_.layerCount() - 1, seed_, torch::Device(torch::kCPU));
-        Tensor x = b.inputs;
+        Live x{{kDataKey, b.inputs}};
         for (const LayerPtr& l : layers) {
             l->eval();  // batch-norm running statistics stay untouched
-            x = l->forward(x);
+            if (const auto tied = l->tiedWeight()) l->setTied(*layers.at(static_cast<size_t>(tied->owner_layer))->named_parameters().find(tied->owner_param));
+            l->run(x);
         }
         (void)model_.loss(x, b.targets);
     } catch (const std::exception& e) {

@@ -23,6 +23,7 @@
 #include "engine/src/comm/comm.h"
 #include "engine/src/models/trainable.h"
 #include "engine/src/runtime/data.h"
+#include "engine/src/runtime/boundaries.h"
 #include "engine/src/runtime/grad_buckets.h"
 #include "engine/src/runtime/stage.h"
 #include "planners/schedule/plan.h"
@@ -83,8 +84,15 @@ private:
     bool hosts(int segment) const { return stages_.count(segment) > 0; }
     int deviceOf(int segment) const;
     void waitPostedReceives();
-    torch::Tensor outputGrad(int segment, int mb);
-    void storeInputGrad(const Stage& st, int mb, const torch::Tensor& grad);
+    Live outputGrad(int segment, int mb);
+    void storeInputGrad(const Stage& st, int mb, const Live& grads);
+    void bindTiedWeights(const Graph& graph);
+    // The keys of `producer`'s outputs that the segments on `device` (this replica) read.
+    std::vector<std::string> keysTo(int producer, int device) const;
+    // One flat buffer for the tensors `keys` of `producer`'s outputs, and views of it by key.
+    torch::Tensor flatBuffer(int producer, const std::vector<std::string>& keys, Live& views);
+    // Tensors `keys` of `from` concatenated in one flat tensor (zeros for an undefined one).
+    torch::Tensor pack(int producer, const std::vector<std::string>& keys, const Live& from) const;
     Stage::LossFn lossFor(int mb);
     double now() const;
     size_t record(const Instr& in, double start, double end);
@@ -104,8 +112,11 @@ private:
     const std::vector<Instr>* stream_ = nullptr;
     std::array<Handler, kKinds> table_{};
 
+    // What each segment reads and hands on (derived from the graph), and the shapes of the
+    // outputs of every segment this rank runs or receives from, for one micro-batch.
+    std::vector<SegmentIO> io_;
+    std::map<int, Shapes> out_shapes_;
     std::map<int, std::unique_ptr<Stage>> stages_;
-    std::map<int, std::vector<int64_t>> out_shape_;  // by segment, for one micro-batch
     std::unique_ptr<GradBuckets> buckets_;
     std::unique_ptr<torch::optim::Optimizer> optimizer_;
     int64_t static_bytes_ = 0;  // parameters, gradients, optimizer state
@@ -116,9 +127,16 @@ private:
         size_t event = 0;
     };
     torch::Tensor inputs_, targets_;  // this replica's samples of the step
-    std::map<std::pair<int, int>, torch::Tensor> recv_activation_;  // (producer segment, mb)
-    std::map<std::pair<int, int>, torch::Tensor> recv_grad_;        // (segment, mb): gradient of its output
-    std::map<std::pair<int, int>, torch::Tensor> input_grad_;       // (producer segment, mb): to send or hand over
+    std::map<std::pair<int, int>, Live> recv_activation_;          // (producer segment, mb)
+    std::map<std::pair<int, int>, std::vector<Live>> recv_grad_;   // (segment, mb): gradients of its outputs, by reader
+    std::map<std::pair<int, int>, Live> input_grad_;               // (producer segment, mb): to send
+    std::vector<torch::Tensor> tied_replicas_;  // replicas of weights owned on another rank
+    std::map<int, torch::Tensor> tied_tensor_;  // tied-weight bucket -> the copy this rank holds
+    struct TiedReduction {
+        int bucket = 0, group = 0;
+        size_t event = 0;
+    };
+    std::vector<TiedReduction> tied_pending_;  // posted this step, summed at the optimizer step
     std::set<std::pair<int, int>> backward_started_, weight_done_;
     std::vector<Posted> posted_recvs_, posted_sends_;
     std::map<int, size_t> allreduce_event_;  // bucket -> event index

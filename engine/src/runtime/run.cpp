@@ -116,7 +116,9 @@ int runRank(const RunOptions& o) {
         plan = loadPlanFile(o.plan_file);
         ResolvedModel rm = resolveTrainableModel(plan.model, o.plan_file);
         if (!o.data_file.empty()) file = loadTensorFile(o.data_file);
-        if (rm.config) {
+        if (rm.zoo) {
+            model = makeZooTrainable(*rm.zoo);
+        } else if (rm.config) {
             model = makeTinyTrainable(*rm.config, plan.model.seq_len);
         } else {
             // A TorchScript model: one sample's shape from the data file, else --input-shape.
