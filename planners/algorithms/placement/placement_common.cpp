@@ -1,13 +1,13 @@
 #include "planners/algorithms/placement/placement_common.h"
 
 #include <algorithm>
-#include <set>
 #include <cmath>
 #include <iomanip>
 #include <limits>
 #include <map>
 #include <numeric>
 #include <queue>
+#include <set>
 #include <sstream>
 
 #include "planners/algorithms/evaluate.h"
