@@ -7,6 +7,8 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <stop_token>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -30,6 +32,7 @@ using hybrid::Shape;
 // Effort. The estimate is cheap (microseconds), a simulation is not (milliseconds on large
 // models), so the search estimates widely and simulates within a budget of instructions
 // (the simulator runs a few million a second): about a tenth of a second whatever the model.
+constexpr std::chrono::milliseconds kCancelPollInterval{5};  // relaying a cancel to a baseline run
 constexpr int kSeededMicroBatchCounts = 3;         // per (pp, dp), given every seed partition
 constexpr int kRecomputeLevels = 3;                // highest memory levels a seed or a move recomputes
 constexpr size_t kFarthestHandOver = 8;           // stages a climbing move hands a layer across
@@ -307,7 +310,19 @@ private:
         for (Planner* baseline : std::initializer_list<Planner*>{&data_parallel, &uniform, &equal_params}) {
             if (context_.shouldStop()) return;
             PlanContext own(problem_.time_budget_s);
+            // The baseline reports to its own context (its progress is not ours); a cancel or
+            // the end of our budget is relayed to it so that it stops as promptly as we do.
+            std::jthread relay([&](std::stop_token stop) {
+                while (!stop.stop_requested()) {
+                    if (context_.shouldStop()) {
+                        own.cancel();
+                        return;
+                    }
+                    std::this_thread::sleep_for(kCancelPollInterval);
+                }
+            });
             const PlannerResult r = baseline->plan(problem_, own);
+            relay.request_stop();
             if (!r.feasible) continue;
             Plan plan = r.plan;
             plan.planner = HippiePlanner::kName;
