@@ -30,7 +30,7 @@ StudioSettings StudioSettings::load() {
     }
     try {
         out.model.precision = precisionFromString(s.value(QStringLiteral("model/precision"), QStringLiteral("fp16")).toString().toStdString());
-        out.objective = objectiveFromString(s.value(QStringLiteral("planning/objective"), QStringLiteral("me")).toString().toStdString());
+        out.objective = objectiveFromString(s.value(QStringLiteral("planning/objective"), QStringLiteral("me-floor")).toString().toStdString());
     } catch (const std::exception&) {
         // A value written by another version: keep the defaults.
     }

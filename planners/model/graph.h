@@ -38,6 +38,9 @@ struct Op {
     int64_t param_bytes = 0;   // in the graph's precision; independent of batch size
     int64_t output_bytes = 0;  // activation this op produces, for batch_size samples
     int64_t temp_bytes = 0;    // workspace while it runs, for batch_size samples
+    // Activation bytes the forward reads and writes (inputs + outputs, parameters excluded)
+    // for batch_size samples: what bounds memory-bound ops. 0 = unknown (compute bound only).
+    int64_t moved_bytes = 0;
     std::optional<double> fwd_time_s;  // profiled; wins over FLOPs when present
     std::optional<double> bwd_time_s;
 };

@@ -42,6 +42,7 @@ json opToJson(const Op& op, size_t id) {
               {"param_bytes", op.param_bytes},
               {"output_bytes", op.output_bytes},
               {"temp_bytes", op.temp_bytes}};
+    if (op.moved_bytes > 0) j["moved_bytes"] = op.moved_bytes;  // optional: 0 (unknown) when absent
     if (op.fwd_time_s) j["fwd_time_s"] = *op.fwd_time_s;
     if (op.bwd_time_s) j["bwd_time_s"] = *op.bwd_time_s;
     return j;
@@ -107,6 +108,7 @@ Op readOp(const json& o, const std::string& w) {
     op.param_bytes = requireInt64(o, "param_bytes", w, Bound::NonNegative);
     op.output_bytes = requireInt64(o, "output_bytes", w, Bound::NonNegative);
     op.temp_bytes = requireInt64(o, "temp_bytes", w, Bound::NonNegative);
+    op.moved_bytes = optionalInt64(o, "moved_bytes", w, Bound::NonNegative).value_or(0);
     op.fwd_time_s = optionalNumber(o, "fwd_time_s", w, Bound::NonNegative);
     op.bwd_time_s = optionalNumber(o, "bwd_time_s", w, Bound::NonNegative);
     return op;

@@ -41,6 +41,10 @@ Tensor GraphBuilder::add(const std::string& op_name, const OpCost& cost, const s
     op.param_bytes = cost.params * element_bytes_;
     op.output_bytes = (cost.output_elements + cost.saved_elements) * element_bytes_;
     op.temp_bytes = cost.temp_elements * element_bytes_;
+    // Forward reads its inputs once and writes its output (and saved state) once.
+    int64_t moved_elements = cost.output_elements + cost.saved_elements;
+    for (const Tensor& in : inputs) moved_elements += in.elements;
+    op.moved_bytes = moved_elements * element_bytes_;
     graph_.ops.push_back(std::move(op));
     for (const Tensor& in : inputs) graph_.edges.push_back(Edge{in.op, id, in.elements * element_bytes_});
     return Tensor{id, cost.output_elements};
