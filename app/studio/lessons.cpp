@@ -6,6 +6,7 @@
 #include "planners/common/error.h"
 #include "planners/cluster/cluster_json.h"
 #include "planners/model/zoo.h"
+#include "planners/model/zoo_builder.h"
 #include "planners/schedule/balanced_stages.h"
 
 namespace hippie::studio {
@@ -20,15 +21,38 @@ ModelSpec smallGpt() {
     return m;
 }
 // The pipeline lessons are about the bubble and memory, so their model has layers of equal
-// cost (the zoo's deep MLP): every stage takes the same time, and the idle time one sees is
-// the schedule's, not a heavy last stage's (a GPT's LM head would make GPU 3 the bottleneck).
+// cost: every stage takes the same time, and the idle time one sees is the schedule's, not a
+// heavy last stage's (a GPT's LM head made GPU 3 the bottleneck). The zoo's MLP is nearly
+// that, but its first and last layers are a quarter of the others, which no 4-way cut
+// balances; this one is eight 4096-wide ReLU layers and a loss.
+constexpr const char* kUniformModel = "uniform-mlp-8";
+constexpr int kUniformLayers = 8;
+constexpr int64_t kUniformWidth = 4096;
+constexpr double kReluFlopsPerElement = 1.0;
+
 ModelSpec uniformMlp() {
     ModelSpec m;
-    m.zoo = "mlp";
+    m.zoo = kUniformModel;
     m.batch_size = 1;
     m.precision = Precision::FP16;
     return m;
 }
+
+Graph buildUniformMlp(const ModelSpec& spec) {
+    ModelSpec s = spec;
+    s.zoo.clear();
+    zoo::GraphBuilder g(kUniformModel, s);
+    zoo::Tensor x;
+    for (int i = 0; i < kUniformLayers; ++i) {
+        g.beginLayer("fc" + std::to_string(i));
+        const zoo::OpCost fc = zoo::linearCost(g.batch(), kUniformWidth, kUniformWidth, true);
+        x = i == 0 ? g.add("linear", fc) : g.add("linear", fc, {x});
+        x = i + 1 < kUniformLayers ? g.add("relu", zoo::elementwiseCost("relu", x.elements, kReluFlopsPerElement), {x})
+                                   : g.add("loss", zoo::crossEntropyCost(g.batch(), kUniformWidth), {x});
+    }
+    return g.finish();
+}
+
 constexpr const char* kCluster = "dgx-a100-1x8";
 constexpr int kPipelineSamples = 2048;  // 8 micro-batches of 256 samples: compute outweighs the sends
 constexpr int kGpipe = 1, kOneFOneB = 2;
@@ -42,7 +66,7 @@ const std::vector<Lesson>& lessons() {
          "row; at the end the gradients are summed across GPUs with an all-reduce (purple) before the optimizer step.",
          smallGpt(), kCluster, 1, 4, 1, 1, 16, ScheduleKind::OneFOneB, -1, {E::BalancedStages}},
         {"GPipe",
-         "The model (an MLP whose layers all cost the same) is cut into 4 equal stages, one per GPU. All micro-batches go "
+         "The model (an MLP of eight layers that all cost the same) is cut into 4 equal stages, one per GPU. All micro-batches go "
          "forward (blue) through the pipeline, then all come back (orange). The triangles of idle time at the start and "
          "end are the pipeline bubble, and every stage keeps the activations of all micro-batches: watch memory climb to "
          "its peak before the first backward.",
@@ -75,7 +99,7 @@ const std::vector<Lesson>& lessons() {
 
 LessonSetup setupLesson(const Lesson& lesson) {
     LessonSetup s;
-    s.problem.graph = buildZooModel(lesson.model);
+    s.problem.graph = lesson.model.zoo == kUniformModel ? buildUniformMlp(lesson.model) : buildZooModel(lesson.model);
     s.problem.cluster = buildClusterPreset(lesson.cluster);
     s.problem.cluster_name = lesson.cluster;
     s.problem.global_batch = lesson.global_batch;

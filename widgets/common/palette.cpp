@@ -62,7 +62,9 @@ QColor deviceColor(int index, int count) {
     const int n = std::max(1, std::min(count, kPerRing));
     const int ring = std::max(0, index) / kPerRing;
     const double hue = std::fmod((std::max(0, index) % kPerRing) * (n < kPerRing ? 360.0 / n : kGoldenAngle) + ring * 15.0, 360.0);
-    return QColor::fromHslF(static_cast<float>(hue / 360.0), 0.85f, ring % 2 == 0 ? 0.32f : 0.5f);
+    // Neighbours alternate dark and medium, so that adjacent hues (yellow-green, green) differ.
+    const bool dark = (index + ring) % 2 == 0;
+    return QColor::fromHslF(static_cast<float>(hue / 360.0), 0.85f, dark ? 0.30f : 0.47f);
 }
 
 }  // namespace hippie::widgets

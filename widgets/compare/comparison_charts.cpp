@@ -149,6 +149,7 @@ void ComparisonCharts::addScatter(QCPAxisRect* rect, const QVector<double>& memo
     // Plans whose labels would overlap share one label, at the first of them: points closer
     // than a label's height and a few characters' width, as fractions of the axes.
     constexpr double kNearX = 0.06, kNearY = 0.08;
+    constexpr double kStackDownFraction = 0.7;
     std::vector<int> group(static_cast<size_t>(memory.size()));
     for (int i = 0; i < memory.size(); ++i) group[static_cast<size_t>(i)] = i;
     auto root = [&](int i) {
@@ -187,14 +188,17 @@ void ComparisonCharts::addScatter(QCPAxisRect* rect, const QVector<double>& memo
         const bool right_half = cx > max_mem * kHeadroom / 2;
         const QFont small(font().family(), 8);
         const int line_px = QFontMetrics(small).height();
+        // Near the top the names stack downwards, so that none is clipped by the axis rect.
+        const bool top_half = cy > max_thr * kHeadroom * kStackDownFraction;
         for (size_t k = 0; k < members.size(); ++k) {
             auto* label = new QCPItemText(plot_);
             label->setClipAxisRect(rect);
             label->position->setAxes(x, y);
             label->position->setCoords(cx, cy);
-            label->setPositionAlignment((right_half ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignBottom);
-            const int above = static_cast<int>(members.size() - 1 - k) * line_px;
-            label->setPadding(right_half ? QMargins(0, 0, 8, 4 + above) : QMargins(8, 0, 0, 4 + above));
+            label->setPositionAlignment((right_half ? Qt::AlignRight : Qt::AlignLeft) | (top_half ? Qt::AlignTop : Qt::AlignBottom));
+            const int offset = 4 + static_cast<int>(top_half ? k : members.size() - 1 - k) * line_px;
+            const int side = 8;
+            label->setPadding(QMargins(right_half ? 0 : side, top_half ? offset : 0, right_half ? side : 0, top_half ? 0 : offset));
             label->setFont(small);
             label->setColor(plannerColor(names[members[k]]).darker(125));
             label->setText(names[members[k]]);

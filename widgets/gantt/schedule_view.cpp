@@ -38,6 +38,8 @@ QString legendHtml() {
     for (const Entry& e : entries)
         html += QStringLiteral("<span style='color:%1'>&#9632;</span>&nbsp;%2&nbsp;&nbsp; ")
                     .arg(instrColor(e.kind).name(), QString::fromLatin1(e.text));
+    html += QStringLiteral("<span style='color:%1'>&#9632;</span>&nbsp;narrower than a pixel (zoom in: W)")
+                .arg(GanttPlottable::subPixelColor().name());
     return html;
 }
 

@@ -91,9 +91,9 @@ void MemoryPlot::setCurves(std::vector<MemoryCurve> curves, const std::function<
     }
     const double top = (capacity_off_scale ? peak * kPeakHeadroom : std::max(peak, capacity) * kCapacityHeadroom) * per_gib_;
     y->setRange(0, top > 0 ? top : 1.0);
-    y->setLabel(capacity_off_scale
-                    ? QStringLiteral("memory (%1), capacity %2 off scale").arg(unitName(), formatGiB(capacity))
-                    : QStringLiteral("memory (%1)").arg(unitName()));
+    y->setLabel(capacity_off_scale ? QStringLiteral("memory (%1)\ncapacity %2 off scale")
+                                         .arg(unitName(), formatBytes(static_cast<int64_t>(capacity * kBytesPerGiB)))
+                                   : QStringLiteral("memory (%1)").arg(unitName()));
     fill(std::numeric_limits<double>::infinity());
 }
 
