@@ -94,6 +94,7 @@ void MemoryPlot::setCurves(std::vector<MemoryCurve> curves, const std::function<
     y->setLabel(capacity_off_scale ? QStringLiteral("memory (%1)\ncapacity %2 off scale")
                                          .arg(unitName(), formatBytes(static_cast<int64_t>(capacity * kBytesPerGiB)))
                                    : QStringLiteral("memory (%1)").arg(unitName()));
+    plot_->legend->setVisible(!curves_.empty());  // an empty legend is a stray frame
     fill(std::numeric_limits<double>::infinity());
 }
 
