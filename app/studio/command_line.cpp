@@ -32,8 +32,10 @@ CommandLine parseCommandLine(const QCoreApplication& app) {
                                   QStringLiteral("FILE"));
     const QCommandLineOption no_run(QStringLiteral("no-run"), QStringLiteral("load, but do not run planners"));
     const QCommandLineOption screenshot(QStringLiteral("screenshot"), QStringLiteral("save the window as PNG after planning and exit"), QStringLiteral("FILE"));
-    const QCommandLineOption view(QStringLiteral("view"), QStringLiteral("page to show: compare, gantt, graph or teaching"), QStringLiteral("V"), QStringLiteral("compare"));
-    p.addOptions({model, cluster, batch, precision, seq_len, overrides, planners, plan, no_run, screenshot, view});
+    const QCommandLineOption view(QStringLiteral("view"), QStringLiteral("page to show: compare, gantt, graph, teaching, runs or history"), QStringLiteral("V"), QStringLiteral("compare"));
+    const QCommandLineOption screenshot_size(QStringLiteral("screenshot-size"), QStringLiteral("window size for --screenshot"),
+                                             QStringLiteral("WxH"), QStringLiteral("1600x1000"));
+    p.addOptions({model, cluster, batch, precision, seq_len, overrides, planners, plan, no_run, screenshot, screenshot_size, view});
     p.process(app);
 
     CommandLine cl;
@@ -71,6 +73,10 @@ CommandLine parseCommandLine(const QCoreApplication& app) {
     cl.start.run_planners = !p.isSet(no_run);
     cl.screenshot = p.value(screenshot);
     cl.view = p.value(view);
+    const QStringList size = p.value(screenshot_size).split(QLatin1Char('x'));
+    const int w = size.size() == 2 ? size[0].toInt() : 0, h = size.size() == 2 ? size[1].toInt() : 0;
+    if (w > 0 && h > 0) cl.screenshot_size = QSize(w, h);
+    else cl.error = QStringLiteral("--screenshot-size must be WIDTHxHEIGHT, e.g. 1280x800, not '%1'").arg(p.value(screenshot_size));
     if (!MainWindow::pageFromName(cl.view)) cl.error = QStringLiteral("--view must be compare, gantt, graph or teaching, not '%1'").arg(cl.view);
     return cl;
 }

@@ -2,6 +2,7 @@
 
 #include <QComboBox>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QPushButton>
@@ -64,13 +65,15 @@ ModelPanel::ModelPanel(StudioSession* session, QWidget* parent)
             [this](const QString& name) { overrides_->describeModel(name.toStdString()); });
     connect(overrides_, &QLineEdit::returnPressed, this, &ModelPanel::onLoadClicked);
     connect(load, &QPushButton::clicked, this, &ModelPanel::onLoadClicked);
+    // A zoo model applies as soon as it is picked, as a cluster preset does (one rule for both).
+    connect(zoo_, &QComboBox::activated, this, &ModelPanel::onLoadClicked);
     connect(open, &QPushButton::clicked, this, &ModelPanel::onOpenClicked);
     connect(script, &QPushButton::clicked, this, &ModelPanel::onTorchScriptClicked);
     connect(torchscript_, &TorchScriptImport::imported, this, [this](const QString& graph_json) {
         emit torchScriptFinished(openGraphFile(graph_json));
     });
     connect(torchscript_, &TorchScriptImport::failed, this, [this](const QString& error) {
-        message_->showError(error);
+        showError(error);
         emit torchScriptFinished(false);
     });
     connect(session_, &StudioSession::graphChanged, this, &ModelPanel::showSummary);
@@ -95,27 +98,40 @@ bool ModelPanel::loadZoo(const ModelSpec& spec) {
     overrides_->showOverrides(spec);
     precision_->setCurrentText(QString::fromLatin1(toString(spec.precision)));
     const QString error = session_->loadZooModel(spec);
-    if (!error.isEmpty()) message_->showError(error);
+    if (!error.isEmpty()) showError(error);
     return error.isEmpty();
 }
 
 bool ModelPanel::openGraphFile(const QString& path) {
     const QString error = session_->loadGraphFile(path);
-    if (!error.isEmpty()) message_->showError(error + tr("\nThe previous model stays loaded."));
-    return error.isEmpty();
+    if (!error.isEmpty()) {
+        showError(error + tr("\nThe previous model stays loaded."));
+        return false;
+    }
+    // The combo no longer names the model: it says which file is loaded instead.
+    zoo_->setPlaceholderText(tr("file: %1").arg(QFileInfo(path).fileName()));
+    zoo_->setCurrentIndex(-1);
+    return true;
 }
 
 void ModelPanel::importTorchScript(const QString& path, const QString& input_shape) { torchscript_->startWithShape(path, input_shape); }
 
-void ModelPanel::showError(const QString& text) { message_->showError(text); }
+void ModelPanel::showError(const QString& text) {
+    message_->showError(text);
+    emit errorShown(text);
+}
 
 void ModelPanel::onLoadClicked() {
+    if (zoo_->currentIndex() < 0) {
+        showError(tr("Pick a zoo model first (a graph file is loaded)."));
+        return;
+    }
     ModelSpec spec = currentSpec();
     spec.overrides.clear();
     spec.seq_len = seq_len_->value();
     const QString error = overrides_->applyTo(spec);
     if (!error.isEmpty()) {
-        message_->showError(error);
+        showError(error);
         return;
     }
     loadZoo(spec);

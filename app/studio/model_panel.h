@@ -33,6 +33,7 @@ public:
 
 signals:
     void torchScriptFinished(bool ok);
+    void errorShown(const QString& text);  // also shown in the window's banner
 
 private:
     void onLoadClicked();

@@ -87,7 +87,7 @@ dispatch::RunController* DispatchUi::dispatchPlan(const Plan& plan, const std::o
 }
 
 void DispatchUi::askAndRun(const Plan& plan, const std::optional<Graph>& graph, const std::optional<Cluster>& cluster) {
-    DispatchDialog d(plan, workers_, window_);
+    DispatchDialog d(plan, graph, workers_, window_);
     if (d.exec() != QDialog::Accepted) return;
     dispatchPlan(plan, graph, cluster, d.chosenWorkers(), d.steps(), d.seed());
 }
