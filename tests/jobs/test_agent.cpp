@@ -245,10 +245,12 @@ private slots:
         QVERIFY(res.first != 0);
         QVERIFY2(res.second.contains(QLatin1String("does not exist")), qPrintable(res.second));
         writeFile(dir.filePath(QStringLiteral("empty")), "\n");
+        QFile::setPermissions(dir.filePath(QStringLiteral("empty")), QFileDevice::ReadOwner | QFileDevice::WriteOwner);
         res = run({QStringLiteral("--token-file"), dir.filePath(QStringLiteral("empty")), QStringLiteral("--listen"), QStringLiteral("127.0.0.1:0")});
         QVERIFY(res.first != 0);
         QVERIFY2(res.second.contains(QLatin1String("is empty")), qPrintable(res.second));
         writeFile(dir.filePath(QStringLiteral("token")), "abc\n");
+        QFile::setPermissions(dir.filePath(QStringLiteral("token")), QFileDevice::ReadOwner | QFileDevice::WriteOwner);
         res = run({QStringLiteral("--token-file"), dir.filePath(QStringLiteral("token")), QStringLiteral("--listen"), QStringLiteral("nohost")});
         QVERIFY(res.first != 0);
         QVERIFY2(res.second.contains(QLatin1String("HOST:PORT")), qPrintable(res.second));

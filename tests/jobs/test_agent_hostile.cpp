@@ -124,7 +124,13 @@ private slots:
         RawClient one_more;
         QVERIFY(one_more.connectTo(agent.port()));
         QVERIFY2(one_more.closedWithin(5000), "a connection past the limit is closed at once");
-        QVERIFY(agent.stderrText().contains(QLatin1String("have not authenticated yet")));
+        QString log;
+        QVERIFY(waitUntil(
+            [&] {
+                log += agent.stderrText();
+                return log.contains(QLatin1String("have not authenticated yet"));
+            },
+            5000));
         idle.pop_back();  // one leaves: room for a client that authenticates
         QVERIFY(waitUntil([&] { return agentAlive(agent); }, 5000));
     }
@@ -260,6 +266,7 @@ private slots:
         QTest::qWait(3000);
         const qint64 bound = kClientHighWaterBytes + 1024;
         QVERIFY2(agent.peakQueuedBytes() <= bound, qPrintable(QString::number(agent.peakQueuedBytes())));
+        QVERIFY2(agent.peakQueuedBytes() > bound / 2, "the client's buffers filled: the bound was reached");
         client.setReadBufferSize(0);
         hj::LineReader reader;
         int errors = 0;
