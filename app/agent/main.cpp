@@ -59,7 +59,13 @@ std::pair<QString, quint16> parseListen(const std::string& text) {
 
 QByteArray readToken(const std::string& path) {
     QFile f(QString::fromStdString(path));
-    if (!f.exists()) throw Error("--token-file '" + path + "' does not exist; write a secret to it, e.g. `openssl rand -hex 32 > " + path + "`");
+    if (!f.exists())
+        throw Error("--token-file '" + path + "' does not exist; write a secret to it, e.g. `(umask 077; openssl rand -hex 32 > " + path + ")`");
+    // As ssh does with private keys: a secret others can read is no secret.
+    const QFileDevice::Permissions others = QFileDevice::ReadGroup | QFileDevice::WriteGroup | QFileDevice::ExeGroup |
+                                            QFileDevice::ReadOther | QFileDevice::WriteOther | QFileDevice::ExeOther;
+    if (f.permissions() & others)
+        throw Error("--token-file '" + path + "' is accessible by group or others; make it private with `chmod 600 " + path + "`");
     if (!f.open(QIODevice::ReadOnly)) throw Error("cannot read --token-file '" + path + "': " + f.errorString().toStdString());
     const QByteArray token = f.readAll().trimmed();
     if (token.isEmpty()) throw Error("--token-file '" + path + "' is empty; write a secret to it, e.g. `openssl rand -hex 32 > " + path + "`");
@@ -76,13 +82,17 @@ int main(int argc, char** argv) {
     CLI::App cli{"hippie-agent: runs hippie-engine ranks for Hippie Studio on this host"};
     std::string listen = "127.0.0.1:" + std::to_string(hj::kDefaultAgentPort);
     std::string token_file, tls_cert, tls_key, work_dir, engine;
-    int max_jobs = 4, heartbeat_ms = hj::kDefaultHeartbeatMs;
+    int max_jobs = 4, max_ranks = hj::defaultMaxRanks(), heartbeat_ms = hj::kDefaultHeartbeatMs;
     cli.add_option("--listen", listen, "HOST:PORT to listen on (default 127.0.0.1:7469; port 0: any free one)");
     cli.add_option("--token-file", token_file, "file holding the token clients must present")->required();
     cli.add_option("--tls-cert", tls_cert, "PEM certificate: serve TLS (clients pin its SHA-256 fingerprint)");
     cli.add_option("--tls-key", tls_key, "PEM private key of --tls-cert");
     cli.add_option("--work-dir", work_dir, "where job directories go (default: ~/.local/share/hippie-agent)");
-    cli.add_option("--max-jobs", max_jobs, "jobs running at once; more are rejected")->check(CLI::Range(1, 1000));
+    cli.add_option("--max-jobs", max_jobs, "jobs (and device probes) running at once; more are rejected (default 4)")
+        ->check(CLI::Range(1, 1000));
+    cli.add_option("--max-ranks", max_ranks,
+                   "engine ranks running at once over all jobs; a job asking more is rejected (default: one per CPU core, at least 8)")
+        ->check(CLI::Range(1, 100000));
     cli.add_option("--engine", engine, "hippie-engine binary (default: beside this binary, else on PATH)");
     cli.add_option("--heartbeat-ms", heartbeat_ms, "heartbeat interval")->check(CLI::Range(50, 600000));
     cli.set_version_flag("--version", HIPPIE_VERSION);
@@ -99,6 +109,7 @@ int main(int argc, char** argv) {
         o.tls_cert = QString::fromStdString(tls_cert);
         o.tls_key = QString::fromStdString(tls_key);
         o.max_jobs = max_jobs;
+        o.max_ranks = max_ranks;
         o.heartbeat_ms = heartbeat_ms;
         if (!engine.empty()) {
             o.engine = hj::findEngine(QString::fromStdString(engine));

@@ -48,12 +48,18 @@ SimulationSetup setupFromFlags(const SimulateOptions& opts) {
     plan.micro_batches = opts.micro_batches;
     plan.global_batch = opts.global_batch;
     plan.virtual_stages = opts.virtual_stages;
-    plan.device_map = defaultDeviceMap(opts.pp, opts.dp);
-
+    if (opts.micro_batches > kMaxMicroBatches)
+        throw Error("--microbatches " + std::to_string(opts.micro_batches) + ": at most " + std::to_string(kMaxMicroBatches) +
+                    " are supported");
+    // The cluster bounds pp x dp before anything is sized by them (--dp 1000000000).
     Cluster cluster = loadCluster(opts.cluster);
     checkDeviceCount(opts.pp, opts.dp, cluster, opts.cluster);
+    plan.device_map = defaultDeviceMap(opts.pp, opts.dp);
     Graph graph = buildGraph(opts.model, microBatchSize(opts.global_batch, opts.dp, opts.micro_batches));
     plan.model = graph.source;
+    if (int64_t{opts.pp} * opts.virtual_stages > graph.layerCount())
+        throw Error("pp " + std::to_string(opts.pp) + " x " + std::to_string(opts.virtual_stages) + " virtual stages is more stages than the " +
+                    std::to_string(graph.layerCount()) + " layers of '" + graph.name + "'");
     plan.stages = balancedStages(graph, opts.pp * opts.virtual_stages);
     if (opts.recompute) plan.recompute_layers = recomputeAllButLast(plan.stages);
     return {std::move(plan), std::move(graph), std::move(cluster)};

@@ -236,14 +236,13 @@ void AgentClient::onReadyRead() {
             return;
         }
         if (line.trimmed().isEmpty()) continue;
-        json m;
+        // Whatever the agent sends (1e400, a field of the wrong type), a bad message is reported
+        // and skipped: no exception leaves this slot, where Qt would abort the process.
         try {
-            m = parseMessage(line);
-        } catch (const Error& e) {
+            handle(parseMessage(line));
+        } catch (const std::exception& e) {
             emit errorMessage(QStringLiteral("%1 sent a bad message: %2").arg(address_.display(), QString::fromUtf8(e.what())));
-            continue;
         }
-        handle(m);
         if (socket_.get() != s) return;  // a handler dropped or replaced the connection
     }
 }

@@ -6,6 +6,7 @@
 #include <QHostAddress>
 #include <QProcess>
 #include <QSslCertificate>
+#include <QSslCipher>
 #include <QSslConfiguration>
 #include <QSslKey>
 #include <QSslServer>
@@ -13,7 +14,9 @@
 #include <QSysInfo>
 #include <QTcpServer>
 #include <QTcpSocket>
+#include <QThread>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "app/jobs/job_runner.h"
@@ -32,6 +35,35 @@ constexpr int kProbeTimeoutMs = 120000;
 // waits in the job's event log (on disk) until the client reads. A slow or stalled client costs the
 // agent this much memory, not its jobs' event history.
 constexpr qint64 kClientHighWaterBytes = 1 << 20;
+// Qt reads from the network only this far ahead of us; past it the client's sends wait in TCP.
+constexpr qint64 kSocketReadAheadBytes = 256 * 1024;
+// A smallest multi-GPU host: the rank limit's floor on hosts with few cores.
+constexpr int kMinDefaultRanks = 8;
+// Longest log line; a peer's text is cut well before this (printableForLog).
+constexpr qsizetype kMaxLogLineChars = 2000;
+// What a peer sent, quoted in a log line or an answer: enough to recognise it.
+constexpr qsizetype kMaxQuotedChars = 80;
+
+QString peerText(const std::string& text) {
+    return printableForLog(QString::fromStdString(text.substr(0, static_cast<size_t>(kMaxQuotedChars) * 4)), kMaxQuotedChars);
+}
+
+// TLS 1.2 suites with forward secrecy (ECDHE) and authenticated encryption (GCM, ChaCha20-Poly1305);
+// TLS 1.3 suites all qualify.
+QList<QSslCipher> forwardSecretAeadCiphers() {
+    QList<QSslCipher> out;
+    for (const QSslCipher& c : QSslConfiguration::supportedCiphers()) {
+        if (c.protocol() == QSsl::TlsV1_3) {
+            out.append(c);
+            continue;
+        }
+        const QString name = c.name();
+        const bool ecdhe = name.startsWith(QLatin1String("ECDHE-"));
+        const bool aead = name.contains(QLatin1String("-GCM-")) || name.contains(QLatin1String("CHACHA20-POLY1305"));
+        if (c.protocol() == QSsl::TlsV1_2 && ecdhe && aead) out.append(c);
+    }
+    return out;
+}
 
 qint64 queuedBytes(const QTcpSocket* socket) {
     qint64 n = socket->bytesToWrite();
@@ -55,6 +87,27 @@ QByteArray readFile(const QString& path, const char* what) {
 
 }  // namespace
 
+int defaultMaxRanks() { return std::max(QThread::idealThreadCount(), kMinDefaultRanks); }
+
+QString printableForLog(const QString& text, qsizetype max_chars) {
+    QString out;
+    out.reserve(std::min(text.size(), max_chars) + 8);
+    for (const QChar ch : text) {
+        if (out.size() >= max_chars) {
+            out += QStringLiteral("...(%1 chars)").arg(text.size());
+            break;
+        }
+        const char16_t u = ch.unicode();
+        if (u == '\n') out += QLatin1String("\\n");
+        else if (u == '\r') out += QLatin1String("\\r");
+        else if (u == '\t') out += QLatin1String("\\t");
+        else if (u < 0x20 || u == 0x7f || (u >= 0x80 && u < 0xa0) || u == 0x2028 || u == 0x2029)
+            out += QStringLiteral("\\x%1").arg(static_cast<unsigned>(u), 2, 16, QLatin1Char('0'));
+        else out += ch;
+    }
+    return out;
+}
+
 bool tokensEqual(const QByteArray& given, const QByteArray& expected) {
     unsigned diff = static_cast<unsigned>(given.size() ^ expected.size());
     const qsizetype n = expected.size();
@@ -74,7 +127,8 @@ struct AgentServer::Client {
     bool pumping = false;            // pump() is not re-entered (a write that signalled at once)
     QString peer;
     QTimer hello_timer;
-    explicit Client(qint64 max_bytes) : reader(max_bytes) {}
+    bool input_paused = false;       // replies wait unread: requests wait too (processInput)
+    Client() : reader(kMaxHelloBytes) {}
 };
 
 AgentServer::AgentServer(AgentOptions options, QObject* parent) : QObject(parent), options_(std::move(options)) {
@@ -94,9 +148,17 @@ int AgentServer::runningJobs() const {
     return n;
 }
 
+int AgentServer::runningRanks() const {
+    int n = 0;
+    for (const auto& [id, job] : jobs_)
+        if (!isTerminal(job->state())) n += job->spec().rank_count;
+    return n;
+}
+
 void AgentServer::log(const QString& line) const {
     const QString stamp = QDateTime::currentDateTime().toString(Qt::ISODateWithMs);
-    std::fprintf(stderr, "%s hippie-agent: %s\n", qPrintable(stamp), qPrintable(line));
+    // Peers' text is in many lines: escaped here, so no line can forge another.
+    std::fprintf(stderr, "%s hippie-agent: %s\n", qPrintable(stamp), qPrintable(printableForLog(line, kMaxLogLineChars)));
     std::fflush(stderr);
 }
 
@@ -123,6 +185,8 @@ void AgentServer::listen() {
         if (key.isNull())
             throw Error("--tls-key '" + options_.tls_key.toStdString() + "' holds no unencrypted PEM private key (RSA, EC or DSA)");
         QSslConfiguration conf = QSslConfiguration::defaultConfiguration();
+        conf.setProtocol(QSsl::TlsV1_2OrLater);
+        conf.setCiphers(forwardSecretAeadCiphers());
         conf.setLocalCertificate(certs.first());
         conf.setPrivateKey(key);
         conf.setPeerVerifyMode(QSslSocket::VerifyNone);
@@ -146,6 +210,11 @@ void AgentServer::listen() {
     if (!QDir().mkpath(options_.work_dir))
         throw Error("cannot create the work directory '" + options_.work_dir.toStdString() + "' (--work-dir)");
     heartbeat_.start(options_.heartbeat_ms);
+    if (options_.max_ranks <= 0) options_.max_ranks = defaultMaxRanks();
+    if (!usesTls() && !address.isLoopback())
+        log(QStringLiteral("WARNING: listening on %1 without TLS: the token and every plan cross the network in clear text, "
+                           "readable and replayable by anyone on the path; give --tls-cert and --tls-key")
+                .arg(options_.host));
     log(QStringLiteral("listening on %1:%2%3, work directory %4, engine %5")
             .arg(options_.host)
             .arg(port())
@@ -162,8 +231,20 @@ void AgentServer::onNewConnection() {
             socket->deleteLater();
             continue;
         }
-        auto c = std::make_unique<Client>(options_.max_message_bytes);
+        int unauthenticated = 0;
+        for (const auto& [s, other] : clients_)
+            if (!other->authenticated && !other->closing) ++unauthenticated;
+        if (unauthenticated >= options_.max_unauthenticated) {
+            log(QStringLiteral("connection from %1 refused: %2 connections have not authenticated yet")
+                    .arg(socket->peerAddress().toString())
+                    .arg(unauthenticated));
+            socket->abort();
+            socket->deleteLater();
+            continue;
+        }
+        auto c = std::make_unique<Client>();
         c->socket = socket;
+        socket->setReadBufferSize(kSocketReadAheadBytes);
         c->peer = socket->peerAddress().toString() + QLatin1Char(':') + QString::number(socket->peerPort());
         Client* cp = c.get();
         c->hello_timer.setSingleShot(true);
@@ -196,6 +277,7 @@ void AgentServer::dropClient(QTcpSocket* socket) {
 void AgentServer::send(Client& c, const json& m) {
     if (c.closing) return;
     c.socket->write(frame(m));
+    peak_queued_bytes_ = std::max(peak_queued_bytes_, queuedBytes(c.socket));
 }
 
 void AgentServer::closeWith(Client& c, const char* type, const std::string& message) {
@@ -212,12 +294,23 @@ void AgentServer::onReadyRead(Client& c) {
         c.socket->readAll();
         return;
     }
-    c.reader.append(c.socket->readAll());
+    processInput(c);
+}
+
+void AgentServer::processInput(Client& c) {
     QTcpSocket* socket = c.socket;
     for (;;) {
+        // A client that does not read our replies gets no more until it does: its requests stay
+        // unread in the socket (bounded by kSocketReadAheadBytes), and TCP pushes back on it.
+        c.input_paused = queuedBytes(socket) >= kClientHighWaterBytes;
+        if (c.input_paused) return;
         QByteArray line;
-        const LineReader::Status st = c.reader.next(&line);
-        if (st == LineReader::Status::NeedMore) return;
+        LineReader::Status st = c.reader.next(&line);
+        if (st == LineReader::Status::NeedMore) {
+            if (socket->bytesAvailable() <= 0) return;
+            c.reader.append(socket->read(kSocketReadAheadBytes));
+            continue;
+        }
         if (st == LineReader::Status::TooLong) {
             closeWith(c, "error",
                       "message longer than " + std::to_string(c.reader.maxBytes()) + " bytes; closing the connection");
@@ -227,7 +320,7 @@ void AgentServer::onReadyRead(Client& c) {
         json m;
         try {
             m = parseMessage(line);
-        } catch (const Error& e) {
+        } catch (const std::exception& e) {
             if (!c.authenticated) {
                 closeWith(c, "refused", std::string("expected a hello message first: ") + e.what());
                 return;
@@ -245,10 +338,14 @@ void AgentServer::handle(Client& c, const json& m) {
     const std::string type = m["type"].get<std::string>();
     if (!c.authenticated) {
         if (type != "hello") {
-            closeWith(c, "refused", "the first message must be a hello with the token (got '" + type + "')");
+            closeWith(c, "refused", "the first message must be a hello with the token (got '" + peerText(type).toStdString() + "')");
             return;
         }
-        handleHello(c, m);
+        try {
+            handleHello(c, m);
+        } catch (const std::exception& e) {
+            closeWith(c, "refused", std::string("bad hello: ") + e.what());
+        }
         return;
     }
     try {
@@ -259,8 +356,10 @@ void AgentServer::handle(Client& c, const json& m) {
         else if (type == "status") handleStatus(c, m);
         else if (type == "probe") handleProbe(c);
         else if (type == "ping") send(c, {{"type", "pong"}});
-        else throw Error("unknown message type '" + type + "' (hello, submit, attach, cancel, status, probe, ping)");
-    } catch (const Error& e) {
+        else throw Error("unknown message type '" + peerText(type).toStdString() + "' (hello, submit, attach, cancel, status, probe, ping)");
+    } catch (const std::exception& e) {
+        // Error: the message was wrong; anything else (a type a handler did not expect) still
+        // concerns this message only: the connection and the agent carry on.
         send(c, {{"type", "error"}, {"message", e.what()}});
     }
 }
@@ -284,9 +383,10 @@ void AgentServer::handleHello(Client& c, const json& m) {
     }
     c.authenticated = true;
     c.hello_timer.stop();
+    c.reader.setMaxBytes(options_.max_message_bytes);
     const auto client = m.find("client");
     log(QStringLiteral("%1 authenticated (%2)")
-            .arg(c.peer, client != m.end() && client->is_string() ? QString::fromStdString(client->get<std::string>())
+            .arg(c.peer, client != m.end() && client->is_string() ? peerText(client->get<std::string>())
                                                                   : QStringLiteral("unnamed client")));
     send(c, {{"type", "welcome"},
              {"agent", QSysInfo::machineHostName().toStdString()},
@@ -301,7 +401,7 @@ void AgentServer::handleSubmit(Client& c, const json& m) {
     std::string id;
     if (const auto it = raw.find("id"); it != raw.end() && it->is_string()) id = it->get<std::string>();
     const auto reject = [&](const std::string& message) {
-        log(QStringLiteral("%1: job '%2' rejected: %3").arg(c.peer, QString::fromStdString(id), QString::fromStdString(message)));
+        log(QStringLiteral("%1: job '%2' rejected: %3").arg(c.peer, peerText(id), QString::fromStdString(message)));
         send(c, {{"type", "rejected"}, {"job", id}, {"message", message}});
     };
     if (stopping_) return reject("the agent is shutting down");
@@ -313,9 +413,16 @@ void AgentServer::handleSubmit(Client& c, const json& m) {
     }
     const QString qid = QString::fromStdString(spec.id);
     if (jobs_.count(qid)) return reject("job '" + spec.id + "' already exists on this agent; every job needs a new id");
-    if (runningJobs() >= options_.max_jobs)
-        return reject("this agent already runs " + std::to_string(runningJobs()) + " job(s), its limit (--max-jobs " +
-                      std::to_string(options_.max_jobs) + "); try again when one ends");
+    if (runningJobs() + probes_running_ >= options_.max_jobs)
+        return reject("this agent already runs " + std::to_string(runningJobs()) + " job(s) and " + std::to_string(probes_running_) +
+                      " probe(s), its limit (--max-jobs " + std::to_string(options_.max_jobs) + "); try again when one ends");
+    if (spec.rank_count > options_.max_ranks)
+        return reject("job '" + spec.id + "' asks for " + std::to_string(spec.rank_count) + " ranks on this agent, more than its " +
+                      std::to_string(options_.max_ranks) + " (--max-ranks); spread the job over more agents");
+    if (runningRanks() + spec.rank_count > options_.max_ranks)
+        return reject("this agent already runs " + std::to_string(runningRanks()) + " rank(s); " +
+                      std::to_string(spec.rank_count) + " more would pass its limit (--max-ranks " +
+                      std::to_string(options_.max_ranks) + "); try again when a job ends");
     JobRunnerOptions ro;
     ro.work_root = options_.work_dir;
     ro.engine = options_.engine;
@@ -385,6 +492,15 @@ void AgentServer::pump(Client& c) {
         peak_queued_bytes_ = std::max(peak_queued_bytes_, queuedBytes(c.socket));
     }
     c.pumping = false;
+    if (c.input_paused && queuedBytes(c.socket) < kClientHighWaterBytes) {
+        // Deferred: processInput may close or drop the client, and we may be inside its socket's signal.
+        QPointer<QTcpSocket> socket = c.socket;
+        QMetaObject::invokeMethod(this, [this, socket] {
+            if (!socket) return;
+            const auto it = clients_.find(socket.data());
+            if (it != clients_.end() && !it->second->closing) processInput(*it->second);
+        }, Qt::QueuedConnection);
+    }
 }
 
 void AgentServer::handleCancel(Client& c, const json& m) {
@@ -408,11 +524,19 @@ void AgentServer::handleStatus(Client& c, const json& m) {
 
 void AgentServer::handleProbe(Client& c) {
     if (options_.engine.isEmpty()) throw Error("probe: " + engineMissingMessage().toStdString());
+    if (stopping_) throw Error("probe: the agent is shutting down");
+    // A probe is an engine process like a job's rank: it counts against --max-jobs.
+    if (runningJobs() + probes_running_ >= options_.max_jobs)
+        throw Error("probe: this agent already runs " + std::to_string(runningJobs()) + " job(s) and " +
+                    std::to_string(probes_running_) + " probe(s), its limit (--max-jobs " + std::to_string(options_.max_jobs) +
+                    "); try again when one ends");
+    ++probes_running_;
     auto* p = new QProcess(this);
     QPointer<QTcpSocket> socket = c.socket;
     p->setProgram(options_.engine);
     p->setArguments({QStringLiteral("probe")});
     p->setStandardInputFile(QProcess::nullDevice());
+    connect(p, &QObject::destroyed, this, [this] { --probes_running_; });
     auto* timeout = new QTimer(p);
     timeout->setSingleShot(true);
     connect(timeout, &QTimer::timeout, p, [p] { p->kill(); });
@@ -428,7 +552,7 @@ void AgentServer::handleProbe(Client& c) {
         json cluster;
         try {
             cluster = json::parse(out.constBegin(), out.constEnd());
-        } catch (const json::parse_error&) {
+        } catch (const json::exception&) {
             // Not one JSON document: the last line may still be an error event.
             const QList<QByteArray> lines = out.trimmed().split('\n');
             if (!lines.isEmpty()) cluster = json::parse(lines.last().constBegin(), lines.last().constEnd(), nullptr, false);
@@ -469,8 +593,9 @@ void AgentServer::sendHeartbeats() {
     for (const auto& [id, job] : jobs_)
         jobs.push_back({{"id", job->spec().id}, {"state", toString(job->state())}, {"last_seq", job->lastSeq()}});
     const QByteArray bytes = frame({{"type", "heartbeat"}, {"time_ms", QDateTime::currentMSecsSinceEpoch()}, {"jobs", jobs}});
+    // A client that reads nothing gets no heartbeats piling up either (it misses them and drops us).
     for (auto& [socket, c] : clients_)
-        if (c->authenticated && !c->closing) socket->write(bytes);
+        if (c->authenticated && !c->closing && queuedBytes(socket) < kClientHighWaterBytes) socket->write(bytes);
 }
 
 void AgentServer::shutdown() {

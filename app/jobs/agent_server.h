@@ -34,7 +34,9 @@ struct AgentOptions {
     QString tls_cert;  // PEM; with tls_key: TLS only
     QString tls_key;
     QString work_dir;  // jobs go to <work_dir>/jobs/<id>/
-    int max_jobs = 4;  // jobs running at once
+    int max_jobs = 4;  // jobs running at once; probes count as jobs
+    int max_ranks = 0; // engine ranks running at once over all jobs; 0: defaultMaxRanks()
+    int max_unauthenticated = 64;  // connections that have not sent their hello yet
     QString engine;    // hippie-engine; empty: jobs are rejected as "not installed"
     int heartbeat_ms = kDefaultHeartbeatMs;
     qint64 max_message_bytes = kMaxMessageBytes;
@@ -45,6 +47,13 @@ struct AgentOptions {
 // Constant-time comparison: the time taken depends on the lengths only, not on where the
 // first difference is.
 bool tokensEqual(const QByteArray& given, const QByteArray& expected);
+
+// One engine rank per CPU core (the CPU engine's device), at least a small multi-GPU host's worth.
+int defaultMaxRanks();
+
+// Text from a peer, made fit for one log line: control characters escaped (\n, \x1b) so that
+// nothing can forge a line, and cut to max_chars.
+QString printableForLog(const QString& text, qsizetype max_chars = 200);
 
 class AgentServer : public QObject {
     Q_OBJECT
@@ -57,8 +66,9 @@ public:
     quint16 port() const;
     bool usesTls() const { return !options_.tls_cert.isEmpty(); }
     int runningJobs() const;
-    // The most bytes that ever waited in one client's socket after events were written to it: the
-    // bound back-pressure keeps (about 1 MiB plus one event), however slowly clients read.
+    int runningRanks() const;
+    // The most bytes that ever waited in one client's socket after events or replies were written to
+    // it: the bound back-pressure keeps (about 1 MiB plus one message), however slowly clients read.
     qint64 peakQueuedBytes() const { return peak_queued_bytes_; }
 
     // Stops accepting, cancels running jobs; emits stopped() once none runs.
@@ -85,6 +95,9 @@ private:
     void onJobEvent(const QString& job, qint64 seq, const nlohmann::json& event);
     // Writes the events a client has not been sent yet, while its socket has room (back-pressure).
     void pump(Client& c);
+    // Handles the lines that have arrived, unless the client has not read our earlier replies
+    // (then its requests wait in the socket, which pushes back on the client).
+    void processInput(Client& c);
     void sendHeartbeats();
     nlohmann::json jobStatuses() const;
     void log(const QString& line) const;
@@ -96,6 +109,7 @@ private:
     std::map<QString, JobRunner*> jobs_;  // every job since start, by id
     QTimer heartbeat_;
     bool stopping_ = false;
+    int probes_running_ = 0;
     qint64 peak_queued_bytes_ = 0;
 };
 

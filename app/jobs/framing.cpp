@@ -40,14 +40,8 @@ LineReader::Status LineReader::next(QByteArray* line) {
 }
 
 json parseMessage(const QByteArray& line) {
-    json j;
-    try {
-        j = json::parse(line.constBegin(), line.constEnd());
-    } catch (const json::parse_error& e) {
-        std::string what = e.what();
-        if (const size_t at = what.find("parse error"); at != std::string::npos) what = what.substr(at);
-        throw Error("malformed JSON message: " + what);
-    }
+    // Depth-limited, and every parser exception (1e400 is out_of_range, not parse_error) becomes Error.
+    const json j = json_read::parseJson(std::string_view(line.constData(), static_cast<size_t>(line.size())), "malformed JSON message");
     if (!j.is_object()) throw Error("a message must be a JSON object (got " + json_read::describe(j) + ")");
     const auto it = j.find("type");
     if (it == j.end()) throw Error("the message has no field 'type'");

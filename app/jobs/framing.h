@@ -22,6 +22,7 @@ public:
     // TooLong: the next line exceeds max_bytes; the reader keeps answering TooLong.
     Status next(QByteArray* line);
     qint64 maxBytes() const { return max_bytes_; }
+    void setMaxBytes(qint64 max_bytes) { max_bytes_ = max_bytes; }  // e.g. raised once a peer authenticated
     qint64 buffered() const { return buffer_.size(); }
 
 private:

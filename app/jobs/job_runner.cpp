@@ -107,6 +107,15 @@ void JobRunner::prepare() {
         throw Error(where + ": its work directory " + work_dir_.toStdString() +
                     " already exists on this machine; every job needs a new id");
     if (!spec_.dump_params.empty()) dump_params_ = resolveInsideWorkDir(spec_.dump_params, "dump_params");
+    // A graph measured from a TorchScript file names it; the engine would look for it, and its
+    // answer ("not there", "not a module") would tell the client what exists on this host.
+    Graph graph;
+    if (!spec_.graph.is_null()) {
+        graph = graphFromJson(spec_.graph, where + ": graph");
+        if (fs::path(graph.source.file).extension() == ".pt")
+            throw Error(where + ": the graph was measured from the TorchScript file '" + graph.source.file +
+                        "' (field 'graph.source.file'); an agent trains graphs of the engine's built-in models only");
+    }
     if (options_.engine.isEmpty()) throw Error(engineMissingMessage().toStdString());
 
     if (spec_.first_rank == 0 && spec_.master_port == 0) {
@@ -119,10 +128,12 @@ void JobRunner::prepare() {
     if (!QDir().mkpath(work_dir_)) throw Error("cannot create the work directory " + work_dir_.toStdString());
     log_.openFile(QDir(work_dir_).filePath(QString::fromLatin1(kEventsFile)));  // memory if it cannot be written
     if (!dump_params_.isEmpty()) QDir().mkpath(QFileInfo(dump_params_).absolutePath());
-    json plan = spec_.plan;
+    // Written as read (planToJson of the Plan, not the message's JSON): unknown fields, however
+    // large or deep, never reach the disk.
+    json plan = planToJson(planFromJson(spec_.plan, where + ": plan"));
     if (!spec_.graph.is_null()) {
         QFile g(QDir(work_dir_).filePath(QString::fromLatin1(kGraphFile)));
-        if (!g.open(QIODevice::WriteOnly) || g.write(QByteArray::fromStdString(spec_.graph.dump())) < 0)
+        if (!g.open(QIODevice::WriteOnly) || g.write(QByteArray::fromStdString(graphToJson(graph).dump())) < 0)
             throw Error("cannot write " + g.fileName().toStdString() + ": " + g.errorString().toStdString());
         if (plan.contains("model") && plan["model"].is_object()) plan["model"]["file"] = kGraphFile;
     }

@@ -45,6 +45,9 @@ namespace hippie::jobs {
 
 inline constexpr int kProtocolVersion = 1;
 inline constexpr qint64 kMaxMessageBytes = 16 * 1024 * 1024;  // a plan or a trace fits; a flood does not
+// Before authentication only a hello may arrive: a token and a client name fit in a few KiB, so an
+// unauthenticated peer cannot make the agent buffer more than this.
+inline constexpr qint64 kMaxHelloBytes = 4 * 1024;
 inline constexpr quint16 kDefaultAgentPort = 7469;
 inline constexpr int kDefaultHeartbeatMs = 1000;
 inline constexpr int kMissedHeartbeats = 5;

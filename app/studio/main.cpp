@@ -1,6 +1,7 @@
 // hippie-studio: the desktop strategy explorer. Everything lives in MainWindow; this file only
 // reads the command line and, for --screenshot, saves the window once everything has settled.
 #include <cstdio>
+#include <cstring>
 
 #include <QApplication>
 
@@ -10,13 +11,32 @@
 
 namespace {
 constexpr int kScreenshotTimeoutMs = 10 * 60 * 1000;
+void setApplicationNames() {
+    QCoreApplication::setApplicationName(QStringLiteral("hippie-studio"));
+    QCoreApplication::setOrganizationName(QStringLiteral("hippie"));
+    QCoreApplication::setApplicationVersion(QStringLiteral(HIPPIE_VERSION));
+}
+
+bool asksForHelpOrVersion(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i)
+        for (const char* flag : {"-h", "--help", "--help-all", "-v", "--version"})
+            if (std::strcmp(argv[i], flag) == 0) return true;
+    return false;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
+    // --help and --version need no display (over ssh there is none): answered before QApplication
+    // connects to one, by the same parser, which prints and exits.
+    if (asksForHelpOrVersion(argc, argv)) {
+        QCoreApplication core(argc, argv);
+        setApplicationNames();
+        const hippie::studio::CommandLine cl = hippie::studio::parseCommandLine(core);
+        std::fprintf(stderr, "hippie-studio: %s\n", qPrintable(cl.error));
+        return 2;
+    }
     QApplication app(argc, argv);
-    QApplication::setApplicationName(QStringLiteral("hippie-studio"));
-    QApplication::setOrganizationName(QStringLiteral("hippie"));
-    QApplication::setApplicationVersion(QStringLiteral(HIPPIE_VERSION));
+    setApplicationNames();
 
     const hippie::studio::CommandLine cl = hippie::studio::parseCommandLine(app);
     if (!cl.error.isEmpty()) {

@@ -19,6 +19,21 @@ constexpr int kVersion = 1;
 // Guards against a typo in "count" allocating millions of nodes; far above any cluster the
 // planners can search.
 constexpr int64_t kMaxDevices = 1 << 20;
+// Slowest rate a device or link may have (FLOP/s, bytes/s) and longest latency: far beyond any
+// real hardware, and they keep every time the cost model computes (work / rate) finite. A rate
+// of 5e-324 would otherwise round to 0, which the cost model reads as "free".
+constexpr double kMinRate = 1.0;
+constexpr double kMaxLatencyS = 3600.0;
+// profiled_time_scale multiplies measured times: calibration moves it by small factors; a
+// million either way is a typo, and a tiny one would make profiled ops free.
+constexpr double kMaxTimeScale = 1e6;
+
+double readRate(const json& j, std::string_view key, const std::string& where) {
+    const double v = requireNumber(j, key, where, Bound::Positive);
+    if (v < kMinRate)
+        failField(where, key, "is " + json(v).dump() + "; a rate must be at least " + json(kMinRate).dump() + " per second");
+    return v;
+}
 
 // ---- writing ----
 
@@ -52,8 +67,11 @@ Link readLink(const json& parent, const char* key, const std::string& where) {
     const json& j = requireObject(parent, key, where);
     const std::string w = at(where, key);
     Link l;
-    l.bandwidth_bytes_per_s = requireNumber(j, "bandwidth_bytes_per_s", w, Bound::Positive);
+    l.bandwidth_bytes_per_s = readRate(j, "bandwidth_bytes_per_s", w);
     l.latency_s = requireNumber(j, "latency_s", w, Bound::NonNegative);
+    if (l.latency_s > kMaxLatencyS)
+        failField(w, "latency_s", "is " + json(l.latency_s).dump() + " s; a link's latency must be at most " +
+                                      json(kMaxLatencyS).dump() + " s");
     return l;
 }
 
@@ -63,13 +81,17 @@ DeviceSpec readDevice(const json& parent, const std::string& where) {
     DeviceSpec d;
     d.type = requireString(j, "type", w);
     if (d.type.empty()) failField(w, "type", "must not be empty (e.g. \"A100-SXM4-40GB\")");
-    d.peak_flops_fp32 = requireNumber(j, "peak_flops_fp32", w, Bound::Positive);
-    d.peak_flops_fp16 = requireNumber(j, "peak_flops_fp16", w, Bound::Positive);
+    d.peak_flops_fp32 = readRate(j, "peak_flops_fp32", w);
+    d.peak_flops_fp16 = readRate(j, "peak_flops_fp16", w);
     d.efficiency = requireNumber(j, "efficiency", w, Bound::Positive);
     if (d.efficiency > 1)
         failField(w, "efficiency", "must be in (0, 1]: the achievable fraction of peak (got " + json(d.efficiency).dump() + ")");
+    if (d.achievableFlops(Precision::FP32) < kMinRate || d.achievableFlops(Precision::FP16) < kMinRate)
+        failField(w, "efficiency", "times the peak FLOP/s is below " + json(kMinRate).dump() + " FLOP/s; no device is that slow");
     d.memory_bytes = requireInt64(j, "memory_bytes", w, Bound::Positive);
     d.profiled_time_scale = optionalNumber(j, "profiled_time_scale", w, Bound::Positive).value_or(1.0);
+    if (d.profiled_time_scale > kMaxTimeScale || d.profiled_time_scale < 1.0 / kMaxTimeScale)
+        failField(w, "profiled_time_scale", "is " + json(d.profiled_time_scale).dump() + "; it must be between 1e-6 and 1e6");
     d.memory_bandwidth_bytes_per_s = optionalNumber(j, "memory_bandwidth_bytes_per_s", w, Bound::Positive).value_or(0.0);
     d.launch_overhead_s = optionalNumber(j, "launch_overhead_s", w, Bound::NonNegative).value_or(0.0);
     d.half_rate_flops = optionalNumber(j, "half_rate_flops", w, Bound::NonNegative).value_or(0.0);
@@ -86,8 +108,9 @@ NetworkPorts readPorts(const json& node, const std::string& where) {
     return p;
 }
 
-// Appends the node `count` times.
-void readNode(const json& j, const std::string& w, Cluster& c) {
+// Appends the node `count` times. `devices` is the cluster's device count so far (kept by the
+// caller: recounting it per node made reading quadratic in nodes).
+void readNode(const json& j, const std::string& w, Cluster& c, int64_t& devices) {
     if (!j.is_object()) fail(w, "must be an object (got " + describe(j) + ")");
     const int count = optionalInt(j, "count", w, Bound::Positive).value_or(1);
     Node n;
@@ -95,8 +118,9 @@ void readNode(const json& j, const std::string& w, Cluster& c) {
     n.device = readDevice(j, w);
     n.intra = readLink(j, "intra", w);
     n.ports = readPorts(j, w);
-    if (static_cast<int64_t>(c.deviceCount()) + static_cast<int64_t>(count) * n.devices > kMaxDevices)
+    if (devices + static_cast<int64_t>(count) * n.devices > kMaxDevices)
         fail(w, "'count' x 'devices' brings the cluster above " + std::to_string(kMaxDevices) + " devices; is 'count' a typo?");
+    devices += static_cast<int64_t>(count) * n.devices;
     c.nodes.insert(c.nodes.end(), static_cast<size_t>(count), n);
 }
 
@@ -128,7 +152,8 @@ Cluster clusterFromJson(const json& j, const std::string& where) {
     c.source = optionalString(j, "source", where).value_or("");
     const json& nodes = requireArray(j, "nodes", where);
     if (nodes.empty()) failField(where, "nodes", "is empty: a cluster needs at least one node");
-    for (size_t i = 0; i < nodes.size(); ++i) readNode(nodes[i], at(where, "nodes", i), c);
+    int64_t devices = 0;
+    for (size_t i = 0; i < nodes.size(); ++i) readNode(nodes[i], at(where, "nodes", i), c, devices);
     // Devices of one node never use the inter-node link, so a one-node cluster may omit it.
     if (c.nodes.size() == 1 && !has(j, "inter"))
         c.inter = c.nodes.front().intra;

@@ -3,7 +3,9 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <limits>
 
 #include "planners/common/error.h"
@@ -216,14 +218,39 @@ int64_t elementInt64(const json& v, const std::string& where, Bound bound) { ret
 
 double elementNumber(const json& v, const std::string& where, Bound bound) { return readNumber(v, bound, where, {}); }
 
+json parseJson(std::string_view text, const std::string& where) {
+    // The callback sees each container open with its depth, before any of its content is read.
+    const json::parser_callback_t limit_depth = [&where](int depth, json::parse_event_t event, json&) {
+        if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
+            depth >= kMaxJsonDepth)
+            throw Error(where + ": nested more than " + std::to_string(kMaxJsonDepth) + " levels deep; not a Hippie Studio document");
+        return true;
+    };
+    try {
+        return json::parse(text.begin(), text.end(), limit_depth);
+    } catch (const json::exception& e) {
+        // parse_error for bad syntax, out_of_range for numbers such as 1e400.
+        std::string what = e.what();
+        if (const size_t at = what.find("] "); what.starts_with("[json.exception") && at != std::string::npos)
+            what = what.substr(at + 2);
+        throw Error(where + ": not valid JSON: " + what);
+    }
+}
+
 json readJsonFile(const std::string& path) {
+    std::error_code ec;
+    const std::filesystem::file_status st = std::filesystem::status(path, ec);
+    if (ec) throw Error(path + ": cannot open for reading (" + ec.message() + ")");
+    if (!std::filesystem::is_regular_file(st))
+        throw Error(path + ": is not a regular file (" +
+                    (std::filesystem::is_directory(st) ? std::string("a directory") : std::string("a FIFO, socket or device")) +
+                    "); give a JSON file");
     std::ifstream in(path, std::ios::binary);
     if (!in) throw Error(path + ": cannot open for reading (" + std::strerror(errno) + ")");
-    try {
-        return json::parse(in);
-    } catch (const json::parse_error& e) {
-        throw Error(path + ": not valid JSON: " + e.what());
-    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (in.bad()) throw Error(path + ": read failed (" + std::strerror(errno) + ")");
+    return parseJson(text.str(), path);
 }
 
 void writeJsonFile(const json& j, const std::string& path) {

@@ -70,7 +70,17 @@ int elementInt(const json& v, const std::string& where, Bound bound = Bound::Any
 int64_t elementInt64(const json& v, const std::string& where, Bound bound = Bound::Any);
 double elementNumber(const json& v, const std::string& where, Bound bound = Bound::Any);
 
-// Reads a whole file as JSON; Error names the path when it cannot be read or parsed.
+// Deepest nesting of arrays and objects any reader accepts. Our formats nest a few levels; a
+// limit keeps a hostile document from exhausting the stack when it is copied, compared or freed
+// (which recurse) and from inflating when it is written back indented.
+inline constexpr int kMaxJsonDepth = 64;
+
+// Parses one JSON document. Every failure is an Error starting with `where`: malformed text,
+// nesting deeper than kMaxJsonDepth, or a number out of range (1e400). Nothing else escapes.
+json parseJson(std::string_view text, const std::string& where);
+
+// Reads a whole file as JSON; Error names the path when it cannot be read or parsed, or when it
+// is not a regular file (a directory, or a FIFO that would block the reader).
 json readJsonFile(const std::string& path);
 // Writes `j` indented; Error names the path when it cannot be written.
 void writeJsonFile(const json& j, const std::string& path);

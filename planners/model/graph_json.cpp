@@ -1,5 +1,6 @@
 #include "planners/model/graph_json.h"
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -7,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "planners/common/checked.h"
 #include "planners/common/error.h"
 #include "planners/common/json_read.h"
 #include "planners/model/overrides_json.h"
@@ -114,6 +116,42 @@ Op readOp(const json& o, const std::string& w) {
     return op;
 }
 
+// Layers are numbered from 0 and each holds at least one op, so no layer index reaches the op
+// count: that bounds everything sized by layers (2147483647 would overflow, 3e6 would take GBs).
+void checkLayers(const json& ops, const std::string& where, const Graph& g) {
+    for (size_t i = 0; i < g.ops.size(); ++i)
+        if (static_cast<size_t>(g.ops[i].layer) >= g.ops.size())
+            failField(opLocation(ops[i], where, i), "layer",
+                      "is " + std::to_string(g.ops[i].layer) + " but the graph has " + std::to_string(g.ops.size()) +
+                          " ops; layers are numbered from 0 and every layer holds an op");
+}
+
+// Sums that reports and memory estimates take must be finite and fit int64: nine ops of 2^63-1
+// parameter bytes would wrap around, 1e308 FLOPs twice would be infinite.
+void checkTotals(const std::string& where, const Graph& g) {
+    struct Sum {
+        const char* field;
+        int64_t Op::*member;
+    };
+    for (const Sum sum : {Sum{"param_bytes", &Op::param_bytes}, Sum{"output_bytes", &Op::output_bytes}, Sum{"temp_bytes", &Op::temp_bytes}}) {
+        int64_t total = 0;
+        for (const Op& op : g.ops) {
+            const std::optional<int64_t> next = checked::add(total, op.*sum.member);
+            if (!next) failField(where, "ops", std::string("sum to more than 2^63 - 1 bytes in '") + sum.field + "'; the sizes are wrong");
+            total = *next;
+        }
+    }
+    double fwd = 0, bwd = 0, fwd_t = 0, bwd_t = 0;
+    for (const Op& op : g.ops) {
+        fwd += op.fwd_flops;
+        bwd += op.bwd_flops;
+        fwd_t += op.fwd_time_s.value_or(0);
+        bwd_t += op.bwd_time_s.value_or(0);
+    }
+    if (!std::isfinite(fwd + bwd) || !std::isfinite(fwd_t + bwd_t))
+        failField(where, "ops", "have FLOPs or times that sum to infinity; the costs are wrong");
+}
+
 struct OpIndex {
     std::map<int64_t, int> index_of_id;  // file id -> position in Graph::ops
     std::vector<int64_t> id_of_index;
@@ -137,6 +175,8 @@ OpIndex readOps(const json& j, const std::string& where, Graph& g) {
         idx.id_of_index.push_back(id);
         g.ops.push_back(std::move(op));
     }
+    checkLayers(ops, where, g);
+    checkTotals(where, g);
     return idx;
 }
 
@@ -150,6 +190,7 @@ int readEdgeEnd(const json& e, const char* key, const std::string& w, const OpIn
 
 void readEdges(const json& j, const std::string& where, const OpIndex& idx, Graph& g) {
     const json& edges = requireArray(j, "edges", where);
+    int64_t edge_bytes = 0;  // every layer's input and output bytes are sums of these
     for (size_t i = 0; i < edges.size(); ++i) {
         const std::string w = at(where, "edges", i);
         const json& e = edges[i];
@@ -163,7 +204,17 @@ void readEdges(const json& j, const std::string& where, const OpIndex& idx, Grap
             fail(w, "fields 'src' and 'dst' are both op id " + std::to_string(idx.id_of_index[s]) + " ('" +
                         g.ops[s].name + "'): an op cannot feed itself");
         }
+        const Op& src = g.ops[static_cast<size_t>(edge.src)];
+        const Op& dst = g.ops[static_cast<size_t>(edge.dst)];
+        if (dst.layer < src.layer)
+            fail(w, "goes from op id " + std::to_string(idx.id_of_index[static_cast<size_t>(edge.src)]) + " ('" + src.name +
+                        "', layer " + std::to_string(src.layer) + ") back to op id " +
+                        std::to_string(idx.id_of_index[static_cast<size_t>(edge.dst)]) + " ('" + dst.name + "', layer " +
+                        std::to_string(dst.layer) + "); layers run in order, so an edge may not enter an earlier layer");
         g.edges.push_back(edge);
+        const std::optional<int64_t> next = checked::add(edge_bytes, edge.bytes);
+        if (!next) fail(w, "field 'bytes' brings the edges' total above 2^63 - 1 bytes; the sizes are wrong");
+        edge_bytes = *next;
     }
 }
 

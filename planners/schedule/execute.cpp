@@ -148,9 +148,11 @@ private:
                 const auto [g, k] = state_[s].collective_queue.front();
                 CollectiveInstance& inst = instances_[static_cast<size_t>(g)][static_cast<size_t>(k)];
                 if (inst.members.size() < program_.groups[static_cast<size_t>(g)].size()) continue;
+                // Compared as a pair: clang 14 cannot capture structured bindings in a lambda.
+                const auto head = state_[s].collective_queue.front();
                 const bool heads = std::all_of(inst.members.begin(), inst.members.end(), [&](const auto& m) {
                     const auto& q = state_[static_cast<size_t>(m.first)].collective_queue;
-                    return !q.empty() && q.front() == std::make_pair(g, k);
+                    return !q.empty() && q.front() == head;
                 });
                 if (!heads) continue;
                 double start = inst.ready;

@@ -360,7 +360,8 @@ void checkPlan(const Plan& plan, const Graph& graph, int cluster_devices) {
     if (plan.global_batch < 1) throw Error(planError("global_batch", "must be at least 1"));
     if (plan.isPlacement()) checkPlacement(plan, graph, cluster_devices);
     else checkPipeline(plan, graph, cluster_devices);
-    if (plan.global_batch % (plan.dp * plan.micro_batches) != 0)
+    // int64: dp 65536 x 65536 micro-batches wraps an int to 0 (and then divides by it).
+    if (plan.global_batch % (static_cast<int64_t>(plan.dp) * plan.micro_batches) != 0)
         throw Error(planError("global_batch", std::to_string(plan.global_batch) + " samples do not split into dp " +
                                                   std::to_string(plan.dp) + " x " + std::to_string(plan.micro_batches) +
                                                   " equal micro-batches"));

@@ -18,6 +18,25 @@ namespace {
 constexpr const char* kFormat = "hippie-plan";
 // Version 2 adds model.overrides; a plan without them is still written as version 1.
 constexpr int kVersion = 2;
+// Most devices a plan may use: as for clusters (cluster_json.cpp), far above any the planners
+// search, and it bounds what the device map allocates before any cluster is consulted.
+constexpr int64_t kMaxDevices = 1 << 20;
+
+// Counts that size what follows, checked against each other before anything is allocated.
+void checkCounts(const Plan& p, const std::string& where) {
+    if (p.micro_batches > kMaxMicroBatches)
+        failField(where, "micro_batches", "is " + std::to_string(p.micro_batches) + "; at most " +
+                                              std::to_string(kMaxMicroBatches) + " are supported");
+    const int64_t samples_needed = static_cast<int64_t>(p.dp) * p.micro_batches;  // one sample per micro-batch and replica
+    if (samples_needed > p.global_batch)
+        failField(where, "global_batch", "is " + std::to_string(p.global_batch) + " samples, fewer than dp " + std::to_string(p.dp) +
+                                             " x " + std::to_string(p.micro_batches) + " micro-batches of at least one sample");
+    if (p.isPlacement()) return;
+    const int64_t devices = static_cast<int64_t>(p.stages.size()) * p.dp;
+    if (devices > kMaxDevices)
+        failField(where, "dp", "is " + std::to_string(p.dp) + ": with " + std::to_string(p.stages.size()) + " stages the plan needs " +
+                                   std::to_string(devices) + " devices, more than the " + std::to_string(kMaxDevices) + " supported");
+}
 
 // ---- writing ----
 
@@ -181,6 +200,7 @@ Plan planFromJson(const json& j, const std::string& where) {
     p.recompute_layers = readIntArray(j, "recompute_layers", where, Bound::NonNegative);
     p.bucket_bytes = optionalInt64(j, "bucket_bytes", where, Bound::Positive).value_or(p.bucket_bytes);
     checkShape(p, where);
+    checkCounts(p, where);
     p.device_map = readDeviceMap(j, where);
     if (p.device_map.empty() && !p.isPlacement()) p.device_map = defaultDeviceMap(p.pipelineDepth(), p.dp);
     checkDeviceMap(p, where);

@@ -9,6 +9,10 @@
 
 namespace hippie {
 
+// Most micro-batches per iteration a plan may ask for: pipelines use a few times their depth, and
+// lowering and simulation take time in proportion (a million take minutes).
+inline constexpr int kMaxMicroBatches = 1 << 16;
+
 nlohmann::json planToJson(const Plan& p);
 Plan planFromJson(const nlohmann::json& j, const std::string& where = "plan");
 Plan loadPlanFile(const std::string& path);

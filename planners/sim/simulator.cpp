@@ -1,10 +1,12 @@
 #include "planners/sim/simulator.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <unordered_map>
 
+#include "planners/common/checked.h"
 #include "planners/common/error.h"
 #include "planners/schedule/execute.h"
 
@@ -240,7 +242,9 @@ private:
             int64_t cur = 0, peak = 0;
             auto& curve = t.memory[s];
             for (const auto& [time, delta] : deltas) {
-                cur += delta;
+                const std::optional<int64_t> next = checked::add(cur, delta);
+                if (!next) throw Error("simulation: a device's memory passes 2^63 bytes; the model's sizes are out of range");
+                cur = *next;
                 peak = std::max(peak, cur);
                 if (!curve.empty() && curve.back().time_s == time) curve.back().bytes = cur;
                 else curve.push_back({time, cur});
@@ -315,7 +319,17 @@ double memoryEfficiency(double throughput_samples_per_s, int64_t peak_bytes) {
 }
 
 Trace simulate(const Program& program, const Plan& plan, const CostModel& cost, const SimOptions& options) {
-    return Simulation(program, plan, cost, options).run();
+    Trace t = Simulation(program, plan, cost, options).run();
+    // A metric that is not a number would be printed as "inf" or stored as null: say why instead.
+    const TraceMetrics& m = t.metrics;
+    for (const auto& [name, value] : {std::pair{"iteration time", m.iteration_time_s}, std::pair{"throughput", m.throughput_samples_per_s},
+                                      std::pair{"bubble fraction", m.bubble_fraction},
+                                      std::pair{"all-reduce hidden fraction", m.allreduce_hidden_fraction},
+                                      std::pair{"memory efficiency", m.memory_efficiency}})
+        if (!std::isfinite(value))
+            throw Error(std::string("simulation: the ") + name +
+                        " is not a finite number; the model's costs or the cluster's rates are out of range");
+    return t;
 }
 
 }  // namespace hippie

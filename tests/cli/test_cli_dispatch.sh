@@ -77,6 +77,7 @@ if [ ! -x "$AGENT" ]; then
 fi
 echo "cli-test-token" >"$WORK/token"
 echo "wrong-token" >"$WORK/wrong"
+chmod 600 "$WORK/token" "$WORK/wrong"
 "$AGENT" --listen 127.0.0.1:0 --token-file "$WORK/token" --work-dir "$WORK/agent" --engine "$ENGINE" \
     >"$WORK/agent.out" 2>"$WORK/agent.err" &
 AGENT_PID=$!

@@ -101,6 +101,7 @@ private:
         QFile token(dir_.filePath(QStringLiteral("token")));
         if (!token.open(QIODevice::WriteOnly)) return false;
         token.write(kToken.toUtf8() + "\n");
+        token.setPermissions(QFileDevice::ReadOwner | QFileDevice::WriteOwner);
         token.close();
         agent_ = new QProcess(this);
         agent_->setProcessChannelMode(QProcess::ForwardedErrorChannel);
@@ -318,6 +319,7 @@ private slots:
         QFile token(dir_.filePath(QStringLiteral("token-restart")));
         QVERIFY(token.open(QIODevice::WriteOnly));
         token.write(kToken.toUtf8() + "\n");
+        token.setPermissions(QFileDevice::ReadOwner | QFileDevice::WriteOwner);
         token.close();
         const QStringList args = {QStringLiteral("--listen"), QStringLiteral("127.0.0.1:%1").arg(port), QStringLiteral("--token-file"),
                                   token.fileName(), QStringLiteral("--work-dir"), dir_.filePath(QStringLiteral("agent-restart")),

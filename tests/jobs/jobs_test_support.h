@@ -8,6 +8,7 @@
 #include <QFileInfo>
 #include <QProcess>
 #include <QProcessEnvironment>
+#include <QTcpSocket>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -88,6 +89,7 @@ public:
     // no engine is found beside it nor on PATH (the build's bin/ may hold one).
     bool start(const QString& engine, const QStringList& extra = {}) {
         writeFile(dir_.filePath(QStringLiteral("token")), token_.toUtf8() + "\n");
+        QFile::setPermissions(dir_.filePath(QStringLiteral("token")), QFileDevice::ReadOwner | QFileDevice::WriteOwner);
         QStringList args = {QStringLiteral("--listen"), QStringLiteral("127.0.0.1:0"), QStringLiteral("--token-file"),
                             dir_.filePath(QStringLiteral("token")), QStringLiteral("--work-dir"), workDir()};
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
@@ -144,6 +146,58 @@ private:
     QTemporaryDir dir_;
     QProcess process_;
     quint16 port_ = 0;
+};
+
+// A plain socket speaking the protocol by hand, to send what AgentClient never would.
+class RawClient {
+public:
+    bool connectTo(quint16 port) {
+        socket_.connectToHost(QStringLiteral("127.0.0.1"), port);
+        return socket_.waitForConnected(5000);
+    }
+    void send(const QByteArray& bytes) {
+        socket_.write(bytes);
+        socket_.flush();
+    }
+    void send(const json& m) { send(QByteArray::fromStdString(m.dump()) + '\n'); }
+    // The next message, or null when none comes within ms.
+    json next(int ms = 10000) {
+        QDeadlineTimer deadline(ms);
+        while (!socket_.canReadLine()) {
+            if (deadline.hasExpired()) return {};
+            if (socket_.state() != QAbstractSocket::ConnectedState && socket_.bytesAvailable() == 0) return {};
+            socket_.waitForReadyRead(50);
+        }
+        const QByteArray line = socket_.readLine();
+        return json::parse(line.constBegin(), line.constEnd(), nullptr, false);
+    }
+    // The next message of this type, skipping heartbeats and the like.
+    json nextOf(const std::string& type, int ms = 10000) {
+        QDeadlineTimer deadline(ms);
+        while (!deadline.hasExpired()) {
+            const json m = next(static_cast<int>(std::max<qint64>(1, deadline.remainingTime())));
+            if (m.is_null()) return {};
+            if (m.value("type", "") == type) return m;
+        }
+        return {};
+    }
+    bool closedWithin(int ms) {
+        QDeadlineTimer deadline(ms);
+        while (socket_.state() != QAbstractSocket::UnconnectedState) {
+            if (deadline.hasExpired()) return false;
+            socket_.waitForDisconnected(50);
+            socket_.readAll();
+        }
+        return true;
+    }
+    bool hello(const QString& token) {
+        send(json{{"type", "hello"}, {"token", token.toStdString()}, {"client", "raw"}, {"protocol", hj::kProtocolVersion}});
+        return next().value("type", "") == "welcome";
+    }
+    QTcpSocket& socket() { return socket_; }
+
+private:
+    QTcpSocket socket_;
 };
 
 // Everything an AgentClient said.

@@ -15,58 +15,6 @@ using namespace jobs_test;
 
 namespace {
 
-// A plain socket speaking the protocol by hand, to send what AgentClient never would.
-class RawClient {
-public:
-    bool connectTo(quint16 port) {
-        socket_.connectToHost(QStringLiteral("127.0.0.1"), port);
-        return socket_.waitForConnected(5000);
-    }
-    void send(const QByteArray& bytes) {
-        socket_.write(bytes);
-        socket_.flush();
-    }
-    void send(const json& m) { send(QByteArray::fromStdString(m.dump()) + '\n'); }
-    // The next message, or null when none comes within ms.
-    json next(int ms = 10000) {
-        QDeadlineTimer deadline(ms);
-        while (!socket_.canReadLine()) {
-            if (deadline.hasExpired()) return {};
-            if (socket_.state() != QAbstractSocket::ConnectedState && socket_.bytesAvailable() == 0) return {};
-            socket_.waitForReadyRead(50);
-        }
-        const QByteArray line = socket_.readLine();
-        return json::parse(line.constBegin(), line.constEnd(), nullptr, false);
-    }
-    // The next message of this type, skipping heartbeats and the like.
-    json nextOf(const std::string& type, int ms = 10000) {
-        QDeadlineTimer deadline(ms);
-        while (!deadline.hasExpired()) {
-            const json m = next(static_cast<int>(std::max<qint64>(1, deadline.remainingTime())));
-            if (m.is_null()) return {};
-            if (m.value("type", "") == type) return m;
-        }
-        return {};
-    }
-    bool closedWithin(int ms) {
-        QDeadlineTimer deadline(ms);
-        while (socket_.state() != QAbstractSocket::UnconnectedState) {
-            if (deadline.hasExpired()) return false;
-            socket_.waitForDisconnected(50);
-            socket_.readAll();
-        }
-        return true;
-    }
-    bool hello(const QString& token) {
-        send(json{{"type", "hello"}, {"token", token.toStdString()}, {"client", "raw"}, {"protocol", hj::kProtocolVersion}});
-        return next().value("type", "") == "welcome";
-    }
-    QTcpSocket& socket() { return socket_; }
-
-private:
-    QTcpSocket socket_;
-};
-
 bool isDirEmpty(const QString& path) {
     return !QFileInfo::exists(path) || QDir(path).entryList(QDir::NoDotAndDotDot | QDir::AllEntries).isEmpty();
 }
@@ -297,10 +245,12 @@ private slots:
         QVERIFY(res.first != 0);
         QVERIFY2(res.second.contains(QLatin1String("does not exist")), qPrintable(res.second));
         writeFile(dir.filePath(QStringLiteral("empty")), "\n");
+        QFile::setPermissions(dir.filePath(QStringLiteral("empty")), QFileDevice::ReadOwner | QFileDevice::WriteOwner);
         res = run({QStringLiteral("--token-file"), dir.filePath(QStringLiteral("empty")), QStringLiteral("--listen"), QStringLiteral("127.0.0.1:0")});
         QVERIFY(res.first != 0);
         QVERIFY2(res.second.contains(QLatin1String("is empty")), qPrintable(res.second));
         writeFile(dir.filePath(QStringLiteral("token")), "abc\n");
+        QFile::setPermissions(dir.filePath(QStringLiteral("token")), QFileDevice::ReadOwner | QFileDevice::WriteOwner);
         res = run({QStringLiteral("--token-file"), dir.filePath(QStringLiteral("token")), QStringLiteral("--listen"), QStringLiteral("nohost")});
         QVERIFY(res.first != 0);
         QVERIFY2(res.second.contains(QLatin1String("HOST:PORT")), qPrintable(res.second));

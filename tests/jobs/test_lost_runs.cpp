@@ -91,6 +91,28 @@ private slots:
         QCOMPARE(hippie::dispatch::markUnreachableRunsLost(s, 1000), 0);
     }
 
+    // A run whose `hippie-plan dispatch` was killed: `hippie-plan runs` settles it as the studio
+    // does, instead of listing it as running forever.
+    void cliRunsMarksAbandonedRunsLost() {
+        QTemporaryDir dir;
+        const QString db = dir.filePath(QStringLiteral("runs.sqlite"));
+        qint64 abandoned = 0;
+        {
+            RunStore s(db);
+            json dead_local = hippie::dispatch::localWorkerEntry(0, 1);
+            dead_local["pid"] = deadPid();
+            abandoned = openRun(s, json::array({dead_local}), RunState::Running);
+        }
+        QProcess cli;
+        cli.start(QStringLiteral(HIPPIE_BIN_DIR "/hippie-plan"), {QStringLiteral("runs"), QStringLiteral("--db"), db, QStringLiteral("--json")});
+        QVERIFY(cli.waitForFinished(60000));
+        QCOMPARE(cli.exitCode(), 0);
+        const json runs = json::parse(cli.readAllStandardOutput().toStdString());
+        QCOMPARE(runs.size(), size_t(1));
+        QCOMPARE(runs[0].value("id", 0LL), static_cast<long long>(abandoned));
+        QCOMPARE(runs[0].value("state", ""), std::string("lost"));
+    }
+
     void workerEntriesThatNameNothingAreUnreachable() {
         QVERIFY(!hippie::dispatch::workerReachable(json(nullptr), 100));
         QVERIFY(!hippie::dispatch::workerReachable(json{{"host", "local"}}, 100));  // no pid recorded

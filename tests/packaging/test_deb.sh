@@ -123,6 +123,7 @@ if [[ -x "$build/bin/hippie-agent" ]]; then
   fi
   # The installed agent starts, listens on a free loopback port and stops on SIGTERM.
   printf 'deb-test-token\n' >"$tmp/token"
+  chmod 600 "$tmp/token"
   "$aroot/usr/bin/hippie-agent" --listen 127.0.0.1:0 --token-file "$tmp/token" --work-dir "$tmp/agentwork" \
     >"$tmp/agent.out" 2>"$tmp/agent.err" &
   apid=$!

@@ -17,6 +17,7 @@
 #include "app/cli/dispatch/core_app.h"
 #include "app/cli/format.h"
 #include "app/cli/table.h"
+#include "app/dispatch/lost_runs.h"
 #include "app/store/run_store.h"
 #include "planners/common/error.h"
 
@@ -241,6 +242,9 @@ int runRuns(const RunsOptions& o) {
         return kExitOk;
     }
     RunStore db(path);
+    // As the studio does on start: a run whose driver died (a killed dispatch) and whose workers
+    // are all unreachable would otherwise show "running" forever.
+    dispatch::markUnreachableRunsLost(db);
     if (o.id > 0) {
         const RunDetails d = db.runDetails(o.id);
         if (o.json) std::cout << detailsJson(d).dump(2) << '\n';

@@ -1,0 +1,330 @@
+// hippie-agent and its client against hostile peers (the reproducers of issue 17): what one line,
+// a deep or huge message, many idle connections or a client that never reads can do. Each case
+// used to kill the agent, stall it or grow it without bound; now a bad message concerns its own
+// connection only, and every resource a peer can claim has a limit.
+#include <QRegularExpression>
+#include <QTcpServer>
+#include <QTcpSocket>
+#include <QTest>
+
+#include "app/jobs/agent_server.h"
+#include "app/jobs/framing.h"
+#include "jobs_test_support.h"
+
+using namespace jobs_test;
+
+namespace {
+
+// The nesting that crashed the agent when it copied the plan (100,000 arrays: a 200 KB line).
+constexpr int kDeepNesting = 100000;
+// Idle connections an agent accepts before a hello (AgentOptions::max_unauthenticated).
+constexpr int kMaxUnauthenticated = 64;
+// Requests a client sends without reading any reply: their replies are far more than the
+// kernel's socket buffers hold, so without back-pressure they pile up in the agent.
+constexpr int kUnreadRequests = 100000;
+constexpr qint64 kClientHighWaterBytes = 1 << 20;  // agent_server.cpp
+
+json wellFormedPlan() {
+    return {{"format", "hippie-plan"}, {"version", 1}, {"model", {{"zoo", "mlp-tiny"}, {"batch_size", 4}}},
+            {"cluster", "cpu-local"}, {"planner", "manual"}, {"stages", {{{"first_layer", 0}, {"last_layer", 3}}}},
+            {"dp", 1}, {"micro_batches", 1}, {"global_batch", 4}, {"schedule", "1f1b"}, {"optimizer", "sgd"},
+            {"device_map", {{0}}}};
+}
+
+json submitOf(const std::string& id, const json& plan, int ranks) {
+    return {{"type", "submit"},
+            {"job", {{"id", id}, {"plan", plan}, {"steps", 1}, {"world_size", ranks}, {"first_rank", 0}, {"rank_count", ranks}}}};
+}
+
+bool agentAlive(Agent& agent) {
+    if (agent.process().state() != QProcess::Running) return false;
+    RawClient raw;
+    if (!raw.connectTo(agent.port()) || !raw.hello(agent.token())) return false;
+    raw.send(json{{"type", "ping"}});
+    return raw.nextOf("pong").value("type", "") == "pong";
+}
+
+QByteArray deepArray(int depth) { return QByteArray(depth, '[') + QByteArray(depth, ']'); }
+
+}  // namespace
+
+class TestAgentHostile : public QObject {
+    Q_OBJECT
+private slots:
+    // "1e400" is valid JSON syntax whose number nlohmann refuses with out_of_range, not
+    // parse_error: before a hello it used to abort the agent; now it is refused like any garbage.
+    void outOfRangeNumberBeforeAndAfterHello() {
+        Agent agent;
+        QVERIFY(agent.start(enginePath()));
+        {
+            RawClient raw;
+            QVERIFY(raw.connectTo(agent.port()));
+            raw.send(QByteArray("1e400\n"));
+            const json m = raw.next();
+            QCOMPARE(m.value("type", ""), std::string("refused"));
+            QVERIFY2(m.value("message", "").find("malformed JSON") != std::string::npos, m.dump().c_str());
+            QVERIFY(raw.closedWithin(5000));
+        }
+        QVERIFY(agentAlive(agent));
+        RawClient raw;
+        QVERIFY(raw.connectTo(agent.port()));
+        QVERIFY(raw.hello(agent.token()));
+        raw.send(QByteArray("1e400\n"));
+        QVERIFY(raw.nextOf("error").value("message", "").find("malformed JSON") != std::string::npos);
+        raw.send(QByteArray("{\"type\":\"attach\",\"job\":\"x\",\"after_seq\":1e400}\n"));
+        QVERIFY(!raw.nextOf("error").is_null());
+        raw.send(json{{"type", "ping"}});
+        QCOMPARE(raw.nextOf("pong").value("type", ""), std::string("pong"));
+        QVERIFY(agentAlive(agent));
+    }
+
+    // A plan with a field nested 100,000 arrays deep: refused at depth 64 before anything copies
+    // or writes it; nothing reaches the work directory.
+    void deepNestingIsRefused() {
+        Agent agent;
+        QVERIFY(agent.start(enginePath()));
+        RawClient raw;
+        QVERIFY(raw.connectTo(agent.port()));
+        QVERIFY(raw.hello(agent.token()));
+        const QByteArray plan = QByteArray::fromStdString(wellFormedPlan().dump());
+        const QByteArray deep_plan = plan.left(plan.size() - 1) + ",\"x\":" + deepArray(kDeepNesting) + "}";
+        raw.send("{\"type\":\"submit\",\"job\":{\"id\":\"deep\",\"plan\":" + deep_plan + "}}\n");
+        const json m = raw.nextOf("error");
+        QVERIFY2(m.value("message", "").find("nested more than 64") != std::string::npos, m.dump().c_str());
+        raw.send(json{{"type", "ping"}});
+        QCOMPARE(raw.nextOf("pong").value("type", ""), std::string("pong"));
+        QVERIFY(!QFileInfo::exists(agent.workDir() + QStringLiteral("/jobs/deep")));
+        QVERIFY(agentAlive(agent));
+    }
+
+    // Before its hello a connection may send a few KiB, not 16 MiB.
+    void preHelloLineIsCapped() {
+        Agent agent;
+        QVERIFY(agent.start(enginePath()));
+        RawClient raw;
+        QVERIFY(raw.connectTo(agent.port()));
+        raw.send(QByteArray(64 * 1024, 'a'));
+        const json m = raw.next();
+        QCOMPARE(m.value("type", ""), std::string("error"));
+        QVERIFY2(m.value("message", "").find("longer than " + std::to_string(hj::kMaxHelloBytes)) != std::string::npos, m.dump().c_str());
+        QVERIFY(raw.closedWithin(5000));
+        QVERIFY(agentAlive(agent));
+    }
+
+    // Connections that never say hello are limited in number; authenticated work goes on.
+    void unauthenticatedConnectionsAreCapped() {
+        Agent agent;
+        QVERIFY(agent.start(enginePath()));
+        std::vector<std::unique_ptr<RawClient>> idle;
+        for (int i = 0; i < kMaxUnauthenticated; ++i) {
+            idle.push_back(std::make_unique<RawClient>());
+            QVERIFY(idle.back()->connectTo(agent.port()));
+        }
+        QTest::qWait(300);  // the agent accepts them
+        RawClient one_more;
+        QVERIFY(one_more.connectTo(agent.port()));
+        QVERIFY2(one_more.closedWithin(5000), "a connection past the limit is closed at once");
+        QString log;
+        QVERIFY(waitUntil(
+            [&] {
+                log += agent.stderrText();
+                return log.contains(QLatin1String("have not authenticated yet"));
+            },
+            5000));
+        idle.pop_back();  // one leaves: room for a client that authenticates
+        QVERIFY(waitUntil([&] { return agentAlive(agent); }, 5000));
+    }
+
+    // A newline in the client name used to forge an "authenticated" log line; a long type made a
+    // line as long. Now control characters are escaped and a peer's text is cut.
+    void logLinesAreEscapedAndCut() {
+        Agent agent;
+        QVERIFY(agent.start(enginePath()));
+        {
+            RawClient raw;
+            QVERIFY(raw.connectTo(agent.port()));
+            raw.send(json{{"type", "hello"},
+                          {"token", agent.token().toStdString()},
+                          {"client", "evil\n2026-01-01T00:00:00.000 hippie-agent: 10.0.0.1:1 authenticated (forged)"},
+                          {"protocol", hj::kProtocolVersion}});
+            QCOMPARE(raw.next().value("type", ""), std::string("welcome"));
+        }
+        {
+            RawClient raw;
+            QVERIFY(raw.connectTo(agent.port()));
+            raw.send(json{{"type", "\x1b[2J\r" + std::string(3000, 'T')}});
+            QCOMPARE(raw.next().value("type", ""), std::string("refused"));
+        }
+        QTest::qWait(300);
+        const QString log = agent.stderrText();
+        QVERIFY2(log.contains(QLatin1String("evil\\n2026-01-01")), qPrintable(log));
+        for (const QString& line : log.split(QLatin1Char('\n'))) {
+            QVERIFY2(!line.startsWith(QLatin1String("2026-01-01T00:00:00.000")), qPrintable(line));
+            QVERIFY2(line.size() < 1000, qPrintable(line.left(200)));
+            QVERIFY2(!line.contains(QChar(0x1b)), qPrintable(line.left(200)));
+        }
+    }
+
+    // One job asked for 256 ranks and got 256 engines with --max-jobs 1: ranks are bounded too.
+    void ranksAreBounded() {
+        Agent agent;
+        QVERIFY(agent.start(enginePath(), {QStringLiteral("--max-ranks"), QStringLiteral("2")}));
+        RawClient raw;
+        QVERIFY(raw.connectTo(agent.port()));
+        QVERIFY(raw.hello(agent.token()));
+        raw.send(submitOf("many", wellFormedPlan(), 256));
+        const json m = raw.nextOf("rejected");
+        QVERIFY2(m.value("message", "").find("--max-ranks") != std::string::npos, m.dump().c_str());
+        QVERIFY(!QFileInfo::exists(agent.workDir() + QStringLiteral("/jobs/many")));
+    }
+
+    // dp 1e9 made the agent build a device map until bad_alloc; it is refused before.
+    void hugeDpIsRefusedBeforeAllocating() {
+        Agent agent;
+        QVERIFY(agent.start(enginePath()));
+        RawClient raw;
+        QVERIFY(raw.connectTo(agent.port()));
+        QVERIFY(raw.hello(agent.token()));
+        json plan = wellFormedPlan();
+        plan["dp"] = 1000000000;
+        plan["global_batch"] = 2000000000;
+        plan.erase("device_map");
+        raw.send(submitOf("wide", plan, 1));
+        const json m = raw.nextOf("rejected", 5000);
+        QVERIFY2(m.value("message", "").find("'dp'") != std::string::npos, m.dump().c_str());
+        QVERIFY(agentAlive(agent));
+    }
+
+    // Probes are engine processes: they count against --max-jobs (30 ran at once).
+    void probesCountAsJobs() {
+        REQUIRE_ENGINE();
+        Agent agent;
+        QVERIFY(agent.start(engine, {QStringLiteral("--max-jobs"), QStringLiteral("1")}));
+        RawClient raw;
+        QVERIFY(raw.connectTo(agent.port()));
+        QVERIFY(raw.hello(agent.token()));
+        raw.send(QByteArray::fromStdString(json{{"type", "probe"}}.dump() + "\n" + json{{"type", "probe"}}.dump() + "\n"));
+        const json m = raw.nextOf("error");
+        QVERIFY2(m.value("message", "").find("--max-jobs 1") != std::string::npos, m.dump().c_str());
+        QVERIFY(!raw.nextOf("devices", 120000).is_null());
+    }
+
+    // A graph naming a TorchScript file anywhere on the host is refused with the same words
+    // whether or not the file exists: the answer reveals nothing about the agent's disk.
+    void graphsNamingHostFilesRevealNothing() {
+        Agent agent;
+        QVERIFY(agent.start(enginePath()));
+        QFile pt(agent.dir() + QStringLiteral("/exists.pt"));
+        QVERIFY(pt.open(QIODevice::WriteOnly));
+        pt.close();
+        const QString example = QStringLiteral(HIPPIE_SOURCE_DIR "/resources/examples/tiny-mlp.graph.json");
+        QFile gf(example);
+        QVERIFY(gf.open(QIODevice::ReadOnly));
+        json graph = json::parse(gf.readAll().toStdString());
+        json plan = wellFormedPlan();
+        plan["model"] = {{"file", "tiny-mlp.graph.json"}, {"batch_size", 32}};
+        plan["global_batch"] = 32;
+        RawClient raw;
+        QVERIFY(raw.connectTo(agent.port()));
+        QVERIFY(raw.hello(agent.token()));
+        std::vector<std::string> answers;
+        for (const QString& file : {pt.fileName(), agent.dir() + QStringLiteral("/missing.pt")}) {
+            graph["source"] = {{"file", file.toStdString()}, {"batch_size", 32}};
+            json submit = submitOf("pt" + std::to_string(answers.size()), plan, 1);
+            submit["job"]["graph"] = graph;
+            raw.send(submit);
+            std::string message = raw.nextOf("rejected").value("message", "");
+            QVERIFY2(message.find("TorchScript") != std::string::npos, message.c_str());
+            message.replace(message.find(file.toStdString()), static_cast<size_t>(file.size()), "FILE");
+            message.replace(message.find("'pt"), 4, "'ptN");
+            answers.push_back(message);
+        }
+        QCOMPARE(answers[0], answers[1]);
+    }
+
+    // Replies obey the same back-pressure as events: a client that sends requests and reads
+    // nothing gets at most about 1 MiB queued in the agent (it grew to 183 MB); once it reads,
+    // every reply arrives.
+    void repliesRespectBackPressure() {
+        QTemporaryDir dir;
+        hj::AgentOptions o;
+        o.port = 0;
+        o.token = "pressure-token";
+        o.work_dir = dir.filePath(QStringLiteral("work"));
+        o.heartbeat_ms = 60000;
+        hj::AgentServer agent(o);
+        agent.listen();
+        QTcpSocket client;
+        client.setReadBufferSize(4096);  // reads next to nothing: the rest waits in the kernel, then the agent
+        client.connectToHost(QStringLiteral("127.0.0.1"), agent.port());
+        QVERIFY(client.waitForConnected(5000));
+        client.write(hj::frame({{"type", "hello"}, {"token", "pressure-token"}, {"client", "test"}, {"protocol", hj::kProtocolVersion}}));
+        const QByteArray request = hj::frame({{"type", std::string(70, 'x')}});  // answered by a ~200-byte error
+        QByteArray all;
+        for (int i = 0; i < kUnreadRequests; ++i) all += request;
+        client.write(all);
+        QTest::qWait(3000);
+        const qint64 bound = kClientHighWaterBytes + 1024;
+        QVERIFY2(agent.peakQueuedBytes() <= bound, qPrintable(QString::number(agent.peakQueuedBytes())));
+        QVERIFY2(agent.peakQueuedBytes() > bound / 2, "the client's buffers filled: the bound was reached");
+        client.setReadBufferSize(0);
+        hj::LineReader reader;
+        int errors = 0;
+        QVERIFY(waitUntil(
+            [&] {
+                reader.append(client.readAll());
+                QByteArray line;
+                while (reader.next(&line) == hj::LineReader::Status::Line)
+                    if (hj::parseMessage(line).value("type", "") == "error") ++errors;
+                return errors == kUnreadRequests;
+            },
+            60000));
+        QCOMPARE(errors, kUnreadRequests);
+        QVERIFY(agent.peakQueuedBytes() <= bound);
+    }
+
+    // The client side of the same flaw: an agent answering 1e400 made `dispatch` exit 1. Now the
+    // bad message is reported and the next one is read.
+    void clientSurvivesOutOfRangeNumbers() {
+        QTcpServer fake;
+        QVERIFY(fake.listen(QHostAddress::LocalHost, 0));
+        QObject::connect(&fake, &QTcpServer::newConnection, [&] {
+            QTcpSocket* s = fake.nextPendingConnection();
+            QObject::connect(s, &QTcpSocket::readyRead, s, [s] {
+                s->readAll();
+                s->write("1e400\n{\"type\":\"event\",\"job\":\"j\",\"seq\":1,\"event\":{\"event\":7}}\n"
+                         "{\"type\":\"refused\",\"message\":\"bye\"}\n");
+            });
+        });
+        hj::AgentAddress address;
+        address.host = QStringLiteral("127.0.0.1");
+        address.port = fake.serverPort();
+        address.token = QStringLiteral("t");
+        hj::AgentClient c(address);
+        Recorder r(c);
+        c.connectToAgent();
+        QVERIFY(waitUntil([&] { return !r.refused.isEmpty(); }, 10000));
+        QVERIFY2(r.errors.size() >= 2, qPrintable(dumpMessages(r)));
+        QVERIFY2(r.errors.first().contains(QLatin1String("bad message")), qPrintable(dumpMessages(r)));
+        QVERIFY(r.refused.first().contains(QLatin1String("bye")));
+    }
+
+    // A token file others can read is no secret: refused as ssh refuses such keys.
+    void tokenFileMustBePrivate() {
+        QTemporaryDir dir;
+        const QString token = dir.filePath(QStringLiteral("token"));
+        QVERIFY(writeFile(token, "secret\n"));
+        QVERIFY(QFile::setPermissions(token, QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ReadGroup |
+                                                 QFileDevice::ReadOther));
+        QProcess p;
+        p.start(agentPath(), {QStringLiteral("--token-file"), token, QStringLiteral("--listen"), QStringLiteral("127.0.0.1:0"),
+                              QStringLiteral("--work-dir"), dir.filePath(QStringLiteral("work"))});
+        QVERIFY(p.waitForFinished(20000));
+        QCOMPARE(p.exitCode(), 2);
+        const QString err = QString::fromUtf8(p.readAllStandardError());
+        QVERIFY2(err.contains(QLatin1String("chmod 600")), qPrintable(err));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestAgentHostile)
+#include "test_agent_hostile.moc"
