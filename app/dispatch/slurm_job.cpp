@@ -218,16 +218,17 @@ void SlurmJob::onPoll(int code, const QByteArray& out, const QByteArray& err) {
     const QByteArray file_marker = QByteArray("\n") + kMarker + "file ";
     const qsizetype first_file = out.indexOf(file_marker);
     const QString status = QString::fromUtf8(first_file < 0 ? out : out.left(first_file));
-    // Files first: the lines a job wrote before it left the queue are read before it ends.
-    for (qsizetype at = first_file; at >= 0;) {
-        const qsizetype name_at = at + file_marker.size();
-        const qsizetype nl = out.indexOf('\n', name_at);
-        if (nl < 0) break;
-        const QString name = QString::fromUtf8(out.mid(name_at, nl - name_at));
-        const qsizetype next = out.indexOf(file_marker, nl + 1);
-        readFileChunk(name, out.mid(nl + 1, next < 0 ? -1 : next - nl - 1));
-        at = next;
-    }
+    const auto read_files = [&] {
+        for (qsizetype at = first_file; at >= 0;) {
+            const qsizetype name_at = at + file_marker.size();
+            const qsizetype nl = out.indexOf('\n', name_at);
+            if (nl < 0) break;
+            const QString name = QString::fromUtf8(out.mid(name_at, nl - name_at));
+            const qsizetype next = out.indexOf(file_marker, nl + 1);
+            readFileChunk(name, out.mid(nl + 1, next < 0 ? -1 : next - nl - 1));
+            at = next;
+        }
+    };
     QString section, squeue, sacct, scontrol;
     for (const QString& line : status.split(QLatin1Char('\n'))) {
         if (line.startsWith(QLatin1String(kMarker))) {
@@ -239,10 +240,14 @@ void SlurmJob::onPoll(int code, const QByteArray& out, const QByteArray& err) {
         else if (section == QLatin1String("sacct") && sacct.isEmpty()) sacct = line.trimmed();
         else if (section == QLatin1String("scontrol") && scontrol.isEmpty()) scontrol = line.trimmed();
     }
+    // The state first (running before the lines it produced), but every line of a job that left
+    // the queue before it is called ended.
     if (!squeue.isEmpty() && !isFinal(squeue.section(QLatin1Char('|'), 0, 0))) {
         queueState(squeue.section(QLatin1Char('|'), 0, 0), squeue.section(QLatin1Char('|'), 1, 1), squeue.section(QLatin1Char('|'), 2));
+        if (!finished_) read_files();
         return;
     }
+    read_files();
     // Out of the queue: accounting where the cluster keeps it, else the controller's memory.
     if (!sacct.isEmpty() && sacct.count(QLatin1Char('|')) >= 2) {
         ended(sacct.section(QLatin1Char('|'), 0, 0), sacct.section(QLatin1Char('|'), 1, 1), sacct.section(QLatin1Char('|'), 2));
@@ -250,7 +255,7 @@ void SlurmJob::onPoll(int code, const QByteArray& out, const QByteArray& err) {
         const QString state = scontrolField(scontrol, QStringLiteral("JobState"));
         if (!isFinal(state)) {  // between squeue and scontrol it may still be completing
             queueState(state, scontrolField(scontrol, QStringLiteral("Reason")), scontrolField(scontrol, QStringLiteral("NodeList")));
-            return;
+            return;  // its files were read above; the next poll reads what follows
         }
         ended(state, scontrolField(scontrol, QStringLiteral("ExitCode")), scontrolField(scontrol, QStringLiteral("NodeList")));
     } else {
@@ -267,14 +272,21 @@ void SlurmJob::queueState(const QString& state, const QString& reason, const QSt
         info_.reason = reason;
         if (changed) {
             emit infoChanged();
-            jobState(JobState::Queued, tr("pending: %1").arg(reason));
+            // "None": accepted, not yet looked at by the scheduler.
+            jobState(JobState::Queued, reason.isEmpty() || reason == QLatin1String("None") ? tr("pending") : tr("pending: %1").arg(reason));
         }
-        if (kHopelessReasons.contains(reason) && !cancel_requested_) {
-            cancel();
-            cancel_requested_ = false;  // the job ends failed with the reason, not cancelled
-            finish(JobState::Failed, tr("Slurm cannot run job %1: %2 (pending reason); change the partition, the time "
-                                        "limit or the layout")
-                                         .arg(info_.slurm_job_id, reason));
+        if (kHopelessReasons.contains(reason) && !scancel_sent_) {
+            // It would wait forever: take it out of the queue, then end failed with the reason.
+            scancel_sent_ = true;
+            timer_->stop();
+            const QString why = tr("Slurm cannot run job %1: %2 (pending reason); change the partition, the time limit or "
+                                   "the layout")
+                                    .arg(info_.slurm_job_id, reason);
+            runShell(this, target_.login_host, QStringLiteral("scancel %1").arg(info_.slurm_job_id), {}, kCommandTimeoutMs,
+                     [this, why](int code, const QByteArray&, const QByteArray& err) {
+                         info_.state = QStringLiteral("CANCELLED");
+                         finish(JobState::Failed, code == 0 ? why : tr("%1; scancel failed: %2").arg(why, stdString(err)));
+                     });
         }
         return;
     }

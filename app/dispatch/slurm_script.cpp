@@ -63,8 +63,10 @@ QString slurmBatchScript(const SlurmTarget& t, const SlurmScriptInput& in) {
       << QStringLiteral("#SBATCH --job-name=%1").arg(in.job_name)
       << QStringLiteral("#SBATCH --output=%1").arg(slurmBatchOutputFile())
       << QStringLiteral("#SBATCH --nodes=%1").arg(in.layout.nodes)
-      << QStringLiteral("#SBATCH --ntasks=%1").arg(in.world_size)
-      << QStringLiteral("#SBATCH --ntasks-per-node=%1").arg(in.layout.tasks_per_node);
+      << QStringLiteral("#SBATCH --ntasks=%1").arg(in.world_size);
+    // On one node --ntasks says it all; Slurm refuses --ntasks-per-node above a node's CPU count
+    // even with --overcommit, which CPU runs of more ranks than cores need.
+    if (in.layout.nodes > 1) s << QStringLiteral("#SBATCH --ntasks-per-node=%1").arg(in.layout.tasks_per_node);
     if (in.layout.gpus_per_node > 0) s << QStringLiteral("#SBATCH --gpus-per-node=%1").arg(in.layout.gpus_per_node);
     if (!t.partition.isEmpty()) s << QStringLiteral("#SBATCH --partition=%1").arg(t.partition);
     if (!t.account.isEmpty()) s << QStringLiteral("#SBATCH --account=%1").arg(t.account);

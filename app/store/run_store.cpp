@@ -494,7 +494,8 @@ void RunStore::setMetric(qint64 run, const QString& name, double value) {
 void RunStore::saveSlurmJob(qint64 run, const SlurmRecord& r) {
     Sql(connection_, path_).run(
         QStringLiteral("INSERT INTO slurm_jobs (run_id, login_host, job_dir, slurm_job_id, script, state, reason, node_list, "
-                       "exit_code, tasks, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                       "exit_code, tasks, updated_ms) VALUES (?, COALESCE(?, ''), COALESCE(?, ''), COALESCE(?, ''), COALESCE(?, ''), "
+                       "COALESCE(?, ''), COALESCE(?, ''), COALESCE(?, ''), COALESCE(?, ''), ?, ?) "
                        "ON CONFLICT (run_id) DO UPDATE SET login_host = excluded.login_host, job_dir = excluded.job_dir, "
                        "slurm_job_id = excluded.slurm_job_id, script = excluded.script, state = excluded.state, "
                        "reason = excluded.reason, node_list = excluded.node_list, exit_code = excluded.exit_code, "

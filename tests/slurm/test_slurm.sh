@@ -78,7 +78,7 @@ row=$(q "SELECT slurm_job_id, state, node_list, exit_code FROM slurm_jobs WHERE 
 tasks=$(q "SELECT tasks FROM slurm_jobs WHERE run_id = ${RUN:-0}")
 [ "$(grep -o '"state":"completed"' <<< "$tasks" | wc -l)" -eq 4 ] && pass "4 tasks completed" || fail "tasks: $tasks"
 q "SELECT script FROM slurm_jobs WHERE run_id = ${RUN:-0}" > "$WORK/stored-script.txt"
-grep -q '^#SBATCH --ntasks-per-node=4$' "$WORK/stored-script.txt" && pass "the script is kept with the run" || fail "stored script: $(head -5 "$WORK/stored-script.txt")"
+grep -q '^#SBATCH --ntasks=4$' "$WORK/stored-script.txt" && grep -q '^srun ' "$WORK/stored-script.txt" && pass "the script is kept with the run" || fail "stored script: $(head -5 "$WORK/stored-script.txt")"
 [ "$(q "SELECT state || ' ' || job_id FROM runs WHERE id = ${RUN:-0}")" = "succeeded $(grep -o '"job":"[^"]*"' "$WORK/ok.out" | head -1 | cut -d'"' -f4)" ] \
     && pass "runs row: succeeded" || fail "runs row: $(q "SELECT state, message FROM runs WHERE id = ${RUN:-0}")"
 steps=$(q "SELECT COUNT(DISTINCT rank) FROM events WHERE run_id = ${RUN:-0} AND kind = 'done'")

@@ -133,7 +133,7 @@ int runDispatch(const DispatchOptions& o) {
     if (o.slurm) req.workers.push_back(slurmWorker(o));
     for (const std::string& w : o.workers) req.workers.push_back(parseWorker(w, o.fingerprint));
     for (dispatch::WorkerTarget& w : req.workers) {
-        if (w.local) continue;
+        if (w.local || w.slurm) continue;
         if (o.token_file.empty()) throw Error("--worker " + w.address.display().toStdString() + " is an agent: give its token with --token-file");
         w.address.token = QString::fromStdString(readToken(o.token_file));
     }
@@ -175,6 +175,10 @@ int runDispatch(const DispatchOptions& o) {
         else if (kind == "slurm-submitted") std::cout << "Slurm job " << ev.value("job_id", std::string()) << " submitted" << std::endl;
         else if (kind == "job-state") std::cout << "worker " << worker << ": " << ev.value("state", std::string()) << " " << ev.value("message", std::string()) << std::endl;
         else if (kind == "error") std::cout << "rank " << ev.value("rank", -1) << " error: " << ev.value("message", std::string()) << std::endl;
+    });
+    // What the controller says about the store itself (a write that failed) goes to stderr.
+    QObject::connect(&run, &dispatch::RunController::logReceived, [](int rank, const QString& stream, const QString& text) {
+        if (rank < 0 && stream == QLatin1String("store")) std::cerr << "hippie-plan: " << text.toStdString() << "\n";
     });
     QObject::connect(&run, &dispatch::RunController::finished, [&](jobs::JobState state, const QString& message) {
         json line = {{"event", "finished"}, {"state", jobs::toString(state)}, {"message", message.toStdString()}, {"run", run.runId()}};
