@@ -14,6 +14,7 @@
 
 #include "engine/src/inspect/tools.h"
 #include "engine/src/launch/launcher.h"
+#include "engine/src/launch/rendezvous_env.h"
 #include "engine/src/models/tiny_graphs.h"
 #include "engine/src/runtime/run.h"
 #include "planners/common/error.h"
@@ -111,10 +112,13 @@ int main(int argc, char** argv) {
     if (const char* d = std::getenv("HIPPIE_ENGINE_DEVICE"); d && *d) run.device = d;
     auto* run_cmd = app.add_subcommand("run", "Run one rank of a plan (JSON lines on stdout)");
     run_cmd->add_option("--plan", run.plan_file, "plan file (hippie-plan JSON)")->required();
-    run_cmd->add_option("--rank", run.rank, "this rank (= global device id)")->required();
-    run_cmd->add_option("--world-size", run.world_size, "number of ranks")->required();
-    run_cmd->add_option("--master-addr", run.master_addr, "rendezvous host (rank 0 listens there)");
-    run_cmd->add_option("--master-port", run.master_port, "rendezvous TCP port")->required();
+    // Without these flags the rank reads its launcher's variables (launch/rendezvous_env.h).
+    he::RendezvousFlags rdv;
+    run_cmd->add_option("--rank", rdv.rank, "this rank (= global device id); default $RANK, $SLURM_PROCID or $OMPI_COMM_WORLD_RANK");
+    run_cmd->add_option("--world-size", rdv.world_size, "number of ranks; default $WORLD_SIZE, $SLURM_NTASKS or $OMPI_COMM_WORLD_SIZE");
+    run_cmd->add_option("--master-addr", rdv.master_addr, "rendezvous host (rank 0 listens there); default $MASTER_ADDR, "
+                                                          "Slurm's first host, or 127.0.0.1 for one rank");
+    run_cmd->add_option("--master-port", rdv.master_port, "rendezvous TCP port; default $MASTER_PORT (Slurm: from the job id)");
     run_cmd->add_option("--steps", run.steps, "training steps");
     run_cmd->add_option("--seed", run.seed, "seed of parameters and synthetic data");
     run_cmd->add_option("--lr", run.lr, "learning rate (default: sgd 0.05, adam 1e-3)");
@@ -123,7 +127,8 @@ int main(int argc, char** argv) {
     run_cmd->add_option("--dump-params", run.dump_params, "write this rank's final parameters (JSON)");
     run_cmd->add_flag("--trace-every-step", run.trace_every_step, "print a trace for every step");
     run_cmd->add_option("--device", run.device, "auto, cpu or cuda (cuda:<local rank>); default $HIPPIE_ENGINE_DEVICE or auto");
-    run_cmd->add_option("--local-rank", run.local_rank, "GPU index on this host (default: the rank)");
+    run_cmd->add_option("--local-rank", rdv.local_rank, "GPU index on this host; default $LOCAL_RANK, $SLURM_LOCALID, "
+                                                        "$OMPI_COMM_WORLD_LOCAL_RANK, else the rank");
     run_cmd->add_option("--comm", run.comm, "auto, gloo or nccl");
     run_cmd->add_option("--data", run.data_file, "tensor data file: pickled (inputs, targets), see docs/formats.md");
     run_cmd->add_option("--input-shape", run.input_shape, "TorchScript models: one input sample's shape, e.g. 32")->delimiter(',');
@@ -223,7 +228,24 @@ int main(int argc, char** argv) {
         return errorEvent(std::string("bad command line: ") + e.what());
     }
 
-    if (*run_cmd) return he::runRank(run);
+    if (*run_cmd) {
+        try {
+            const he::Rendezvous r = he::resolveRendezvous(rdv, he::processEnvironment());
+            run.rank = r.rank;
+            run.world_size = r.world_size;
+            run.local_rank = r.local_rank;
+            run.master_addr = r.master_addr;
+            run.master_port = r.master_port;
+            if (r.launcher != "flags")
+                std::cout << json{{"event", "rendezvous"}, {"rank", r.rank}, {"world_size", r.world_size}, {"local_rank", r.local_rank},
+                                  {"master_addr", r.master_addr}, {"master_port", r.master_port}, {"launcher", r.launcher}}
+                                 .dump()
+                          << std::endl;
+        } catch (const hippie::Error& e) {
+            return errorEvent(e.what());
+        }
+        return he::runRank(run);
+    }
     if (*launch_cmd) {
         launch.self_exe = self;
         launch.run_args = {"--steps", std::to_string(launch_steps), "--seed", std::to_string(launch_seed)};

@@ -188,6 +188,12 @@ void RunView::showLive(dispatch::RunController* run) {
         title_->setText(title_->text() + tr(" · run #%1").arg(id));
     });
     connect(run, &dispatch::RunController::stateChanged, this, &RunView::setStateText);
+    connect(run, &dispatch::RunController::slurmChanged, this, [this, base = title_->text()] {
+        if (!run_ || !run_->slurmRecord() || run_->slurmRecord()->slurm_job_id.isEmpty()) return;
+        const store::SlurmRecord& r = *run_->slurmRecord();
+        const QString id = run_->runId() > 0 ? tr(" · run #%1").arg(run_->runId()) : QString();
+        title_->setText(base + id + tr(" · Slurm job %1%2").arg(r.slurm_job_id, r.node_list.isEmpty() ? QString() : tr(" on %1").arg(r.node_list)));
+    });
     connect(run, &dispatch::RunController::engineEvent, this, [this](int, qint64, const json& ev) { feed(ev); });
     connect(run, &dispatch::RunController::measuredTraceChanged, this, [this] {
         if (run_) setMeasured(run_->measured());
@@ -203,6 +209,8 @@ void RunView::showStored(const store::RunDetails& d, const std::optional<Trace>&
                          const QString& prediction_note) {
     const store::RunSummary& s = d.summary;
     reset(tr("Run #%1 (%2) of %3 (%4) on %5").arg(s.id).arg(s.job_id, s.planner, s.model, s.cluster));
+    if (d.slurm)
+        title_->setText(title_->text() + tr(" · Slurm job %1 %2 on %3").arg(d.slurm->slurm_job_id, d.slurm->state, d.slurm->node_list));
     setPredicted(predicted, cluster, prediction_note);
     for (const store::StoredEvent& e : d.events) feed(e.event);
     std::optional<Trace> measured;
