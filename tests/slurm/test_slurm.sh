@@ -133,7 +133,7 @@ fi
 start=$SECONDS
 dispatch --steps 1 --nodes 2 --tasks-per-node 2 > "$WORK/nodes.out" 2>&1; code=$?
 msg=$(grep '"event":"finished"' "$WORK/nodes.out" | grep -o '"message":"[^"]*"')
-[ $code -eq 3 ] && [[ "$msg" == *"Slurm refused the job"*"node configuration is not available"* ]] \
+[ $code -eq 3 ] && [[ "$msg" == *"node configuration is not available"* || "$msg" == *"PartitionConfig"* || "$msg" == *"PartitionNodeLimit"* ]] \
     && pass "2 nodes of 1: $msg ($((SECONDS - start)) s)" || fail "2 nodes of 1: exit $code, $msg"
 start=$SECONDS
 dispatch --steps 1 --time 02:00:00 > "$WORK/time.out" 2>&1; code=$?
