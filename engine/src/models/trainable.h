@@ -27,6 +27,13 @@ public:
     virtual Batch synthetic(int samples, uint64_t seed, int step) const = 0;
     // Mean loss over the samples of `output` (the last layer's) against `targets`.
     virtual torch::Tensor loss(const torch::Tensor& output, const torch::Tensor& targets) const = 0;
+    // Token models (GPT, BERT): vocabulary and sequence length, for token-id data files; a
+    // vocabulary of 0 for models that do not read tokens.
+    virtual int64_t vocabSize() const { return 0; }
+    virtual int64_t sequenceLength() const { return 0; }
+    // The batch of `windows` [samples, sequenceLength() + 1] of consecutive token ids: a GPT
+    // predicts each next token; a BERT's targets are derived as its synthetic data's are.
+    virtual Batch tokenBatch(const torch::Tensor& windows) const;
 };
 
 std::unique_ptr<Trainable> makeTinyTrainable(const TinyConfig& cfg, int seq_len);

@@ -42,12 +42,22 @@ void Stage::train(bool on) {
     for (const LayerPtr& l : layers_) l->train(on);
 }
 
-std::vector<int64_t> Stage::probeOutputShape(const std::vector<int64_t>& shape, torch::ScalarType dtype, const torch::Device& device) {
+std::vector<std::pair<std::string, Tensor>> Stage::namedBuffers() const {
+    std::vector<std::pair<std::string, Tensor>> out;
+    for (size_t i = 0; i < layers_.size(); ++i)
+        for (const auto& item : layers_[i]->named_buffers())
+            out.emplace_back("L" + std::to_string(first_layer_ + static_cast<int>(i)) + "." + item.key(), item.value());
+    return out;
+}
+
+std::vector<int64_t> Stage::probeOutputShape(const std::vector<int64_t>& shape, torch::ScalarType dtype, const torch::Device& device,
+                                             torch::ScalarType* out_dtype) {
     torch::NoGradGuard no_grad;
     train(false);  // keeps batch-norm running statistics untouched
     Tensor x = torch::zeros(shape, torch::TensorOptions().dtype(dtype).device(device));
     for (const LayerPtr& l : layers_) x = l->forward(x);
     train(true);
+    if (out_dtype) *out_dtype = x.scalar_type();
     return x.sizes().vec();
 }
 

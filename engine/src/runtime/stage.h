@@ -43,7 +43,10 @@ public:
     void train(bool on);
 
     // Output shape for an input of `shape` and dtype, from a forward without autograd.
-    std::vector<int64_t> probeOutputShape(const std::vector<int64_t>& shape, torch::ScalarType dtype, const torch::Device& device);
+    // `out_dtype`, when given, receives the output's dtype (bf16/fp16 under autocast).
+    std::vector<int64_t> probeOutputShape(const std::vector<int64_t>& shape, torch::ScalarType dtype, const torch::Device& device,
+                                          torch::ScalarType* out_dtype = nullptr);
+    std::vector<std::pair<std::string, torch::Tensor>> namedBuffers() const;  // "L<layer>.<name>"
 
     // Forward of micro-batch `mb`; `loss_fn` (last segment) turns the output into the loss.
     using LossFn = std::function<torch::Tensor(const torch::Tensor& output)>;
