@@ -19,7 +19,7 @@ CpuSetup configureCpu(int threads) {
     CpuSetup s;
     s.threads = std::max(1, threads);
     torch::set_num_threads(s.threads);
-    torch::set_flush_denormal(true);
+    at::globalContext().setFlushDenormal(true);  // what Python's torch.set_flush_denormal calls
     // OpenBLAS is found at run time (libblas.so.3 is an alternatives link): nothing to link.
     using SetThreads = void (*)(int);
     using GetThreads = int (*)();

@@ -1,6 +1,8 @@
 #include "engine/src/runtime/training.h"
 
+#include <algorithm>
 #include <cmath>
+#include <numbers>
 
 #include "planners/common/error.h"
 
@@ -43,7 +45,7 @@ double learningRate(const TrainingOptions& t, double base_lr, int step, int tota
     if (t.lr_schedule != "cosine") return base_lr;
     const int decay = t.decay_steps > 0 ? t.decay_steps : std::max(1, total_steps - t.warmup_steps);
     const double progress = std::min(1.0, static_cast<double>(step - t.warmup_steps) / decay);
-    return t.min_lr + 0.5 * (base_lr - t.min_lr) * (1.0 + std::cos(M_PI * progress));
+    return t.min_lr + 0.5 * (base_lr - t.min_lr) * (1.0 + std::cos(std::numbers::pi * progress));
 }
 
 void setLearningRate(torch::optim::Optimizer& opt, double lr) {
