@@ -84,15 +84,16 @@ CheckpointInfo readCheckpoint(const std::string& dir, int rank, int step, Execut
         torch::serialize::InputArchive a;
         a.load_from(path);
         ex.loadState(a);
-        torch::Tensor t;
-        a.read("step", t);
-        info.step = static_cast<int>(t.item<int64_t>());
-        a.read("samples_seen", t);
-        info.samples_seen = t.item<int64_t>();
-        a.read("cpu_rng_state", t);
+        // A fresh tensor for each key: read() into a defined tensor re-points its storage.
+        torch::Tensor step_t, seen_t, rng_t;
+        a.read("step", step_t);
+        info.step = static_cast<int>(step_t.item<int64_t>());
+        a.read("samples_seen", seen_t);
+        info.samples_seen = seen_t.item<int64_t>();
+        a.read("cpu_rng_state", rng_t);
         auto gen = at::detail::getDefaultCPUGenerator();
         std::lock_guard<std::mutex> lock(gen.mutex());
-        gen.set_state(t);
+        gen.set_state(rng_t.clone());
     } catch (const Error& e) {
         throw Error("checkpoint '" + path + "': " + e.what());
     } catch (const std::exception& e) {

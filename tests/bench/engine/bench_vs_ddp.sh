@@ -19,7 +19,7 @@ echo "load before: $(uptime)"
 "$PY" "$HERE/make_gpt_script.py" "$WORK" "$LAYERS" "$D" "$HEADS" "$SEQ" "$VOCAB" $((GB * STEPS)) || exit 2
 "$ENGINE" inspect "$WORK/gpt.pt" --input-shape "$GB,$SEQ" --input-dtype long --repeats 1 --out "$WORK/g.json" > /dev/null || exit 2
 
-mib() { awk -v b="$1" 'BEGIN { printf "%.0f", b / 1048576 }'; }
+mib() { awk -v b="$1" 'BEGIN { printf "%.0f\n", b / 1048576 }'; }
 engine_row() {  # engine_row NAME PLAN_ARGS...
     local name="$1"; shift
     "$ENGINE" plan --graph "$WORK/g.json" --global-batch "$GB" --optimizer "$OPT" --out "$WORK/$name.json" "$@" > /dev/null || return
