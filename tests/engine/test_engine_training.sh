@@ -50,7 +50,7 @@ if launch "$WORK/bf.json" 2 8 "$WORK/bf.out" --lr 0.01; then
 else fail "bf16 run: $(tail -2 "$WORK/bf.out")"; fi
 plan "$WORK/fp16.json" --model gpt-tiny --pp 1 --dp 1 --microbatches 1 --global-batch 8 --precision fp16
 launch "$WORK/fp16.json" 1 1 "$WORK/fp16.out" --device cpu
-[ $? -ne 0 ] && grep -q '"exit_code":2,"message":"the plan.s precision fp16 needs a CUDA device' "$WORK/fp16.out" \
+[ $? -ne 0 ] && grep -q 'exit_code":2,"message":"the plan.s precision fp16 needs a CUDA device\|exited with code 2: the plan.s precision fp16 needs' "$WORK/fp16.out" \
     && pass "fp16 on a CPU: the rank exits 2, says to use bf16" || fail "fp16 on CPU: $(tail -1 "$WORK/fp16.out")"
 
 # ---- token-id files ---------------------------------------------------------------------------
