@@ -47,7 +47,7 @@ struct PlanFlags {
     std::string overrides;  // zoo models: "layers=2,d_model=64"
     std::string graph;  // graph JSON (profile, inspect) instead of a tiny model
     int pp = 2, dp = 1, micro_batches = 4, global_batch = 16, seq_len = 0, virtual_stages = 1;
-    std::string schedule = "1f1b", optimizer = "sgd", out;
+    std::string schedule = "1f1b", optimizer = "sgd", precision = "fp32", out;
     std::vector<int> recompute;
     long long bucket_bytes = 0;
 };
@@ -73,6 +73,7 @@ int makePlan(const PlanFlags& f) {
             p.model.seq_len = from_file.source.seq_len;
         }
         p.model.batch_size = f.global_batch;
+        p.model.precision = hippie::precisionFromString(f.precision);
         p.planner = "manual";
         p.cluster = "cpu-local";
         p.dp = f.dp;
@@ -121,7 +122,19 @@ int main(int argc, char** argv) {
     run_cmd->add_option("--master-port", rdv.master_port, "rendezvous TCP port; default $MASTER_PORT (Slurm: from the job id)");
     run_cmd->add_option("--steps", run.steps, "training steps");
     run_cmd->add_option("--seed", run.seed, "seed of parameters and synthetic data");
-    run_cmd->add_option("--lr", run.lr, "learning rate (default: sgd 0.05, adam 1e-3)");
+    run_cmd->add_option("--lr", run.training.lr, "learning rate (default: sgd 0.05, adam/adamw 1e-3)");
+    run_cmd->add_option("--weight-decay", run.training.weight_decay, "weight decay (L2 for sgd/adam, decoupled for adamw)");
+    run_cmd->add_option("--warmup-steps", run.training.warmup_steps, "linear learning-rate warm-up steps");
+    run_cmd->add_option("--lr-schedule", run.training.lr_schedule, "constant or cosine (after the warm-up)");
+    run_cmd->add_option("--decay-steps", run.training.decay_steps, "cosine: steps to decay over (default: the rest of the run)");
+    run_cmd->add_option("--min-lr", run.training.min_lr, "cosine: the final learning rate");
+    run_cmd->add_option("--clip-grad-norm", run.training.clip_grad_norm, "clip gradients to this global norm (0: off)");
+    run_cmd->add_option("--threads", run.threads, "CPU threads of this rank (default: the host's cores / its ranks)");
+    run_cmd->add_option("--checkpoint-dir", run.checkpoint_dir, "directory of this run's checkpoints");
+    run_cmd->add_option("--checkpoint-every", run.checkpoint_every, "write a checkpoint every N steps (and after the last)");
+    run_cmd->add_flag("--resume", run.resume, "continue from the newest checkpoint every rank has in --checkpoint-dir");
+    run_cmd->add_option("--token-dtype", run.token_dtype, "token-id files (*.bin): uint16 (nanoGPT) or uint32");
+    run_cmd->add_flag("--log-samples", run.log_samples, "step events list the sample indices of this rank's replica");
     run_cmd->add_option("--connect-timeout", run.connect_timeout_s, "seconds to reach the master and the peers");
     run_cmd->add_option("--op-timeout", run.op_timeout_s, "seconds one transfer or all-reduce may take");
     run_cmd->add_option("--dump-params", run.dump_params, "write this rank's final parameters (JSON)");
@@ -130,7 +143,8 @@ int main(int argc, char** argv) {
     run_cmd->add_option("--local-rank", rdv.local_rank, "GPU index on this host; default $LOCAL_RANK, $SLURM_LOCALID, "
                                                         "$OMPI_COMM_WORLD_LOCAL_RANK, else the rank");
     run_cmd->add_option("--comm", run.comm, "auto, gloo or nccl");
-    run_cmd->add_option("--data", run.data_file, "tensor data file: pickled (inputs, targets), see docs/formats.md");
+    run_cmd->add_option("--data", run.data_file,
+                        "tensor data file: pickled (inputs, targets); or *.bin: token ids (GPT, BERT); see docs/formats.md");
     run_cmd->add_option("--input-shape", run.input_shape, "TorchScript models: one input sample's shape, e.g. 32")->delimiter(',');
     run_cmd->add_option("--input-dtype", run.input_dtype, "TorchScript models: float or long");
 
@@ -158,7 +172,8 @@ int main(int argc, char** argv) {
     plan_cmd->add_option("--seq-len", pf.seq_len, "sequence length (0: the model's)");
     plan_cmd->add_option("--schedule", pf.schedule, "gpipe, 1f1b, hippie, interleaved, zb-h1");
     plan_cmd->add_option("--virtual-stages", pf.virtual_stages, "model chunks per device (interleaved)");
-    plan_cmd->add_option("--optimizer", pf.optimizer, "sgd, sgd-momentum, adam");
+    plan_cmd->add_option("--optimizer", pf.optimizer, "sgd, sgd-momentum, adam, adamw");
+    plan_cmd->add_option("--precision", pf.precision, "fp32, or mixed precision: bf16 (CPU, CUDA), fp16 (CUDA)");
     plan_cmd->add_option("--recompute", pf.recompute, "layers to recompute")->delimiter(',');
     plan_cmd->add_option("--bucket-bytes", pf.bucket_bytes, "gradient bucket size");
     plan_cmd->add_option("--out", pf.out, "plan file to write (default: stdout)");

@@ -32,7 +32,8 @@ double optimizerFlopsPerParam(Optimizer o) {
     switch (o) {
     case Optimizer::SGD: return kSgdFlopsPerParam;
     case Optimizer::SGDMomentum: return kMomentumFlopsPerParam;
-    case Optimizer::Adam: return kAdamFlopsPerParam;
+    case Optimizer::Adam:
+    case Optimizer::AdamW: return kAdamFlopsPerParam;
     }
     return kAdamFlopsPerParam;
 }
@@ -41,7 +42,8 @@ int64_t optimizerStateBytesPerParam(Optimizer o) {
     switch (o) {
     case Optimizer::SGD: return 0;
     case Optimizer::SGDMomentum: return kFp32Bytes;
-    case Optimizer::Adam: return 2 * kFp32Bytes;
+    case Optimizer::Adam:
+    case Optimizer::AdamW: return 2 * kFp32Bytes;  // exp_avg, exp_avg_sq
     }
     return 2 * kFp32Bytes;
 }

@@ -34,6 +34,13 @@ public:
     virtual torch::Tensor loss(const torch::Tensor& output, const torch::Tensor& targets) const = 0;
     // The loss from the live tensors after the last layer: chained models read kChainKey.
     virtual torch::Tensor loss(const Live& live, const torch::Tensor& targets) const { return loss(live.at(kChainKey), targets); }
+    // Token models (GPT, BERT): vocabulary and sequence length, for token-id data files; a
+    // vocabulary of 0 for models that do not read tokens.
+    virtual int64_t vocabSize() const { return 0; }
+    virtual int64_t sequenceLength() const { return 0; }
+    // The batch of `windows` [samples, sequenceLength() + 1] of consecutive token ids: a GPT
+    // predicts each next token; a BERT's targets are derived as its synthetic data's are.
+    virtual Batch tokenBatch(const torch::Tensor& windows) const;
 };
 
 // A zoo model at the architecture `spec` resolves to (its overrides applied).

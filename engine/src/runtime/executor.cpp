@@ -1,6 +1,7 @@
 #include "engine/src/runtime/executor.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "engine/src/device/device.h"
 #include "planners/common/error.h"
@@ -91,8 +92,20 @@ int64_t bytesOf(const std::vector<Tensor>& ts) {
 }  // namespace
 
 Executor::Executor(const Plan& plan, const Graph& graph, const Program& program, const Trainable& model, const DataSource& data,
-                   Comm& comm, uint64_t seed, double lr, const torch::Device& device)
-    : plan_(plan), program_(program), model_(model), data_(data), comm_(comm), device_(device), seed_(seed), rank_(comm.rank()) {
+                   Comm& comm, uint64_t seed, const TrainingOptions& training, int total_steps, const torch::Device& device)
+    : plan_(plan),
+      program_(program),
+      model_(model),
+      data_(data),
+      comm_(comm),
+      device_(device),
+      seed_(seed),
+      rank_(comm.rank()),
+      training_(training),
+      total_steps_(total_steps),
+      precision_(plan.model.precision),
+      scaler_(plan.model.precision == Precision::FP16) {
+    checkPrecision(precision_, device_);
     const int stream = program.streamOf(rank_);
     if (stream < 0) throw Error("the plan gives rank " + std::to_string(rank_) + " nothing to run");
     stream_ = &program.streams[static_cast<size_t>(stream)];
@@ -121,10 +134,18 @@ Executor::Executor(const Plan& plan, const Graph& graph, const Program& program,
         if (members.size() > 1 && std::find(members.begin(), members.end(), rank_) != members.end())
             comm_.addGroup(static_cast<int>(g), members);
     }
+    // One more group of every rank, after the Program's (same id everywhere): the global
+    // gradient norm and the fp16 overflow check are sums over all stages and replicas.
+    if (comm_.worldSize() > 1 && (training_.clip_grad_norm > 0 || scaler_.enabled())) {
+        world_group_ = static_cast<int>(program.groups.size());
+        std::vector<int> all;
+        for (int r = 0; r < comm_.worldSize(); ++r) all.push_back(r);
+        comm_.addGroup(world_group_, all);
+    }
     connectLinks();
     agreeShapes();
     buildBuckets(graph);
-    buildOptimizer(lr);
+    buildOptimizer();
 }
 
 Executor::~Executor() = default;
@@ -261,26 +282,59 @@ void Executor::buildBuckets(const Graph& graph) {
     }
 }
 
-void Executor::buildOptimizer(double lr) {
+void Executor::buildOptimizer() {
     std::vector<Tensor> params;
     for (auto& [s, st] : stages_)
         for (const Tensor& p : st->parameters()) params.push_back(p);
     for (const Tensor& p : tied_replicas_) params.push_back(p);
     const int64_t param_bytes = bytesOf(params);
+    base_lr_ = training_.lr > 0 ? training_.lr : defaultLearningRate(plan_.optimizer);
+    optimizer_ = makeOptimizer(plan_.optimizer, params, base_lr_, training_.weight_decay);
+    // Parameters and gradients, plus the optimizer's state per parameter.
     switch (plan_.optimizer) {
-    case Optimizer::SGD:
-        optimizer_ = std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(lr > 0 ? lr : 0.05));
-        static_bytes_ = 2 * param_bytes;
-        break;
-    case Optimizer::SGDMomentum:
-        optimizer_ = std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(lr > 0 ? lr : 0.05).momentum(0.9));
-        static_bytes_ = 3 * param_bytes;
-        break;
+    case Optimizer::SGD: static_bytes_ = 2 * param_bytes; break;
+    case Optimizer::SGDMomentum: static_bytes_ = 3 * param_bytes; break;
     case Optimizer::Adam:
-        optimizer_ = std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(lr > 0 ? lr : 1e-3));
-        static_bytes_ = 4 * param_bytes;
-        break;
+    case Optimizer::AdamW: static_bytes_ = 4 * param_bytes; break;
     }
+}
+
+bool Executor::prepareGradients(StepResult& r) {
+    // The norm counts each parameter once (a tied replica holds its owner's summed gradient, so
+    // it is left out of the norm); unscaling and clipping apply to the replicas too.
+    const std::vector<Tensor> params = [this] {
+        std::vector<Tensor> out;
+        for (auto& [s, st] : stages_)
+            for (const Tensor& p : st->parameters()) out.push_back(p);
+        return out;
+    }();
+    std::vector<Tensor> scaled = params;
+    scaled.insert(scaled.end(), tied_replicas_.begin(), tied_replicas_.end());
+    r.loss_scale = scaler_.scale();
+    if (scaler_.enabled()) {
+        torch::NoGradGuard no_grad;
+        for (const Tensor& p : scaled)
+            if (p.grad().defined()) p.grad().div_(scaler_.scale());
+    }
+    if (training_.clip_grad_norm <= 0 && !scaler_.enabled()) return true;
+    // After the buckets, every replica of a stage holds the same (averaged) gradients, so the
+    // sum over all ranks counts each stage dp times.
+    double local[2] = {squaredGradNorm(params) / plan_.dp, 0};
+    if (scaler_.enabled())
+        for (const Tensor& p : params)
+            if (p.grad().defined() && !torch::isfinite(p.grad()).all().item<bool>()) local[1] = 1;
+    Tensor t = torch::tensor({local[0], local[1]}, torch::TensorOptions().dtype(torch::kDouble).device(device_));
+    if (world_group_ >= 0) comm_.allReduceSum(t, world_group_).wait();
+    const Tensor host = t.to(torch::kCPU);
+    const double norm = std::sqrt(host[0].item<double>());
+    const bool found_inf = host[1].item<double>() > 0 || !std::isfinite(norm);
+    r.grad_norm = norm;
+    if (!scaler_.update(found_inf)) {
+        r.skipped = true;
+        return false;
+    }
+    if (training_.clip_grad_norm > 0) scaleGradsToNorm(scaled, norm, training_.clip_grad_norm);
+    return true;
 }
 
 Stage& Executor::stage(int segment) {
@@ -341,7 +395,7 @@ void Executor::pollSends() {
 
 Stage::LossFn Executor::lossFor(int mb) {
     const Tensor targets = targets_.narrow(0, int64_t{mb} * micro_batch_size_, micro_batch_size_);
-    const double scale = 1.0 / plan_.micro_batches;
+    const double scale = scaler_.scale() / plan_.micro_batches;  // fp16: the loss scale rides on the loss
     return [this, targets, scale](const Live& live) { return model_.loss(live, targets) * scale; };
 }
 
@@ -401,7 +455,10 @@ Tensor Executor::pack(int producer, const std::vector<std::string>& keys, const 
     std::vector<Tensor> parts;
     for (const std::string& k : keys) {
         auto it = from.find(k);
-        if (it != from.end() && it->second.defined()) parts.push_back(it->second.detach().reshape({-1}));
+        // Stage boundaries carry fp32: under autocast an activation may be bf16/fp16, and the
+        // receiver's buffer is fp32 (its next op casts as autocast says; gradients come back fp32
+        // and autograd casts them to the output's dtype).
+        if (it != from.end() && it->second.defined()) parts.push_back(it->second.detach().to(torch::kFloat).reshape({-1}));
         else parts.push_back(torch::zeros({numel(out_shapes_.at(producer).at(k))}, torch::TensorOptions().device(device_)));
     }
     return parts.size() == 1 ? parts[0].contiguous() : torch::cat(parts);
@@ -424,11 +481,17 @@ void Executor::onForward(const Instr& in) {
             x[key] = it->second.at(key);
         }
     }
-    st.forward(in.mb, x, lossFor(in.mb));
-    if (st.computesLoss()) loss_sum_ += st.lossValue(in.mb);
+    {
+        AutocastScope autocast(precision_, device_);
+        st.forward(in.mb, x, lossFor(in.mb));
+    }
+    if (st.computesLoss()) loss_sum_ += st.lossValue(in.mb) / scaler_.scale();
 }
 
-void Executor::onRecompute(const Instr& in) { stage(in.segment).recompute(in.mb, lossFor(in.mb)); }
+void Executor::onRecompute(const Instr& in) {
+    AutocastScope autocast(precision_, device_);
+    stage(in.segment).recompute(in.mb, lossFor(in.mb));
+}
 
 void Executor::onBackward(const Instr& in) {
     // The hippie schedule splits the last micro-batch's backward into one part per bucket;
@@ -480,7 +543,9 @@ void Executor::onOptimizerStep(const Instr&) {
         trace_.events[event].end_s = now();
     }
     tied_pending_.clear();
-    optimizer_->step();
+    pending_.lr = learningRate(training_, base_lr_, step_index_, total_steps_);
+    setLearningRate(*optimizer_, pending_.lr);
+    if (prepareGradients(pending_)) optimizer_->step();
 }
 
 // ---- communication ----------------------------------------------------------------------------
@@ -539,6 +604,8 @@ void Executor::onAllReduce(const Instr& in) {
 
 StepResult Executor::step(int index) {
     step_start_ = std::chrono::steady_clock::now();
+    step_index_ = index;
+    pending_ = StepResult{};
     trace_ = Trace{};
     trace_.devices = {rank_};
     trace_.capacity_bytes = {0};
@@ -584,7 +651,8 @@ StepResult Executor::step(int index) {
     }
     posted_sends_.clear();
 
-    StepResult r;
+    StepResult r = std::move(pending_);
+    pending_ = StepResult{};
     const int last = static_cast<int>(program_.segments.size()) - 1;
     if (hosts(last)) {
         double loss = loss_sum_;
@@ -609,6 +677,39 @@ std::vector<std::pair<std::string, Tensor>> Executor::namedParameters() const {
     for (const auto& [s, st] : stages_)
         for (auto& item : st->namedParameters()) out.push_back(std::move(item));
     return out;
+}
+
+void Executor::saveState(torch::serialize::OutputArchive& a) const {
+    for (const auto& [s, st] : stages_) {
+        for (const auto& [name, t] : st->namedParameters()) a.write("param/" + name, t.detach().to(torch::kCPU));
+        for (const auto& [name, t] : st->namedBuffers()) a.write("buffer/" + name, t.detach().to(torch::kCPU));
+    }
+    // Copies of tied weights owned on another rank have trained like their owner: keep them too.
+    for (size_t i = 0; i < tied_replicas_.size(); ++i) a.write("tied/" + std::to_string(i), tied_replicas_[i].detach().to(torch::kCPU));
+    torch::serialize::OutputArchive opt;
+    optimizer_->save(opt);
+    a.write("optimizer", opt);
+    a.write("loss_scale", torch::tensor({scaler_.scale()}, torch::kDouble));
+}
+
+void Executor::loadState(torch::serialize::InputArchive& a) {
+    torch::NoGradGuard no_grad;
+    auto restore = [&](const std::string& key, const Tensor& into) {
+        Tensor t;
+        if (!a.try_read(key, t)) throw Error("the checkpoint has no " + key + " (written for another plan or model?)");
+        if (t.sizes() != into.sizes()) throw Error("the checkpoint's " + key + " has another shape than the model's");
+        into.copy_(t);
+    };
+    for (const auto& [s, st] : stages_) {
+        for (const auto& [name, t] : st->namedParameters()) restore("param/" + name, t);
+        for (const auto& [name, t] : st->namedBuffers()) restore("buffer/" + name, t);
+    }
+    for (size_t i = 0; i < tied_replicas_.size(); ++i) restore("tied/" + std::to_string(i), tied_replicas_[i]);
+    torch::serialize::InputArchive opt;
+    if (!a.try_read("optimizer", opt)) throw Error("the checkpoint has no optimizer state");
+    optimizer_->load(opt);
+    Tensor scale;
+    if (a.try_read("loss_scale", scale)) scaler_.setScale(scale.item<double>());
 }
 
 std::string Executor::streamString() const {

@@ -25,7 +25,9 @@
 #include "engine/src/runtime/data.h"
 #include "engine/src/runtime/boundaries.h"
 #include "engine/src/runtime/grad_buckets.h"
+#include "engine/src/runtime/precision.h"
 #include "engine/src/runtime/stage.h"
+#include "engine/src/runtime/training.h"
 #include "planners/schedule/plan.h"
 #include "planners/schedule/program.h"
 #include "planners/sim/trace.h"
@@ -34,6 +36,10 @@ namespace hippie::engine {
 
 struct StepResult {
     std::optional<double> loss;  // on ranks that hold the last segment
+    double lr = 0;               // the learning rate this step used
+    std::optional<double> grad_norm;  // global gradient norm (when clipping or scaling needs it)
+    bool skipped = false;        // fp16: an inf/NaN gradient, the step was not taken
+    double loss_scale = 1;
     double time_s = 0;
     Trace trace;                 // this rank's measured events and memory for the step
 };
@@ -41,8 +47,9 @@ struct StepResult {
 class Executor {
 public:
     // Trains `model` on `device` (the rank's: cpu, or cuda:<local rank>) with the batches of `data`.
+    // `total_steps`: the run's steps, for the learning-rate schedule.
     Executor(const Plan& plan, const Graph& graph, const Program& program, const Trainable& model, const DataSource& data, Comm& comm,
-             uint64_t seed, double lr, const torch::Device& device);
+             uint64_t seed, const TrainingOptions& training, int total_steps, const torch::Device& device);
     ~Executor();
 
     StepResult step(int index);
@@ -57,6 +64,12 @@ public:
     // receives come in the same order (NCCL matches by order, not tag); else the first mismatch.
     const std::string& linkOrderProblem() const { return link_order_problem_; }
     std::vector<int> hostedSegments() const;
+    int replica() const { return replica_; }
+
+    // Checkpoints (runtime/checkpoint.h): this rank's parameters, buffers, optimizer state and
+    // loss scale.
+    void saveState(torch::serialize::OutputArchive& a) const;
+    void loadState(torch::serialize::InputArchive& a);
 
 private:
     using Handler = void (Executor::*)(const Instr&);
@@ -66,7 +79,10 @@ private:
     void agreeShapes();
     void connectLinks();
     void buildBuckets(const Graph& graph);
-    void buildOptimizer(double lr);
+    void buildOptimizer();
+    // Unscales (fp16), computes the global gradient norm when needed and clips; returns whether
+    // the step may be taken.
+    bool prepareGradients(StepResult& r);
 
     void onForward(const Instr& in);
     void onBackward(const Instr& in);
@@ -119,6 +135,14 @@ private:
     std::map<int, std::unique_ptr<Stage>> stages_;
     std::unique_ptr<GradBuckets> buckets_;
     std::unique_ptr<torch::optim::Optimizer> optimizer_;
+    TrainingOptions training_;
+    int total_steps_ = 1;
+    double base_lr_ = 0;
+    Precision precision_ = Precision::FP32;
+    LossScaler scaler_{false};
+    int world_group_ = -1;  // every rank: global gradient norm, inf/NaN agreement
+    int step_index_ = 0;
+    StepResult pending_;    // what the optimizer step learnt, for step()'s result
     int64_t static_bytes_ = 0;  // parameters, gradients, optimizer state
 
     // Per step.

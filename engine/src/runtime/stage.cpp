@@ -41,6 +41,14 @@ void Stage::train(bool on) {
     for (const LayerPtr& l : layers_) l->train(on);
 }
 
+std::vector<std::pair<std::string, Tensor>> Stage::namedBuffers() const {
+    std::vector<std::pair<std::string, Tensor>> out;
+    for (size_t i = 0; i < layers_.size(); ++i)
+        for (const auto& item : layers_[i]->named_buffers())
+            out.emplace_back("L" + std::to_string(first_layer_ + static_cast<int>(i)) + "." + item.key(), item.value());
+    return out;
+}
+
 bool Stage::fromProducer(const std::string& key) const {
     for (const auto& [k, producer] : io_.inputs)
         if (k == key) return producer >= 0;

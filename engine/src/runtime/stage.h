@@ -50,6 +50,7 @@ public:
 
     // Shapes of the outputs for inputs of these shapes (and dtypes), from a forward without autograd.
     Shapes probeOutputShapes(const Live& inputs);
+    std::vector<std::pair<std::string, torch::Tensor>> namedBuffers() const;  // "L<layer>.<name>"
 
     // Forward of micro-batch `mb`; `loss_fn` (last segment) turns the live tensors into the loss.
     using LossFn = std::function<torch::Tensor(const Live& live)>;
