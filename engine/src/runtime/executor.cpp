@@ -576,7 +576,7 @@ void Executor::onSendGrad(const Instr& in) {
 
 void Executor::onRecvActivation(const Instr& in) {
     Live views;
-    const Tensor flat = flatBuffer(in.segment, keysTo(in.segment, rank_), views);
+    Tensor flat = flatBuffer(in.segment, keysTo(in.segment, rank_), views);
     recv_activation_[{in.segment, in.mb}] = views;
     const size_t ev = record(in, now(), -1);
     posted_recvs_.push_back({comm_.recv(flat, in.peer, tagOf(false, in.segment, in.mb)), ev});
@@ -584,7 +584,7 @@ void Executor::onRecvActivation(const Instr& in) {
 
 void Executor::onRecvGrad(const Instr& in) {
     Live views;
-    const Tensor flat = flatBuffer(in.segment, keysTo(in.segment, in.peer), views);
+    Tensor flat = flatBuffer(in.segment, keysTo(in.segment, in.peer), views);
     recv_grad_[{in.segment, in.mb}].push_back(views);
     const size_t ev = record(in, now(), -1);
     posted_recvs_.push_back({comm_.recv(flat, in.peer, tagOf(true, in.segment, in.mb)), ev});
