@@ -45,7 +45,7 @@ std::vector<std::pair<std::string, Tensor>> Stage::namedBuffers() const {
     std::vector<std::pair<std::string, Tensor>> out;
     for (size_t i = 0; i < layers_.size(); ++i)
         for (const auto& item : layers_[i]->named_buffers())
-            out.emplace_back("L" + std::to_string(first_layer_ + static_cast<int>(i)) + "." + item.key(), item.value());
+            out.emplace_back("L" + std::to_string(io_.first_layer + static_cast<int>(i)) + "." + item.key(), item.value());
     return out;
 }
 
