@@ -167,8 +167,6 @@ private:
 
 }  // namespace
 
-Batch Trainable::tokenBatch(const Tensor&) const { throw Error("the model " + name() + " does not read token ids"); }
-
 std::unique_ptr<Trainable> makeTinyTrainable(const TinyConfig& cfg, int seq_len) { return std::make_unique<TinyTrainable>(cfg, seq_len); }
 
 std::unique_ptr<Trainable> makeScriptTrainable(const std::string& pt_file, const std::vector<int64_t>& sample_shape,

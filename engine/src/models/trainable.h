@@ -12,6 +12,7 @@
 #include <torch/torch.h>
 
 #include "engine/src/models/tiny_models.h"
+#include "planners/common/error.h"
 #include "planners/model/graph.h"
 
 namespace hippie::engine {
@@ -40,7 +41,9 @@ public:
     virtual int64_t sequenceLength() const { return 0; }
     // The batch of `windows` [samples, sequenceLength() + 1] of consecutive token ids: a GPT
     // predicts each next token; a BERT's targets are derived as its synthetic data's are.
-    virtual Batch tokenBatch(const torch::Tensor& windows) const;
+    virtual Batch tokenBatch(const torch::Tensor& /*windows*/) const {
+        throw Error("the model " + name() + " does not read token ids");
+    }
 };
 
 // A zoo model at the architecture `spec` resolves to (its overrides applied).
