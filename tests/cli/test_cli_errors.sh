@@ -33,7 +33,7 @@ expect_error "$OUT/broken.json" $(sim mlp "$OUT/broken.json" 2 1 2 16 1f1b)
 expect_error "cluster 'cpu-local' has 4" $(sim mlp cpu-local 4 2 2 16 1f1b)
 expect_error "global batch 15" $(sim mlp cpu-local 2 2 2 15 1f1b)
 expect_error "--microbatches" $(sim mlp cpu-local 2 2 -2 16 1f1b)
-expect_error "model 'mlp' has 9 layers" $(sim mlp cpu-local 4 1 2 16 interleaved --virtual-stages 3)
+expect_error "more stages than the 9 layers of 'mlp'" $(sim mlp cpu-local 4 1 2 16 interleaved --virtual-stages 3)
 expect_error "fp8" $(sim mlp cpu-local 2 2 2 16 1f1b --precision fp8)
 expect_error "--global-batch" simulate --model mlp --cluster cpu-local --pp 2 --dp 1 --microbatches 2 --schedule 1f1b
 expect_error "--pp" simulate --plan "$OUT/broken.json" --pp 2

@@ -75,7 +75,7 @@ grep -qF "No runs in $OUT/empty.sqlite." "$OUT/empty.txt" || fail "empty databas
 # A filled one: the table, newest first, with predicted vs measured and the error.
 make_db "$OUT/runs.sqlite" 1
 "$BIN" runs --db "$OUT/runs.sqlite" >"$OUT/table.txt" || fail "runs exited with $?"
-for want in "state" "model" "predicted step" "measured step" "error" "succeeded" "failed" "running" \
+for want in "state" "model" "predicted step" "measured step" "error" "succeeded" "failed" "lost" \
             "gpt2-small" "resnet50" "local-2gpu" "dgx-a100-1x8" "gpipe-balance" "100.00 ms" "120.00 ms" "+20.0%" \
             "1m 00s" "1.5 s"; do
     grep -qF -- "$want" "$OUT/table.txt" || fail "the runs table lacks '$want':
