@@ -177,7 +177,7 @@ public:
         while (!deadline.hasExpired()) {
             const json m = next(static_cast<int>(std::max<qint64>(1, deadline.remainingTime())));
             if (m.is_null()) return {};
-            if (m.value("type", "") == type) return m;
+            if (m.is_object() && m.value("type", "") == type) return m;
         }
         return {};
     }
@@ -192,7 +192,8 @@ public:
     }
     bool hello(const QString& token) {
         send(json{{"type", "hello"}, {"token", token.toStdString()}, {"client", "raw"}, {"protocol", hj::kProtocolVersion}});
-        return next().value("type", "") == "welcome";
+        const json reply = next();  // null when the agent closed or said nothing
+        return reply.is_object() && reply.value("type", "") == "welcome";
     }
     QTcpSocket& socket() { return socket_; }
 
