@@ -226,9 +226,12 @@ private slots:
         QVERIFY2(contains(msg, "model.json: "), msg.c_str());
         QVERIFY2(contains(msg, "cycle"), msg.c_str());
         QVERIFY2(contains(msg, "op 1 ('l1.b')") || contains(msg, "op 2 ('l1.c')"), msg.c_str());
-        // With other ids the message says that op numbers are positions.
-        expectRejected("cycle", [](json& g) { g["edges"].push_back({{"src", 50}, {"dst", 10}, {"bytes", 1}}); },
+        // With other ids the message says that op numbers are positions (a cycle inside layer 1).
+        expectRejected("cycle", [](json& g) { g["edges"].push_back({{"src", 30}, {"dst", 20}, {"bytes", 1}}); g["edges"].push_back({{"src", 20}, {"dst", 30}, {"bytes", 1}}); },
                        {"cycle", "positions"});
+        // An edge into an earlier layer is named as such, with both ends, before any cycle search.
+        expectRejected("backward edge", [](json& g) { g["edges"].push_back({{"src", 50}, {"dst", 10}, {"bytes", 1}}); },
+                       {"edges[5]", "op id 50 ('l3.e', layer 3)", "op id 10 ('l0.a', layer 0)", "earlier layer"});
     }
 
     void rejectsEmptyAndUnknownFormats() {
