@@ -20,6 +20,9 @@ RTX=$EX/rtx2080-1x4.cluster.json
 GPT1536="layers=16,d_model=1536,heads=16,d_ff=6144,vocab=50304,positions=2048,seq_len=2048"
 GPT768="layers=12,d_model=768,heads=12,d_ff=3072,vocab=50304,positions=2048,seq_len=2048"
 MEGATRON="--model gpt2-small --precision fp16 --schedule 1f1b --recompute --optimizer adam --cluster $EDR"
+# Megatron-LM SC'21 Table 1, first row: 137 teraFLOP/s a GPU on 32 GPUs is, by the paper's
+# Equation 3 (1.5467e16 FLOPs an iteration), an iteration of 3528.02 ms.
+SC21="--model gpt2-small --override layers=24,d_model=2304,heads=24,d_ff=9216,vocab=51200,positions=2048,seq_len=2048 --cluster dgx-a100-4x8 --precision fp16 --schedule 1f1b --recompute --optimizer adam --pp 1 --dp 32 --global-batch 512"
 GPIPE="--model resnet101 --cluster $P40 --precision fp32 --optimizer sgd --schedule gpipe"
 RN50="--model resnet50 --pp 1 --microbatches 1 --schedule hippie --optimizer sgd-momentum"
 INCEPTION="--model inception-v3 --cluster $RTX --global-batch 64 --optimizer sgd"
@@ -39,6 +42,8 @@ rows=(
   "Megatron DP_32x1x1_64_1536x16|ms|683.51|sim|$MEGATRON --override $GPT1536 --pp 1 --dp 32 --global-batch 64 --microbatches 1"
   "Megatron MP_1x1x1_8_768x12|ms|611.2|sim|$MEGATRON --override $GPT768 --pp 1 --dp 1 --global-batch 8 --microbatches 1"
   "Megatron DP_PP_8x1x4_512_1536x16|ms|4893.55|plan|$EX/validation/megatron-gpt-1536x16-pp4-dp8.plan.json"
+  "SC'21 Table 1 row 1, micro-batch 1|ms|3528.02|sim|$SC21 --microbatches 16"
+  "SC'21 Table 1 row 1, micro-batch 16|ms|3528.02|sim|$SC21 --microbatches 1"
   "torchgpipe resnet101 baseline|samples/s|95.862|sim|$GPIPE --pp 1 --dp 1 --global-batch 118 --microbatches 1"
   "torchgpipe resnet101 pipeline-1|samples/s|81.796|sim|$GPIPE --recompute --pp 1 --dp 1 --global-batch 220 --microbatches 2"
   "torchgpipe resnet101 pipeline-2|samples/s|135.539|sim|$GPIPE --recompute --pp 2 --dp 1 --global-batch 25005 --microbatches 1667"
