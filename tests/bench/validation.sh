@@ -10,6 +10,7 @@ set -euo pipefail
 
 B=${1:-build/bin/hippie-plan}
 [[ -x $B ]] || { echo "validation.sh: $B is not an executable hippie-plan; build it or pass its path" >&2; exit 2; }
+B=$(realpath "$B")
 cd "$(dirname "$0")/../.."
 
 EX=resources/examples
