@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "planner_fixtures.h"
 #include "planners/algorithms/registry.h"
 #include "planners/common/error.h"
@@ -94,14 +96,20 @@ private slots:
         // on each device. Each feasible plan must keep 3 samples a micro-batch.
         Problem problem = test::zooProblem("inception-v3", "v100-4x4", 16);
         problem.time_budget_s = 2;
+        std::string planned;
         for (const PlannerInfo& info : plannerRegistry()) {
             PlanContext context(problem.time_budget_s);
             const PlannerResult r = info.make()->plan(problem, context);
             if (!r.feasible) continue;
+            planned += " " + info.name + "(dp " + std::to_string(r.plan.dp) + ", m " + std::to_string(r.plan.micro_batches) + ")";
             const int64_t samples = r.plan.global_batch / (int64_t{r.plan.dp} * r.plan.micro_batches);
             QVERIFY2(samples >= 3, (info.name + ": " + std::to_string(samples) + " samples a micro-batch").c_str());
             QVERIFY2(checkError(r.plan, problem.graph).empty(), (info.name + ": " + checkError(r.plan, problem.graph)).c_str());
         }
+        qInfo("feasible:%s", planned.c_str());
+        // The pipeline planners and data parallelism do plan it (placement ones may not fit).
+        for (const char* name : {"data-parallel", "hippie", "pipedream", "gpipe-balance"})
+            QVERIFY2(planned.find(std::string(" ") + name + "(") != std::string::npos, (std::string(name) + " missing from" + planned).c_str());
     }
 
     void aGlobalBatchBelowItIsRefused() {
