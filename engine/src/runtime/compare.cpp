@@ -56,7 +56,7 @@ int compareParams(const std::string& reference, const std::vector<std::string>& 
         if (!readDump(path, d, error)) return bad(error);
         const json threads = d.value("threads", json(nullptr));
         if (!ref_threads.is_null() && !threads.is_null() && threads != ref_threads)
-            notes.push_back(path + " ran on " + threads.dump() + " CPU threads a rank, the reference '" + reference + "' on " +
+            notes.push_back(path + " ran with --threads " + threads.dump() + ", the reference '" + reference + "' with " +
                             ref_threads.dump() + ": LibTorch rounds reductions differently by thread count; give every run the "
                             "same --threads for a tight comparison");
         for (const auto& [name, values] : d["params"].items()) {
