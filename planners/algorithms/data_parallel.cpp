@@ -12,7 +12,7 @@ PlannerResult DataParallelPlanner::plan(const Problem& problem, PlanContext& con
     const int layers = problem.graph.layerCount();
     Plan plan = basePlan(problem, name());
     plan.schedule = ScheduleKind::Hippie;
-    plan.dp = largestDivisorAtMost(problem.global_batch, problem.cluster.deviceCount());
+    plan.dp = largestTrainableDp(problem, problem.cluster.deviceCount());
     context.progress(0.0, "checking that the model states fit");
 
     const int64_t states = LayerCosts(problem).staticBytes(0, layers - 1, plan.dp);

@@ -520,7 +520,7 @@ private:
         if (!start) return;
         Ranked current = ranked(simulated_.at(*start).candidate, goal);
         double current_value = simulatedRank(simulated_.at(*start).metrics, goal);
-        const std::vector<int> counts = divisorsOf(problem_.global_batch / current.candidate.shape.dp);
+        const std::vector<int> counts = microBatchCounts(problem_, current.candidate.shape.dp);
         while (simulations_left > 0 && !context_.shouldStop()) {
             std::vector<Ranked> next;
             for (Candidate& n : neighbours(current.candidate, current.estimate.stage_peak_bytes, counts))

@@ -46,7 +46,7 @@ std::vector<Shape> searchShapes(const Problem& problem) {
     for (int pp = 1; pp <= deepest; ++pp)
         for (int dp = 1; pp * dp <= devices; ++dp)
             if (problem.global_batch % dp == 0)
-                for (int m : divisorsOf(problem.global_batch / dp)) out.push_back({pp, dp, m});
+                for (int m : microBatchCounts(problem, dp)) out.push_back({pp, dp, m});
     return out;
 }
 

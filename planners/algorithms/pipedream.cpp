@@ -14,13 +14,14 @@ namespace hippie {
 namespace {
 
 // Samples per micro-batch assumed by the memory constraint: the default micro-batch count
-// (4 per stage) over all devices gives global batch / (4 x devices); halved down to one
-// sample while nothing fits.
+// (4 per stage) over all devices gives global batch / (4 x devices); halved down to the
+// model's smallest micro-batch (one sample unless BatchNorm needs more) while nothing fits.
 std::vector<double> microBatchSizes(const Problem& problem) {
     const double first = std::max(1.0, std::floor(problem.global_batch / (4.0 * problem.cluster.deviceCount())));
     std::vector<double> out;
-    for (double b = first; b > 1.0; b = std::floor(b / 2)) out.push_back(b);
-    out.push_back(1.0);
+    const double least = problem.graph.min_micro_batch;  // BatchNorm over small feature maps
+    for (double b = first; b > least; b = std::floor(b / 2)) out.push_back(b);
+    out.push_back(least);
     return out;
 }
 

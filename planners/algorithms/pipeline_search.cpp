@@ -6,6 +6,7 @@
 #include "planners/algorithms/device_mapping.h"
 #include "planners/algorithms/evaluate.h"
 #include "planners/common/error.h"
+#include "planners/schedule/lower.h"
 
 namespace hippie {
 
@@ -46,11 +47,24 @@ int largestDivisorAtMost(int n, int cap) {
     return 1;
 }
 
+std::vector<int> microBatchCounts(const Problem& problem, int dp) {
+    std::vector<int> out;
+    if (dp < 1 || problem.global_batch % dp != 0) return out;
+    const int per_replica = problem.global_batch / dp;
+    for (int m : divisorsOf(per_replica))
+        if (per_replica / m >= problem.graph.min_micro_batch) out.push_back(m);
+    return out;
+}
+
+int largestTrainableDp(const Problem& problem, int cap) {
+    return largestDivisorAtMost(problem.global_batch, std::min(cap, problem.global_batch / std::max(1, problem.graph.min_micro_batch)));
+}
+
 std::vector<PipelineShape> pipelineShapes(const Problem& problem) {
     const int devices = problem.cluster.deviceCount(), layers = problem.graph.layerCount();
     std::vector<PipelineShape> out;
     for (int pp : divisorsOf(devices))
-        if (pp <= layers) out.push_back({pp, largestDivisorAtMost(problem.global_batch, devices / pp)});
+        if (pp <= layers) out.push_back({pp, largestTrainableDp(problem, devices / pp)});
     return out;
 }
 
@@ -89,8 +103,9 @@ std::string SearchLog::noFitReason(const std::string& what) const {
 
 std::optional<Candidate> fitMicroBatches(const Problem& problem, Plan plan, int pp, const StagesFn& stages, int first_m,
                                          const PlanContext& context, SearchLog& log) {
-    const int per_replica = problem.global_batch / plan.dp;
-    for (int m : divisorsOf(per_replica)) {
+    const std::vector<int> counts = microBatchCounts(problem, plan.dp);
+    if (!counts.empty()) first_m = std::min(first_m, counts.back());  // the model's smallest micro-batch caps the count
+    for (int m : counts) {
         if (m < first_m) continue;
         if (context.shouldStop()) return std::nullopt;
         plan.micro_batches = m;
@@ -127,9 +142,10 @@ std::optional<Candidate> bestByObjective(const Problem& problem, const std::vect
 
 std::optional<Candidate> sweepMicroBatches(const Problem& problem, Plan plan, int pp, const StagesFn& stages, int first_m,
                                            const PlanContext& context, SearchLog& log) {
-    const int per_replica = problem.global_batch / plan.dp;
     std::vector<Candidate> fits;
-    for (int m : divisorsOf(per_replica)) {
+    const std::vector<int> counts = microBatchCounts(problem, plan.dp);
+    if (!counts.empty()) first_m = std::min(first_m, counts.back());  // the model's smallest micro-batch caps the count
+    for (int m : counts) {
         if (m < first_m) continue;
         if (context.shouldStop()) break;
         plan.micro_batches = m;
@@ -179,6 +195,7 @@ void requirePlannable(const Problem& problem) {
     if (problem.graph.ops.empty()) throw Error("the model '" + problem.graph.name + "' has no operators to plan");
     if (problem.cluster.deviceCount() < 1) throw Error("the cluster '" + problem.cluster_name + "' has no devices");
     if (problem.global_batch < 1) throw Error("the global batch must be at least 1, got " + std::to_string(problem.global_batch));
+    requireTrainableBatch(problem.graph, problem.global_batch);
 }
 
 std::string depthList(const Problem& problem) {

@@ -26,6 +26,13 @@ struct PipelineShape {
 std::vector<int> divisorsOf(int n);
 // The largest divisor of n that is at most cap (1 if cap < 1).
 int largestDivisorAtMost(int n, int cap);
+// Micro-batch counts of one replica of a dp-way plan, ascending: the divisors m of its batch
+// whose micro-batches keep the model's Graph::min_micro_batch samples (BatchNorm over small
+// feature maps), so every plan a planner builds from them trains.
+std::vector<int> microBatchCounts(const Problem& problem, int dp);
+// The largest data-parallel degree at most cap that divides the global batch and leaves every
+// replica at least the model's smallest micro-batch (1 if none does).
+int largestTrainableDp(const Problem& problem, int cap);
 // Pipeline depths that divide the device count (and do not exceed the layers), shallowest
 // first; dp is the largest divisor of the global batch with pp * dp <= devices.
 std::vector<PipelineShape> pipelineShapes(const Problem& problem);

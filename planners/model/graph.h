@@ -73,6 +73,10 @@ struct Graph {
     ModelSpec source;
     std::vector<Op> ops;      // an op's id is its index
     std::vector<Edge> edges;
+    // Fewest samples a micro-batch may have for the model to train, and why (the op that needs
+    // them): a BatchNorm over a 1x1 feature map sees one value per channel and sample.
+    int min_micro_batch = 1;
+    std::string min_micro_batch_reason;
 
     int layerCount() const;                  // 1 + largest layer index (0 if empty)
     std::vector<Layer> layers() const;       // layer view, index i = layer i

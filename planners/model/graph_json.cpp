@@ -269,14 +269,19 @@ json graphToJson(const Graph& g) {
     for (size_t i = 0; i < g.ops.size(); ++i) ops.push_back(opToJson(g.ops[i], i));
     json edges = json::array();
     for (const Edge& e : g.edges) edges.push_back({{"src", e.src}, {"dst", e.dst}, {"bytes", e.bytes}});
-    return {{"format", kFormat},
-            {"version", modelSpecFormatVersion(g.source)},
-            {"name", g.name},
-            {"batch_size", g.batch_size},
-            {"precision", toString(g.source.precision)},
-            {"source", modelSpecToJson(g.source)},
-            {"ops", std::move(ops)},
-            {"edges", std::move(edges)}};
+    json j = {{"format", kFormat},
+              {"version", modelSpecFormatVersion(g.source)},
+              {"name", g.name},
+              {"batch_size", g.batch_size},
+              {"precision", toString(g.source.precision)},
+              {"source", modelSpecToJson(g.source)},
+              {"ops", std::move(ops)},
+              {"edges", std::move(edges)}};
+    if (g.min_micro_batch > 1) {  // optional: 1 when absent
+        j["min_micro_batch"] = g.min_micro_batch;
+        j["min_micro_batch_reason"] = g.min_micro_batch_reason;
+    }
+    return j;
 }
 
 Graph graphFromJson(const json& j, const std::string& where) {
@@ -289,6 +294,8 @@ Graph graphFromJson(const json& j, const std::string& where) {
     const OpIndex idx = readOps(j, where, g);
     readEdges(j, where, idx, g);
     requireAcyclic(g, where, idx);
+    g.min_micro_batch = optionalInt(j, "min_micro_batch", where, Bound::Positive).value_or(1);
+    g.min_micro_batch_reason = optionalString(j, "min_micro_batch_reason", where).value_or("");
     return g;
 }
 

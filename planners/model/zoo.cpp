@@ -50,6 +50,12 @@ Tensor GraphBuilder::add(const std::string& op_name, const OpCost& cost, const s
     return Tensor{id, cost.output_elements};
 }
 
+void GraphBuilder::requireMicroBatch(int64_t samples, const std::string& why) {
+    if (samples <= graph_.min_micro_batch) return;
+    graph_.min_micro_batch = static_cast<int>(samples);
+    graph_.min_micro_batch_reason = why;
+}
+
 Graph GraphBuilder::finish() { return std::move(graph_); }
 
 // ---- Costs ----------------------------------------------------------------------------------

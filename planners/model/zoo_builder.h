@@ -48,9 +48,12 @@ public:
     GraphBuilder(std::string model_name, const ModelSpec& spec);
 
     int64_t batch() const { return batch_; }
+    const std::string& opName(const Tensor& t) const { return graph_.ops.at(static_cast<size_t>(t.op)).name; }
     void beginLayer(const std::string& name);
     Tensor add(const std::string& op_name, const OpCost& cost, std::initializer_list<Tensor> inputs = {});
     Tensor add(const std::string& op_name, const OpCost& cost, const std::vector<Tensor>& inputs);
+    // The model trains only on micro-batches of at least `samples` (why: for the message).
+    void requireMicroBatch(int64_t samples, const std::string& why);
     Graph finish();
 
 private:

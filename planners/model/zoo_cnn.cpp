@@ -62,8 +62,21 @@ FeatureMap conv(GraphBuilder& g, const std::string& name, const FeatureMap& x, c
 
 FeatureMap sameShape(const FeatureMap& x, Tensor t) { return {t, x.channels, x.height, x.width}; }
 
+// Training BatchNorm normalises each channel over the micro-batch's samples and pixels and
+// needs at least this many values: LibTorch refuses 1, and over 2 the normalised values are
+// +-1 whatever the input, so the input gradient vanishes and what reaches earlier layers is
+// rounding noise (ResNet-50 at 32x32 pixels in micro-batches of 2: the losses of pp2 x dp2 and
+// of one process, equal at step 1, were 1e-3 apart at step 3).
+constexpr int64_t kMinBatchNormValues = 3;
+
 FeatureMap batchNorm(GraphBuilder& g, const std::string& name, const FeatureMap& x) {
-    return sameShape(x, g.add(name, normCost("batchnorm", x.tensor.elements, x.channels), {x.tensor}));
+    const int64_t pixels = x.height * x.width;
+    const Tensor t = g.add(name, normCost("batchnorm", x.tensor.elements, x.channels), {x.tensor});
+    const int64_t samples = (kMinBatchNormValues + pixels - 1) / pixels;
+    g.requireMicroBatch(samples, "BatchNorm '" + g.opName(t) + "' normalises a " + std::to_string(x.height) + "x" +
+                                     std::to_string(x.width) + " feature map per sample and needs " +
+                                     std::to_string(kMinBatchNormValues) + " values a channel");
+    return sameShape(x, t);
 }
 
 FeatureMap relu(GraphBuilder& g, const std::string& name, const FeatureMap& x) {

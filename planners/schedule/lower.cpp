@@ -354,6 +354,21 @@ std::vector<Instr> finishComputeOrder(const std::vector<Instr>& order, const Pla
 
 }  // namespace
 
+namespace {
+
+std::string minMicroBatchText(const Graph& graph) {
+    return graph.name + " needs at least " + std::to_string(graph.min_micro_batch) + " samples a micro-batch" +
+           (graph.min_micro_batch_reason.empty() ? "" : " (" + graph.min_micro_batch_reason + ")");
+}
+
+}  // namespace
+
+void requireTrainableBatch(const Graph& graph, int global_batch) {
+    if (global_batch < graph.min_micro_batch)
+        throw Error("the global batch of " + std::to_string(global_batch) + " samples is too small: " + minMicroBatchText(graph) +
+                    "; raise the global batch");
+}
+
 void checkPlan(const Plan& plan, const Graph& graph, int cluster_devices) {
     if (graph.ops.empty()) throw Error("plan: the model has no operators");
     if (plan.micro_batches < 1) throw Error(planError("micro_batches", "must be at least 1"));
@@ -365,6 +380,12 @@ void checkPlan(const Plan& plan, const Graph& graph, int cluster_devices) {
         throw Error(planError("global_batch", std::to_string(plan.global_batch) + " samples do not split into dp " +
                                                   std::to_string(plan.dp) + " x " + std::to_string(plan.micro_batches) +
                                                   " equal micro-batches"));
+    const int64_t samples = plan.global_batch / (static_cast<int64_t>(plan.dp) * plan.micro_batches);
+    if (samples < graph.min_micro_batch)
+        throw Error(planError("micro_batches", "micro-batches of " + std::to_string(samples) + " samples (global batch " +
+                                                   std::to_string(plan.global_batch) + " / dp " + std::to_string(plan.dp) + " / " +
+                                                   std::to_string(plan.micro_batches) + " micro-batches) are too small: " +
+                                                   minMicroBatchText(graph) + "; use fewer micro-batches, a smaller dp or a larger global batch"));
     const int layers = graph.layerCount();
     for (int layer : plan.recompute_layers)
         if (layer < 0 || layer >= layers)

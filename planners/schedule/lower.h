@@ -11,6 +11,9 @@ namespace hippie {
 // Checks that the plan is consistent with the graph (stages cover every layer in order,
 // device map shape, micro-batches divide the batch, ...) and throws Error naming the field.
 void checkPlan(const Plan& plan, const Graph& graph, int cluster_devices);
+// Throws Error when even one micro-batch of the whole global batch is smaller than the model
+// trains on (Graph::min_micro_batch): no plan of that batch can train it.
+void requireTrainableBatch(const Graph& graph, int global_batch);
 
 Program lower(const Plan& plan, const Graph& graph);
 

@@ -33,6 +33,10 @@ expect_error "$OUT/broken.json" $(sim mlp "$OUT/broken.json" 2 1 2 16 1f1b)
 expect_error "cluster 'cpu-local' has 4" $(sim mlp cpu-local 4 2 2 16 1f1b)
 expect_error "global batch 15" $(sim mlp cpu-local 2 2 2 15 1f1b)
 expect_error "--microbatches" $(sim mlp cpu-local 2 2 -2 16 1f1b)
+# Inception-v3's auxiliary classifier has a BatchNorm over a 1x1 map: 16 / dp 2 / 4 = 2 samples
+# are too few to train it, and the message says what needs 3 and what to change.
+expect_error "micro-batches of 2 samples (global batch 16 / dp 2 / 4 micro-batches) are too small: inception-v3 needs at least 3 samples a micro-batch (BatchNorm 'head.aux_conv1_bn'" \
+    $(sim inception-v3 cpu-local 2 2 4 16 1f1b)
 expect_error "more stages than the 9 layers of 'mlp'" $(sim mlp cpu-local 4 1 2 16 interleaved --virtual-stages 3)
 expect_error "fp8" $(sim mlp cpu-local 2 2 2 16 1f1b --precision fp8)
 expect_error "--global-batch" simulate --model mlp --cluster cpu-local --pp 2 --dp 1 --microbatches 2 --schedule 1f1b

@@ -8,7 +8,8 @@
 # one process with the same micro-batch size (global batch 16 in 8 micro-batches of 2 = the
 # 2 x 2 plan's 2 replicas x 4 micro-batches of 2), not one batch of 16. Parameters and loss
 # then match; the running statistics (buffers, not compared) do not: each replica updates its
-# own from its own micro-batches, and nothing averages them.
+# own from its own micro-batches, and nothing averages them. Every run uses one CPU thread a rank,
+# as the reference would otherwise round differently (see test_engine_zoo_equivalence.sh).
 #
 # Every rank also reports whether its links are received in the order they are sent
 # (link_order_ok), which NCCL needs (it matches transfers by order, not tag): checked here on
@@ -23,7 +24,7 @@ for model in "${models[@]}"; do
     ref_mb=1
     [ "$model" = resnet-tiny ] && ref_mb=8
     plan "$WORK/ref.json" --model "$model" --pp 1 --dp 1 --microbatches $ref_mb --global-batch 16 --schedule 1f1b --optimizer sgd
-    launch "$WORK/ref.json" 1 $STEPS "$WORK/ref.out" --dump-params "$WORK/ref.params.json" || fail "$model reference run: $(tail -2 "$WORK/ref.out")"
+    launch "$WORK/ref.json" 1 $STEPS "$WORK/ref.out" --threads 1 --dump-params "$WORK/ref.params.json" || fail "$model reference run: $(tail -2 "$WORK/ref.out")"
     [ "$model" = mlp-tiny ] && cp "$WORK/ref.params.json" "$WORK/mlp.params.json"
     variants=("2 2 none")
     case "$SCHEDULE/$model" in gpipe/gpt-tiny|gpipe/mlp-tiny|1f1b/gpt-tiny|1f1b/mlp-tiny|hippie/gpt-tiny|hippie/mlp-tiny) variants+=("2 1 none") ;; esac
@@ -37,7 +38,7 @@ for model in "${models[@]}"; do
         [ "$SCHEDULE" = interleaved ] && extra+=(--virtual-stages 2)
         plan "$WORK/p.json" --model "$model" --pp $pp --dp $dp --microbatches 4 --global-batch 16 --schedule "$SCHEDULE" \
             --optimizer sgd --bucket-bytes 4096 "${extra[@]}"
-        if ! launch "$WORK/p.json" $n $STEPS "$WORK/p.out" --dump-params "$WORK/p.{rank}.json"; then
+        if ! launch "$WORK/p.json" $n $STEPS "$WORK/p.out" --threads 1 --dump-params "$WORK/p.{rank}.json"; then
             fail "$what: $(tail -2 "$WORK/p.out")"
             continue
         fi

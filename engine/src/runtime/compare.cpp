@@ -47,10 +47,18 @@ int compareParams(const std::string& reference, const std::vector<std::string>& 
     double max_diff = 0;
     std::string worst;
     std::set<std::string> covered;
-    std::vector<std::string> problems;
+    std::vector<std::string> problems, notes;
+    // LibTorch splits a CPU reduction (a convolution's, a matmul's) by thread count, so runs on
+    // different threads differ in the last bits, which BatchNorm models amplify step by step.
+    const json ref_threads = ref.value("threads", json(nullptr));
     for (const std::string& path : files) {
         json d;
         if (!readDump(path, d, error)) return bad(error);
+        const json threads = d.value("threads", json(nullptr));
+        if (!ref_threads.is_null() && !threads.is_null() && threads != ref_threads)
+            notes.push_back(path + " ran with --threads " + threads.dump() + ", the reference '" + reference + "' with " +
+                            ref_threads.dump() + ": LibTorch rounds reductions differently by thread count; give every run the "
+                            "same --threads for a tight comparison");
         for (const auto& [name, values] : d["params"].items()) {
             if (!ref["params"].contains(name)) {
                 problems.push_back(path + ": parameter '" + name + "' is not in the reference");
@@ -76,7 +84,7 @@ int compareParams(const std::string& reference, const std::vector<std::string>& 
         if (!covered.count(name)) problems.push_back("reference parameter '" + name + "' is in none of the dumps");
     const bool ok = problems.empty() && max_diff <= tolerance;
     std::cout << json{{"event", "compare"}, {"ok", ok},          {"max_abs_diff", max_diff}, {"worst", worst},
-                      {"tolerance", tolerance}, {"parameters", covered.size()}, {"problems", problems}}
+                      {"tolerance", tolerance}, {"parameters", covered.size()}, {"problems", problems}, {"notes", notes}}
                      .dump()
               << std::endl;
     return ok ? 0 : 1;

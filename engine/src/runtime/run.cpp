@@ -327,7 +327,8 @@ int runRank(const RunOptions& o) {
             if (const size_t at = path.find("{rank}"); at != std::string::npos) path.replace(at, 6, std::to_string(o.rank));
             std::ofstream f(path);
             if (!f) throw Error("cannot write --dump-params file '" + path + "'");
-            f << json{{"rank", o.rank}, {"params", params}}.dump();
+            // Threads are recorded because they change rounding: compare-params names a mismatch.
+            f << json{{"rank", o.rank}, {"threads", cpu.threads}, {"params", params}}.dump();
         }
         emit(done);
     } catch (const Error& e) {

@@ -12,6 +12,7 @@
 
 #include "planners/algorithms/evaluate.h"
 #include "planners/common/error.h"
+#include "planners/schedule/lower.h"
 
 namespace hippie::placement {
 
@@ -487,6 +488,7 @@ PlannerResult runPlacementPlanner(const std::string& name, const PlacementOption
                                   const Problem& problem, PlanContext& context) {
     if (problem.graph.ops.empty()) throw Error(name + ": the model has no operators");
     if (problem.cluster.deviceCount() < 1) throw Error(name + ": the cluster has no devices");
+    requireTrainableBatch(problem.graph, problem.global_batch);  // a placement runs the whole batch as one micro-batch
     context.progress(0.0, "checking memory");
     if (auto reason = impossibleReason(problem)) return infeasibleResult(name, *reason, context);
     if (problem.cluster.deviceCount() == 1) return oneDeviceResult(name, problem, context);
