@@ -25,7 +25,7 @@ struct CompareOptions {
     std::string cluster;
     int global_batch = 0;
     std::vector<std::string> planners;
-    std::string objective = "me";
+    std::string objective = "me-floor";
     double throughput_floor = 0.9;
     double time_budget_s = 30;
     double memory_headroom = 0.0;
@@ -65,43 +65,53 @@ std::string stages(const Plan& p) {
     return out;
 }
 
-// Data parallelism is the yardstick when it fits; otherwise the best feasible result.
-const PlannerResult* reference(const std::vector<PlannerResult>& results) {
-    const PlannerResult* best = nullptr;
-    for (const PlannerResult& r : results) {
-        if (!r.feasible) continue;
-        if (r.planner == "data-parallel") return &r;
-        if (!best || r.metrics.memory_efficiency > best->metrics.memory_efficiency) best = &r;
+std::string objectiveCaption(const Problem& p) {
+    switch (p.objective) {
+    case Objective::Throughput: return "objective throughput (most samples/s)";
+    case Objective::MemoryEfficiency: return "objective me (most samples/s per GiB of peak memory)";
+    case Objective::MemoryEfficiencyWithThroughputFloor:
+        return "objective me-floor: within " + fixed(100 * (1 - p.throughput_floor), 0) +
+               "% of the best throughput found, then the least memory (most ME)";
     }
-    return best;
+    return {};
 }
 
-void printTable(const std::vector<PlannerResult>& results) {
+void printTable(const Problem& problem, const std::vector<PlannerResult>& results) {
     Table t({{"planner"}, {"pp x dp", Align::Right}, {"mb", Align::Right}, {"stages"}, {"iteration", Align::Right},
-             {"samples/s", Align::Right}, {"peak GiB", Align::Right}, {"ME", Align::Right}, {"ME x ref", Align::Right},
-             {"bubble", Align::Right}, {"plan time", Align::Right}, {"fits"}});
-    const PlannerResult* ref = reference(results);
+             {"samples/s", Align::Right}, {"thr x ref", Align::Right}, {"peak GiB", Align::Right}, {"ME", Align::Right},
+             {"ME x ref", Align::Right}, {"bubble", Align::Right}, {"plan CPU", Align::Right}, {"fits"}});
+    const int ref_index = referenceResult(problem, results);
+    const PlannerResult* ref = ref_index >= 0 ? &results[static_cast<size_t>(ref_index)] : nullptr;
     for (const PlannerResult& r : results) {
         const bool has_plan = !r.plan.stages.empty() || !r.plan.placement.empty();
         if (!has_plan) {
-            t.addRow({r.planner, "-", "-", "-", "-", "-", "-", "-", "-", "-", milliseconds(r.planning_time_s), r.skipped ? "-" : "no"});
+            t.addRow({r.planner, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", milliseconds(r.planning_time_s), r.skipped ? "-" : "no"});
             continue;
         }
         const TraceMetrics& m = r.metrics;
-        const std::string rel = ref && r.feasible ? fixed(m.memory_efficiency / ref->metrics.memory_efficiency, 2) + "x" : "-";
+        const bool rel_ok = ref && r.feasible;
+        const std::string me_rel = rel_ok ? fixed(m.memory_efficiency / ref->metrics.memory_efficiency, 2) + "x" : "-";
+        const std::string thr_rel = rel_ok ? fixed(m.throughput_samples_per_s / ref->metrics.throughput_samples_per_s, 2) + "x" : "-";
         t.addRow({r.planner, shape(r), std::to_string(r.plan.micro_batches), r.plan.isPlacement() ? "-" : stages(r.plan),
-                  milliseconds(m.iteration_time_s), fixed(m.throughput_samples_per_s, 1), gib(m.max_peak_memory_bytes),
-                  fixed(m.memory_efficiency, 2), rel, percent(m.bubble_fraction), milliseconds(r.planning_time_s),
+                  milliseconds(m.iteration_time_s), fixed(m.throughput_samples_per_s, 1), thr_rel, gib(m.max_peak_memory_bytes),
+                  fixed(m.memory_efficiency, 2), me_rel, percent(m.bubble_fraction), milliseconds(r.planning_time_s),
                   r.feasible ? "yes" : "no"});
     }
     t.print(std::cout);
-    if (ref) std::cout << "\nME x ref: memory efficiency relative to " << ref->planner << ".\n";
-    for (const PlannerResult& r : results)
+    std::cout << '\n' << objectiveCaption(problem) << ".\n";
+    if (ref)
+        std::cout << "x ref: relative to " << ref->planner << ", the best baseline under this objective. plan CPU: each planner's own CPU time.\n";
+    else
+        std::cout << "x ref: no baseline found a plan that fits, so nothing to compare against.\n";
+    for (const PlannerResult& r : results) {
         if (!r.feasible || !r.reason.empty())
             std::cout << r.planner << ": " << (r.skipped ? "skipped: " : "") << (r.reason.empty() ? "infeasible" : r.reason) << '\n';
+        for (const std::string& note : r.notes)
+            if (note != r.reason) std::cout << r.planner << " note: " << note << '\n';
+    }
 }
 
-nlohmann::json resultsJson(const std::vector<PlannerResult>& results) {
+nlohmann::json resultsJson(const Problem& problem, const std::vector<PlannerResult>& results) {
     nlohmann::json rows = nlohmann::json::array();
     for (const PlannerResult& r : results) {
         const bool has_plan = !r.plan.stages.empty() || !r.plan.placement.empty();
@@ -111,9 +121,14 @@ nlohmann::json resultsJson(const std::vector<PlannerResult>& results) {
                         {"planning_time_s", r.planning_time_s},
                         {"feasible", r.feasible},
                         {"skipped", r.skipped},
-                        {"reason", r.reason}});
+                        {"reason", r.reason},
+                        {"notes", r.notes}});
     }
-    return {{"results", rows}};
+    const int ref = referenceResult(problem, results);
+    return {{"results", rows},
+            {"objective", toString(problem.objective)},
+            {"throughput_floor", problem.throughput_floor},
+            {"reference", ref >= 0 ? nlohmann::json(results[static_cast<size_t>(ref)].planner) : nlohmann::json(nullptr)}};
 }
 
 void writePlans(const std::vector<PlannerResult>& results, const std::string& dir) {
@@ -131,8 +146,8 @@ int run(const CompareOptions& o) {
     if (std::set<std::string>(names.begin(), names.end()).size() != names.size()) throw Error("--planners: a planner is named twice");
     const std::vector<PlannerResult> results = runSideBySide(problem, names);
     if (!o.out_dir.empty()) writePlans(results, o.out_dir);
-    if (o.json) std::cout << resultsJson(results).dump(2) << '\n';
-    else printTable(results);
+    if (o.json) std::cout << resultsJson(problem, results).dump(2) << '\n';
+    else printTable(problem, results);
     return kExitOk;
 }
 
@@ -145,7 +160,7 @@ Command addCompareCommand(CLI::App& app) {
     sub->add_option("--cluster,-c", opts->cluster, "cluster preset (see 'hippie-plan clusters') or cluster JSON file")->required();
     sub->add_option("--global-batch,-b", opts->global_batch, "samples per iteration")->required()->check(positiveInt());
     sub->add_option("--planners", opts->planners, "comma-separated planners (default: every hybrid planner)")->delimiter(',');
-    sub->add_option("--objective", opts->objective, "me, throughput or me-floor")->capture_default_str();
+    sub->add_option("--objective", opts->objective, "me-floor (default: within --throughput-floor of the best throughput, then least memory), me or throughput")->capture_default_str();
     sub->add_option("--throughput-floor", opts->throughput_floor, "me-floor: least fraction of the best throughput")
         ->check(CLI::Range(0.0, 1.0))
         ->capture_default_str();

@@ -1,4 +1,5 @@
 // hippie-plan models: the zoo, with parameter and layer counts taken from the built graphs.
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -7,6 +8,7 @@
 #include "app/cli/commands.h"
 #include "app/cli/format.h"
 #include "app/cli/table.h"
+#include "planners/model/architecture.h"
 #include "planners/model/zoo.h"
 
 namespace hippie::cli {
@@ -40,6 +42,29 @@ void printTable(const std::vector<ModelRow>& rows) {
     t.print(std::cout);
 }
 
+// The size overrides the model accepts (--override), each with its value in this model.
+nlohmann::json overridesJson(const ZooEntry& z) {
+    const Architecture* arch = publishedArchitecture(z.name);
+    const std::vector<OverrideKey>& keys = overrideKeys(familyOf(*arch));
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& [key, value] : defaultOverrideValues(z.name)) {
+        const auto k = std::find_if(keys.begin(), keys.end(), [&](const OverrideKey& o) { return o.key == key; });
+        nlohmann::json j = {{"key", key}, {"meaning", k->meaning}};
+        if (k->integer) {
+            j["default"] = static_cast<int64_t>(value);
+            j["min"] = static_cast<int64_t>(k->min);
+            j["max"] = static_cast<int64_t>(k->max);
+        } else {
+            j["default"] = value;
+            j["min"] = k->min;
+            j["max"] = k->max;
+        }
+        j["integer"] = k->integer;
+        out.push_back(std::move(j));
+    }
+    return out;
+}
+
 void printJson(const std::vector<ModelRow>& rows) {
     nlohmann::json out = nlohmann::json::array();
     for (const ModelRow& r : rows)
@@ -49,7 +74,8 @@ void printJson(const std::vector<ModelRow>& rows) {
                        {"published_parameters", r.entry->published_params},
                        {"layers", r.layers},
                        {"default_seq_len", r.entry->default_seq_len},
-                       {"description", r.entry->description}});
+                       {"description", r.entry->description},
+                       {"overrides", overridesJson(*r.entry)}});
     std::cout << out.dump(2) << '\n';
 }
 
@@ -58,7 +84,7 @@ void printJson(const std::vector<ModelRow>& rows) {
 Command addModelsCommand(CLI::App& app) {
     CLI::App* sub = app.add_subcommand("models", "List the model zoo (parameters counted on the built graphs)");
     auto json = std::make_shared<bool>(false);
-    sub->add_flag("--json", *json, "print JSON instead of a table");
+    sub->add_flag("--json", *json, "print JSON instead of a table (with each model's --override keys and defaults)");
     return {sub, [json] {
                 const std::vector<ModelRow> rows = modelRows();
                 if (*json) printJson(rows);

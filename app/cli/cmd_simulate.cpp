@@ -94,7 +94,7 @@ std::vector<CLI::Option*> addShapeOptions(CLI::App& sub, SimulateCommand& cmd) {
     shape.insert(shape.end(),
                  {positive("--virtual-stages", o.virtual_stages, "model chunks per device (interleaved)"),
                   sub.add_flag("--recompute", o.recompute, "recompute every layer but the last of each stage"),
-                  sub.add_option("--optimizer", o.optimizer, "sgd, sgd-momentum or adam")->capture_default_str()});
+                  sub.add_option("--optimizer", o.optimizer, "sgd, sgd-momentum, adam or adamw")->capture_default_str()});
     return shape;
 }
 

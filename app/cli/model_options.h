@@ -1,6 +1,6 @@
 #pragma once
-// Options that name a model (--model, --seq-len, --precision), shared by show-graph and
-// simulate, and the graph they describe.
+// Options that name a model (--model, --seq-len, --override, --precision), shared by
+// show-graph, simulate and compare, and the graph they describe.
 #include <string>
 #include <vector>
 
@@ -13,6 +13,7 @@ namespace hippie::cli {
 struct ModelOptions {
     std::string model;              // zoo name or graph JSON file
     int seq_len = 0;                // 0: the model's default
+    std::string overrides;          // "layers=2,seq_len=128": size overrides of a zoo model
     std::string precision = "fp32";
 };
 
@@ -21,7 +22,8 @@ struct ModelOptions {
 std::vector<CLI::Option*> addModelOptions(CLI::App& app, ModelOptions& opts);
 
 // The graph for `batch_size` samples (zoo models; a graph file keeps its own batch size).
-// Throws Error for an unknown model, a missing or malformed file, or a bad precision.
+// Throws Error for an unknown model, a missing or malformed file, a bad precision, or an
+// override the model does not accept (one line naming the key).
 Graph buildGraph(const ModelOptions& opts, int batch_size);
 
 // Rebuilds the graph a ModelSpec (as recorded in a plan) describes.

@@ -19,10 +19,17 @@ json localWorkerEntry(int first_rank, int rank_count) {
             {"rank_count", rank_count}};
 }
 
+json slurmWorkerEntry(const QString& login_host, int first_rank, int rank_count) {
+    json w = localWorkerEntry(first_rank, rank_count);
+    w["host"] = "slurm";
+    w["login"] = login_host.toStdString();
+    return w;
+}
+
 bool workerReachable(const json& worker, int connect_timeout_ms) {
     if (!worker.is_object()) return false;
     const std::string host = worker.value("host", std::string());
-    if (host == "local") {
+    if (host == "local" || host == "slurm") {
         // The local share's ranks die with the process that started them (PR_SET_PDEATHSIG).
         const long long pid = worker.value("pid", 0LL);
         return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) == 0;

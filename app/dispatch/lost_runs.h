@@ -18,6 +18,10 @@ namespace hippie::dispatch {
 
 // The worker entry RunController stores for this machine's share: names this process.
 nlohmann::json localWorkerEntry(int first_rank, int rank_count);
+// The entry of a Slurm cluster ({"host":"slurm","login",...}): names this process, which follows
+// the job; the job itself goes on in Slurm's queue when this process dies (scancel it by its id,
+// kept in the run's Slurm record).
+nlohmann::json slurmWorkerEntry(const QString& login_host, int first_rank, int rank_count);
 
 // True when the worker described by `worker` (one entry of a run's workers JSON) is reachable.
 bool workerReachable(const nlohmann::json& worker, int connect_timeout_ms);

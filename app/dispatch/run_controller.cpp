@@ -13,6 +13,7 @@
 #include <cmath>
 
 #include "app/dispatch/lost_runs.h"
+#include "app/dispatch/slurm_job.h"
 #include "app/jobs/job_runner.h"
 #include "app/jobs/launcher.h"
 #include "app/store/event_writer.h"
@@ -21,6 +22,7 @@
 #include "planners/cluster/cluster_json.h"
 #include "planners/common/error.h"
 #include "planners/model/graph_json.h"
+#include "planners/model/overrides.h"
 #include "planners/model/zoo.h"
 #include "planners/schedule/lower.h"
 #include "planners/schedule/plan_json.h"
@@ -67,7 +69,10 @@ std::optional<Cluster> clusterOfPlan(const Plan& plan) {
 
 }  // namespace
 
-QString WorkerTarget::label() const { return local ? QStringLiteral("local") : address.display(); }
+QString WorkerTarget::label() const {
+    if (slurm) return slurm->label();
+    return local ? QStringLiteral("local") : address.display();
+}
 
 QString newJobId() {
     const QString stamp = QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-hhmmss"));
@@ -75,7 +80,10 @@ QString newJobId() {
 }
 
 RunController::RunController(RunRequest request, QObject* parent) : QObject(parent), request_(std::move(request)) {
-    job_id_ = newJobId();
+    job_id_ = request_.job_id.isEmpty() ? newJobId() : request_.job_id;
+    pool_.setMaxThreadCount(1);  // stores, Slurm records and the last flush happen in the order they were asked
+    if (request_.work_root.isEmpty())
+        request_.work_root = QDir(QStandardPaths::writableLocation(QStandardPaths::AppDataLocation)).filePath(QStringLiteral("work"));
     db_path_ = request_.db_path.isEmpty() ? store::RunStore::defaultPath() : request_.db_path;
     graph_ = request_.graph;
     cluster_ = request_.cluster ? request_.cluster : clusterOfPlan(request_.plan);
@@ -88,6 +96,33 @@ RunController::~RunController() {
         profiler_->waitForFinished(1000);
     }
     delete writer_;  // flushes what is left
+}
+
+QString RunController::slurmJobDir() const {
+    for (const WorkerTarget& w : request_.workers) {
+        if (!w.slurm) continue;
+        if (!w.slurm->login_host.isEmpty())  // relative paths are relative to the login's home
+            return (w.slurm->job_dir_root.isEmpty() ? QStringLiteral("hippie-runs") : w.slurm->job_dir_root) + QLatin1Char('/') + job_id_;
+        const QString root = w.slurm->job_dir_root.isEmpty() ? QDir(request_.work_root).filePath(QStringLiteral("slurm")) : w.slurm->job_dir_root;
+        return QDir(QDir(root).absolutePath()).filePath(job_id_);
+    }
+    return {};
+}
+
+QString RunController::slurmScript() const {
+    for (const WorkerTarget& w : request_.workers) {
+        if (!w.slurm) continue;
+        SlurmScriptInput in;
+        in.job_name = job_id_;
+        in.job_dir = slurmJobDir();
+        in.layout = slurmLayout(request_.plan, cluster_, *w.slurm);
+        in.world_size = request_.plan.deviceCount();
+        in.steps = request_.steps;
+        in.seed = request_.seed;
+        in.trace_every_step = request_.trace_every_step;
+        return slurmBatchScript(*w.slurm, in);
+    }
+    return {};
 }
 
 std::optional<double> RunController::measuredStepSeconds() const {
@@ -150,6 +185,19 @@ void RunController::start() {
             return;
         }
     }
+    const bool any_slurm = std::any_of(request_.workers.begin(), request_.workers.end(), [](const WorkerTarget& w) { return w.slurm.has_value(); });
+    if (any_slurm && request_.workers.size() != 1) {
+        fail(tr("a Slurm cluster runs all of a plan's ranks itself: choose it as the only worker"));
+        return;
+    }
+    if (any_slurm) {
+        try {
+            (void)slurmScript();
+        } catch (const Error& e) {
+            fail(QString::fromUtf8(e.what()));
+            return;
+        }
+    }
     const WorkerTarget& first = request_.workers.front();
     if (first.local && remote_not_loopback) {
         fail(tr("rank 0 would run on this machine, which remote agents cannot reach as 127.0.0.1: put a remote agent first"));
@@ -162,8 +210,6 @@ void RunController::start() {
         w.share = shares_[i];
         workers_.push_back(w);
     }
-    if (request_.work_root.isEmpty())
-        request_.work_root = QDir(QStandardPaths::writableLocation(QStandardPaths::AppDataLocation)).filePath(QStringLiteral("work"));
     prepareGraph();
 }
 
@@ -218,6 +264,9 @@ void RunController::prepareGraph() {
                         QStringLiteral("--batch-size"), QString::number(batch), QStringLiteral("--repeats"),
                         QString::number(kProfileRepeats), QStringLiteral("--out"), out};
     if (request_.plan.model.seq_len > 0) args << QStringLiteral("--seq-len") << QString::number(request_.plan.model.seq_len);
+    // The engine profiles the plan's size, not the published one (hippie-engine --override, as hippie-plan's).
+    if (!request_.plan.model.overrides.empty())
+        args << QStringLiteral("--override") << QString::fromStdString(sizeOverrideText(request_.plan.model));
     profiler_->start(engine, args);
 }
 
@@ -245,7 +294,8 @@ void RunController::predict() {
 void RunController::storeRun() {
     json workers = json::array();
     for (const Worker& w : workers_)
-        workers.push_back(w.target.local ? localWorkerEntry(w.share.first_rank, w.share.rank_count)
+        workers.push_back(w.target.slurm ? slurmWorkerEntry(w.target.slurm->login_host, w.share.first_rank, w.share.rank_count)
+                          : w.target.local ? localWorkerEntry(w.share.first_rank, w.share.rank_count)
                                          : json{{"host", w.target.address.host.toStdString()},
                                                 {"port", w.target.address.port},
                                                 {"first_rank", w.share.first_rank},
@@ -305,7 +355,7 @@ void RunController::connectWorkers() {
     for (size_t i = 0; i < workers_.size(); ++i) {
         Worker& w = workers_[i];
         const int index = static_cast<int>(i);
-        if (w.target.local) {
+        if (w.target.local || w.target.slurm) {
             w.ready = true;
             emit workerStateChanged(index, tr("ready"));
             continue;
@@ -395,6 +445,10 @@ void RunController::submit(int worker) {
     Worker& w = workers_[static_cast<size_t>(worker)];
     if (w.submitted || w.ended) return;
     w.submitted = true;
+    if (w.target.slurm) {
+        submitSlurm(worker);
+        return;
+    }
     if (!w.target.local) {
         w.client->submit(specFor(worker));
         emit workerStateChanged(worker, tr("submitted"));
@@ -420,6 +474,68 @@ void RunController::submit(int worker) {
             if (!workers_[k].submitted) submit(static_cast<int>(k));
 }
 
+void RunController::submitSlurm(int worker) {
+    Worker& w = workers_[static_cast<size_t>(worker)];
+    QString script;
+    try {
+        script = slurmScript();
+    } catch (const Error& e) {
+        workerEnded(worker, JobState::Failed, QString::fromUtf8(e.what()));
+        return;
+    }
+    jobs::JobSpec spec = specFor(worker);
+    if (!spec.graph.is_null()) {
+        // The nodes have no copy of the model's graph file: it travels inside the plan's directory.
+        workerEnded(worker, JobState::Failed, tr("a plan whose model is a graph file cannot run on Slurm yet: use a zoo or tiny model"));
+        return;
+    }
+    w.slurm_job = new SlurmJob(spec, *w.target.slurm, script, slurmJobDir(), this);
+    connect(w.slurm_job, &SlurmJob::event, this, [this, worker](qint64 seq, const json& ev) {
+        if (ev.value("event", std::string()) == "job-state" && ev.value("state", std::string()) == "queued")
+            emit workerStateChanged(worker, str(ev.value("message", std::string())));
+        onEvent(worker, seq, ev);
+    });
+    connect(w.slurm_job, &SlurmJob::infoChanged, this, &RunController::storeSlurmRecord);
+    connect(w.slurm_job, &SlurmJob::finished, this, [this, worker](JobState s, const QString& m) { workerEnded(worker, s, m); });
+    storeSlurmRecord();
+    emit workerStateChanged(worker, tr("submitting"));
+    w.slurm_job->start();
+}
+
+void RunController::storeSlurmRecord() {
+    const SlurmJob* job = nullptr;
+    for (const Worker& w : workers_)
+        if (w.slurm_job) job = w.slurm_job;
+    if (!job) return;
+    const SlurmJobInfo& i = job->info();
+    store::SlurmRecord r;
+    r.login_host = i.login_host;
+    r.job_dir = i.job_dir;
+    r.slurm_job_id = i.slurm_job_id;
+    r.script = i.script;
+    r.state = i.state;
+    r.reason = i.reason;
+    r.node_list = i.node_list;
+    r.exit_code = i.exit_code;
+    r.tasks = i.tasks;
+    slurm_record_ = r;
+    emit slurmChanged();
+    const QString db = db_path_;
+    const qint64 run = run_id_;
+    QPointer<RunController> self(this);
+    pool_.start([self, db, run, r] {
+        try {
+            store::RunStore s(db);
+            s.saveSlurmJob(run, r);
+        } catch (const std::exception& e) {
+            const QString m = QString::fromUtf8(e.what());
+            QMetaObject::invokeMethod(QCoreApplication::instance(), [self, m] {
+                if (self) emit self->logReceived(-1, QStringLiteral("store"), tr("storing the Slurm job failed: %1").arg(m));
+            }, Qt::QueuedConnection);
+        }
+    });
+}
+
 void RunController::onEvent(int worker, qint64 seq, const json& ev) {
     if (writer_) writer_->postEvent(run_id_, store::StoredEvent{worker, seq, ev});
     const std::string kind = ev.is_object() && ev.contains("event") && ev["event"].is_string() ? ev["event"].get<std::string>() : "";
@@ -428,10 +544,14 @@ void RunController::onEvent(int worker, qint64 seq, const json& ev) {
         const std::string s = ev.value("state", std::string());
         const QString m = str(ev.value("message", std::string()));
         const auto st = jobs::jobStateFromString(s);
-        if (st == JobState::Running) {
+        if (st == JobState::Queued && !m.isEmpty() && state_ == JobState::Queued) {
+            // A scheduler's queue (Slurm): why it waits, as it changes.
+            message_ = m;
+            emit stateChanged(state_, message_);
+        } else if (st == JobState::Running) {
             workers_[static_cast<size_t>(worker)].state = JobState::Running;
             emit workerStateChanged(worker, tr("running"));
-            if (state_ == JobState::Queued) setState(JobState::Running, {});
+            if (state_ == JobState::Queued) setState(JobState::Running, m);
         } else if (st && jobs::isTerminal(*st)) {
             workerEnded(worker, *st, m);
         }
@@ -480,6 +600,7 @@ void RunController::workerEnded(int worker, JobState state, const QString& messa
                 continue;
             }
             if (o.runner) o.runner->cancel();
+            if (o.slurm_job) o.slurm_job->cancel();
             if (o.client && o.client->isReady()) o.client->cancel(job_id_);
         }
     }
@@ -525,6 +646,7 @@ void RunController::cancel() {
         }
         any_submitted = true;
         if (w.runner) w.runner->cancel();
+        if (w.slurm_job) w.slurm_job->cancel();
         if (w.client && w.client->isReady()) w.client->cancel(job_id_);
         else if (w.client) workerEnded(static_cast<int>(k), JobState::Cancelled, tr("cancelled while disconnected"));
     }

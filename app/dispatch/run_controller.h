@@ -25,8 +25,10 @@
 #include <nlohmann/json.hpp>
 
 #include "app/dispatch/rank_split.h"
+#include "app/dispatch/slurm_script.h"
 #include "app/jobs/agent_client.h"
 #include "app/jobs/protocol.h"
+#include "app/store/run_store.h"
 #include "planners/cluster/cluster.h"
 #include "planners/model/graph.h"
 #include "planners/schedule/plan.h"
@@ -43,11 +45,14 @@ class JobRunner;
 
 namespace hippie::dispatch {
 
+class SlurmJob;
+
 struct WorkerTarget {
     bool local = false;           // this machine, through JobRunner
+    std::optional<SlurmTarget> slurm;  // a Slurm cluster, through SlurmJob: runs the whole plan alone
     jobs::AgentAddress address;   // a remote agent
     int capacity = 0;             // devices it offers (from its probe), 0 = unknown
-    QString label() const;        // "local" or host:port
+    QString label() const;        // "local", "slurm[@host]" or host:port
 };
 
 struct RunRequest {
@@ -62,6 +67,7 @@ struct RunRequest {
     QString db_path;    // empty: RunStore::defaultPath()
     bool trace_every_step = false;
     QString note;       // stored with the run; empty: who dispatched it
+    QString job_id;     // empty: a fresh one (newJobId)
 };
 
 class RunController : public QObject {
@@ -77,6 +83,12 @@ public:
     void cancel();
 
     const RunRequest& request() const { return request_; }
+    // For a run on a Slurm cluster: the batch script it will submit (shown before start()), and
+    // the job's directory; empty for other runs. Throws hippie::Error for a layout that cannot
+    // hold the plan.
+    QString slurmScript() const;
+    QString slurmJobDir() const;
+    const std::optional<store::SlurmRecord>& slurmRecord() const { return slurm_record_; }
     QString jobId() const { return job_id_; }
     qint64 runId() const { return run_id_; }
     QString dbPath() const { return db_path_; }
@@ -101,6 +113,7 @@ signals:
     void stateChanged(hippie::jobs::JobState state, const QString& message);
     void workerStateChanged(int worker, const QString& text);
     void engineEvent(int worker, qint64 seq, const nlohmann::json& event);
+    void slurmChanged();  // slurmRecord() has news (submitted, pending reason, nodes, end)
     void measuredTraceChanged();
     void logReceived(int rank, const QString& stream, const QString& text);
     void finished(hippie::jobs::JobState state, const QString& message);
@@ -111,6 +124,7 @@ private:
         RankShare share;
         jobs::JobRunner* runner = nullptr;
         jobs::AgentClient* client = nullptr;
+        SlurmJob* slurm_job = nullptr;
         bool ready = false;
         bool submitted = false;
         bool ended = false;
@@ -132,6 +146,8 @@ private:
     void workerEnded(int worker, jobs::JobState state, const QString& message);
     void setState(jobs::JobState state, const QString& message);
     void finish();
+    void submitSlurm(int worker);
+    void storeSlurmRecord();
 
     RunRequest request_;
     QString job_id_;
@@ -160,6 +176,7 @@ private:
     std::map<int, nlohmann::json> traces_;  // rank -> its latest "trace" event
     std::map<int, nlohmann::json> done_;    // rank -> its "done" event
     std::map<int, QString> stderr_;
+    std::optional<store::SlurmRecord> slurm_record_;
 };
 
 // A fresh job id: "run-<yyyyMMdd-hhmmss>-<6 random hex>", valid for jobs::isValidJobId.

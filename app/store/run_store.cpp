@@ -491,6 +491,43 @@ void RunStore::setMetric(qint64 run, const QString& name, double value) {
                                 {run, name, value, nowMs()}, "storing a metric");
 }
 
+void RunStore::saveSlurmJob(qint64 run, const SlurmRecord& r) {
+    Sql(connection_, path_).run(
+        QStringLiteral("INSERT INTO slurm_jobs (run_id, login_host, job_dir, slurm_job_id, script, state, reason, node_list, "
+                       "exit_code, tasks, updated_ms) VALUES (?, COALESCE(?, ''), COALESCE(?, ''), COALESCE(?, ''), COALESCE(?, ''), "
+                       "COALESCE(?, ''), COALESCE(?, ''), COALESCE(?, ''), COALESCE(?, ''), ?, ?) "
+                       "ON CONFLICT (run_id) DO UPDATE SET login_host = excluded.login_host, job_dir = excluded.job_dir, "
+                       "slurm_job_id = excluded.slurm_job_id, script = excluded.script, state = excluded.state, "
+                       "reason = excluded.reason, node_list = excluded.node_list, exit_code = excluded.exit_code, "
+                       "tasks = excluded.tasks, updated_ms = excluded.updated_ms"),
+        {run, r.login_host, r.job_dir, r.slurm_job_id, r.script, r.state, r.reason, r.node_list, r.exit_code,
+         QString::fromStdString(r.tasks.dump()), nowMs()},
+        "storing a run's Slurm job");
+}
+
+std::optional<SlurmRecord> RunStore::slurmJob(qint64 run) const {
+    QSqlQuery q = Sql(connection_, path_).run(
+        QStringLiteral("SELECT login_host, job_dir, slurm_job_id, script, state, reason, node_list, exit_code, tasks "
+                       "FROM slurm_jobs WHERE run_id = ?"),
+        {run}, "reading a run's Slurm job");
+    if (!q.next()) return std::nullopt;
+    SlurmRecord r;
+    r.login_host = q.value(0).toString();
+    r.job_dir = q.value(1).toString();
+    r.slurm_job_id = q.value(2).toString();
+    r.script = q.value(3).toString();
+    r.state = q.value(4).toString();
+    r.reason = q.value(5).toString();
+    r.node_list = q.value(6).toString();
+    r.exit_code = q.value(7).toString();
+    try {
+        r.tasks = json::parse(q.value(8).toString().toStdString());
+    } catch (const json::exception&) {
+        r.tasks = json::array();
+    }
+    return r;
+}
+
 // ---- reading ----
 
 namespace {
@@ -655,6 +692,7 @@ RunDetails RunStore::runDetails(qint64 run) const {
         d.measured_trace = nullptr;
         d.measured_trace_error = QString::fromStdString(e.what());
     }
+    d.slurm = slurmJob(run);
     return d;
 }
 

@@ -81,6 +81,19 @@ struct RunSummary {
 // and samples_per_s, the mean of the ranks' non-null loss); predicted_step_s from the plan's
 // predicted metrics ("iteration_time_s" of TraceMetrics JSON).
 
+// What Slurm said about a run on a Slurm cluster (dispatch/slurm_job.h fills it).
+struct SlurmRecord {
+    QString login_host;      // empty: local
+    QString job_dir;
+    QString slurm_job_id;
+    QString script;
+    QString state;           // Slurm's job state
+    QString reason;          // pending reason
+    QString node_list;
+    QString exit_code;
+    nlohmann::json tasks = nlohmann::json::array();
+};
+
 struct RunFilter {
     std::optional<RunState> state;
     QString text;                   // matched against model, cluster, planner, job id
@@ -96,6 +109,7 @@ struct RunDetails {
     std::vector<Log> logs;
     nlohmann::json measured_trace;                         // Trace JSON merged from the ranks' "trace" events, or null
     QString measured_trace_error;                          // why measured_trace is null although traces were stored
+    std::optional<SlurmRecord> slurm;                      // runs on a Slurm cluster
 };
 
 class RunStore {
@@ -127,6 +141,9 @@ public:
     void appendEvents(qint64 run, const std::vector<StoredEvent>& events);  // one transaction
     void appendLog(qint64 run, int rank, const QString& stream, const QString& text);
     void setMetric(qint64 run, const QString& name, double value);
+    // Inserts or updates the run's Slurm record (the latest word of Slurm on it).
+    void saveSlurmJob(qint64 run, const SlurmRecord& record);
+    std::optional<SlurmRecord> slurmJob(qint64 run) const;
 
     // Runs in one transaction: everything `work` writes through this store is committed together,
     // or (when it throws) nothing is. Calls nest: an inner one joins the outer transaction.

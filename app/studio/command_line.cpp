@@ -5,6 +5,8 @@
 #include <QCommandLineParser>
 #include <QCoreApplication>
 
+#include "planners/model/overrides.h"
+
 namespace hippie::studio {
 
 CommandLine parseCommandLine(const QCoreApplication& app) {
@@ -17,6 +19,10 @@ CommandLine parseCommandLine(const QCoreApplication& app) {
     const QCommandLineOption batch(QStringLiteral("global-batch"), QStringLiteral("samples per iteration"), QStringLiteral("B"));
     const QCommandLineOption precision(QStringLiteral("precision"), QStringLiteral("fp32, fp16 or bf16"), QStringLiteral("P"), QStringLiteral("fp16"));
     const QCommandLineOption seq_len(QStringLiteral("seq-len"), QStringLiteral("sequence length (0: the model's)"), QStringLiteral("N"), QStringLiteral("0"));
+    const QCommandLineOption overrides(QStringLiteral("override"),
+                                       QStringLiteral("size overrides of the zoo model, e.g. layers=2,seq_len=128 "
+                                                      "(keys: hippie-plan models --json)"),
+                                       QStringLiteral("K=V,..."));
     const QCommandLineOption planners({QStringLiteral("run-planners"), QStringLiteral("planners")},
                                       QStringLiteral("comma-separated planners to run (default: the hybrid ones)"), QStringLiteral("LIST"));
     const QCommandLineOption plan(QStringLiteral("plan"),
@@ -26,8 +32,10 @@ CommandLine parseCommandLine(const QCoreApplication& app) {
                                   QStringLiteral("FILE"));
     const QCommandLineOption no_run(QStringLiteral("no-run"), QStringLiteral("load, but do not run planners"));
     const QCommandLineOption screenshot(QStringLiteral("screenshot"), QStringLiteral("save the window as PNG after planning and exit"), QStringLiteral("FILE"));
-    const QCommandLineOption view(QStringLiteral("view"), QStringLiteral("page to show: compare, gantt, graph or teaching"), QStringLiteral("V"), QStringLiteral("compare"));
-    p.addOptions({model, cluster, batch, precision, seq_len, planners, plan, no_run, screenshot, view});
+    const QCommandLineOption view(QStringLiteral("view"), QStringLiteral("page to show: compare, gantt, graph, teaching, runs or history"), QStringLiteral("V"), QStringLiteral("compare"));
+    const QCommandLineOption screenshot_size(QStringLiteral("screenshot-size"), QStringLiteral("window size for --screenshot"),
+                                             QStringLiteral("WxH"), QStringLiteral("1600x1000"));
+    p.addOptions({model, cluster, batch, precision, seq_len, overrides, planners, plan, no_run, screenshot, screenshot_size, view});
     p.process(app);
 
     CommandLine cl;
@@ -41,6 +49,10 @@ CommandLine parseCommandLine(const QCoreApplication& app) {
             spec.seq_len = p.value(seq_len).toInt();
             try {
                 spec.precision = precisionFromString(p.value(precision).toStdString());
+                const int seq = spec.seq_len;
+                applyOverrideText(spec, p.value(overrides).toStdString());
+                if (seq > 0 && spec.seq_len != seq)
+                    cl.error = QStringLiteral("--seq-len and --override seq_len= disagree; give the sequence length once");
             } catch (const std::exception& e) {
                 cl.error = QString::fromUtf8(e.what());
             }
@@ -49,6 +61,8 @@ CommandLine parseCommandLine(const QCoreApplication& app) {
     }
     cl.start.cluster = p.value(cluster);
     cl.start.plan_file = p.value(plan);
+    if (p.isSet(overrides) && (!p.isSet(model) || !cl.start.graph_file.isEmpty()))
+        cl.error = QStringLiteral("--override goes with --model and a zoo model");
     if (p.isSet(plan) && p.isSet(model)) cl.error = QStringLiteral("--plan names its model; leave out --model");
     if (p.isSet(batch)) {
         bool ok = false;
@@ -59,6 +73,10 @@ CommandLine parseCommandLine(const QCoreApplication& app) {
     cl.start.run_planners = !p.isSet(no_run);
     cl.screenshot = p.value(screenshot);
     cl.view = p.value(view);
+    const QStringList size = p.value(screenshot_size).split(QLatin1Char('x'));
+    const int w = size.size() == 2 ? size[0].toInt() : 0, h = size.size() == 2 ? size[1].toInt() : 0;
+    if (w > 0 && h > 0) cl.screenshot_size = QSize(w, h);
+    else cl.error = QStringLiteral("--screenshot-size must be WIDTHxHEIGHT, e.g. 1280x800, not '%1'").arg(p.value(screenshot_size));
     if (!MainWindow::pageFromName(cl.view)) cl.error = QStringLiteral("--view must be compare, gantt, graph or teaching, not '%1'").arg(cl.view);
     return cl;
 }

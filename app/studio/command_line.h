@@ -1,5 +1,6 @@
 #pragma once
 // hippie-studio's command line.
+#include <QSize>
 #include <QString>
 #include <QStringList>
 
@@ -13,6 +14,7 @@ struct CommandLine {
     StartOptions start;
     QString screenshot;  // --screenshot FILE: render offscreen after planning, save, exit
     QString view;        // --view compare|gantt|graph|teaching
+    QSize screenshot_size{1600, 1000};  // --screenshot-size WxH
     QString error;       // non-empty: print and exit 2
 };
 

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "app/studio/lesson_claims.h"
 #include "planners/algorithms/planner.h"
 
 namespace hippie::studio {
@@ -19,6 +20,8 @@ struct Lesson {
     int micro_batches = 1;
     int global_batch = 1;
     ScheduleKind schedule = ScheduleKind::OneFOneB;
+    int baseline = -1;                  // index of the lesson this one is compared with
+    std::vector<LessonExpect> expects;  // what the lesson shows, checked on the simulated trace
 };
 
 const std::vector<Lesson>& lessons();
@@ -30,5 +33,13 @@ struct LessonSetup {
     Plan plan;
 };
 LessonSetup setupLesson(const Lesson& lesson);
+
+// The lesson's trace (simulated with events) and its claims against its baseline lesson.
+struct LessonRun {
+    Trace trace;
+    Cluster cluster;
+    std::vector<LessonClaim> claims;
+};
+LessonRun runLesson(int index);
 
 }  // namespace hippie::studio

@@ -11,9 +11,6 @@
 
 namespace {
 constexpr int kScreenshotTimeoutMs = 10 * 60 * 1000;
-constexpr int kScreenshotWidth = 1600;
-constexpr int kScreenshotHeight = 1000;
-
 void setApplicationNames() {
     QCoreApplication::setApplicationName(QStringLiteral("hippie-studio"));
     QCoreApplication::setOrganizationName(QStringLiteral("hippie"));
@@ -50,7 +47,7 @@ int main(int argc, char** argv) {
     // Screenshots are for docs and tests: the same picture whatever the user last did.
     hippie::studio::MainWindow window(/*use_settings=*/!screenshot);
     if (screenshot) {
-        window.resize(kScreenshotWidth, kScreenshotHeight);
+        window.resize(cl.screenshot_size);
         auto* taker = new hippie::studio::ScreenshotTaker(&window, cl.screenshot, *hippie::studio::MainWindow::pageFromName(cl.view),
                                                           kScreenshotTimeoutMs);
         QObject::connect(taker, &hippie::studio::ScreenshotTaker::done, &app, [](int code) { QApplication::exit(code); });

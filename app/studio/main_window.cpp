@@ -5,10 +5,18 @@
 
 #include <QApplication>
 #include <QCloseEvent>
+#include <QDesktopServices>
+#include <QDir>
 #include <QDockWidget>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QMenuBar>
+#include <QMessageBox>
+#include <QShortcut>
+#include <QTimer>
+#include <QUrl>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QVBoxLayout>
@@ -18,16 +26,19 @@
 #ifdef HIPPIE_WITH_DISPATCH
 #include "app/studio/dispatch/dispatch_ui.h"
 #endif
+#include "app/studio/message_label.h"
 #include "app/studio/model_panel.h"
 #include "app/studio/plan_file.h"
 #include "app/studio/planner_run_list.h"
 #include "app/studio/planners_panel.h"
 #include "app/studio/planning_controller.h"
 #include "app/studio/schedule_page.h"
+#include "app/studio/shortcuts.h"
 #include "app/studio/simulation_controller.h"
 #include "app/studio/studio_session.h"
 #include "app/studio/studio_settings.h"
 #include "app/studio/teaching_page.h"
+#include "app/studio/wheel_guard.h"
 #include "planners/cluster/cluster_json.h"
 #include "planners/sim/trace_json.h"
 #include "widgets/compare/comparison_model.h"
@@ -76,6 +87,7 @@ MainWindow::MainWindow(bool use_settings, QWidget* parent)
     setup_layout->addWidget(planners_panel_);
     setup_layout->addStretch(1);
     auto* scroll = new QScrollArea;
+    setup_scroll_ = scroll;
     scroll->setWidget(setup);
     scroll->setWidgetResizable(true);
     auto* dock = new QDockWidget(tr("Setup"), this);
@@ -83,17 +95,34 @@ MainWindow::MainWindow(bool use_settings, QWidget* parent)
     dock->setWidget(scroll);
     dock->setMinimumWidth(330);
     addDockWidget(Qt::LeftDockWidgetArea, dock);
+    setup_dock_ = dock;
+    WheelGuard::install(setup);  // scrolling the dock must not change a spin box under the mouse
 
     tabs_->addTab(compare_page_, tr("Compare"));
     tabs_->addTab(schedule_page_, tr("Schedule"));
     tabs_->addTab(graph_view_, tr("Operator graph"));
     tabs_->addTab(teaching_, tr("Teaching"));
-    setCentralWidget(tabs_);
+    // Errors the user must act on, above the pages where they are seen even when the Setup
+    // dock is scrolled or closed.
+    banner_ = new MessageLabel;
+    banner_->setVisible(false);
+    banner_->setStyleSheet(QStringLiteral("background: #fdecea; border: 1px solid #e0a0a0; padding: 6px;"));
+    auto* central = new QWidget;
+    auto* central_layout = new QVBoxLayout(central);
+    central_layout->setContentsMargins(0, 0, 0, 0);
+    central_layout->addWidget(banner_);
+    central_layout->addWidget(tabs_, 1);
+    setCentralWidget(central);
     schedule_page_->clear();
     buildMenus();
 #ifdef HIPPIE_WITH_DISPATCH
     dispatch_ = new DispatchUi(this, tabs_, session_, use_settings_);  // the Workers dock, Run and Run history tabs, Run menu
+    docks_menu_->addAction(dispatch_->dock()->toggleViewAction());
+    pages_menu_->addAction(tr("Run"), QKeySequence(Qt::CTRL | Qt::Key_5), this, [this] { showPage(Page::Runs); });
+    pages_menu_->addAction(tr("Run history"), QKeySequence(Qt::CTRL | Qt::Key_6), this, [this] { showPage(Page::History); });
 #endif
+    buildHelpMenu();
+    connect(model_panel_, &ModelPanel::errorShown, this, &MainWindow::showBanner);
 
     connect(session_, &StudioSession::graphChanged, this, [this] {
         graph_view_->setGraph(session_->graph());
@@ -167,6 +196,7 @@ void MainWindow::buildMenus() {
     file->addAction(tr("&Quit"), QKeySequence(QKeySequence::Quit), this, &QWidget::close);
 
     QMenu* view = menuBar()->addMenu(tr("&View"));
+    pages_menu_ = view;
     const std::pair<QString, Page> pages[] = {{tr("Compare"), Page::Compare},
                                               {tr("Schedule"), Page::Schedule},
                                               {tr("Operator graph"), Page::Graph},
@@ -174,6 +204,67 @@ void MainWindow::buildMenus() {
     int key = Qt::Key_1;
     for (const auto& [name, page] : pages)
         view->addAction(name, QKeySequence(Qt::CTRL | (key++)), this, [this, p = page] { showPage(p); });
+    // Closed docks come back from here (not only from a hidden right-click menu).
+    docks_menu_ = view->addMenu(tr("Panels"));
+    docks_menu_->addAction(setup_dock_->toggleViewAction());
+    view->addSeparator();
+    view->addAction(tr("Next page"), QKeySequence(Qt::CTRL | Qt::Key_Tab), this, [this] { cyclePage(1); });
+    view->addAction(tr("Previous page"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Backtab), this, [this] { cyclePage(-1); });
+    // Ctrl+Shift+Tab arrives as Backtab with or without Shift, depending on the platform.
+    auto* back = new QShortcut(QKeySequence(Qt::CTRL | Qt::Key_Backtab), this);
+    connect(back, &QShortcut::activated, this, [this] { cyclePage(-1); });
+    // The tab bar would take Ctrl+Tab itself when it has focus: the window's shortcut wins.
+    tabs_->setFocusPolicy(Qt::NoFocus);
+}
+
+void MainWindow::buildHelpMenu() {
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("User guide"), QKeySequence(QKeySequence::HelpContents), this, &MainWindow::openUserGuide);
+    help->addAction(tr("Keyboard shortcuts"), this, [this] {
+        QMessageBox box(QMessageBox::NoIcon, tr("Keyboard shortcuts"), shortcutsHtml(), QMessageBox::Close, this);
+        box.setTextFormat(Qt::RichText);
+        box.exec();
+    });
+    help->addSeparator();
+    help->addAction(tr("About Hippie Studio"), this, [this] {
+        QMessageBox::about(this, tr("About Hippie Studio"),
+                           tr("<b>Hippie Studio</b> %1<br>Compare parallelisation plans for DNN training, see their schedules "
+                              "and memory, and run them on workers with hippie-engine.<br>Licensed under the terms in "
+                              "the LICENSE file.")
+                               .arg(QCoreApplication::applicationVersion()));
+    });
+}
+
+QString MainWindow::userGuidePath() {
+    // Installed beside the binary's prefix, or in the source tree of a build.
+    const QDir bin(QCoreApplication::applicationDirPath());
+    const QStringList candidates = {bin.filePath(QStringLiteral("../share/doc/hippie-studio/user-guide.md")),
+                                    QStringLiteral(HIPPIE_STUDIO_SOURCE_DIR "/docs/user-guide.md")};
+    for (const QString& c : candidates)
+        if (QFileInfo::exists(c)) return QFileInfo(c).absoluteFilePath();
+    return {};
+}
+
+void MainWindow::openUserGuide() {
+    const QString path = userGuidePath();
+    if (path.isEmpty() || !QDesktopServices::openUrl(QUrl::fromLocalFile(path)))
+        QMessageBox::information(this, tr("User guide"),
+                                 path.isEmpty() ? tr("The user guide is not installed (it belongs in "
+                                                     "share/doc/hippie-studio/user-guide.md). Help ▸ Keyboard shortcuts lists "
+                                                     "the keys.")
+                                                : tr("No program opens %1 here: open it with a text editor or a Markdown viewer.").arg(path));
+}
+
+QString MainWindow::bannerText() const { return banner_->isHidden() ? QString() : banner_->text(); }
+
+void MainWindow::cyclePage(int step) {
+    const int n = tabs_->count();
+    if (n > 0) tabs_->setCurrentIndex(((tabs_->currentIndex() + step) % n + n) % n);
+}
+
+void MainWindow::showBanner(const QString& text) {
+    banner_->showError(text);
+    banner_->setVisible(!text.isEmpty());
 }
 
 QString MainWindow::exportTo(Export what, const QString& path) {
@@ -241,6 +332,9 @@ bool MainWindow::start(const StartOptions& options) {
     // A plan opened from the command line is what the user wants to see; planners run beside
     // it only when they are named.
     if (ok && options.run_planners && (options.plan_file.isEmpty() || options.planners)) runPlanners();
+    // Model and Cluster first in view: a restored or focused widget lower down must not
+    // leave the dock scrolled past them.
+    QTimer::singleShot(0, this, [this] { setup_scroll_->verticalScrollBar()->setValue(0); });
     return ok;
 }
 
@@ -251,13 +345,16 @@ QString MainWindow::openPlanFile(const QString& path, const QString& cluster_ove
     } catch (const std::exception& e) {
         last_error_ = tr("Could not open the plan: %1").arg(QString::fromUtf8(e.what()));
         model_panel_->showError(last_error_ + tr("\nThe current model, cluster and plans stay."));
+        showBanner(last_error_ + tr(" The current model, cluster and plans stay."));
         statusBar()->showMessage(last_error_);
         return last_error_;
     }
     last_error_.clear();
     // The plan's model and cluster through the panels, so that their controls show them; each
     // change clears the comparison, which then gets the loaded plan as its one row.
-    if (!file.plan.model.zoo.empty())
+    if (!file.engine_graph_file.isEmpty())
+        model_panel_->openGraphFile(file.engine_graph_file);
+    else if (!file.plan.model.zoo.empty())
         model_panel_->loadZoo(file.plan.model);
     else
         model_panel_->openGraphFile(QString::fromStdString(file.plan.model.file));
@@ -317,8 +414,13 @@ void MainWindow::onPlanningFinished() {
 }
 
 void MainWindow::onInputsChanged() {
-    // Results were planned for the previous model or cluster: they no longer apply.
-    planning_->cancelAll();
+    // Results were planned for the previous model or cluster: they no longer apply, nor do
+    // the late answers of planners still running for them (a "cancelled" row would stay).
+    planning_->abandon();
+    planners_panel_->runs()->clear();
+    planners_panel_->setRunning(false);
+    planners_panel_->setProblemSize(session_->graph().layerCount(), session_->cluster().deviceCount());
+    showBanner({});
     loaded_plan_.reset();
     comparison_->clear();
     plan_.reset();

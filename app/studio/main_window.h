@@ -9,6 +9,9 @@
 #include "planners/algorithms/planner.h"
 #include "planners/sim/trace.h"
 
+class QDockWidget;
+class QMenu;
+class QScrollArea;
 class QTabWidget;
 
 namespace hippie::widgets {
@@ -19,6 +22,7 @@ class GraphView;
 namespace hippie::studio {
 
 class ClusterPanel;
+class MessageLabel;
 class DispatchUi;
 class ComparePage;
 class ModelPanel;
@@ -79,6 +83,14 @@ public:
     widgets::GraphView* graphView() const { return graph_view_; }
     const std::optional<Plan>& selectedPlan() const { return plan_; }
     DispatchUi* dispatchUi() const { return dispatch_; }  // null without dispatch
+    QMenu* viewMenu() const { return pages_menu_; }
+    QDockWidget* setupDock() const { return setup_dock_; }
+    QTabWidget* tabs() const { return tabs_; }
+    // A visible error above the pages (the file, what is wrong, what to do); "" hides it.
+    void showBanner(const QString& text);
+    QString bannerText() const;
+    void cyclePage(int step);  // Ctrl+Tab / Ctrl+Shift+Tab
+    static QString userGuidePath();  // "" when not installed
 
 signals:
     void planningFinished();
@@ -89,6 +101,8 @@ protected:
 
 private:
     void buildMenus();
+    void buildHelpMenu();
+    void openUserGuide();
     void onRowSelected(int row);
     void onOverrides(ScheduleKind schedule, int micro_batches);
     void onPlanningFinished();
@@ -116,6 +130,11 @@ private:
     std::optional<PlannerResult> loaded_plan_;  // opened from a file; kept across planner runs
     QString last_error_;
     DispatchUi* dispatch_ = nullptr;
+    QDockWidget* setup_dock_ = nullptr;
+    QScrollArea* setup_scroll_ = nullptr;
+    QMenu* pages_menu_ = nullptr;
+    QMenu* docks_menu_ = nullptr;
+    MessageLabel* banner_ = nullptr;
 };
 
 }  // namespace hippie::studio

@@ -2,12 +2,14 @@
 
 #include <QComboBox>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QPushButton>
 #include <QSpinBox>
 
 #include "app/studio/message_label.h"
+#include "app/studio/override_edit.h"
 #include "app/studio/studio_session.h"
 #include "app/studio/torchscript_import.h"
 #include "planners/model/zoo.h"
@@ -26,6 +28,7 @@ ModelPanel::ModelPanel(StudioSession* session, QWidget* parent)
       zoo_(new QComboBox(this)),
       batch_(new QSpinBox(this)),
       seq_len_(new QSpinBox(this)),
+      overrides_(new OverrideEdit(this)),
       precision_(new QComboBox(this)),
       message_(new MessageLabel(this)),
       torchscript_(new TorchScriptImport(this)) {
@@ -52,18 +55,25 @@ ModelPanel::ModelPanel(StudioSession* session, QWidget* parent)
     form->addRow(tr("Zoo model"), zoo_);
     form->addRow(tr("Batch size"), batch_);
     form->addRow(tr("Sequence length"), seq_len_);
+    form->addRow(tr("Overrides"), overrides_);
     form->addRow(tr("Precision"), precision_);
     form->addRow(buttons);
     form->addRow(message_);
 
+    overrides_->describeModel(zoo_->currentText().toStdString());
+    connect(zoo_, &QComboBox::currentTextChanged, this,
+            [this](const QString& name) { overrides_->describeModel(name.toStdString()); });
+    connect(overrides_, &QLineEdit::returnPressed, this, &ModelPanel::onLoadClicked);
     connect(load, &QPushButton::clicked, this, &ModelPanel::onLoadClicked);
+    // A zoo model applies as soon as it is picked, as a cluster preset does (one rule for both).
+    connect(zoo_, &QComboBox::activated, this, &ModelPanel::onLoadClicked);
     connect(open, &QPushButton::clicked, this, &ModelPanel::onOpenClicked);
     connect(script, &QPushButton::clicked, this, &ModelPanel::onTorchScriptClicked);
     connect(torchscript_, &TorchScriptImport::imported, this, [this](const QString& graph_json) {
         emit torchScriptFinished(openGraphFile(graph_json));
     });
     connect(torchscript_, &TorchScriptImport::failed, this, [this](const QString& error) {
-        message_->showError(error);
+        showError(error);
         emit torchScriptFinished(false);
     });
     connect(session_, &StudioSession::graphChanged, this, &ModelPanel::showSummary);
@@ -75,6 +85,8 @@ ModelSpec ModelPanel::currentSpec() const {
     spec.batch_size = batch_->value();
     spec.seq_len = seq_len_->value();
     spec.precision = precisionFromString(precision_->currentText().toStdString());
+    ModelSpec with_overrides = spec;
+    if (overrides_->applyTo(with_overrides).isEmpty()) return with_overrides;
     return spec;
 }
 
@@ -83,23 +95,47 @@ bool ModelPanel::loadZoo(const ModelSpec& spec) {
     if (index >= 0) zoo_->setCurrentIndex(index);
     batch_->setValue(spec.batch_size);
     seq_len_->setValue(spec.seq_len);
+    overrides_->showOverrides(spec);
     precision_->setCurrentText(QString::fromLatin1(toString(spec.precision)));
     const QString error = session_->loadZooModel(spec);
-    if (!error.isEmpty()) message_->showError(error);
+    if (!error.isEmpty()) showError(error);
     return error.isEmpty();
 }
 
 bool ModelPanel::openGraphFile(const QString& path) {
     const QString error = session_->loadGraphFile(path);
-    if (!error.isEmpty()) message_->showError(error + tr("\nThe previous model stays loaded."));
-    return error.isEmpty();
+    if (!error.isEmpty()) {
+        showError(error + tr("\nThe previous model stays loaded."));
+        return false;
+    }
+    // The combo no longer names the model: it says which file is loaded instead.
+    zoo_->setPlaceholderText(tr("file: %1").arg(QFileInfo(path).fileName()));
+    zoo_->setCurrentIndex(-1);
+    return true;
 }
 
 void ModelPanel::importTorchScript(const QString& path, const QString& input_shape) { torchscript_->startWithShape(path, input_shape); }
 
-void ModelPanel::showError(const QString& text) { message_->showError(text); }
+void ModelPanel::showError(const QString& text) {
+    message_->showError(text);
+    emit errorShown(text);
+}
 
-void ModelPanel::onLoadClicked() { loadZoo(currentSpec()); }
+void ModelPanel::onLoadClicked() {
+    if (zoo_->currentIndex() < 0) {
+        showError(tr("Pick a zoo model first (a graph file is loaded)."));
+        return;
+    }
+    ModelSpec spec = currentSpec();
+    spec.overrides.clear();
+    spec.seq_len = seq_len_->value();
+    const QString error = overrides_->applyTo(spec);
+    if (!error.isEmpty()) {
+        showError(error);
+        return;
+    }
+    loadZoo(spec);
+}
 
 void ModelPanel::onOpenClicked() {
     const QString path = QFileDialog::getOpenFileName(this, tr("Open graph JSON"), {}, tr("Graph JSON (*.json);;All files (*)"));

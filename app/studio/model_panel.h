@@ -1,6 +1,6 @@
 #pragma once
-// Picks the model: a zoo model with its batch size, sequence length and precision, a graph
-// JSON file, or a TorchScript file (imported through hippie-engine).
+// Picks the model: a zoo model with its batch size, sequence length, size overrides and
+// precision, a graph JSON file, or a TorchScript file (imported through hippie-engine).
 #include <QGroupBox>
 
 #include "planners/model/graph.h"
@@ -11,6 +11,7 @@ class QSpinBox;
 namespace hippie::studio {
 
 class MessageLabel;
+class OverrideEdit;
 class StudioSession;
 class TorchScriptImport;
 
@@ -25,12 +26,14 @@ public:
     // Imports a TorchScript file through `hippie-engine inspect` in the background; the model
     // changes when it succeeds, else the message says why (torchScriptFinished(ok) either way).
     void importTorchScript(const QString& path, const QString& input_shape);
-    ModelSpec currentSpec() const;  // what the zoo controls say
+    // What the zoo controls say; overrides whose text does not parse are left out (Load says why).
+    ModelSpec currentSpec() const;
     const MessageLabel* message() const { return message_; }
     void showError(const QString& text);
 
 signals:
     void torchScriptFinished(bool ok);
+    void errorShown(const QString& text);  // also shown in the window's banner
 
 private:
     void onLoadClicked();
@@ -42,6 +45,7 @@ private:
     QComboBox* zoo_;
     QSpinBox* batch_;
     QSpinBox* seq_len_;
+    OverrideEdit* overrides_;
     QComboBox* precision_;
     MessageLabel* message_;
     TorchScriptImport* torchscript_;

@@ -9,6 +9,7 @@
 #include <QSpinBox>
 
 #include "app/studio/planner_run_list.h"
+#include "planners/algorithms/exhaustive_planner.h"
 #include "planners/algorithms/registry.h"
 
 namespace hippie::studio {
@@ -17,6 +18,7 @@ namespace {
 constexpr int kMaxGlobalBatch = 1 << 20;
 constexpr double kMaxBudgetSeconds = 3600;
 constexpr const char* kDefaultFamily = "hybrid";
+constexpr int kWasCheckedRole = Qt::UserRole + 1;  // ticked before the planner stopped applying
 constexpr Objective kObjectives[] = {Objective::MemoryEfficiency, Objective::Throughput,
                                      Objective::MemoryEfficiencyWithThroughputFloor};
 }  // namespace
@@ -77,8 +79,12 @@ QStringList PlannersPanel::checkedPlanners() const {
 void PlannersPanel::setCheckedPlanners(const QStringList& names) {
     for (int i = 0; i < list_->count(); ++i) {
         QListWidgetItem* item = list_->item(i);
-        if (item->flags() & Qt::ItemIsUserCheckable)
-            item->setCheckState(names.contains(item->data(Qt::UserRole).toString()) ? Qt::Checked : Qt::Unchecked);
+        if (!(item->flags() & Qt::ItemIsUserCheckable)) continue;
+        const bool wanted = names.contains(item->data(Qt::UserRole).toString());
+        if (item->flags() & Qt::ItemIsEnabled)
+            item->setCheckState(wanted ? Qt::Checked : Qt::Unchecked);
+        else
+            item->setData(kWasCheckedRole, wanted);  // ticked again once the planner applies
     }
 }
 
@@ -104,6 +110,36 @@ void PlannersPanel::setGlobalBatch(int samples) { global_batch_->setValue(sample
 void PlannersPanel::setRunning(bool running) {
     run_->setEnabled(!running);
     cancel_->setEnabled(running);
+}
+
+void PlannersPanel::setProblemSize(int layers, int devices) {
+    for (int i = 0; i < list_->count(); ++i) {
+        QListWidgetItem* item = list_->item(i);
+        if (item->data(Qt::UserRole).toString() != QLatin1String(ExhaustivePlanner::kName)) continue;
+        const bool fits = layers <= ExhaustivePlanner::kMaxLayers && devices <= ExhaustivePlanner::kMaxDevices;
+        const bool applicable = item->flags() & Qt::ItemIsEnabled;
+        if (!fits && applicable) {
+            item->setData(kWasCheckedRole, item->checkState() == Qt::Checked);
+            item->setCheckState(Qt::Unchecked);
+            item->setFlags(item->flags() & ~Qt::ItemIsEnabled);
+            item->setToolTip(tr("Exhaustive search takes at most %1 layers and %2 devices; this problem has %3 layers and %4 "
+                                "devices.")
+                                 .arg(ExhaustivePlanner::kMaxLayers)
+                                 .arg(ExhaustivePlanner::kMaxDevices)
+                                 .arg(layers)
+                                 .arg(devices));
+        } else if (fits && !applicable) {
+            item->setFlags(item->flags() | Qt::ItemIsEnabled);
+            if (item->data(kWasCheckedRole).toBool()) item->setCheckState(Qt::Checked);
+            item->setToolTip(QString::fromLatin1(ExhaustivePlanner::kDescription));
+        }
+    }
+}
+
+bool PlannersPanel::isApplicable(const QString& planner) const {
+    for (int i = 0; i < list_->count(); ++i)
+        if (list_->item(i)->data(Qt::UserRole).toString() == planner) return list_->item(i)->flags() & Qt::ItemIsEnabled;
+    return false;
 }
 
 }  // namespace hippie::studio

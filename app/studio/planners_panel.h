@@ -33,6 +33,10 @@ public:
     int globalBatch() const;
     void setGlobalBatch(int samples);
     void setRunning(bool running);
+    // Planners that do not take a problem this size (exhaustive beyond its limits) are unticked
+    // and greyed, with the reason as tooltip; ticked again (if they were) once it fits.
+    void setProblemSize(int layers, int devices);
+    bool isApplicable(const QString& planner) const;
     PlannerRunList* runs() const { return runs_; }
 
 signals:

@@ -82,6 +82,12 @@ void PlanningController::cancel(const QString& planner) {
     if (it != running_.end()) it->second->cancel();
 }
 
+void PlanningController::abandon() {
+    cancelAll();
+    ++generation_;  // queued results of the old generation are ignored
+    running_.clear();
+}
+
 void PlanningController::cancelAll() {
     for (auto& [name, context] : running_) context->cancel();
 }

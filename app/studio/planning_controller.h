@@ -24,6 +24,9 @@ public:
     void run(const Problem& problem, const QStringList& planners);
     void cancel(const QString& planner);
     void cancelAll();
+    // Cancels what runs and drops its late results (no "cancelled" rows): the inputs changed.
+    void abandon();
+    void waitForThreads() { pool_.waitForDone(); }  // tests: every planner thread has returned
     bool isRunning() const { return !running_.empty(); }
     int runningCount() const { return static_cast<int>(running_.size()); }
 

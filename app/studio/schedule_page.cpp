@@ -15,14 +15,20 @@ namespace hippie::studio {
 
 namespace {
 constexpr int kMaxMicroBatches = 1024;
+constexpr int kDetailsWidth = 230;
+QString kNoSelection() {
+    return QObject::tr("<i>Click a block for its details.</i><br><br>W/S zoom at the cursor, A/D pan, Home or 0 fits; "
+                       "Shift+W/S zooms memory. Click a device in the legend to highlight it.");
 }
+}  // namespace
 
 SchedulePage::SchedulePage(QWidget* parent)
     : QWidget(parent),
       schedule_(new QComboBox(this)),
       micro_batches_(new QSpinBox(this)),
       summary_(new MessageLabel(this)),
-      view_(new widgets::ScheduleView(this)) {
+      view_(new widgets::ScheduleView(this)),
+      details_(new QLabel(this)) {
     for (ScheduleKind k : allScheduleKinds()) schedule_->addItem(QString::fromLatin1(toString(k)), static_cast<int>(k));
     micro_batches_->setRange(1, kMaxMicroBatches);
     auto* bar = new QHBoxLayout;
@@ -34,7 +40,18 @@ SchedulePage::SchedulePage(QWidget* parent)
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addLayout(bar);
-    layout->addWidget(view_, 1);
+    auto* body = new QHBoxLayout;
+    body->addWidget(view_, 1);
+    details_->setTextFormat(Qt::RichText);
+    details_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
+    details_->setWordWrap(true);
+    details_->setFixedWidth(kDetailsWidth);
+    details_->setStyleSheet(QStringLiteral("background: palette(base); border: 1px solid palette(mid); padding: 6px;"));
+    details_->setText(kNoSelection());
+    body->addWidget(details_);
+    layout->addLayout(body, 1);
+    connect(view_, &widgets::ScheduleView::blockSelected, this,
+            [this](const QString& details) { details_->setText(details.isEmpty() ? kNoSelection() : details); });
     connect(schedule_, &QComboBox::currentIndexChanged, this, &SchedulePage::emitOverrides);
     connect(micro_batches_, &QSpinBox::valueChanged, this, &SchedulePage::emitOverrides);
     setEnabled(false);
@@ -67,9 +84,15 @@ void SchedulePage::showTrace(const Plan& plan, const Trace& trace, const Cluster
     else
         summary_->showError(text);
     view_->setTrace(trace, &cluster);
+    details_->setText(kNoSelection());
 }
 
-void SchedulePage::showError(const QString& message) { summary_->showError(message); }
+void SchedulePage::showError(const QString& message) {
+    // The chart of the previous settings would look like the answer to these: clear it.
+    view_->clear();
+    details_->setText(kNoSelection());
+    summary_->showError(tr("%1 — nothing is drawn for these settings; change the schedule or micro-batches.").arg(message));
+}
 
 void SchedulePage::clear() {
     view_->clear();
@@ -80,5 +103,7 @@ void SchedulePage::clear() {
 void SchedulePage::emitOverrides() {
     emit overridesChanged(static_cast<ScheduleKind>(schedule_->currentData().toInt()), micro_batches_->value());
 }
+
+QString SchedulePage::summaryText() const { return summary_->text(); }
 
 }  // namespace hippie::studio

@@ -8,6 +8,7 @@
 #include "planners/sim/trace.h"
 
 class QComboBox;
+class QLabel;
 class QSpinBox;
 
 namespace hippie::widgets {
@@ -28,6 +29,7 @@ public:
     void showError(const QString& message);
     void clear();
     widgets::ScheduleView* view() const { return view_; }
+    QString summaryText() const;
 
 signals:
     void overridesChanged(hippie::ScheduleKind schedule, int micro_batches);
@@ -39,6 +41,7 @@ private:
     QSpinBox* micro_batches_;
     MessageLabel* summary_;
     widgets::ScheduleView* view_;
+    QLabel* details_;  // the clicked block
 };
 
 }  // namespace hippie::studio

@@ -4,6 +4,8 @@
 
 #include <QSettings>
 
+#include "planners/model/overrides.h"
+
 namespace hippie::studio {
 
 namespace {
@@ -22,8 +24,13 @@ StudioSettings StudioSettings::load() {
     out.model.batch_size = s.value(QStringLiteral("model/batch"), kDefaultBatch).toInt();
     out.model.seq_len = s.value(QStringLiteral("model/seq_len"), 0).toInt();
     try {
+        applyOverrideText(out.model, s.value(QStringLiteral("model/overrides")).toString().toStdString());
+    } catch (const std::exception&) {
+        out.model.overrides.clear();  // text another version wrote: the published size
+    }
+    try {
         out.model.precision = precisionFromString(s.value(QStringLiteral("model/precision"), QStringLiteral("fp16")).toString().toStdString());
-        out.objective = objectiveFromString(s.value(QStringLiteral("planning/objective"), QStringLiteral("me")).toString().toStdString());
+        out.objective = objectiveFromString(s.value(QStringLiteral("planning/objective"), QStringLiteral("me-floor")).toString().toStdString());
     } catch (const std::exception&) {
         // A value written by another version: keep the defaults.
     }
@@ -42,6 +49,7 @@ void StudioSettings::save() const {
     s.setValue(QStringLiteral("model/file"), QString::fromStdString(model.file));
     s.setValue(QStringLiteral("model/batch"), model.batch_size);
     s.setValue(QStringLiteral("model/seq_len"), model.seq_len);
+    s.setValue(QStringLiteral("model/overrides"), QString::fromStdString(sizeOverrideText(model)));
     s.setValue(QStringLiteral("model/precision"), QString::fromLatin1(toString(model.precision)));
     s.setValue(QStringLiteral("cluster/name"), cluster);
     s.setValue(QStringLiteral("planning/planners"), planners);

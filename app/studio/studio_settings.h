@@ -15,7 +15,7 @@ struct StudioSettings {
     ModelSpec model;          // zoo model, or model.file for a graph JSON
     QString cluster;          // preset name or cluster file
     QStringList planners;     // ticked planners; empty = the defaults
-    Objective objective = Objective::MemoryEfficiency;
+    Objective objective = Objective::MemoryEfficiencyWithThroughputFloor;  // within 10% of the best throughput, then least memory
     double time_budget_s = 10;
     int global_batch = 512;
 

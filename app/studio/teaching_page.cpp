@@ -3,6 +3,7 @@
 #include <exception>
 
 #include <QHBoxLayout>
+#include <QKeyEvent>
 #include <QLabel>
 #include <QListWidget>
 #include <QPushButton>
@@ -75,6 +76,20 @@ TeachingPage::TeachingPage(QWidget* parent)
         setTime(0);
     });
     connect(play_, &QPushButton::clicked, this, [this] { isPlaying() ? pause() : play(); });
+    setFocusPolicy(Qt::StrongFocus);
+    // Space would press the focused button instead of stepping: the page takes the keys.
+    for (QPushButton* b : {back, forward, reset, play_}) b->setFocusPolicy(Qt::NoFocus);
+}
+
+void TeachingPage::keyPressEvent(QKeyEvent* event) {
+    switch (event->key()) {
+    case Qt::Key_Right:
+    case Qt::Key_Space: step(); break;
+    case Qt::Key_Left: stepBack(); break;
+    case Qt::Key_P: isPlaying() ? pause() : play(); break;
+    default: QWidget::keyPressEvent(event); return;
+    }
+    event->accept();
 }
 
 int TeachingPage::lessonCount() const { return static_cast<int>(lessons().size()); }
@@ -85,15 +100,20 @@ bool TeachingPage::loadLesson(int index) {
     const Lesson& lesson = lessons()[static_cast<size_t>(index)];
     try {
         // Lessons are small (a few pipeline stages, a few micro-batches): simulated in milliseconds.
-        const LessonSetup setup = setupLesson(lesson);
-        trace_ = simulateWithEvents(setup.problem, setup.plan);
-        view_->setTrace(trace_, &setup.problem.cluster);
+        LessonRun run = runLesson(index);
+        trace_ = std::move(run.trace);
+        claims_ = std::move(run.claims);
+        view_->setTrace(trace_, &run.cluster);
     } catch (const std::exception& e) {
         message_->showError(tr("Lesson '%1' could not be built: %2").arg(QString::fromStdString(lesson.title), QString::fromUtf8(e.what())));
         return false;
     }
     if (list_->currentRow() != index) list_->setCurrentRow(index);
-    idea_->setText(QStringLiteral("<b>%1.</b> %2").arg(QString::fromStdString(lesson.title), QString::fromStdString(lesson.idea)));
+    setFocus(Qt::OtherFocusReason);  // Right/Space step at once, not the lesson list
+    // The lesson's text, then what the simulation says about it (computed, not written).
+    idea_->setText(QStringLiteral("<b>%1.</b> %2<br><i>%3</i>")
+                       .arg(QString::fromStdString(lesson.title), QString::fromStdString(lesson.idea),
+                            QString::fromStdString(claimsText(claims_)).toHtmlEscaped()));
     message_->showInfo(tr("%1 on %2: pp %3 × dp %4, %5 micro-batches, %6 schedule")
                            .arg(QString::fromStdString(lesson.model.zoo), QString::fromStdString(lesson.cluster))
                            .arg(lesson.pp)

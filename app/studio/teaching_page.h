@@ -4,9 +4,11 @@
 // happening.
 #include <QWidget>
 
+#include "app/studio/lesson_claims.h"
 #include "planners/cluster/cluster.h"
 #include "planners/sim/trace.h"
 
+class QKeyEvent;
 class QLabel;
 class QListWidget;
 class QPushButton;
@@ -36,10 +38,14 @@ public:
     double endTime() const;
     bool isPlaying() const;
     QString explanation() const;
+    const std::vector<LessonClaim>& claims() const { return claims_; }  // of the loaded lesson
     const widgets::ScheduleView* view() const { return view_; }
 
 signals:
     void timeChanged(double t_s);
+
+protected:
+    void keyPressEvent(QKeyEvent* event) override;  // Right/Space step, Left back, P play/pause
 
 private:
     void advance();
@@ -53,6 +59,7 @@ private:
     QTimer* timer_;
     widgets::ScheduleView* view_;
     Trace trace_;
+    std::vector<LessonClaim> claims_;
     double t_s_ = 0;
 };
 

@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstdlib>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
@@ -13,10 +14,13 @@
 
 #include "engine/src/inspect/tools.h"
 #include "engine/src/launch/launcher.h"
+#include "engine/src/launch/rendezvous_env.h"
 #include "engine/src/models/tiny_graphs.h"
 #include "engine/src/runtime/run.h"
 #include "planners/common/error.h"
 #include "planners/model/graph_json.h"
+#include "planners/model/overrides.h"
+#include "planners/model/zoo.h"
 #include "planners/schedule/lower.h"
 #include "planners/schedule/plan_json.h"
 
@@ -40,9 +44,10 @@ int errorEvent(const std::string& message) {
 
 struct PlanFlags {
     std::string model = "gpt-tiny";
+    std::string overrides;  // zoo models: "layers=2,d_model=64"
     std::string graph;  // graph JSON (profile, inspect) instead of a tiny model
     int pp = 2, dp = 1, micro_batches = 4, global_batch = 16, seq_len = 0, virtual_stages = 1;
-    std::string schedule = "1f1b", optimizer = "sgd", out;
+    std::string schedule = "1f1b", optimizer = "sgd", precision = "fp32", out;
     std::vector<int> recompute;
     long long bucket_bytes = 0;
 };
@@ -50,20 +55,25 @@ struct PlanFlags {
 // A pipeline plan for a tiny model with even stages: tests and benchmarks write their plans
 // with it; the planners make real ones.
 int makePlan(const PlanFlags& f) {
-    const he::TinyConfig* cfg = f.graph.empty() ? he::findTinyModel(f.model) : nullptr;
-    if (!cfg && f.graph.empty()) return errorEvent("unknown model '" + f.model + "'; the engine trains " + he::tinyModelNames());
+    const bool zoo = f.graph.empty() && hippie::findZooModel(f.model);
+    const he::TinyConfig* cfg = f.graph.empty() && !zoo ? he::findTinyModel(f.model) : nullptr;
+    if (!zoo && !cfg && f.graph.empty())
+        return errorEvent("unknown model '" + f.model + "'; the engine trains the zoo's models (hippie-plan models) and " + he::tinyModelNames());
+    if (!zoo && !f.overrides.empty()) return errorEvent("--override applies to the zoo's models, not '" + f.model + "'");
     try {
         hippie::Plan p;
         hippie::Graph from_file;
-        if (cfg) {
+        if (zoo || cfg) {
             p.model.zoo = f.model;
             p.model.seq_len = f.seq_len;
+            hippie::applyOverrideText(p.model, f.overrides);
         } else {
             from_file = hippie::loadGraphFile(f.graph);
             p.model.file = f.graph;
             p.model.seq_len = from_file.source.seq_len;
         }
         p.model.batch_size = f.global_batch;
+        p.model.precision = hippie::precisionFromString(f.precision);
         p.planner = "manual";
         p.cluster = "cpu-local";
         p.dp = f.dp;
@@ -74,7 +84,7 @@ int makePlan(const PlanFlags& f) {
         p.recompute_layers = f.recompute;
         p.virtual_stages = f.virtual_stages;
         if (f.bucket_bytes > 0) p.bucket_bytes = f.bucket_bytes;
-        const hippie::Graph g = cfg ? he::buildTinyGraph(*cfg, p.model) : from_file;
+        const hippie::Graph g = zoo ? hippie::buildZooModel(p.model) : cfg ? he::buildTinyGraph(*cfg, p.model) : from_file;
         const int layers = g.layerCount();
         const int chunks = f.pp * f.virtual_stages;  // interleaved: chunk c of device i is stage c * pp + i
         if (f.pp < 1 || f.virtual_stages < 1 || chunks > layers)
@@ -103,21 +113,38 @@ int main(int argc, char** argv) {
     if (const char* d = std::getenv("HIPPIE_ENGINE_DEVICE"); d && *d) run.device = d;
     auto* run_cmd = app.add_subcommand("run", "Run one rank of a plan (JSON lines on stdout)");
     run_cmd->add_option("--plan", run.plan_file, "plan file (hippie-plan JSON)")->required();
-    run_cmd->add_option("--rank", run.rank, "this rank (= global device id)")->required();
-    run_cmd->add_option("--world-size", run.world_size, "number of ranks")->required();
-    run_cmd->add_option("--master-addr", run.master_addr, "rendezvous host (rank 0 listens there)");
-    run_cmd->add_option("--master-port", run.master_port, "rendezvous TCP port")->required();
+    // Without these flags the rank reads its launcher's variables (launch/rendezvous_env.h).
+    he::RendezvousFlags rdv;
+    run_cmd->add_option("--rank", rdv.rank, "this rank (= global device id); default $RANK, $SLURM_PROCID or $OMPI_COMM_WORLD_RANK");
+    run_cmd->add_option("--world-size", rdv.world_size, "number of ranks; default $WORLD_SIZE, $SLURM_NTASKS or $OMPI_COMM_WORLD_SIZE");
+    run_cmd->add_option("--master-addr", rdv.master_addr, "rendezvous host (rank 0 listens there); default $MASTER_ADDR, "
+                                                          "Slurm's first host, or 127.0.0.1 for one rank");
+    run_cmd->add_option("--master-port", rdv.master_port, "rendezvous TCP port; default $MASTER_PORT (Slurm: from the job id)");
     run_cmd->add_option("--steps", run.steps, "training steps");
     run_cmd->add_option("--seed", run.seed, "seed of parameters and synthetic data");
-    run_cmd->add_option("--lr", run.lr, "learning rate (default: sgd 0.05, adam 1e-3)");
+    run_cmd->add_option("--lr", run.training.lr, "learning rate (default: sgd 0.05, adam/adamw 1e-3)");
+    run_cmd->add_option("--weight-decay", run.training.weight_decay, "weight decay (L2 for sgd/adam, decoupled for adamw)");
+    run_cmd->add_option("--warmup-steps", run.training.warmup_steps, "linear learning-rate warm-up steps");
+    run_cmd->add_option("--lr-schedule", run.training.lr_schedule, "constant or cosine (after the warm-up)");
+    run_cmd->add_option("--decay-steps", run.training.decay_steps, "cosine: steps to decay over (default: the rest of the run)");
+    run_cmd->add_option("--min-lr", run.training.min_lr, "cosine: the final learning rate");
+    run_cmd->add_option("--clip-grad-norm", run.training.clip_grad_norm, "clip gradients to this global norm (0: off)");
+    run_cmd->add_option("--threads", run.threads, "CPU threads of this rank (default: the host's cores / its ranks)");
+    run_cmd->add_option("--checkpoint-dir", run.checkpoint_dir, "directory of this run's checkpoints");
+    run_cmd->add_option("--checkpoint-every", run.checkpoint_every, "write a checkpoint every N steps (and after the last)");
+    run_cmd->add_flag("--resume", run.resume, "continue from the newest checkpoint every rank has in --checkpoint-dir");
+    run_cmd->add_option("--token-dtype", run.token_dtype, "token-id files (*.bin): uint16 (nanoGPT) or uint32");
+    run_cmd->add_flag("--log-samples", run.log_samples, "step events list the sample indices of this rank's replica");
     run_cmd->add_option("--connect-timeout", run.connect_timeout_s, "seconds to reach the master and the peers");
     run_cmd->add_option("--op-timeout", run.op_timeout_s, "seconds one transfer or all-reduce may take");
     run_cmd->add_option("--dump-params", run.dump_params, "write this rank's final parameters (JSON)");
     run_cmd->add_flag("--trace-every-step", run.trace_every_step, "print a trace for every step");
     run_cmd->add_option("--device", run.device, "auto, cpu or cuda (cuda:<local rank>); default $HIPPIE_ENGINE_DEVICE or auto");
-    run_cmd->add_option("--local-rank", run.local_rank, "GPU index on this host (default: the rank)");
+    run_cmd->add_option("--local-rank", rdv.local_rank, "GPU index on this host; default $LOCAL_RANK, $SLURM_LOCALID, "
+                                                        "$OMPI_COMM_WORLD_LOCAL_RANK, else the rank");
     run_cmd->add_option("--comm", run.comm, "auto, gloo or nccl");
-    run_cmd->add_option("--data", run.data_file, "tensor data file: pickled (inputs, targets), see docs/formats.md");
+    run_cmd->add_option("--data", run.data_file,
+                        "tensor data file: pickled (inputs, targets); or *.bin: token ids (GPT, BERT); see docs/formats.md");
     run_cmd->add_option("--input-shape", run.input_shape, "TorchScript models: one input sample's shape, e.g. 32")->delimiter(',');
     run_cmd->add_option("--input-dtype", run.input_dtype, "TorchScript models: float or long");
 
@@ -134,8 +161,9 @@ int main(int argc, char** argv) {
     launch_cmd->add_option("--rank-args", launch_extra, "more arguments for every rank, space separated");
 
     PlanFlags pf;
-    auto* plan_cmd = app.add_subcommand("plan", "Write an even-stage pipeline plan for a tiny model");
-    plan_cmd->add_option("--model", pf.model, "tiny model");
+    auto* plan_cmd = app.add_subcommand("plan", "Write an even-stage pipeline plan for a zoo or tiny model");
+    plan_cmd->add_option("--model", pf.model, "zoo model (hippie-plan models) or tiny model");
+    plan_cmd->add_option("--override", pf.overrides, "zoo models: size overrides KEY=VALUE,... (hippie-plan models --json lists the keys)");
     plan_cmd->add_option("--graph", pf.graph, "graph JSON instead (from profile, or inspect of a TorchScript file)");
     plan_cmd->add_option("--pp", pf.pp, "pipeline stages");
     plan_cmd->add_option("--dp", pf.dp, "data-parallel replicas");
@@ -144,7 +172,8 @@ int main(int argc, char** argv) {
     plan_cmd->add_option("--seq-len", pf.seq_len, "sequence length (0: the model's)");
     plan_cmd->add_option("--schedule", pf.schedule, "gpipe, 1f1b, hippie, interleaved, zb-h1");
     plan_cmd->add_option("--virtual-stages", pf.virtual_stages, "model chunks per device (interleaved)");
-    plan_cmd->add_option("--optimizer", pf.optimizer, "sgd, sgd-momentum, adam");
+    plan_cmd->add_option("--optimizer", pf.optimizer, "sgd, sgd-momentum, adam, adamw");
+    plan_cmd->add_option("--precision", pf.precision, "fp32, or mixed precision: bf16 (CPU, CUDA), fp16 (CUDA)");
     plan_cmd->add_option("--recompute", pf.recompute, "layers to recompute")->delimiter(',');
     plan_cmd->add_option("--bucket-bytes", pf.bucket_bytes, "gradient bucket size");
     plan_cmd->add_option("--out", pf.out, "plan file to write (default: stdout)");
@@ -201,7 +230,7 @@ int main(int argc, char** argv) {
     md_cmd->add_option("--seed", md_seed, "seed");
     md_cmd->add_option("--out", md_out, "file to write")->required();
 
-    auto* models_cmd = app.add_subcommand("models", "List the models the engine trains");
+    auto* models_cmd = app.add_subcommand("models", "List the models the engine trains: the zoo's (at any size override) and the tiny test models");
 
     try {
         app.parse(argc, argv);
@@ -214,7 +243,24 @@ int main(int argc, char** argv) {
         return errorEvent(std::string("bad command line: ") + e.what());
     }
 
-    if (*run_cmd) return he::runRank(run);
+    if (*run_cmd) {
+        try {
+            const he::Rendezvous r = he::resolveRendezvous(rdv, he::processEnvironment());
+            run.rank = r.rank;
+            run.world_size = r.world_size;
+            run.local_rank = r.local_rank;
+            run.master_addr = r.master_addr;
+            run.master_port = r.master_port;
+            if (r.launcher != "flags")
+                std::cout << json{{"event", "rendezvous"}, {"rank", r.rank}, {"world_size", r.world_size}, {"local_rank", r.local_rank},
+                                  {"master_addr", r.master_addr}, {"master_port", r.master_port}, {"launcher", r.launcher}}
+                                 .dump()
+                          << std::endl;
+        } catch (const hippie::Error& e) {
+            return errorEvent(e.what());
+        }
+        return he::runRank(run);
+    }
     if (*launch_cmd) {
         launch.self_exe = self;
         launch.run_args = {"--steps", std::to_string(launch_steps), "--seed", std::to_string(launch_seed)};
@@ -233,6 +279,15 @@ int main(int argc, char** argv) {
     if (*exp_cmd) return he::exportScriptCommand(exp_model, exp_out, exp_seed);
     if (*md_cmd) return he::makeDataCommand(md_model, md_samples, md_seq, md_seed, md_out);
     if (*models_cmd) {
+        for (const hippie::ZooEntry& e : hippie::zooModels()) {
+            hippie::ModelSpec s;
+            s.zoo = e.name;
+            const hippie::Graph g = hippie::buildZooModel(s);
+            std::cout << json{{"name", e.name}, {"family", e.family}, {"layers", g.layerCount()}, {"params", g.paramCount()},
+                              {"description", e.description}}
+                             .dump()
+                      << "\n";
+        }
         for (const he::TinyConfig& c : he::tinyModels()) {
             hippie::ModelSpec s;
             s.zoo = c.name;

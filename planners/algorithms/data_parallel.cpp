@@ -22,9 +22,10 @@ PlannerResult DataParallelPlanner::plan(const Problem& problem, PlanContext& con
                             "not enough device memory: the model states alone (parameters, gradients, master weights, optimizer "
                             "state and gradient buckets) need " + gib(states) + " per device but a device has " +
                                 gib(log.capacityBytes()) + " available; data parallelism keeps the whole model on every device");
-    log.note("looking for the fewest micro-batches (gradient accumulation) whose activations fit");
+    log.note(std::string("trying every micro-batch count (gradient accumulation) whose activations fit; objective ") +
+             toString(problem.objective));
     const StagesFn whole = [layers](int, double) { return std::vector<StageRange>{{0, layers - 1}}; };
-    const auto found = fitMicroBatches(problem, plan, 1, whole, 1, context, log);
+    const auto found = sweepMicroBatches(problem, plan, 1, whole, 1, context, log);
     return searchResult(name(), found, log, context,
                         log.noFitReason("the activations do not fit even with one sample per micro-batch (gradient accumulation)"));
 }

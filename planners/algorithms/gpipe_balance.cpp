@@ -43,17 +43,22 @@ PlannerResult GPipeBalancePlanner::plan(const Problem& problem, PlanContext& con
     base.schedule = ScheduleKind::GPipe;
     // GPipe re-materialises activations in backward (torchgpipe's default checkpointing).
     base.recompute_layers = allLayers(problem);
-    std::optional<Candidate> best;
-    const char* best_name = "";
+    std::vector<Candidate> found_by_variant;
+    std::vector<const char*> names;
     for (const Variant& v : variants) {
         log.note(std::string(v.name) + ":");
         auto found = shallowestFit(problem, base, v.stages, context, log);
         if (!found) continue;
         log.note(std::string(v.name) + " gives " + describePlan(found->plan));
-        if (!best || objectiveValue(found->metrics, problem.objective) > objectiveValue(best->metrics, problem.objective)) {
-            best = std::move(found);
-            best_name = v.name;
-        }
+        found_by_variant.push_back(std::move(*found));
+        names.push_back(v.name);
+    }
+    const std::optional<size_t> best_index = bestIndexByObjective(problem, found_by_variant);
+    std::optional<Candidate> best;
+    const char* best_name = "";
+    if (best_index) {
+        best = found_by_variant[*best_index];
+        best_name = names[*best_index];
     }
     if (best) log.note(std::string("chose ") + best_name + " (objective " + toString(problem.objective) + ")");
     return searchResult(name(), best, log, context,

@@ -3,13 +3,19 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <initializer_list>
 #include <limits>
 #include <map>
 #include <optional>
+#include <stop_token>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "planners/algorithms/data_parallel.h"
 #include "planners/algorithms/device_mapping.h"
+#include "planners/algorithms/equal_params.h"
+#include "planners/algorithms/uniform.h"
 #include "planners/algorithms/evaluate.h"
 #include "planners/algorithms/hybrid_candidates.h"
 #include "planners/algorithms/partition.h"
@@ -26,6 +32,7 @@ using hybrid::Shape;
 // Effort. The estimate is cheap (microseconds), a simulation is not (milliseconds on large
 // models), so the search estimates widely and simulates within a budget of instructions
 // (the simulator runs a few million a second): about a tenth of a second whatever the model.
+constexpr std::chrono::milliseconds kCancelPollInterval{5};  // relaying a cancel to a baseline run
 constexpr int kSeededMicroBatchCounts = 3;         // per (pp, dp), given every seed partition
 constexpr int kRecomputeLevels = 3;                // highest memory levels a seed or a move recomputes
 constexpr size_t kFarthestHandOver = 8;           // stages a climbing move hands a layer across
@@ -270,6 +277,7 @@ public:
           usable_memory_(hybrid::usableMemory(problem)) {}
 
     PlannerResult run() {
+        offerBaselines();
         const bool floor = problem_.objective == Objective::MemoryEfficiencyWithThroughputFloor;
         if (floor) {
             search({Objective::Throughput, 0}, 0.0, 0.5);
@@ -292,6 +300,38 @@ public:
     }
 
 private:
+    // The search seeds from the baselines' partitions; so that it never ends below a baseline
+    // on its own objective, the baselines' own plans (each with its micro-batch sweep under
+    // the same objective) join the incumbents before it starts. They cost a few simulations.
+    void offerBaselines() {
+        DataParallelPlanner data_parallel;
+        UniformPlanner uniform;
+        EqualParamsPlanner equal_params;
+        for (Planner* baseline : std::initializer_list<Planner*>{&data_parallel, &uniform, &equal_params}) {
+            if (context_.shouldStop()) return;
+            PlanContext own(problem_.time_budget_s);
+            // The baseline reports to its own context (its progress is not ours); a cancel or
+            // the end of our budget is relayed to it so that it stops as promptly as we do.
+            std::jthread relay([&](std::stop_token stop) {
+                while (!stop.stop_requested()) {
+                    if (context_.shouldStop()) {
+                        own.cancel();
+                        return;
+                    }
+                    std::this_thread::sleep_for(kCancelPollInterval);
+                }
+            });
+            const PlannerResult r = baseline->plan(problem_, own);
+            relay.request_stop();
+            if (!r.feasible) continue;
+            Plan plan = r.plan;
+            plan.planner = HippiePlanner::kName;
+            found_.offer(plan, r.metrics);
+            log_.push_back("baseline " + baseline->name() + " offers " + describePlan(plan) + ": " +
+                           number(r.metrics.throughput_samples_per_s) + " samples/s, ME " + number(r.metrics.memory_efficiency));
+        }
+    }
+
     // ---- One search for a goal -----------------------------------------------------------
 
     void search(const Goal& goal, double progress_from, double progress_to) {

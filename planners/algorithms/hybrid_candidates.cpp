@@ -186,12 +186,17 @@ PlannerResult searchOutcome(const std::string& planner, const Problem& problem, 
     if (const Incumbents::Entry* best = found.best()) {
         r = feasibleResult(planner, best->plan, best->metrics, context);
         if (!stopped_note.empty()) r.reason = stopped_note + "; best plan found so far";
+        const int devices = problem.cluster.deviceCount();
+        if (best->plan.deviceCount() < devices)
+            r.notes.push_back("uses " + std::to_string(best->plan.deviceCount()) + " of " + std::to_string(devices) +
+                              " devices: more would not raise the objective");
         log.push_back(chosenLine(*best));
     } else if (!stopped_note.empty()) {
         r = infeasibleResult(planner, stopped_note + " before a plan that fits memory was found", context);
     } else {
         r = infeasibleResult(planner, noFitReason(problem, found), context);
     }
+    if (!stopped_note.empty()) r.notes.push_back(stopped_note);
     r.log = std::move(log);
     return r;
 }

@@ -103,6 +103,45 @@ std::optional<Candidate> fitMicroBatches(const Problem& problem, Plan plan, int 
     return std::nullopt;
 }
 
+std::optional<size_t> bestIndexByObjective(const Problem& problem, const std::vector<Candidate>& candidates) {
+    double best_throughput = 0;
+    for (const Candidate& c : candidates)
+        if (c.metrics.fits_memory) best_throughput = std::max(best_throughput, c.metrics.throughput_samples_per_s);
+    const double floor = problem.objective == Objective::MemoryEfficiencyWithThroughputFloor
+                             ? std::clamp(problem.throughput_floor, 0.0, 1.0) * best_throughput
+                             : 0.0;
+    std::optional<size_t> best;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+        const TraceMetrics& m = candidates[i].metrics;
+        if (!m.fits_memory || m.throughput_samples_per_s < floor) continue;
+        if (!best || objectiveValue(m, problem.objective) > objectiveValue(candidates[*best].metrics, problem.objective)) best = i;
+    }
+    return best;
+}
+
+std::optional<Candidate> bestByObjective(const Problem& problem, const std::vector<Candidate>& candidates) {
+    const std::optional<size_t> i = bestIndexByObjective(problem, candidates);
+    if (!i) return std::nullopt;
+    return candidates[*i];
+}
+
+std::optional<Candidate> sweepMicroBatches(const Problem& problem, Plan plan, int pp, const StagesFn& stages, int first_m,
+                                           const PlanContext& context, SearchLog& log) {
+    const int per_replica = problem.global_batch / plan.dp;
+    std::vector<Candidate> fits;
+    for (int m : divisorsOf(per_replica)) {
+        if (m < first_m) continue;
+        if (context.shouldStop()) break;
+        plan.micro_batches = m;
+        plan.stages = stages(pp, plan.microBatchSize());
+        plan.device_map = mapDevices(problem, plan);
+        const TraceMetrics metrics = evaluate(problem, plan);
+        log.tried(plan, metrics);
+        if (metrics.fits_memory) fits.push_back({plan, metrics});
+    }
+    return bestByObjective(problem, fits);
+}
+
 std::optional<Candidate> shallowestFit(const Problem& problem, const Plan& base, const StagesFn& stages,
                                        const PlanContext& context, SearchLog& log) {
     const auto shapes = pipelineShapes(problem);
@@ -113,7 +152,7 @@ std::optional<Candidate> shallowestFit(const Problem& problem, const Plan& base,
         Plan plan = base;
         plan.dp = s.dp;
         const int first_m = defaultMicroBatches(s.pp, problem.global_batch / s.dp);
-        if (auto found = fitMicroBatches(problem, plan, s.pp, stages, first_m, context, log)) return found;
+        if (auto found = sweepMicroBatches(problem, plan, s.pp, stages, first_m, context, log)) return found;
     }
     return std::nullopt;
 }
@@ -130,6 +169,7 @@ PlannerResult searchResult(const std::string& planner, const std::optional<Candi
     PlannerResult r = found ? feasibleResult(planner, found->plan, found->metrics, context)
                             : infeasibleResult(planner, stopped.empty() ? no_fit : stopped + " before a plan that fits memory was found", context);
     if (found && !stopped.empty()) r.reason = stopped + "; best plan found so far";
+    if (!stopped.empty()) r.notes.push_back(stopped);
     r.log = log.lines();
     context.progress(1.0, found ? "done: " + describePlan(found->plan) : "done: nothing fits");
     return r;

@@ -63,8 +63,20 @@ using StagesFn = std::function<std::vector<StageRange>(int pp, double micro_batc
 std::optional<Candidate> fitMicroBatches(const Problem& problem, Plan plan, int pp, const StagesFn& stages, int first_m,
                                          const PlanContext& context, SearchLog& log);
 
-// The shallowest pipeline shape that fits memory with the default micro-batch count, or more
-// micro-batches when that does not fit. `base` carries the schedule.
+// Of the candidates that fit, the best under the problem's objective: the most throughput,
+// the most ME, or (me-floor) the most ME among those within the floor of the best
+// throughput among them. nullopt when none fits.
+std::optional<size_t> bestIndexByObjective(const Problem& problem, const std::vector<Candidate>& candidates);
+std::optional<Candidate> bestByObjective(const Problem& problem, const std::vector<Candidate>& candidates);
+
+// Every micro-batch count from `first_m` upwards (the divisors of the per-replica batch) for
+// `plan` with `pp` stages from `stages`, simulated; the best that fits under the problem's
+// objective (bestByObjective). A baseline sweeps its micro-batch count as hippie does.
+std::optional<Candidate> sweepMicroBatches(const Problem& problem, Plan plan, int pp, const StagesFn& stages, int first_m,
+                                           const PlanContext& context, SearchLog& log);
+
+// The shallowest pipeline shape that fits memory with the default micro-batch count or
+// more, at its best micro-batch count under the objective. `base` carries the schedule.
 std::optional<Candidate> shallowestFit(const Problem& problem, const Plan& base, const StagesFn& stages,
                                        const PlanContext& context, SearchLog& log);
 

@@ -68,6 +68,9 @@ struct PlannerResult {
     // verdict on the problem; `reason` says why. Front ends show it as skipped, not infeasible.
     bool skipped = false;
     std::string reason;          // why infeasible or skipped, or notes (e.g. "stopped at time budget")
+    // What happened that a reader of the table must know: a fallback taken (an LP that hit
+    // its time limit), devices left idle, a search stopped at its budget. One line each.
+    std::vector<std::string> notes;
     Plan plan;
     TraceMetrics metrics;        // of `plan`, simulated
     double planning_time_s = 0;

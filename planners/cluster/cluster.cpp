@@ -9,6 +9,11 @@ double DeviceSpec::peakFlops(Precision p) const {
     return p == Precision::FP32 ? peak_flops_fp32 : peak_flops_fp16;
 }
 
+double DeviceSpec::halfRateFlops(Precision p) const {
+    const double fp16 = peakFlops(Precision::FP16);
+    return fp16 > 0 ? half_rate_flops * peakFlops(p) / fp16 : 0.0;
+}
+
 int Cluster::deviceCount() const {
     int n = 0;
     for (const Node& node : nodes) n += node.devices;
@@ -41,6 +46,12 @@ const DeviceSpec& Cluster::device(int d) const { return nodes[static_cast<size_t
 const Link& Cluster::link(int a, int b) const {
     const int na = nodeOf(a);
     return na == nodeOf(b) ? nodes[static_cast<size_t>(na)].intra : inter;
+}
+
+double Cluster::egressBandwidth(int node) const {
+    const Node& n = nodes[static_cast<size_t>(node)];
+    if (n.ports.count > 0) return n.ports.count * n.ports.bandwidth_bytes_per_s;
+    return n.devices * inter.bandwidth_bytes_per_s;
 }
 
 }  // namespace hippie

@@ -13,14 +13,23 @@ struct DeviceSpec {
     std::string type;            // "A100-SXM4-40GB", "V100-PCIe-16GB", "cpu"
     double peak_flops_fp32 = 0;  // FLOP/s
     double peak_flops_fp16 = 0;  // FLOP/s with tensor cores (fp16 and bf16)
-    double efficiency = 1.0;     // achievable fraction of peak on real kernels, (0, 1]
+    double efficiency = 1.0;     // achievable fraction of peak on large kernels, (0, 1]
     int64_t memory_bytes = 0;
+    // Bytes/s between the device's memory and its cores; 0 = unknown (no memory bound).
+    double memory_bandwidth_bytes_per_s = 0;
+    // Seconds every kernel costs on top of its work (launch and dispatch).
+    double launch_overhead_s = 0;
+    // Kernel size, in FLOPs at the FP16 peak, at which a kernel reaches half the achievable
+    // rate: rate(f) = peak x efficiency x f / (f + half_rate). It scales with the precision's
+    // peak (a kernel needs the same time to fill the device). 0 = every kernel at full rate.
+    double half_rate_flops = 0;
     // Ops with profiled times (a graph from 'hippie-engine profile') take their profiled time
     // times this on this device: 1 where the profile was measured; calibration fits it.
     double profiled_time_scale = 1.0;
 
     double peakFlops(Precision p) const;
     double achievableFlops(Precision p) const { return peakFlops(p) * efficiency; }
+    double halfRateFlops(Precision p) const;  // half_rate_flops scaled to the precision's peak
     bool operator==(const DeviceSpec&) const = default;
 };
 
@@ -30,10 +39,19 @@ struct Link {
     bool operator==(const Link&) const = default;
 };
 
+// A node's network ports: every transfer and collective leaving the node shares them.
+// count = 0 means "one port per device at the inter-node link's bandwidth".
+struct NetworkPorts {
+    int count = 0;
+    double bandwidth_bytes_per_s = 0;  // each, per direction
+    bool operator==(const NetworkPorts&) const = default;
+};
+
 struct Node {
     int devices = 1;
     DeviceSpec device;
     Link intra;  // between two devices of this node
+    NetworkPorts ports;
     bool operator==(const Node&) const = default;
 };
 
@@ -48,6 +66,8 @@ struct Cluster {
     int firstDeviceOf(int node) const;
     const DeviceSpec& device(int device) const;
     const Link& link(int a, int b) const;  // a != b
+    // Bytes/s all of `node`'s network ports carry together in one direction.
+    double egressBandwidth(int node) const;
     bool sameNode(int a, int b) const { return nodeOf(a) == nodeOf(b); }
     bool operator==(const Cluster&) const = default;
 };

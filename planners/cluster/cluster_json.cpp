@@ -48,11 +48,17 @@ json deviceToJson(const DeviceSpec& d) {
               {"efficiency", d.efficiency},
               {"memory_bytes", d.memory_bytes}};
     if (d.profiled_time_scale != 1.0) j["profiled_time_scale"] = d.profiled_time_scale;  // optional: 1 when absent
+    // Optional: 0 (term left out) when absent.
+    if (d.memory_bandwidth_bytes_per_s > 0) j["memory_bandwidth_bytes_per_s"] = d.memory_bandwidth_bytes_per_s;
+    if (d.launch_overhead_s > 0) j["launch_overhead_s"] = d.launch_overhead_s;
+    if (d.half_rate_flops > 0) j["half_rate_flops"] = d.half_rate_flops;
     return j;
 }
 
 json nodeToJson(const Node& n, int count) {
-    return {{"count", count}, {"devices", n.devices}, {"device", deviceToJson(n.device)}, {"intra", linkToJson(n.intra)}};
+    json j = {{"count", count}, {"devices", n.devices}, {"device", deviceToJson(n.device)}, {"intra", linkToJson(n.intra)}};
+    if (n.ports.count > 0) j["ports"] = {{"count", n.ports.count}, {"bandwidth_bytes_per_s", n.ports.bandwidth_bytes_per_s}};
+    return j;
 }
 
 // ---- reading ----
@@ -86,7 +92,20 @@ DeviceSpec readDevice(const json& parent, const std::string& where) {
     d.profiled_time_scale = optionalNumber(j, "profiled_time_scale", w, Bound::Positive).value_or(1.0);
     if (d.profiled_time_scale > kMaxTimeScale || d.profiled_time_scale < 1.0 / kMaxTimeScale)
         failField(w, "profiled_time_scale", "is " + json(d.profiled_time_scale).dump() + "; it must be between 1e-6 and 1e6");
+    d.memory_bandwidth_bytes_per_s = optionalNumber(j, "memory_bandwidth_bytes_per_s", w, Bound::Positive).value_or(0.0);
+    d.launch_overhead_s = optionalNumber(j, "launch_overhead_s", w, Bound::NonNegative).value_or(0.0);
+    d.half_rate_flops = optionalNumber(j, "half_rate_flops", w, Bound::NonNegative).value_or(0.0);
     return d;
+}
+
+NetworkPorts readPorts(const json& node, const std::string& where) {
+    if (!has(node, "ports")) return {};
+    const json& j = requireObject(node, "ports", where);
+    const std::string w = at(where, "ports");
+    NetworkPorts p;
+    p.count = requireInt(j, "count", w, Bound::Positive);
+    p.bandwidth_bytes_per_s = requireNumber(j, "bandwidth_bytes_per_s", w, Bound::Positive);
+    return p;
 }
 
 // Appends the node `count` times. `devices` is the cluster's device count so far (kept by the
@@ -98,6 +117,7 @@ void readNode(const json& j, const std::string& w, Cluster& c, int64_t& devices)
     n.devices = requireInt(j, "devices", w, Bound::Positive);
     n.device = readDevice(j, w);
     n.intra = readLink(j, "intra", w);
+    n.ports = readPorts(j, w);
     if (devices + static_cast<int64_t>(count) * n.devices > kMaxDevices)
         fail(w, "'count' x 'devices' brings the cluster above " + std::to_string(kMaxDevices) + " devices; is 'count' a typo?");
     devices += static_cast<int64_t>(count) * n.devices;

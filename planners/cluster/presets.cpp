@@ -20,21 +20,39 @@ constexpr double kGigabitPerS = 1e9 / 8;  // bytes/s in one Gb/s
 constexpr double kGpuEfficiency = 0.5;
 
 // NVIDIA A100 Tensor Core GPU datasheet (2020), SXM4 40GB: 19.5 TFLOP/s FP32, 312 TFLOP/s
-// FP16/BF16 tensor core (dense), 40 GB HBM2.
+// FP16/BF16 tensor core (dense), 40 GB HBM2 at 1,555 GB/s.
 constexpr double kA100PeakFp32 = 19.5e12;
 constexpr double kA100PeakFp16 = 312e12;
 constexpr int64_t kA100MemoryBytes = 40 * kGiB;
+constexpr double kA100MemoryBytesPerS = 1555e9;
 
 // NVIDIA H100 Tensor Core GPU datasheet, SXM 80GB: 67 TFLOP/s FP32, 989 TFLOP/s FP16/BF16
-// tensor core dense (1979 is the figure with 2:4 sparsity), 80 GB HBM3.
+// tensor core dense (1979 is the figure with 2:4 sparsity), 80 GB HBM3 at 3.35 TB/s.
 constexpr double kH100PeakFp32 = 67e12;
 constexpr double kH100PeakFp16 = 989e12;
 constexpr int64_t kH100MemoryBytes = 80 * kGiB;
+constexpr double kH100MemoryBytesPerS = 3.35e12;
 
-// NVIDIA Tesla V100 datasheet, PCIe 16GB: 14 TFLOP/s FP32, 112 TFLOP/s tensor (FP16).
+// NVIDIA Tesla V100 datasheet, PCIe 16GB: 14 TFLOP/s FP32, 112 TFLOP/s tensor (FP16), HBM2
+// at 900 GB/s.
 constexpr double kV100PciePeakFp32 = 14e12;
 constexpr double kV100PciePeakFp16 = 112e12;
 constexpr int64_t kV100MemoryBytes = 16 * kGiB;
+constexpr double kV100MemoryBytesPerS = 900e9;
+
+// Small kernels do not fill the GPU. Calculon's A100 system file (Isaev et al., "Calculon: a
+// Methodology and Tool for High-Level Codesign of Systems and Large Language Models", SC'23,
+// systems/a100_80g.json) gives FP16 matrix efficiency 0.95 at >= 128 GFLOP and 0.6 at
+// 1 GFLOP; rate(f) = R f / (f + h) through those points gives h = 1 GFLOP x (0.95/0.6 - 1)
+// = 0.58 GFLOP on A100. Other GPUs take the same fill time (h / peak = 1.9 us), so h scales
+// with their FP16 peak.
+constexpr double kA100HalfRateFlops = 0.58e9;
+constexpr double kFillTimeS = kA100HalfRateFlops / kA100PeakFp16;
+constexpr double kH100HalfRateFlops = kFillTimeS * kH100PeakFp16;
+constexpr double kV100HalfRateFlops = kFillTimeS * kV100PciePeakFp16;
+// Every kernel costs a launch: NVIDIA's "Getting Started with CUDA Graphs" (developer blog,
+// 2019) measures 3.8 us a kernel for short kernels launched back to back from one stream.
+constexpr double kGpuLaunchOverheadS = 3.8e-6;
 
 // Third-generation NVLink (A100, through NVSwitch on DGX A100): 600 GB/s total per GPU,
 // 300 GB/s per direction.
@@ -44,10 +62,13 @@ constexpr double kNvlink4BytesPerS = 450e9;
 // Small-message latency of an NCCL transfer over NVLink/NVSwitch: a few microseconds.
 constexpr double kNvlinkLatencyS = 3e-6;
 
-// DGX A100: one ConnectX-6 InfiniBand HDR 200 Gb/s compute port per GPU (DGX A100 user guide).
+// DGX A100: one ConnectX-6 InfiniBand HDR 200 Gb/s compute port per GPU, 8 in all (DGX A100
+// user guide; the storage ports are not counted).
 constexpr double kInfinibandHdrBytesPerS = 200 * kGigabitPerS;
-// DGX H100: one ConnectX-7 InfiniBand NDR 400 Gb/s compute port per GPU (DGX H100 user guide).
+// DGX H100: one ConnectX-7 InfiniBand NDR 400 Gb/s compute port per GPU, 8 in all (DGX H100
+// user guide).
 constexpr double kInfinibandNdrBytesPerS = 400 * kGigabitPerS;
+constexpr int kDgxComputePorts = 8;
 // InfiniBand small-message latency through one switch with NCCL's protocol: ~5-10 us.
 constexpr double kInfinibandLatencyS = 6e-6;
 
@@ -55,9 +76,11 @@ constexpr double kInfinibandLatencyS = 6e-6;
 constexpr double kPcie3x16BytesPerS = 8e9 * 16 * 128 / 130 / 8;
 // GPU-to-GPU through the PCIe switch or host bridge: several microseconds.
 constexpr double kPcieLatencyS = 8e-6;
-// 10 Gb/s Ethernet between servers, as in PipeDream's Cluster-A (Narayanan et al., SOSP'19:
-// servers of 4 V100 on PCIe, 10 Gbps Ethernet between them); TCP latency ~50 us.
+// 10 Gb/s Ethernet between servers, as in PipeDream's Cluster-A (Narayanan et al., SOSP'19,
+// Table 2: servers of 4 V100 on PCIe, 10 Gbps Ethernet between them); one port per server,
+// which all four GPUs share. TCP latency ~50 us.
 constexpr double kEthernet10GBytesPerS = 10 * kGigabitPerS;
+constexpr int kPipeDreamServerPorts = 1;
 constexpr double kEthernetLatencyS = 50e-6;
 
 // cpu-local: the development machine (2 cores) running 4 CPU ranks that share them. Rough
@@ -80,51 +103,60 @@ constexpr int kDgxGpusPerNode = 8;
 constexpr int kPipeDreamGpusPerServer = 4;
 
 const char* const kDgxA100Source =
-    "NVIDIA A100 datasheet (SXM4 40GB: 19.5 TFLOP/s FP32, 312 TFLOP/s FP16 tensor dense); NVLink3 "
-    "300 GB/s per direction; DGX A100 user guide: one InfiniBand HDR 200 Gb/s port per GPU; latencies "
-    "3 us NVLink, 6 us IB; efficiency 0.5 from Megatron-LM's 44-52% of peak on A100 (SC'21)";
+    "NVIDIA A100 datasheet (SXM4 40GB: 19.5 TFLOP/s FP32, 312 TFLOP/s FP16 tensor dense, 1555 GB/s HBM2); "
+    "NVLink3 300 GB/s per direction; DGX A100 user guide: 8 InfiniBand HDR 200 Gb/s compute ports, one per GPU; "
+    "latencies 3 us NVLink, 6 us IB; efficiency 0.5 from Megatron-LM's 44-52% of peak on A100 (SC'21); "
+    "half rate at 0.58 GFLOP a kernel from Calculon's A100 curve (SC'23); 3.8 us a kernel launch (NVIDIA CUDA Graphs blog)";
 const char* const kDgxH100Source =
-    "NVIDIA H100 datasheet (SXM 80GB: 67 TFLOP/s FP32, 989 TFLOP/s FP16 tensor dense); NVLink4 "
-    "450 GB/s per direction; DGX H100 user guide: one InfiniBand NDR 400 Gb/s port per GPU; latencies "
-    "3 us NVLink, 6 us IB; efficiency 0.5 as for A100 (Megatron-LM, SC'21)";
+    "NVIDIA H100 datasheet (SXM 80GB: 67 TFLOP/s FP32, 989 TFLOP/s FP16 tensor dense, 3.35 TB/s HBM3); "
+    "NVLink4 450 GB/s per direction; DGX H100 user guide: 8 InfiniBand NDR 400 Gb/s compute ports, one per GPU; "
+    "latencies 3 us NVLink, 6 us IB; efficiency 0.5 as for A100 (Megatron-LM, SC'21); kernel fill time and "
+    "launch as for A100";
 const char* const kV100Source =
-    "NVIDIA V100 datasheet (PCIe 16GB: 14 TFLOP/s FP32, 112 TFLOP/s tensor); PCIe 3.0 x16 15.75 GB/s "
-    "inside a server; 10 Gb/s Ethernet between servers as in PipeDream's Cluster-A (SOSP'19); "
-    "latencies 8 us PCIe, 50 us Ethernet; efficiency 0.5";
+    "NVIDIA V100 datasheet (PCIe 16GB: 14 TFLOP/s FP32, 112 TFLOP/s tensor, 900 GB/s HBM2); PCIe 3.0 x16 "
+    "15.75 GB/s inside a server; one 10 Gb/s Ethernet port per server, shared by its 4 GPUs, as in PipeDream's "
+    "Cluster-A (SOSP'19); latencies 8 us PCIe, 50 us Ethernet; efficiency 0.5; kernel fill time and launch as for A100";
 const char* const kCpuLocalSource =
     "rough figures for this machine: 2 cores shared by 4 CPU ranks (20 GFLOP/s peak each, 0.3 efficiency), "
     "4 GiB per rank, Gloo over TCP loopback (~2 GB/s, 30 us); run 'hippie-engine probe' to measure them";
 
-DeviceSpec gpu(const char* type, double fp32, double fp16, int64_t memory) {
-    return DeviceSpec{type, fp32, fp16, kGpuEfficiency, memory};
+DeviceSpec gpu(const char* type, double fp32, double fp16, int64_t memory, double memory_bytes_per_s, double half_rate_flops) {
+    DeviceSpec d{type, fp32, fp16, kGpuEfficiency, memory};
+    d.memory_bandwidth_bytes_per_s = memory_bytes_per_s;
+    d.launch_overhead_s = kGpuLaunchOverheadS;
+    d.half_rate_flops = half_rate_flops;
+    return d;
 }
 
 Cluster uniform(std::string name, std::string source, int node_count, int devices_per_node, const DeviceSpec& d,
-                Link intra, Link inter) {
+                Link intra, Link inter, NetworkPorts ports = {}) {
     Cluster c;
     c.name = std::move(name);
     c.source = std::move(source);
-    c.nodes.assign(static_cast<size_t>(node_count), Node{devices_per_node, d, intra});
+    c.nodes.assign(static_cast<size_t>(node_count), Node{devices_per_node, d, intra, ports});
     c.inter = inter;
     return c;
 }
 
 Cluster dgxA100(const std::string& name, int node_count) {
     return uniform(name, kDgxA100Source, node_count, kDgxGpusPerNode,
-                   gpu("A100-SXM4-40GB", kA100PeakFp32, kA100PeakFp16, kA100MemoryBytes),
-                   {kNvlink3BytesPerS, kNvlinkLatencyS}, {kInfinibandHdrBytesPerS, kInfinibandLatencyS});
+                   gpu("A100-SXM4-40GB", kA100PeakFp32, kA100PeakFp16, kA100MemoryBytes, kA100MemoryBytesPerS, kA100HalfRateFlops),
+                   {kNvlink3BytesPerS, kNvlinkLatencyS}, {kInfinibandHdrBytesPerS, kInfinibandLatencyS},
+                   {kDgxComputePorts, kInfinibandHdrBytesPerS});
 }
 
 Cluster dgxH100(const std::string& name, int node_count) {
     return uniform(name, kDgxH100Source, node_count, kDgxGpusPerNode,
-                   gpu("H100-SXM-80GB", kH100PeakFp32, kH100PeakFp16, kH100MemoryBytes),
-                   {kNvlink4BytesPerS, kNvlinkLatencyS}, {kInfinibandNdrBytesPerS, kInfinibandLatencyS});
+                   gpu("H100-SXM-80GB", kH100PeakFp32, kH100PeakFp16, kH100MemoryBytes, kH100MemoryBytesPerS, kH100HalfRateFlops),
+                   {kNvlink4BytesPerS, kNvlinkLatencyS}, {kInfinibandNdrBytesPerS, kInfinibandLatencyS},
+                   {kDgxComputePorts, kInfinibandNdrBytesPerS});
 }
 
 Cluster v100Pcie(const std::string& name, int node_count) {
     return uniform(name, kV100Source, node_count, kPipeDreamGpusPerServer,
-                   gpu("V100-PCIe-16GB", kV100PciePeakFp32, kV100PciePeakFp16, kV100MemoryBytes),
-                   {kPcie3x16BytesPerS, kPcieLatencyS}, {kEthernet10GBytesPerS, kEthernetLatencyS});
+                   gpu("V100-PCIe-16GB", kV100PciePeakFp32, kV100PciePeakFp16, kV100MemoryBytes, kV100MemoryBytesPerS, kV100HalfRateFlops),
+                   {kPcie3x16BytesPerS, kPcieLatencyS}, {kEthernet10GBytesPerS, kEthernetLatencyS},
+                   {kPipeDreamServerPorts, kEthernet10GBytesPerS});
 }
 
 Cluster cpuLocal(const std::string& name) {

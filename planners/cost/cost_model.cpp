@@ -18,13 +18,22 @@ constexpr double kWeightGradShare = 0.5;
 // Gradient buckets a data-parallel device holds in flight (one being filled, one reducing).
 constexpr int64_t kBucketsInFlight = 2;
 constexpr int64_t kFp32Bytes = 4;
+// Kernels a pass launches: forward one; a weighted op's backward one for the input gradient
+// and one for the weight gradient.
+constexpr int kForwardKernels = 1;
+constexpr int kWeightedBackwardKernels = 2;
+constexpr double kBackwardTrafficFactor = 2.0;
+// An optimizer step reads and writes each parameter's fp32 states, master copy and gradient:
+// the update is memory bound on GPUs. It runs as one fused (multi-tensor) kernel.
+constexpr double kOptimizerKernels = 1;
 }  // namespace
 
 double optimizerFlopsPerParam(Optimizer o) {
     switch (o) {
     case Optimizer::SGD: return kSgdFlopsPerParam;
     case Optimizer::SGDMomentum: return kMomentumFlopsPerParam;
-    case Optimizer::Adam: return kAdamFlopsPerParam;
+    case Optimizer::Adam:
+    case Optimizer::AdamW: return kAdamFlopsPerParam;
     }
     return kAdamFlopsPerParam;
 }
@@ -33,30 +42,43 @@ int64_t optimizerStateBytesPerParam(Optimizer o) {
     switch (o) {
     case Optimizer::SGD: return 0;
     case Optimizer::SGDMomentum: return kFp32Bytes;
-    case Optimizer::Adam: return 2 * kFp32Bytes;
+    case Optimizer::Adam:
+    case Optimizer::AdamW: return 2 * kFp32Bytes;  // exp_avg, exp_avg_sq
     }
     return 2 * kFp32Bytes;
 }
 
 CostModel::CostModel(const Graph& graph, const Cluster& cluster) : graph_(graph), cluster_(cluster) {}
 
-double CostModel::computeSeconds(double flops, int device) const {
-    const double rate = cluster_.device(device).achievableFlops(precision());
-    return rate > 0 ? flops / rate : 0.0;
+double CostModel::passSeconds(double flops, double moved_bytes, int kernels, int device) const {
+    // An op without FLOPs (an input, a view) launches nothing.
+    if (flops <= 0) return 0.0;
+    const DeviceSpec& d = cluster_.device(device);
+    const double rate = d.achievableFlops(precision());
+    // rate(f) = R f / (f + h) per kernel, so a kernel of f FLOPs takes (f + h) / R.
+    const double compute = rate > 0 ? (flops + kernels * d.halfRateFlops(precision())) / rate : 0.0;
+    const double memory = d.memory_bandwidth_bytes_per_s > 0 ? moved_bytes / d.memory_bandwidth_bytes_per_s : 0.0;
+    return std::max(compute, memory) + kernels * d.launch_overhead_s;
 }
 
 double CostModel::fwdTime(int op, double samples, int device) const {
     const Op& o = graph_.ops[static_cast<size_t>(op)];
     const double scale = samples / graph_.batch_size;
     if (o.fwd_time_s) return *o.fwd_time_s * scale * cluster_.device(device).profiled_time_scale;
-    return computeSeconds(o.fwd_flops * scale, device);
+    const double moved = static_cast<double>(o.moved_bytes) * scale + static_cast<double>(o.param_bytes);
+    return passSeconds(o.fwd_flops * scale, moved, kForwardKernels, device);
 }
 
 double CostModel::bwdTime(int op, double samples, int device) const {
     const Op& o = graph_.ops[static_cast<size_t>(op)];
     const double scale = samples / graph_.batch_size;
     if (o.bwd_time_s) return *o.bwd_time_s * scale * cluster_.device(device).profiled_time_scale;
-    return computeSeconds(o.bwd_flops * scale, device);
+    // Backward reads the output gradient and the saved input and writes the input gradient
+    // (twice forward's activation traffic); a weighted op also reads its weights and writes
+    // their gradient, in a second kernel.
+    const bool weighted = o.param_bytes > 0;
+    const double moved = kBackwardTrafficFactor * (static_cast<double>(o.moved_bytes) * scale + static_cast<double>(o.param_bytes));
+    return passSeconds(o.bwd_flops * scale, moved, weighted ? kWeightedBackwardKernels : kForwardKernels, device);
 }
 
 double CostModel::bwdWeightTime(int op, double samples, int device) const {
@@ -83,22 +105,37 @@ double CostModel::bwdWeightTime(std::span<const int> ops, double samples, int de
 }
 
 double CostModel::optimizerTime(int64_t params, Optimizer o, int device) const {
-    const double rate = cluster_.device(device).achievableFlops(Precision::FP32);
-    return rate > 0 ? static_cast<double>(params) * optimizerFlopsPerParam(o) / rate : 0.0;
+    if (params <= 0) return 0.0;
+    const DeviceSpec& d = cluster_.device(device);
+    const double rate = d.achievableFlops(Precision::FP32);
+    const double n = static_cast<double>(params);
+    const double compute = rate > 0 ? n * optimizerFlopsPerParam(o) / rate : 0.0;
+    // Read and write states and the fp32 weights; read the gradient (fp32 after unscaling).
+    const double bytes_per_param = 2.0 * static_cast<double>(optimizerStateBytesPerParam(o) + kFp32Bytes) + kFp32Bytes;
+    const double memory = d.memory_bandwidth_bytes_per_s > 0 ? n * bytes_per_param / d.memory_bandwidth_bytes_per_s : 0.0;
+    return std::max(compute, memory) + kOptimizerKernels * d.launch_overhead_s;
 }
 
-double CostModel::p2pTime(int64_t bytes, int from, int to) const {
+double CostModel::portShare(int node, int flows) const {
+    return cluster_.egressBandwidth(node) / std::max(flows, 1);
+}
+
+double CostModel::p2pTime(int64_t bytes, int from, int to, int sharing) const {
     if (from == to) return 0.0;
     const Link& l = cluster_.link(from, to);
-    return l.latency_s + static_cast<double>(bytes) / l.bandwidth_bytes_per_s;
+    double bandwidth = l.bandwidth_bytes_per_s;
+    const int a = cluster_.nodeOf(from), b = cluster_.nodeOf(to);
+    if (a != b) bandwidth = std::min({bandwidth, portShare(a, sharing), portShare(b, sharing)});
+    return l.latency_s + static_cast<double>(bytes) / bandwidth;
 }
 
 namespace {
-// Ring all-reduce of `bytes` over n members of one link type.
-double ringAllReduce(double bytes, int n, const Link& l) {
+// Ring all-reduce of `bytes` over n members at `bandwidth` per member.
+double ringAllReduce(double bytes, int n, double bandwidth, double latency_s) {
     if (n <= 1) return 0.0;
-    return 2.0 * (n - 1) / n * bytes / l.bandwidth_bytes_per_s + 2.0 * (n - 1) * l.latency_s;
+    return 2.0 * (n - 1) / n * bytes / bandwidth + 2.0 * (n - 1) * latency_s;
 }
+double ringAllReduce(double bytes, int n, const Link& l) { return ringAllReduce(bytes, n, l.bandwidth_bytes_per_s, l.latency_s); }
 // Ring reduce-scatter (or all-gather): half of an all-reduce.
 double ringHalf(double bytes, int n, const Link& l) {
     if (n <= 1) return 0.0;
@@ -106,7 +143,7 @@ double ringHalf(double bytes, int n, const Link& l) {
 }
 }  // namespace
 
-double CostModel::allReduceTime(int64_t bytes, std::span<const int> group) const {
+double CostModel::allReduceTime(int64_t bytes, std::span<const int> group, int sharing) const {
     const int n = static_cast<int>(group.size());
     if (n <= 1 || bytes <= 0) return 0.0;
     std::map<int, int> per_node;
@@ -115,7 +152,8 @@ double CostModel::allReduceTime(int64_t bytes, std::span<const int> group) const
     if (per_node.size() == 1) return ringAllReduce(b, n, cluster_.link(group[0], group[1]));
     // Hierarchical: reduce-scatter inside each node, all-reduce of each shard across nodes
     // (k rings in parallel, one per local rank), all-gather inside each node. The slowest
-    // node sets the pace.
+    // node sets the pace. The k rings of a node, and any other collective leaving it at the
+    // same time, share its network ports.
     int k = 0;
     const Link* intra = nullptr;
     for (const auto& [node, count] : per_node) {
@@ -124,9 +162,11 @@ double CostModel::allReduceTime(int64_t bytes, std::span<const int> group) const
             intra = &cluster_.nodes[static_cast<size_t>(node)].intra;
         }
     }
+    double ring_bandwidth = cluster_.inter.bandwidth_bytes_per_s;
+    for (const auto& [node, count] : per_node) ring_bandwidth = std::min(ring_bandwidth, portShare(node, count * std::max(sharing, 1)));
     const int nodes = static_cast<int>(per_node.size());
     const double local = k > 1 ? 2.0 * ringHalf(b, k, *intra) : 0.0;
-    return local + ringAllReduce(b / k, nodes, cluster_.inter);
+    return local + ringAllReduce(b / k, nodes, ring_bandwidth, cluster_.inter.latency_s);
 }
 
 int64_t CostModel::scaled(int64_t bytes_at_batch, double samples) const {

@@ -33,7 +33,10 @@ public:
     const Cluster& cluster() const { return cluster_; }
     Precision precision() const { return graph_.source.precision; }
 
-    // Seconds for `samples` samples on `device`. Profiled times win over FLOPs.
+    // Seconds for `samples` samples on `device`. Profiled times win over FLOPs. Otherwise an
+    // op's pass takes max((FLOPs + kernels x half_rate) / achievable rate, bytes moved /
+    // memory bandwidth) + kernels x launch overhead: small kernels run below the device's
+    // rate, memory-bound ones at its memory bandwidth (DeviceSpec).
     double fwdTime(int op, double samples, int device) const;
     double bwdTime(int op, double samples, int device) const;          // input + weight grads
     double bwdWeightTime(int op, double samples, int device) const;    // weight-gradient share
@@ -43,11 +46,15 @@ public:
     double bwdWeightTime(std::span<const int> ops, double samples, int device) const;
     double optimizerTime(int64_t params, Optimizer o, int device) const;
 
-    // latency + bytes / bandwidth; 0 for a device to itself.
-    double p2pTime(int64_t bytes, int from, int to) const;
+    // latency + bytes / bandwidth; 0 for a device to itself. Across nodes, the transfer
+    // shares its nodes' network ports with `sharing` transfers in the same direction
+    // (itself included): bandwidth = min(link, ports of either node / sharing).
+    double p2pTime(int64_t bytes, int from, int to, int sharing = 1) const;
     // Ring all-reduce 2(n-1)/n * bytes / bandwidth + 2(n-1) latency; when the group spans
-    // nodes, hierarchical: reduce-scatter inside nodes, all-reduce across, all-gather inside.
-    double allReduceTime(int64_t bytes, std::span<const int> group) const;
+    // nodes, hierarchical: reduce-scatter inside nodes, all-reduce across (one ring per local
+    // rank), all-gather inside. The rings across nodes share each node's network ports with
+    // each other and with `sharing` - 1 other collectives leaving the node at the same time.
+    double allReduceTime(int64_t bytes, std::span<const int> group, int sharing = 1) const;
 
     // Bytes a sample's activations take: ops scale linearly from the graph's batch size.
     int64_t scaled(int64_t bytes_at_batch, double samples) const;
@@ -58,7 +65,10 @@ public:
                               int64_t p2p_buffer_bytes) const;
 
 private:
-    double computeSeconds(double flops, int device) const;
+    // One pass over an op: `flops` in `kernels` kernels moving `moved_bytes`.
+    double passSeconds(double flops, double moved_bytes, int kernels, int device) const;
+    // Bandwidth a flow crossing node boundaries gets when `flows` flows leave `node` at once.
+    double portShare(int node, int flows) const;
 
     const Graph& graph_;
     const Cluster& cluster_;

@@ -3,6 +3,7 @@
 // samples; FLOPs, activation and edge bytes and profiled times scale linearly with the
 // number of samples, parameter bytes do not.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +24,9 @@ struct ModelSpec {
     int batch_size = 1;     // samples the graph's costs are given for
     int seq_len = 0;        // 0 = the model's default
     Precision precision = Precision::FP32;
+    // Size overrides of a zoo model by key ("layers" -> 2): architecture.h lists each family's
+    // keys and ranges; empty = the published size. seq_len is the field above, not a key here.
+    std::map<std::string, double> overrides;
 };
 
 struct Op {
@@ -34,6 +38,9 @@ struct Op {
     int64_t param_bytes = 0;   // in the graph's precision; independent of batch size
     int64_t output_bytes = 0;  // activation this op produces, for batch_size samples
     int64_t temp_bytes = 0;    // workspace while it runs, for batch_size samples
+    // Activation bytes the forward reads and writes (inputs + outputs, parameters excluded)
+    // for batch_size samples: what bounds memory-bound ops. 0 = unknown (compute bound only).
+    int64_t moved_bytes = 0;
     std::optional<double> fwd_time_s;  // profiled; wins over FLOPs when present
     std::optional<double> bwd_time_s;
 };

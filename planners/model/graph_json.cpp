@@ -11,6 +11,7 @@
 #include "planners/common/checked.h"
 #include "planners/common/error.h"
 #include "planners/common/json_read.h"
+#include "planners/model/overrides_json.h"
 #include "planners/model/zoo.h"
 
 namespace hippie {
@@ -21,13 +22,16 @@ using namespace json_read;
 namespace {
 
 constexpr const char* kFormat = "hippie-graph";
-constexpr int kVersion = 1;
+// Version 2 adds source.overrides; a graph without them is still written as version 1.
+constexpr int kVersion = 2;
 
 // ---- writing ----
 
 json modelSpecToJson(const ModelSpec& s) {
-    return {{"zoo", s.zoo}, {"file", s.file}, {"batch_size", s.batch_size}, {"seq_len", s.seq_len},
-            {"precision", toString(s.precision)}};
+    json j = {{"zoo", s.zoo}, {"file", s.file}, {"batch_size", s.batch_size}, {"seq_len", s.seq_len},
+              {"precision", toString(s.precision)}};
+    writeOverrides(j, s);
+    return j;
 }
 
 json opToJson(const Op& op, size_t id) {
@@ -40,6 +44,7 @@ json opToJson(const Op& op, size_t id) {
               {"param_bytes", op.param_bytes},
               {"output_bytes", op.output_bytes},
               {"temp_bytes", op.temp_bytes}};
+    if (op.moved_bytes > 0) j["moved_bytes"] = op.moved_bytes;  // optional: 0 (unknown) when absent
     if (op.fwd_time_s) j["fwd_time_s"] = *op.fwd_time_s;
     if (op.bwd_time_s) j["bwd_time_s"] = *op.bwd_time_s;
     return j;
@@ -75,6 +80,7 @@ ModelSpec readSource(const json& j, const std::string& where, int batch_size, Pr
     if (s.precision != precision)
         failField(w, "precision", std::string("is \"") + toString(s.precision) + "\" but the graph's 'precision' is \"" +
                                       toString(precision) + "\"; they must agree");
+    readOverrides(*src, w, s);
     return s;
 }
 
@@ -104,6 +110,7 @@ Op readOp(const json& o, const std::string& w) {
     op.param_bytes = requireInt64(o, "param_bytes", w, Bound::NonNegative);
     op.output_bytes = requireInt64(o, "output_bytes", w, Bound::NonNegative);
     op.temp_bytes = requireInt64(o, "temp_bytes", w, Bound::NonNegative);
+    op.moved_bytes = optionalInt64(o, "moved_bytes", w, Bound::NonNegative).value_or(0);
     op.fwd_time_s = optionalNumber(o, "fwd_time_s", w, Bound::NonNegative);
     op.bwd_time_s = optionalNumber(o, "bwd_time_s", w, Bound::NonNegative);
     return op;
@@ -263,7 +270,7 @@ json graphToJson(const Graph& g) {
     json edges = json::array();
     for (const Edge& e : g.edges) edges.push_back({{"src", e.src}, {"dst", e.dst}, {"bytes", e.bytes}});
     return {{"format", kFormat},
-            {"version", kVersion},
+            {"version", modelSpecFormatVersion(g.source)},
             {"name", g.name},
             {"batch_size", g.batch_size},
             {"precision", toString(g.source.precision)},
@@ -317,15 +324,19 @@ std::string graphToDot(const Graph& g) {
     return out.str();
 }
 
-Graph loadModel(const std::string& zoo_name_or_file, int batch_size, int seq_len, Precision precision) {
+Graph loadModel(const std::string& zoo_name_or_file, int batch_size, int seq_len, Precision precision,
+                const std::map<std::string, double>& overrides) {
     if (findZooModel(zoo_name_or_file)) {
         ModelSpec spec;
         spec.zoo = zoo_name_or_file;
         spec.batch_size = batch_size;
         spec.seq_len = seq_len;
         spec.precision = precision;
+        spec.overrides = overrides;
         return buildZooModel(spec);
     }
+    if (!overrides.empty())
+        throw Error("size overrides apply to zoo models only; '" + zoo_name_or_file + "' is not one (see 'hippie-plan models')");
     std::error_code ec;
     if (!std::filesystem::is_regular_file(zoo_name_or_file, ec)) {
         std::string known;

@@ -1,5 +1,6 @@
 #pragma once
-// Graph JSON ("format":"hippie-graph","version":1), schema in resources/schemas/graph.schema.json.
+// Graph JSON ("format":"hippie-graph","version":1, or 2 with size overrides), schema in resources/schemas/graph.schema.json.
+#include <map>
 #include <string>
 
 #include <nlohmann/json_fwd.hpp>
@@ -19,7 +20,9 @@ void saveGraphFile(const Graph& g, const std::string& path);
 // Graphviz DOT of the operator graph (ops as nodes labelled name/kind, clustered by layer).
 std::string graphToDot(const Graph& g);
 
-// A zoo name or a path to a graph JSON file. Zoo models use batch_size/seq_len/precision.
-Graph loadModel(const std::string& zoo_name_or_file, int batch_size, int seq_len, Precision precision);
+// A zoo name or a path to a graph JSON file. Zoo models use batch_size/seq_len/precision and
+// the size overrides (architecture.h); a file refuses overrides.
+Graph loadModel(const std::string& zoo_name_or_file, int batch_size, int seq_len, Precision precision,
+                const std::map<std::string, double>& overrides = {});
 
 }  // namespace hippie

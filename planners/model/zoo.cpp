@@ -2,8 +2,10 @@
 
 #include <cassert>
 #include <utility>
+#include <variant>
 
 #include "planners/common/error.h"
+#include "planners/model/overrides.h"
 #include "planners/model/zoo_builder.h"
 
 namespace hippie {
@@ -39,6 +41,10 @@ Tensor GraphBuilder::add(const std::string& op_name, const OpCost& cost, const s
     op.param_bytes = cost.params * element_bytes_;
     op.output_bytes = (cost.output_elements + cost.saved_elements) * element_bytes_;
     op.temp_bytes = cost.temp_elements * element_bytes_;
+    // Forward reads its inputs once and writes its output (and saved state) once.
+    int64_t moved_elements = cost.output_elements + cost.saved_elements;
+    for (const Tensor& in : inputs) moved_elements += in.elements;
+    op.moved_bytes = moved_elements * element_bytes_;
     graph_.ops.push_back(std::move(op));
     for (const Tensor& in : inputs) graph_.edges.push_back(Edge{in.op, id, in.elements * element_bytes_});
     return Tensor{id, cost.output_elements};
@@ -103,65 +109,57 @@ OpCost crossEntropyCost(int64_t rows, int64_t classes) {
 
 // ---- MLP ------------------------------------------------------------------------------------
 
-namespace {
-
-// A plain deep MLP for scheduling experiments: 1024 input features, eight ReLU hidden layers
-// of 4096 units, 1000 classes. Wide and uniform, so every layer costs about the same.
-constexpr int64_t kMlpInputs = 1024;
-constexpr int64_t kMlpHidden = 4096;
-constexpr int kMlpHiddenLayers = 8;
-constexpr int64_t kMlpClasses = 1000;
-
-int64_t mlpLayerWidth(int i) { return i < kMlpHiddenLayers ? kMlpHidden : kMlpClasses; }
-int64_t mlpLayerInputs(int i) { return i == 0 ? kMlpInputs : kMlpHidden; }
-
-void buildMlp(GraphBuilder& g) {
+void buildMlp(GraphBuilder& g, const MlpArch& a) {
     const int64_t b = g.batch();
     Tensor x;
-    for (int i = 0; i <= kMlpHiddenLayers; ++i) {
+    for (int i = 0; i <= a.hidden_layers; ++i) {
+        const bool hidden = i < a.hidden_layers;
         g.beginLayer("fc" + std::to_string(i));
-        const OpCost fc = linearCost(b, mlpLayerInputs(i), mlpLayerWidth(i), true);
+        const OpCost fc = linearCost(b, i == 0 ? a.inputs : a.hidden, hidden ? a.hidden : a.classes, true);
         x = i == 0 ? g.add("linear", fc) : g.add("linear", fc, {x});
-        if (i < kMlpHiddenLayers) x = g.add("relu", elementwiseCost("relu", x.elements, kReluFlopsPerElement), {x});
+        if (hidden) x = g.add("relu", elementwiseCost("relu", x.elements, kReluFlopsPerElement), {x});
     }
-    g.add("loss", crossEntropyCost(b, kMlpClasses), {x});
+    g.add("loss", crossEntropyCost(b, a.classes), {x});
 }
 
-int64_t mlpParamCount() {
-    int64_t n = 0;
-    for (int i = 0; i <= kMlpHiddenLayers; ++i) n += mlpLayerInputs(i) * mlpLayerWidth(i) + mlpLayerWidth(i);
+namespace {
+
+// Sum of in*out + out over the MLP's linear layers.
+int64_t mlpParamCount(const MlpArch& a) {
+    int64_t n = 0, in = a.inputs;
+    for (int i = 0; i <= a.hidden_layers; ++i) {
+        const int64_t out = i < a.hidden_layers ? a.hidden : a.classes;
+        n += in * out + out;
+        in = out;
+    }
     return n;
 }
 
-std::vector<ZooModel> mlpModels() {
-    return {{{"mlp", "mlp",
-              "Deep MLP: 1024 inputs, 8 ReLU hidden layers of 4096, 1000 classes; parameters by formula "
-              "(sum of in*out + out over its 9 linear layers)",
-              0, static_cast<double>(mlpParamCount())},
-             [](GraphBuilder& g, int64_t) { buildMlp(g); }}};
+std::vector<ZooEntry> mlpEntries() {
+    const MlpArch& a = std::get<MlpArch>(*publishedArchitecture("mlp"));
+    return {{"mlp", "mlp",
+             "Deep MLP: " + std::to_string(a.inputs) + " inputs, " + std::to_string(a.hidden_layers) +
+                 " ReLU hidden layers of " + std::to_string(a.hidden) + ", " + std::to_string(a.classes) +
+                 " classes; parameters by formula (sum of in*out + out over its " +
+                 std::to_string(a.hidden_layers + 1) + " linear layers)",
+             0, static_cast<double>(mlpParamCount(a))}};
 }
 
-const std::vector<ZooModel>& registry() {
-    static const std::vector<ZooModel> models = [] {
-        std::vector<ZooModel> all;
-        for (auto family : {transformerModels, cnnModels, rnnModels, mlpModels})
-            for (ZooModel& m : family()) all.push_back(std::move(m));
-        return all;
-    }();
-    return models;
-}
+// Samples one zoo Graph may be built for: with the per-sample bound of architecture.cpp
+// (2^40 elements) byte counts stay far inside int64.
+constexpr int kMaxBatch = 1 << 20;
 
-const ZooModel* findModel(const std::string& name) {
-    for (const ZooModel& m : registry())
-        if (m.entry.name == name) return &m;
-    return nullptr;
-}
-
-std::string knownNames() {
-    std::string s;
-    for (const ZooModel& m : registry()) s += (s.empty() ? "" : ", ") + m.entry.name;
-    return s;
-}
+struct Build {
+    GraphBuilder& g;
+    void operator()(const GptArch& a) const { buildGpt(g, a); }
+    void operator()(const BertArch& a) const { buildBert(g, a); }
+    void operator()(const TransformerArch& a) const { buildTransformer(g, a); }
+    void operator()(const ResNetArch& a) const { buildResNet(g, a); }
+    void operator()(const VggArch& a) const { buildVgg(g, a); }
+    void operator()(const InceptionArch& a) const { buildInception(g, a); }
+    void operator()(const GnmtArch& a) const { buildGnmt(g, a); }
+    void operator()(const MlpArch& a) const { buildMlp(g, a); }
+};
 
 }  // namespace
 }  // namespace zoo
@@ -171,7 +169,8 @@ std::string knownNames() {
 const std::vector<ZooEntry>& zooModels() {
     static const std::vector<ZooEntry> entries = [] {
         std::vector<ZooEntry> out;
-        for (const zoo::ZooModel& m : zoo::registry()) out.push_back(m.entry);
+        for (auto family : {zoo::transformerEntries, zoo::cnnEntries, zoo::rnnEntries, zoo::mlpEntries})
+            for (ZooEntry& e : family()) out.push_back(std::move(e));
         return out;
     }();
     return entries;
@@ -184,20 +183,17 @@ const ZooEntry* findZooModel(const std::string& name) {
 }
 
 Graph buildZooModel(const ModelSpec& spec) {
-    const zoo::ZooModel* model = zoo::findModel(spec.zoo);
-    if (!model) throw Error("unknown zoo model '" + spec.zoo + "'; known models: " + zoo::knownNames());
-    if (spec.batch_size <= 0)
-        throw Error("zoo model '" + spec.zoo + "': batch size must be positive, got " + std::to_string(spec.batch_size));
-    if (spec.seq_len < 0)
-        throw Error("zoo model '" + spec.zoo + "': sequence length must be positive (or 0 for the model's default " +
-                    std::to_string(model->entry.default_seq_len) + "), got " + std::to_string(spec.seq_len));
+    const Architecture arch = resolveArchitecture(spec);  // throws for an unknown name or a bad override
+    if (spec.batch_size <= 0 || spec.batch_size > zoo::kMaxBatch)
+        throw Error("zoo model '" + spec.zoo + "': batch size must be from 1 to " + std::to_string(zoo::kMaxBatch) +
+                    ", got " + std::to_string(spec.batch_size));
     ModelSpec resolved = spec;
     // Models without a sequence (CNNs, the MLP) ignore seq_len and record 0, so a rebuild from
     // the recorded spec gives the same graph.
-    const bool has_sequence = model->entry.default_seq_len > 0;
-    resolved.seq_len = !has_sequence ? 0 : (spec.seq_len > 0 ? spec.seq_len : model->entry.default_seq_len);
-    zoo::GraphBuilder builder(model->entry.name, resolved);
-    model->build(builder, resolved.seq_len);
+    const ZooEntry* entry = findZooModel(spec.zoo);
+    resolved.seq_len = entry->default_seq_len > 0 ? sequenceLength(arch) : 0;
+    zoo::GraphBuilder builder(zooGraphName(resolved), resolved);
+    std::visit(zoo::Build{builder}, arch);
     return builder.finish();
 }
 

@@ -3,11 +3,11 @@
 // Costs follow the standard analytic formulas and are for the whole batch: FLOPs, element
 // counts and workspaces scale with the samples, parameter counts do not.
 #include <cstdint>
-#include <functional>
 #include <initializer_list>
 #include <string>
 #include <vector>
 
+#include "planners/model/architecture.h"
 #include "planners/model/graph.h"
 #include "planners/model/zoo.h"
 
@@ -78,16 +78,22 @@ OpCost softmaxCost(int64_t elements);
 // Softmax cross-entropy over `rows` rows of `classes` logits; keeps the probabilities for backward.
 OpCost crossEntropyCost(int64_t rows, int64_t classes);
 
-// A zoo model: its catalogue entry and the builder that fills a GraphBuilder with it for a
-// resolved sequence length (> 0 where the model has a sequence, 0 otherwise). Each family file
-// lists its models next to their dimensions so a figure and its source stay together.
-struct ZooModel {
-    ZooEntry entry;
-    std::function<void(GraphBuilder&, int64_t seq_len)> build;
-};
+// Each family's builder fills a GraphBuilder with the model an architecture describes
+// (architecture.h: the layers, their names and their modules), so the Graph and the engine
+// build the same model from the same numbers.
+void buildGpt(GraphBuilder& g, const GptArch& arch);                  // zoo_transformers.cpp
+void buildBert(GraphBuilder& g, const BertArch& arch);                // zoo_transformers.cpp
+void buildTransformer(GraphBuilder& g, const TransformerArch& arch);  // zoo_transformers.cpp
+void buildResNet(GraphBuilder& g, const ResNetArch& arch);            // zoo_cnn.cpp
+void buildVgg(GraphBuilder& g, const VggArch& arch);                  // zoo_cnn.cpp
+void buildInception(GraphBuilder& g, const InceptionArch& arch);      // zoo_cnn.cpp
+void buildGnmt(GraphBuilder& g, const GnmtArch& arch);                // zoo_rnn.cpp
+void buildMlp(GraphBuilder& g, const MlpArch& arch);                  // zoo.cpp
 
-std::vector<ZooModel> transformerModels();  // zoo_transformers.cpp: GPT-2, GPT-3, BERT, Transformer big
-std::vector<ZooModel> cnnModels();          // zoo_cnn.cpp: ResNets, VGGs, Inception-v3
-std::vector<ZooModel> rnnModels();          // zoo_rnn.cpp: GNMT
+// The catalogue entries of each family file, next to the published figures and their sources;
+// the dimensions in their descriptions come from the architecture table.
+std::vector<ZooEntry> transformerEntries();  // GPT-2, GPT-3, BERT, Transformer big
+std::vector<ZooEntry> cnnEntries();          // ResNets, VGGs, Inception-v3
+std::vector<ZooEntry> rnnEntries();          // GNMT
 
 }  // namespace hippie::zoo

@@ -1,18 +1,13 @@
 // Recurrent models of the zoo: GNMT-8, the Google NMT variant of the MLPerf translation
 // reference (NVIDIA's "GNMT v2"), which PipeDream trains as GNMT-8.
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "planners/model/zoo_builder.h"
 
 namespace hippie::zoo {
 namespace {
-
-constexpr int64_t kGnmtHidden = 1024;
-constexpr int64_t kGnmtVocab = 32320;  // 32317 shared BPE tokens padded to a multiple of 8
-constexpr int kGnmtLayersPerSide = 4;  // 4 encoder + 4 decoder LSTM layers: "GNMT-8"
-constexpr int kGnmtFirstResidualLayer = 2;  // residual connections start at the third layer
-constexpr int kGnmtSeq = 50;  // MLPerf / NVIDIA reference --train-max-length (source and target)
 
 // Per hidden unit and step: 3 sigmoids, 2 tanh, 3 products, 1 sum (rough, next to the matmuls).
 constexpr double kLstmCellFlopsPerUnit = 10;
@@ -44,18 +39,18 @@ Tensor residual(GraphBuilder& g, Tensor branch, Tensor skip) {
     return g.add("residual", elementwiseCost("add", branch.elements, kAddFlopsPerElement), {branch, skip});
 }
 
-// Layers enc0..enc3: a bidirectional first layer (two directions run in parallel, then are
-// concatenated), then unidirectional layers with residuals from the third on.
-Tensor gnmtEncoder(GraphBuilder& g, Tensor embedded, int64_t seq) {
-    const int64_t b = g.batch(), h = kGnmtHidden;
+// Layers enc0..enc<layers-1>: a bidirectional first layer (two directions run in parallel,
+// then are concatenated), then unidirectional layers with residuals from the third on.
+Tensor gnmtEncoder(GraphBuilder& g, const GnmtArch& m, Tensor embedded) {
+    const int64_t b = g.batch(), h = m.hidden, seq = m.seq_len;
     g.beginLayer("enc0");
     const Tensor forward = g.add("lstm_forward", lstmCost(b, seq, h, h), {embedded});
     const Tensor backward = g.add("lstm_backward", lstmCost(b, seq, h, h), {embedded});
     Tensor x = concatFeatures(g, "concat", forward, backward);
-    for (int i = 1; i < kGnmtLayersPerSide; ++i) {
+    for (int i = 1; i < m.layers; ++i) {
         g.beginLayer("enc" + std::to_string(i));
         const Tensor y = g.add("lstm", lstmCost(b, seq, x.elements / (b * seq), h), {x});
-        x = i >= kGnmtFirstResidualLayer ? residual(g, y, x) : y;
+        x = i >= m.first_residual_layer ? residual(g, y, x) : y;
     }
     return x;
 }
@@ -63,8 +58,8 @@ Tensor gnmtEncoder(GraphBuilder& g, Tensor embedded, int64_t seq) {
 // Normalised Bahdanau attention of the first decoder layer's states over the encoder outputs:
 // projections of queries and keys, additive scores (which keep their tanh for backward),
 // softmax, and the context as the probability-weighted sum of encoder outputs.
-Tensor bahdanauAttention(GraphBuilder& g, Tensor queries, Tensor encoded, int64_t seq) {
-    const int64_t b = g.batch(), h = kGnmtHidden, rows = b * seq;
+Tensor bahdanauAttention(GraphBuilder& g, const GnmtArch& m, Tensor queries, Tensor encoded) {
+    const int64_t b = g.batch(), h = m.hidden, seq = m.seq_len, rows = b * seq;
     const Tensor q = g.add("query_proj", linearCost(rows, h, h, false), {queries});
     const Tensor k = g.add("key_proj", linearCost(rows, h, h, false), {encoded});
     const int64_t pair_units = b * seq * seq * h;
@@ -80,46 +75,49 @@ Tensor bahdanauAttention(GraphBuilder& g, Tensor queries, Tensor encoded, int64_
     return g.add("context", activationMatmulCost(2.0 * static_cast<double>(pair_units), rows * h), {p, encoded});
 }
 
-// dec0 feeds the attention; dec1..dec3 read the previous layer's output concatenated with the
-// attention context, residuals from the third layer on.
-Tensor gnmtDecoder(GraphBuilder& g, Tensor embedded, Tensor encoded, int64_t seq) {
-    const int64_t b = g.batch(), h = kGnmtHidden;
+// dec0 feeds the attention; dec1..dec<layers-1> read the previous layer's output concatenated
+// with the attention context, residuals from the third layer on.
+Tensor gnmtDecoder(GraphBuilder& g, const GnmtArch& m, Tensor embedded, Tensor encoded) {
+    const int64_t b = g.batch(), h = m.hidden, seq = m.seq_len;
     g.beginLayer("dec0");
     Tensor x = g.add("lstm", lstmCost(b, seq, h, h), {embedded});
     g.beginLayer("attention");
-    const Tensor context = bahdanauAttention(g, x, encoded, seq);
-    for (int i = 1; i < kGnmtLayersPerSide; ++i) {
+    const Tensor context = bahdanauAttention(g, m, x, encoded);
+    for (int i = 1; i < m.layers; ++i) {
         g.beginLayer("dec" + std::to_string(i));
         const Tensor in = concatFeatures(g, "concat", x, context);
         const Tensor y = g.add("lstm", lstmCost(b, seq, 2 * h, h), {in});
-        x = i >= kGnmtFirstResidualLayer ? residual(g, y, x) : y;
+        x = i >= m.first_residual_layer ? residual(g, y, x) : y;
     }
     return x;
 }
 
-void buildGnmt8(GraphBuilder& g, int64_t seq) {
-    const int64_t rows = g.batch() * seq, h = kGnmtHidden;
-    g.beginLayer("embed");
-    // Encoder and decoder share one embedding table (the reference's --share-embedding default).
-    const Tensor source = g.add("encoder_embed", embeddingCost(rows, kGnmtVocab, h));
-    const Tensor target = g.add("decoder_embed", embeddingCost(rows, kGnmtVocab, h, /*owns_table=*/false));
-    const Tensor encoded = gnmtEncoder(g, source, seq);
-    const Tensor decoded = gnmtDecoder(g, target, encoded, seq);
-    g.beginLayer("head");
-    const Tensor logits = g.add("classifier", linearCost(rows, h, kGnmtVocab, true), {decoded});
-    g.add("loss", crossEntropyCost(rows, kGnmtVocab), {logits});
-}
-
 }  // namespace
 
-std::vector<ZooModel> rnnModels() {
-    return {{{"gnmt-8", "gnmt",
-              "GNMT-8 (Wu et al. 2016, as the MLPerf v0.5/v0.6 translation reference and NVIDIA GNMT v2 that "
-              "PipeDream trains): 4 encoder (first bidirectional) + 4 decoder LSTM layers of 1024, normalised "
-              "Bahdanau attention, shared 32320-token embedding, default sequence 50 (reference "
-              "--train-max-length); 160.7M parameters, the reference implementation's per-module count",
-              kGnmtSeq, 160.67e6},
-             [](GraphBuilder& g, int64_t seq) { buildGnmt8(g, seq); }}};
+void buildGnmt(GraphBuilder& g, const GnmtArch& m) {
+    const int64_t rows = g.batch() * m.seq_len, h = m.hidden;
+    g.beginLayer("embed");
+    // Encoder and decoder share one embedding table (the reference's --share-embedding default).
+    const Tensor source = g.add("encoder_embed", embeddingCost(rows, m.vocab, h));
+    const Tensor target = g.add("decoder_embed", embeddingCost(rows, m.vocab, h, /*owns_table=*/false));
+    const Tensor encoded = gnmtEncoder(g, m, source);
+    const Tensor decoded = gnmtDecoder(g, m, target, encoded);
+    g.beginLayer("head");
+    const Tensor logits = g.add("classifier", linearCost(rows, h, m.vocab, true), {decoded});
+    g.add("loss", crossEntropyCost(rows, m.vocab), {logits});
+}
+
+std::vector<ZooEntry> rnnEntries() {
+    const GnmtArch& a = std::get<GnmtArch>(*publishedArchitecture("gnmt-8"));
+    return {{"gnmt-8", "gnmt",
+             "GNMT-8 (Wu et al. 2016, as the MLPerf v0.5/v0.6 translation reference and NVIDIA GNMT v2 that "
+             "PipeDream trains): " + std::to_string(a.layers) + " encoder (first bidirectional) + " +
+                 std::to_string(a.layers) + " decoder LSTM layers of " + std::to_string(a.hidden) +
+                 ", normalised Bahdanau attention, shared " + std::to_string(a.vocab) +
+                 "-token embedding, default sequence " + std::to_string(a.seq_len) +
+                 " (reference --train-max-length); 160.7M parameters, the reference implementation's per-module "
+                 "count",
+             static_cast<int>(a.seq_len), 160.67e6}};
 }
 
 }  // namespace hippie::zoo

@@ -1,6 +1,7 @@
 // Transformer models of the zoo: GPT-2, GPT-3, BERT and the Transformer (big) of Vaswani et
 // al., all made of the one transformerBlock() below.
 #include <algorithm>
+#include <variant>
 #include <string>
 #include <vector>
 
@@ -119,53 +120,28 @@ void tiedLmHead(GraphBuilder& g, Tensor x, int64_t seq, int64_t d_model, int64_t
 
 // ---- GPT ------------------------------------------------------------------------------------
 
-struct GptDims {
-    int layers = 0;
-    int64_t d_model = 0;
-    int64_t heads = 0;
-    int64_t positions = 0;  // learned position table (n_ctx)
-};
+}  // namespace
 
-constexpr int64_t kGptVocab = 50257;  // GPT-2 BPE, also used by GPT-3
-
-void buildGpt(GraphBuilder& g, const GptDims& m, int64_t seq) {
-    const int64_t rows = g.batch() * seq, d = m.d_model;
-    const BlockShape block{d, m.heads, 4 * d, NormPlacement::Pre, "gelu", kGeluFlopsPerElement};
+void buildGpt(GraphBuilder& g, const GptArch& m) {
+    const int64_t seq = m.seq_len, rows = g.batch() * seq, d = m.d_model;
+    const BlockShape block{d, m.heads, m.d_ff, NormPlacement::Pre, "gelu", kGeluFlopsPerElement};
     g.beginLayer("embed");
-    const Tensor tokens = g.add("token_embed", embeddingCost(rows, kGptVocab, d));
-    // A sequence longer than n_ctx needs a longer table: the graph stays buildable.
-    const Tensor positions = g.add("position_embed", embeddingCost(rows, std::max(m.positions, seq), d));
+    const Tensor tokens = g.add("token_embed", embeddingCost(rows, m.vocab, d));
+    const Tensor positions = g.add("position_embed", embeddingCost(rows, m.positions, d));
     Tensor x = g.add("sum", elementwiseCost("add", rows * d, kAddFlopsPerElement), {tokens, positions});
     for (int i = 0; i < m.layers; ++i) {
         g.beginLayer("block" + std::to_string(i));
         x = transformerBlock(g, block, x, seq);
     }
     g.beginLayer("head");
-    tiedLmHead(g, layerNorm(g, "ln_f", x, d), seq, d, kGptVocab, "lm_head");
-}
-
-ZooModel gptModel(const char* name, const GptDims& dims, double published, const std::string& source) {
-    const std::string description = std::string(name) + ": decoder-only, " + std::to_string(dims.layers) +
-                                     " pre-LN blocks, d_model " + std::to_string(dims.d_model) + ", " +
-                                     std::to_string(dims.heads) + " heads, 50257-token vocabulary, LM head tied to "
-                                     "the token embedding; " + source;
-    return {{name, "gpt", description, static_cast<int>(dims.positions), published},
-            [dims](GraphBuilder& g, int64_t seq) { buildGpt(g, dims, seq); }};
+    tiedLmHead(g, layerNorm(g, "ln_f", x, d), seq, d, m.vocab, "lm_head");
 }
 
 // ---- BERT -----------------------------------------------------------------------------------
 
-struct BertDims {
-    int layers = 0;
-    int64_t d_model = 0;
-    int64_t heads = 0;
-};
+namespace {
 
-constexpr int64_t kBertVocab = 30522;  // WordPiece, uncased
-constexpr int64_t kBertPositions = 512;
-constexpr int64_t kBertSegments = 2;  // sentence A / B
-
-void bertPretrainingHead(GraphBuilder& g, Tensor x, int64_t seq, int64_t d) {
+void bertPretrainingHead(GraphBuilder& g, Tensor x, int64_t seq, int64_t d, int64_t vocab) {
     const int64_t b = g.batch(), rows = b * seq;
     // Next-sentence prediction reads the [CLS] token only: the first row of each sample.
     Tensor cls = g.add("pooler", linearCost(b, d, d, true), {Tensor{x.op, b * d}});
@@ -175,17 +151,19 @@ void bertPretrainingHead(GraphBuilder& g, Tensor x, int64_t seq, int64_t d) {
     Tensor h = g.add("mlm_transform", linearCost(rows, d, d, true), {x});
     h = g.add("mlm_gelu", elementwiseCost("gelu", h.elements, kGeluFlopsPerElement), {h});
     h = layerNorm(g, "mlm_norm", h, d);
-    const Tensor logits = g.add("mlm_decoder", linearCost(rows, d, kBertVocab, true, /*owns_weight=*/false), {h});
-    g.add("loss", crossEntropyCost(rows, kBertVocab), {logits, nsp});
+    const Tensor logits = g.add("mlm_decoder", linearCost(rows, d, vocab, true, /*owns_weight=*/false), {h});
+    g.add("loss", crossEntropyCost(rows, vocab), {logits, nsp});
 }
 
-void buildBert(GraphBuilder& g, const BertDims& m, int64_t seq) {
-    const int64_t rows = g.batch() * seq, d = m.d_model;
-    const BlockShape block{d, m.heads, 4 * d, NormPlacement::Post, "gelu", kGeluFlopsPerElement};
+}  // namespace
+
+void buildBert(GraphBuilder& g, const BertArch& m) {
+    const int64_t seq = m.seq_len, rows = g.batch() * seq, d = m.d_model;
+    const BlockShape block{d, m.heads, m.d_ff, NormPlacement::Post, "gelu", kGeluFlopsPerElement};
     g.beginLayer("embed");
-    const Tensor words = g.add("word_embed", embeddingCost(rows, kBertVocab, d));
-    const Tensor positions = g.add("position_embed", embeddingCost(rows, std::max(kBertPositions, seq), d));
-    const Tensor segments = g.add("segment_embed", embeddingCost(rows, kBertSegments, d));
+    const Tensor words = g.add("word_embed", embeddingCost(rows, m.vocab, d));
+    const Tensor positions = g.add("position_embed", embeddingCost(rows, m.positions, d));
+    const Tensor segments = g.add("segment_embed", embeddingCost(rows, m.segments, d));
     Tensor x = g.add("sum", elementwiseCost("add", rows * d, 2 * kAddFlopsPerElement), {words, positions, segments});
     x = layerNorm(g, "norm", x, d);
     for (int i = 0; i < m.layers; ++i) {
@@ -193,33 +171,14 @@ void buildBert(GraphBuilder& g, const BertDims& m, int64_t seq) {
         x = transformerBlock(g, block, x, seq);
     }
     g.beginLayer("head");
-    bertPretrainingHead(g, x, seq, d);
-}
-
-ZooModel bertModel(const char* name, const BertDims& dims, double published) {
-    const std::string description = std::string(name) + ": " + std::to_string(dims.layers) + " post-LN blocks, d_model " +
-                                    std::to_string(dims.d_model) + ", " + std::to_string(dims.heads) +
-                                    " heads, MLM + NSP pre-training heads; " +
-                                    std::to_string(static_cast<int>(published / 1e6)) +
-                                    "M parameters (Devlin et al. 2019, BERT paper, section 3)";
-    return {{name, "bert", description, static_cast<int>(kBertPositions), published},
-            [dims](GraphBuilder& g, int64_t seq) { buildBert(g, dims, seq); }};
+    bertPretrainingHead(g, x, seq, d, m.vocab);
 }
 
 // ---- Transformer (big), Vaswani et al. 2017 -----------------------------------------------
 
-constexpr int kTransformerBigLayers = 6;  // per side
-constexpr int64_t kTransformerBigModel = 1024;
-constexpr int64_t kTransformerBigHeads = 16;
-constexpr int64_t kTransformerBigFf = 4096;
-constexpr int64_t kTransformerBigVocab = 37000;  // shared source-target BPE, WMT'14 en-de
-// Vaswani et al. batch by ~25k tokens, not by a fixed length; tensor2tensor's transformer_big
-// (behind the MLPerf Transformer reference) caps sequences at max_length 256.
-constexpr int kTransformerBigSeq = 256;
-
-void buildTransformerBig(GraphBuilder& g, int64_t seq) {
-    const int64_t rows = g.batch() * seq, d = kTransformerBigModel, vocab = kTransformerBigVocab;
-    const BlockShape block{d, kTransformerBigHeads, kTransformerBigFf, NormPlacement::Post, "relu", kReluFlopsPerElement};
+void buildTransformer(GraphBuilder& g, const TransformerArch& m) {
+    const int64_t seq = m.seq_len, rows = g.batch() * seq, d = m.d_model, vocab = m.vocab;
+    const BlockShape block{d, m.heads, m.d_ff, NormPlacement::Post, "relu", kReluFlopsPerElement};
     const OpCost positions = elementwiseCost("add", rows * d, kSinusoidFlopsPerElement);
     g.beginLayer("embed");
     // One table serves source, target and the pre-softmax projection (paper, section 3.4).
@@ -227,12 +186,12 @@ void buildTransformerBig(GraphBuilder& g, int64_t seq) {
     src = g.add("source_position", positions, {src});
     Tensor tgt = g.add("target_embed", embeddingCost(rows, vocab, d, /*owns_table=*/false));
     tgt = g.add("target_position", positions, {tgt});
-    for (int i = 0; i < kTransformerBigLayers; ++i) {
+    for (int i = 0; i < m.layers; ++i) {
         g.beginLayer("enc" + std::to_string(i));
         src = transformerBlock(g, block, src, seq);
     }
     const Memory encoded{src, seq};
-    for (int i = 0; i < kTransformerBigLayers; ++i) {
+    for (int i = 0; i < m.layers; ++i) {
         g.beginLayer("dec" + std::to_string(i));
         tgt = transformerBlock(g, block, tgt, seq, &encoded);
     }
@@ -240,29 +199,63 @@ void buildTransformerBig(GraphBuilder& g, int64_t seq) {
     tiedLmHead(g, tgt, seq, d, vocab, "output_proj");
 }
 
+// ---- Catalogue ------------------------------------------------------------------------------
+
+namespace {
+
+template <class Arch>
+const Arch& published(const std::string& name) {
+    return std::get<Arch>(*publishedArchitecture(name));
+}
+
+ZooEntry gptEntry(const char* name, double published_params, const std::string& source) {
+    const GptArch& a = published<GptArch>(name);
+    const std::string description = std::string(name) + ": decoder-only, " + std::to_string(a.layers) +
+                                    " pre-LN blocks, d_model " + std::to_string(a.d_model) + ", " +
+                                    std::to_string(a.heads) + " heads, " + std::to_string(a.vocab) +
+                                    "-token vocabulary, LM head tied to the token embedding; " + source;
+    return {name, "gpt", description, static_cast<int>(a.seq_len), published_params};
+}
+
+ZooEntry bertEntry(const char* name, double published_params) {
+    const BertArch& a = published<BertArch>(name);
+    const std::string description = std::string(name) + ": " + std::to_string(a.layers) + " post-LN blocks, d_model " +
+                                    std::to_string(a.d_model) + ", " + std::to_string(a.heads) +
+                                    " heads, MLM + NSP pre-training heads; " +
+                                    std::to_string(static_cast<int>(published_params / 1e6)) +
+                                    "M parameters (Devlin et al. 2019, BERT paper, section 3)";
+    return {name, "bert", description, static_cast<int>(a.seq_len), published_params};
+}
+
+ZooEntry transformerBigEntry() {
+    const TransformerArch& a = published<TransformerArch>("transformer-big");
+    const std::string description =
+        "Transformer (big): " + std::to_string(a.layers) + "+" + std::to_string(a.layers) +
+        " post-LN encoder-decoder blocks, d_model " + std::to_string(a.d_model) + ", " + std::to_string(a.heads) +
+        " heads, d_ff " + std::to_string(a.d_ff) + ", shared " + std::to_string(a.vocab) +
+        "-token vocabulary tied to the output projection, default sequence " + std::to_string(a.seq_len) +
+        " (tensor2tensor max_length); 213M parameters (Vaswani et al. 2017, Table 3)";
+    return {"transformer-big", "transformer", description, static_cast<int>(a.seq_len), 213e6};
+}
+
 }  // namespace
 
-std::vector<ZooModel> transformerModels() {
+std::vector<ZooEntry> transformerEntries() {
     const std::string gpt2_source = "parameters as released (openai/gpt-2 checkpoint names 124M/355M/774M/1558M; "
                                     "the paper's Table 2 figures are lower)";
     const std::string gpt3_source = "parameters from Brown et al. 2020, Table 2.1 (dense attention in every block)";
     return {
-        gptModel("gpt2-small", {12, 768, 12, 1024}, 124e6, "124M " + gpt2_source),
-        gptModel("gpt2-medium", {24, 1024, 16, 1024}, 355e6, "355M " + gpt2_source),
-        gptModel("gpt2-large", {36, 1280, 20, 1024}, 774e6, "774M " + gpt2_source),
-        gptModel("gpt2-xl", {48, 1600, 25, 1024}, 1558e6, "1558M " + gpt2_source),
-        gptModel("gpt3-1.3b", {24, 2048, 24, 2048}, 1.3e9, "1.3B " + gpt3_source),
-        gptModel("gpt3-2.7b", {32, 2560, 32, 2048}, 2.7e9, "2.7B " + gpt3_source),
-        gptModel("gpt3-6.7b", {32, 4096, 32, 2048}, 6.7e9, "6.7B " + gpt3_source),
-        gptModel("gpt3-13b", {40, 5140, 40, 2048}, 13.0e9, "13.0B " + gpt3_source),
-        bertModel("bert-base", {12, 768, 12}, 110e6),
-        bertModel("bert-large", {24, 1024, 16}, 340e6),
-        {{"transformer-big", "transformer",
-          "Transformer (big): 6+6 post-LN encoder-decoder blocks, d_model 1024, 16 heads, d_ff 4096, shared "
-          "37000-token vocabulary tied to the output projection, default sequence 256 (tensor2tensor max_length); "
-          "213M parameters (Vaswani et al. 2017, Table 3)",
-          kTransformerBigSeq, 213e6},
-         [](GraphBuilder& g, int64_t seq) { buildTransformerBig(g, seq); }},
+        gptEntry("gpt2-small", 124e6, "124M " + gpt2_source),
+        gptEntry("gpt2-medium", 355e6, "355M " + gpt2_source),
+        gptEntry("gpt2-large", 774e6, "774M " + gpt2_source),
+        gptEntry("gpt2-xl", 1558e6, "1558M " + gpt2_source),
+        gptEntry("gpt3-1.3b", 1.3e9, "1.3B " + gpt3_source),
+        gptEntry("gpt3-2.7b", 2.7e9, "2.7B " + gpt3_source),
+        gptEntry("gpt3-6.7b", 6.7e9, "6.7B " + gpt3_source),
+        gptEntry("gpt3-13b", 13.0e9, "13.0B " + gpt3_source),
+        bertEntry("bert-base", 110e6),
+        bertEntry("bert-large", 340e6),
+        transformerBigEntry(),
     };
 }
 

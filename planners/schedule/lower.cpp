@@ -7,6 +7,7 @@
 
 #include "planners/common/error.h"
 #include "planners/schedule/schedule_orders.h"
+#include "planners/schedule/tied_weights.h"
 
 namespace hippie {
 
@@ -427,6 +428,7 @@ Program lower(const Plan& plan, const Graph& graph) {
             prog.streams.push_back(deriver.derive(full, static_cast<int>(r), device, parts_of_segment));
         }
     }
+    if (!placement) addTiedWeightReductions(prog, graph);
     return prog;
 }
 

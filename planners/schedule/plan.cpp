@@ -19,10 +19,11 @@ constexpr std::array<std::pair<ScheduleKind, const char*>, 5> kScheduleNames = {
     {ScheduleKind::ZeroBubbleH1, "zb-h1"},
 }};
 
-constexpr std::array<std::pair<Optimizer, const char*>, 3> kOptimizerNames = {{
+constexpr std::array<std::pair<Optimizer, const char*>, 4> kOptimizerNames = {{
     {Optimizer::SGD, "sgd"},
     {Optimizer::SGDMomentum, "sgd-momentum"},
     {Optimizer::Adam, "adam"},
+    {Optimizer::AdamW, "adamw"},
 }};
 
 template <typename Names>

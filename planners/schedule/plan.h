@@ -19,8 +19,8 @@ const char* toString(ScheduleKind k);              // "gpipe", "1f1b", "hippie",
 ScheduleKind scheduleFromString(const std::string& s);  // throws Error naming the value
 std::vector<ScheduleKind> allScheduleKinds();
 
-enum class Optimizer { SGD, SGDMomentum, Adam };
-const char* toString(Optimizer o);  // "sgd", "sgd-momentum", "adam"
+enum class Optimizer { SGD, SGDMomentum, Adam, AdamW };  // AdamW: Adam with decoupled weight decay
+const char* toString(Optimizer o);  // "sgd", "sgd-momentum", "adam", "adamw"
 Optimizer optimizerFromString(const std::string& s);
 
 struct StageRange {

@@ -6,6 +6,7 @@
 
 #include "planners/common/error.h"
 #include "planners/common/json_read.h"
+#include "planners/model/overrides_json.h"
 
 namespace hippie {
 
@@ -15,7 +16,8 @@ using namespace json_read;
 namespace {
 
 constexpr const char* kFormat = "hippie-plan";
-constexpr int kVersion = 1;
+// Version 2 adds model.overrides; a plan without them is still written as version 1.
+constexpr int kVersion = 2;
 // Most devices a plan may use: as for clusters (cluster_json.cpp), far above any the planners
 // search, and it bounds what the device map allocates before any cluster is consulted.
 constexpr int64_t kMaxDevices = 1 << 20;
@@ -39,8 +41,10 @@ void checkCounts(const Plan& p, const std::string& where) {
 // ---- writing ----
 
 json modelToJson(const ModelSpec& s) {
-    return {{"zoo", s.zoo}, {"file", s.file}, {"batch_size", s.batch_size}, {"seq_len", s.seq_len},
-            {"precision", toString(s.precision)}};
+    json j = {{"zoo", s.zoo}, {"file", s.file}, {"batch_size", s.batch_size}, {"seq_len", s.seq_len},
+              {"precision", toString(s.precision)}};
+    writeOverrides(j, s);
+    return j;
 }
 
 json stagesToJson(const std::vector<StageRange>& stages) {
@@ -72,6 +76,7 @@ ModelSpec readModel(const json& j, const std::string& where) {
     s.batch_size = requireInt(m, "batch_size", w, Bound::Positive);
     s.seq_len = optionalInt(m, "seq_len", w, Bound::NonNegative).value_or(0);
     s.precision = readEnum(m, "precision", w, Precision::FP32, precisionFromString);
+    readOverrides(m, w, s);
     return s;
 }
 
@@ -158,7 +163,7 @@ void checkDeviceMap(const Plan& p, const std::string& where) {
 
 json planToJson(const Plan& p) {
     return {{"format", kFormat},
-            {"version", kVersion},
+            {"version", modelSpecFormatVersion(p.model)},
             {"model", modelToJson(p.model)},
             {"cluster", p.cluster},
             {"planner", p.planner},

@@ -51,6 +51,9 @@ struct Bucket {
     int segment = 0;
     std::vector<int> ops;  // ops whose parameter gradients it holds
     int64_t bytes = 0;     // gradient bytes
+    // A tied weight's gradient sum (tied_weights.h): `segment` owns the weight, tied_segment
+    // holds its copy; not a data-parallel bucket of either.
+    int tied_segment = -1;
 };
 
 struct Instr {

@@ -109,7 +109,8 @@ private:
     }
 
     int bucketsOf(int segment) const {
-        return static_cast<int>(std::count_if(p_.buckets.begin(), p_.buckets.end(), [&](const Bucket& b) { return b.segment == segment; }));
+        return static_cast<int>(std::count_if(p_.buckets.begin(), p_.buckets.end(),
+                                              [&](const Bucket& b) { return b.segment == segment && b.tied_segment < 0; }));
     }
 
     // Forward before backward, every micro-batch of every hosted segment, inputs present
@@ -202,7 +203,7 @@ private:
         for (const auto& k : done) complete += k.first == segment;
         if (complete == p_.micro_batches)
             for (size_t b = 0; b < p_.buckets.size(); ++b)
-                if (p_.buckets[b].segment == segment) buckets_ready.insert(static_cast<int>(b));
+                if (p_.buckets[b].segment == segment || p_.buckets[b].tied_segment == segment) buckets_ready.insert(static_cast<int>(b));
     }
 
     void checkCollectives() {

@@ -60,21 +60,25 @@ std::vector<SegmentMemory> segmentMemory(const Program& prog, const CostModel& c
         m.weight_inputs = cost.scaled(m.weight_inputs, b);
         m.temp = cost.scaled(m.temp, b);
     }
-    for (const Bucket& bk : prog.buckets) ++out[static_cast<size_t>(bk.segment)].buckets;
+    for (const Bucket& bk : prog.buckets)
+        if (bk.tied_segment < 0) ++out[static_cast<size_t>(bk.segment)].buckets;  // a tied weight's sum splits no backward
     return out;
 }
 
 class Simulation {
 public:
     Simulation(const Program& prog, const Plan& plan, const CostModel& cost, const SimOptions& opt)
-        : prog_(prog), plan_(plan), cost_(cost), opt_(opt), mem_(segmentMemory(prog, cost)) {}
+        : prog_(prog), plan_(plan), cost_(cost), opt_(opt), mem_(segmentMemory(prog, cost)) {
+        countPortSharing();
+    }
 
     Trace run() {
         ExecutionDurations d;
         d.compute = [this](int s, const Instr& in) { return computeTime(prog_.devices[static_cast<size_t>(s)], in); };
-        d.transfer = [this](const Instr& in, int from, int to) { return cost_.p2pTime(in.bytes, from, to); };
+        d.transfer = [this](const Instr& in, int from, int to) { return cost_.p2pTime(in.bytes, from, to, sendSharing(from, to)); };
         d.collective = [this](const Instr& in) {
-            return cost_.allReduceTime(prog_.buckets[static_cast<size_t>(in.bucket)].bytes, prog_.groups[static_cast<size_t>(in.group)]);
+            return cost_.allReduceTime(prog_.buckets[static_cast<size_t>(in.bucket)].bytes, prog_.groups[static_cast<size_t>(in.group)],
+                                       group_sharing_[static_cast<size_t>(in.group)]);
         };
         const ExecutionResult res = execute(prog_, d);
         if (!res.finished) throw Error("the program deadlocks: " + res.stuck.front());
@@ -89,6 +93,42 @@ public:
     }
 
 private:
+    // Network ports are shared by what leaves a node at once. The executor times each
+    // instruction alone, so sharing is counted from the program: the pipelines' cross-node
+    // sends in one direction between the same two stages run side by side (one per
+    // replica), and the all-reduces of different stages' groups overlap at the end of the
+    // step. Each counts the flows leaving (or entering) the busiest node it touches.
+    void countPortSharing() {
+        const Cluster& c = cost_.cluster();
+        std::set<std::pair<int, int>> pairs;
+        for (size_t s = 0; s < prog_.streams.size(); ++s)
+            for (const Instr& in : prog_.streams[s])
+                if (isSend(in.kind) && in.peer >= 0 && !c.sameNode(prog_.devices[s], in.peer)) pairs.insert({prog_.devices[s], in.peer});
+        std::map<int, int> egress, ingress;
+        for (const auto& [from, to] : pairs) {
+            ++egress[c.nodeOf(from)];
+            ++ingress[c.nodeOf(to)];
+        }
+        for (const auto& [from, to] : pairs) send_sharing_[{from, to}] = std::max(egress[c.nodeOf(from)], ingress[c.nodeOf(to)]);
+        // Collectives: a node's count is the number of multi-node groups with a member on it.
+        std::map<int, int> groups_on_node;
+        std::vector<std::set<int>> nodes_of(prog_.groups.size());
+        for (size_t g = 0; g < prog_.groups.size(); ++g) {
+            for (int d : prog_.groups[g]) nodes_of[g].insert(c.nodeOf(d));
+            if (nodes_of[g].size() > 1)
+                for (int n : nodes_of[g]) ++groups_on_node[n];
+        }
+        group_sharing_.assign(prog_.groups.size(), 1);
+        for (size_t g = 0; g < prog_.groups.size(); ++g)
+            if (nodes_of[g].size() > 1)
+                for (int n : nodes_of[g]) group_sharing_[g] = std::max(group_sharing_[g], groups_on_node[n]);
+    }
+
+    int sendSharing(int from, int to) const {
+        const auto it = send_sharing_.find({from, to});
+        return it == send_sharing_.end() ? 1 : it->second;
+    }
+
     double computeTime(int device, const Instr& in) {
         const Segment& seg = prog_.segments[static_cast<size_t>(std::max(in.segment, 0))];
         const double b = prog_.micro_batch_size;
@@ -267,6 +307,8 @@ private:
     const CostModel& cost_;
     const SimOptions& opt_;
     std::vector<SegmentMemory> mem_;
+    std::map<std::pair<int, int>, int> send_sharing_;  // cross-node (from, to) pairs: flows sharing their ports
+    std::vector<int> group_sharing_;                   // per all-reduce group: collectives sharing its ports
     std::unordered_map<uint64_t, double> fwd_, bwd_, bwd_w_, recompute_;
 };
 

@@ -1,9 +1,10 @@
 // Planner comparison and planning-time scaling.
 //   build-release/bin/bench_planners [table|scaling|all] [--family hybrid|any] [--budget SECONDS] [--repeat N]
 // table:   every registered planner of the family on gpt3-1.3b, gpt3-13b, bert-large and
-//          resnet152 x dgx-a100-2x8 and v100-4x4 (objective ME): throughput, peak memory and
-//          ME, each relative to data-parallel (or, where it does not fit, to the best feasible
-//          baseline), and planning time (wall clock and this thread's CPU time).
+//          resnet152 x dgx-a100-2x8 and v100-4x4 (objective me-floor, the default: within 10%
+//          of the best throughput, then least memory): throughput, peak memory and ME, each
+//          relative to the best baseline under that objective, and planning time (wall clock
+//          and this thread's CPU time).
 // scaling: hippie's planning time for gpt3-13b on 8 to 128 A100s (DGX nodes; 8x8 and 16x8
 //          are built in code), and on dgx-a100-4x8 for GPT models of 12 to 48 blocks.
 // Use a Release build: planning time is the point.
@@ -18,6 +19,7 @@
 
 #include "planners/algorithms/evaluate.h"
 #include "planners/algorithms/registry.h"
+#include "planners/algorithms/side_by_side.h"
 #include "planners/cluster/cluster_json.h"
 #include "planners/model/zoo.h"
 
@@ -63,6 +65,8 @@ Problem zooProblem(const std::string& model, const Cluster& cluster, const std::
     p.cluster_name = cluster_name;
     p.global_batch = global_batch;
     p.optimizer = Optimizer::Adam;
+    p.objective = Objective::MemoryEfficiencyWithThroughputFloor;
+    p.throughput_floor = 0.9;
     return p;
 }
 
@@ -96,20 +100,19 @@ std::string shortPlan(const Plan& p) {
     return s;
 }
 
-// The reference: data-parallel when it fits, else the best feasible baseline by ME.
-const Timed* reference(const std::vector<std::pair<std::string, Timed>>& rows) {
-    const Timed* best = nullptr;
-    for (const auto& [name, t] : rows) {
-        if (!t.result.feasible || name == "hippie" || name == "exhaustive") continue;
-        if (name == "data-parallel") return &t;
-        if (!best || t.result.metrics.memory_efficiency > best->result.metrics.memory_efficiency) best = &t;
-    }
-    return best;
+// The reference: the best baseline under the problem's objective (as hippie-plan compare).
+const Timed* reference(const Problem& problem, const std::vector<std::pair<std::string, Timed>>& rows) {
+    std::vector<PlannerResult> results;
+    for (const auto& row : rows) results.push_back(row.second.result);
+    const int i = referenceResult(problem, results);
+    return i >= 0 ? &rows[static_cast<size_t>(i)].second : nullptr;
 }
 
-void printTable(const std::string& model, const std::string& cluster, const std::vector<std::pair<std::string, Timed>>& rows) {
-    const Timed* ref = reference(rows);
-    std::printf("\n%s on %s (global batch %d, objective me; relative to %s)\n", model.c_str(), cluster.c_str(), batchFor(model),
+void printTable(const Problem& problem, const std::string& model, const std::string& cluster,
+                const std::vector<std::pair<std::string, Timed>>& rows) {
+    const Timed* ref = reference(problem, rows);
+    std::printf("\n%s on %s (global batch %d, objective %s; relative to %s)\n", model.c_str(), cluster.c_str(), batchFor(model),
+                toString(problem.objective),
                 ref ? ref->result.planner.c_str() : "nothing: no baseline fits");
     std::printf("  %-16s %-14s %10s %9s %9s %8s %8s %8s %9s %9s  %s\n", "planner", "plan", "samples/s", "peak GiB", "ME", "thr x",
                 "peak x", "ME x", "wall s", "cpu s", "note");
@@ -137,7 +140,7 @@ void comparisonTable(const Options& o) {
             std::vector<std::pair<std::string, Timed>> rows;
             for (const PlannerInfo& p : plannerRegistry())
                 if (o.family == "any" || p.family == o.family) rows.emplace_back(p.name, timedPlan(p.name, problem, o.budget_s));
-            printTable(model, cluster, rows);
+            printTable(problem, model, cluster, rows);
         }
     }
 }

@@ -13,13 +13,18 @@ ARGS=(--model gpt2-small --cluster dgx-a100-1x8 --global-batch 64 --precision fp
 "$BIN" compare "${ARGS[@]}" --json --out "$OUT/plans" >"$OUT/results.json" || fail "compare --json exited with $?"
 python3 - "$OUT/results.json" "$OUT/plans" <<'PY' || fail "compare --json results are wrong"
 import json, os, sys
-results = json.load(open(sys.argv[1]))["results"]
+doc = json.load(open(sys.argv[1]))
+results = doc["results"]
 names = [r["planner"] for r in results]
+# The default objective is me-floor at 0.9; the reference is a baseline, never hippie.
+assert doc["objective"] == "me-floor" and doc["throughput_floor"] == 0.9, doc["objective"]
+assert doc["reference"] not in ("hippie", "exhaustive", None), doc["reference"]
 # Every hybrid planner of the issue is registered and runs by default.
 for name in ["hippie", "data-parallel", "equal-params", "uniform", "pipedream", "gpipe-balance"]:
     assert name in names, f"{name} missing from {names}"
 for r in results:
-    assert set(r) == {"planner", "plan", "metrics", "planning_time_s", "feasible", "skipped", "reason"}, r.keys()
+    assert set(r) == {"planner", "plan", "metrics", "planning_time_s", "feasible", "skipped", "reason", "notes"}, r.keys()
+    assert isinstance(r["notes"], list), r["notes"]
     # gpt2-small has 14 layers: beyond the exhaustive search, which skips it (no verdict).
     assert r["skipped"] == (r["planner"] == "exhaustive"), r
     if r["feasible"]:

@@ -9,18 +9,8 @@ trap 'rm -rf "$OUT"' EXIT
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-# expect_error WORD ARGS...: exit 2, one stderr line that contains WORD, nothing on stdout
-expect_error() {
-    local word=$1
-    shift
-    local rc=0
-    "$BIN" "$@" >"$OUT/stdout" 2>"$OUT/stderr" || rc=$?
-    local what="hippie-plan $*"
-    [[ $rc -eq 2 ]] || fail "$what: exit code $rc, expected 2 (stderr: $(cat "$OUT/stderr"))"
-    [[ $(wc -l <"$OUT/stderr") -eq 1 ]] || fail "$what: stderr is not one line: $(cat "$OUT/stderr")"
-    grep -qF -- "$word" "$OUT/stderr" || fail "$what: stderr does not mention '$word': $(cat "$OUT/stderr")"
-    [[ ! -s $OUT/stdout ]] || fail "$what: printed on stdout: $(cat "$OUT/stdout")"
-}
+# shellcheck source=expect_error.sh
+source "$(dirname "$0")/expect_error.sh"
 
 # sim MODEL CLUSTER PP DP MICROBATCHES GLOBAL_BATCH SCHEDULE [MORE...]: a simulate command line
 sim() {
@@ -43,7 +33,7 @@ expect_error "$OUT/broken.json" $(sim mlp "$OUT/broken.json" 2 1 2 16 1f1b)
 expect_error "cluster 'cpu-local' has 4" $(sim mlp cpu-local 4 2 2 16 1f1b)
 expect_error "global batch 15" $(sim mlp cpu-local 2 2 2 15 1f1b)
 expect_error "--microbatches" $(sim mlp cpu-local 2 2 -2 16 1f1b)
-expect_error "model 'mlp' has 9 layers" $(sim mlp cpu-local 4 1 2 16 interleaved --virtual-stages 3)
+expect_error "more stages than the 9 layers of 'mlp'" $(sim mlp cpu-local 4 1 2 16 interleaved --virtual-stages 3)
 expect_error "fp8" $(sim mlp cpu-local 2 2 2 16 1f1b --precision fp8)
 expect_error "--global-batch" simulate --model mlp --cluster cpu-local --pp 2 --dp 1 --microbatches 2 --schedule 1f1b
 expect_error "--pp" simulate --plan "$OUT/broken.json" --pp 2

@@ -178,22 +178,41 @@ private slots:
         QVERIFY2(contains(r.reason, "memory") && contains(r.reason, "16.0 GiB") && contains(r.reason, "12.0 GiB"), r.reason.c_str());
     }
 
-    void dataParallelAccumulatesGradientsOnlyWhenNeeded() {
+    // Data parallelism sweeps its micro-batch count (gradient accumulation) under the
+    // problem's objective: of the counts whose activations fit, the one the objective ranks
+    // first, checked against every count simulated here.
+    void dataParallelSweepsMicroBatchesUnderTheObjective() {
         // 256 MiB of activations per sample and layer: 8 samples a replica need 8 GiB at once.
-        const Problem problem = makeProblem(chainGraph(4, 1, 2, 1 << 20, int64_t(256) << 20), exactCluster(1, 2, 3 * kGiB), 16);
-        const PlannerResult r = run("data-parallel", problem);
-        QVERIFY2(r.feasible, r.reason.c_str());
-        QCOMPARE(r.plan.dp, 2);
-        QCOMPARE(r.plan.pipelineDepth(), 1);
-        QCOMPARE(r.plan.schedule, ScheduleKind::Hippie);
-        QVERIFY(r.plan.micro_batches > 1);
-        Plan fewer = r.plan;
-        fewer.micro_batches = r.plan.micro_batches / 2;
-        QVERIFY(!evaluate(problem, fewer).fits_memory);
-        QCOMPARE(checkFeasiblePlan(problem, r), std::string());
-        // Small activations: one micro-batch.
-        const Problem small = makeProblem(chainGraph(4, 1, 2, 1 << 20, 1 << 20), exactCluster(1, 2, 3 * kGiB), 16);
-        QCOMPARE(run("data-parallel", small).plan.micro_batches, 1);
+        Problem problem = makeProblem(chainGraph(4, 1, 2, 1 << 20, int64_t(256) << 20), exactCluster(1, 2, 3 * kGiB), 16);
+        for (Objective o : {Objective::MemoryEfficiency, Objective::Throughput, Objective::MemoryEfficiencyWithThroughputFloor}) {
+            problem.objective = o;
+            const PlannerResult r = run("data-parallel", problem);
+            QVERIFY2(r.feasible, r.reason.c_str());
+            QCOMPARE(r.plan.dp, 2);
+            QCOMPARE(r.plan.pipelineDepth(), 1);
+            QCOMPARE(r.plan.schedule, ScheduleKind::Hippie);
+            QCOMPARE(checkFeasiblePlan(problem, r), std::string());
+            double best_throughput = 0;
+            std::vector<TraceMetrics> fits;
+            for (int m : {1, 2, 4, 8}) {
+                Plan p = r.plan;
+                p.micro_batches = m;
+                const TraceMetrics t = evaluate(problem, p);
+                if (t.fits_memory) fits.push_back(t);
+                if (t.fits_memory) best_throughput = std::max(best_throughput, t.throughput_samples_per_s);
+            }
+            QVERIFY(!fits.empty());
+            for (const TraceMetrics& t : fits) {
+                if (o == Objective::Throughput) QVERIFY(r.metrics.throughput_samples_per_s >= t.throughput_samples_per_s);
+                else if (o == Objective::MemoryEfficiency || t.throughput_samples_per_s >= 0.9 * best_throughput)
+                    QVERIFY(r.metrics.memory_efficiency >= t.memory_efficiency);
+            }
+        }
+        // 8 GiB of activations with the replica's 8 samples in one micro-batch: that does not fit.
+        problem.objective = Objective::Throughput;
+        Plan one = run("data-parallel", problem).plan;
+        one.micro_batches = 1;
+        QVERIFY(!evaluate(problem, one).fits_memory);
     }
 
     void gpipeBalanceUsesTorchgpipesBlockPartition() {

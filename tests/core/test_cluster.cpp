@@ -38,8 +38,8 @@ Cluster mixedCluster() {
     Cluster c;
     c.name = "mixed";
     c.source = "test";
-    c.nodes.push_back({3, {"big", 10e12, 100e12, 0.5, 32LL << 30}, {100e9, 2e-6}});
-    c.nodes.push_back({2, {"small", 5e12, 50e12, 0.4, 16LL << 30}, {20e9, 5e-6}});
+    c.nodes.push_back({3, {"big", 10e12, 100e12, 0.5, 32LL << 30}, {100e9, 2e-6}, {}});
+    c.nodes.push_back({2, {"small", 5e12, 50e12, 0.4, 16LL << 30}, {20e9, 5e-6}, {}});
     c.inter = {10e9, 10e-6};
     return c;
 }

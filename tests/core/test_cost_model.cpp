@@ -49,6 +49,48 @@ private slots:
         QCOMPARE(CostModel(g, c).fwdTime(0, 1, 0), 0.5);
     }
 
+    // One op of 1 GFLOP and 100 MB of activation traffic a sample on a device of 1 TFLOP/s
+    // that reaches half its rate at 4 GFLOP a kernel, with 10 us a launch:
+    // t(b) = max((1e9 b + 4e9) / 1e12, 1e8 b / bandwidth) + 1e-5.
+    void computeTimeGrowsSubLinearlyThenLinearlyWithTheBatch() {
+        Graph g = chainGraph(1, 1e-3, 2e-3, 0);
+        g.ops[0].moved_bytes = 100'000'000;
+        Cluster c = exactCluster(1, 1);
+        DeviceSpec& d = c.nodes[0].device;
+        d.half_rate_flops = 4e9;
+        d.launch_overhead_s = 1e-5;
+        d.memory_bandwidth_bytes_per_s = 1e11;  // 1e-3 s a sample: below compute
+        const CostModel cost(g, c);
+        const auto near = [](double a, double b) { return std::abs(a - b) < 1e-12; };
+        QVERIFY(near(cost.fwdTime(0, 1, 0), 0.005 + 1e-5));
+        QVERIFY(near(cost.fwdTime(0, 2, 0), 0.006 + 1e-5));    // twice the samples, 1.2x the time
+        QVERIFY(near(cost.fwdTime(0, 4, 0), 0.008 + 1e-5));
+        QVERIFY(near(cost.fwdTime(0, 64, 0), 0.068 + 1e-5));
+        QVERIFY(near(cost.fwdTime(0, 128, 0), 0.132 + 1e-5));  // then each sample adds 1/rate
+        QVERIFY(cost.fwdTime(0, 2, 0) < 1.5 * cost.fwdTime(0, 1, 0));
+        QVERIFY(cost.fwdTime(0, 128, 0) > 1.9 * cost.fwdTime(0, 64, 0));
+        // Backward of a weight-free op: one kernel, twice the FLOPs and twice the traffic.
+        QVERIFY(near(cost.bwdTime(0, 1, 0), (2e9 + 4e9) / 1e12 + 1e-5));
+        // A slow memory makes the op memory bound: 1e8 bytes a sample at 1e10 B/s.
+        d.memory_bandwidth_bytes_per_s = 1e10;
+        QVERIFY(near(CostModel(g, c).fwdTime(0, 8, 0), 0.08 + 1e-5));
+        // Profiled times still win.
+        g.ops[0].fwd_time_s = 0.5;
+        QCOMPARE(CostModel(g, c).fwdTime(0, 2, 0), 1.0);
+    }
+
+    // The half-rate size is quoted at the FP16 peak: at a peak 4x lower a kernel fills the
+    // device at a quarter of the FLOPs (the same fill time).
+    void halfRateScalesWithThePrecisionsPeak() {
+        Graph g = chainGraph(1, 1e-3, 2e-3, 0);
+        Cluster c = exactCluster(1, 1);
+        DeviceSpec& d = c.nodes[0].device;
+        d.peak_flops_fp16 = 4 * kFlopsPerSecond;
+        d.half_rate_flops = 4e9;
+        QCOMPARE(d.halfRateFlops(Precision::FP32), 1e9);
+        QVERIFY(std::abs(CostModel(g, c).fwdTime(0, 1, 0) - (1e9 + 1e9) / 1e12) < 1e-15);
+    }
+
     void pointToPoint() {
         const Graph g = chainGraph(1);
         const Cluster c = exactCluster(2, 2, int64_t(1) << 40, 100e9, 1e-6, 10e9);
@@ -78,6 +120,35 @@ private slots:
         // One device per node: a plain ring over the inter-node links.
         const std::vector<int> spread{0, 4};
         QVERIFY(std::abs(CostModel(g, c).allReduceTime(1'000'000'000, spread) - 1e9 / 1e10) < 1e-12);
+    }
+
+    // 4 servers of 4 devices. With one port per device the 4 rings across servers (one per
+    // local rank) each have a port; with one shared port each ring gets a quarter of it,
+    // so the inter-node part takes exactly k = 4 times longer.
+    void oneSharedPortMakesTheAllReduceAcrossNodesKTimesSlower() {
+        const Graph g = chainGraph(1);
+        Cluster per_gpu = exactCluster(4, 4, int64_t(1) << 40, 1e11, 0, 1.25e9);
+        for (Node& n : per_gpu.nodes) n.ports = {4, 1.25e9};
+        Cluster shared = per_gpu;
+        for (Node& n : shared.nodes) n.ports = {1, 1.25e9};
+        std::vector<int> all(16);
+        for (int i = 0; i < 16; ++i) all[static_cast<size_t>(i)] = i;
+        const int64_t bytes = 553'000'000;
+        const double local = 2 * 0.75 * 553e6 / 1e11;
+        const double across_per_gpu = 2 * 0.75 * (553e6 / 4) / 1.25e9;
+        const auto near = [](double a, double b) { return std::abs(a - b) < 1e-9; };
+        QVERIFY(near(CostModel(g, per_gpu).allReduceTime(bytes, all), local + across_per_gpu));
+        QVERIFY(near(CostModel(g, shared).allReduceTime(bytes, all), local + 4 * across_per_gpu));
+        // The shared port alone: 2 (3/4) 553 MB / 1.25 GB/s = 0.6636 s, as the issue works out.
+        QVERIFY(near(4 * across_per_gpu, 2 * 0.75 * 553e6 / 1.25e9));
+        // Without declared ports each device has its own: the per-GPU figure.
+        Cluster undeclared = exactCluster(4, 4, int64_t(1) << 40, 1e11, 0, 1.25e9);
+        QVERIFY(near(CostModel(g, undeclared).allReduceTime(bytes, all), local + across_per_gpu));
+        // Two groups leaving the same servers at once halve each other's share.
+        QVERIFY(near(CostModel(g, per_gpu).allReduceTime(bytes, all, 2), local + 2 * across_per_gpu));
+        // A send across servers shares the port with the other sends leaving the server.
+        QVERIFY(near(CostModel(g, shared).p2pTime(125'000'000, 0, 4, 4), 0.4));
+        QVERIFY(near(CostModel(g, per_gpu).p2pTime(125'000'000, 0, 4, 4), 0.1));
     }
 
     void staticMemoryIsSixteenBytesAParameterForMixedAdam() {

@@ -55,6 +55,8 @@ std::string examplePath(const char* name) { return std::string(HIPPIE_SOURCE_DIR
 
 }  // namespace
 
+Graph validGraphWithoutOverrides() { return hippie::graphFromJson(validGraph()); }
+
 class TestGraphJson : public QObject {
     Q_OBJECT
 
@@ -66,6 +68,7 @@ class TestGraphJson : public QObject {
         QCOMPARE(a.source.batch_size, b.source.batch_size);
         QCOMPARE(a.source.seq_len, b.source.seq_len);
         QCOMPARE(a.source.precision, b.source.precision);
+        QCOMPARE(a.source.overrides, b.source.overrides);
         QCOMPARE(a.ops.size(), b.ops.size());
         for (size_t i = 0; i < a.ops.size(); ++i) {
             const hippie::Op &x = a.ops[i], &y = b.ops[i];
@@ -138,6 +141,25 @@ private slots:
         g.source.seq_len = 128;
         hippie::saveGraphFile(g, path);
         compareGraphs(g, hippie::loadGraphFile(path));
+    }
+
+    // A scaled-down zoo graph records its overrides (version 2) and reads back the same.
+    void overridesRoundTrip() {
+        const Graph g = hippie::loadModel("bert-base", 2, 64, hippie::Precision::FP32, {{"layers", 2}, {"d_model", 128}, {"heads", 2}});
+        QCOMPARE(g.name, std::string("bert-base[layers=2,d_model=128,heads=2,seq_len=64]"));
+        const json j = hippie::graphToJson(g);
+        QCOMPARE(j["version"].get<int>(), 2);
+        QCOMPARE(j["source"]["overrides"], (json{{"layers", 2}, {"d_model", 128}, {"heads", 2}}));
+        compareGraphs(g, hippie::graphFromJson(j));
+        QCOMPARE(hippie::graphToJson(validGraphWithoutOverrides())["version"].get<int>(), 1);
+        json bad = j;
+        bad["source"]["overrides"]["heads"] = 3;  // divides no 128
+        const std::string msg = errorOf([&] { hippie::graphFromJson(bad, "g.json"); });
+        QVERIFY2(contains(msg, "g.json") && contains(msg, "heads") && contains(msg, "d_model"), msg.c_str());
+        const std::string file_msg = errorOf([] {
+            hippie::loadModel(examplePath("tiny-mlp.graph.json"), 1, 0, hippie::Precision::FP32, {{"layers", 2}});
+        });
+        QVERIFY2(contains(file_msg, "tiny-mlp.graph.json") && contains(file_msg, "zoo"), file_msg.c_str());
     }
 
     void fileWithoutSourceRecordsItsPath() {
@@ -213,7 +235,7 @@ private slots:
         expectRejected("empty ops", [](json& j) { j["ops"] = json::array(); j["edges"] = json::array(); }, {"'ops'", "empty"});
         expectRejected("format", [](json& j) { j["format"] = "hippie-cluster"; }, {"'format'", "hippie-graph"});
         expectRejected("no format", [](json& j) { j.erase("format"); }, {"'format'"});
-        expectRejected("version", [](json& j) { j["version"] = 2; }, {"'version'", "2"});
+        expectRejected("version", [](json& j) { j["version"] = 3; }, {"'version'", "3"});
         expectRejected("version 0", [](json& j) { j["version"] = 0; }, {"'version'"});
     }
 
@@ -274,6 +296,7 @@ private slots:
         QVERIFY2(problems.empty(), ("undescribed: " + schema_check::joined(problems)).c_str());
         Graph g = hippie::graphFromJson(validGraph());
         g.source.zoo = "gpt2-small";
+        g.source.overrides = {{"layers", 2}, {"width_mult", 0.5}};
         schema_check::undeclaredKeys(schema, schema, hippie::graphToJson(g), "", problems);
         QVERIFY2(problems.empty(), ("not in schema: " + schema_check::joined(problems)).c_str());
         schema_check::undeclaredKeys(schema, schema, schema_check::loadJson(examplePath("tiny-mlp.graph.json")), "", problems);

@@ -139,6 +139,59 @@ private slots:
         }
     }
 
+    // Under me-floor hippie keeps the most ME among plans within the floor of the best
+    // throughput it found, and the baselines' own plans are among them: no baseline is at
+    // least as fast with more ME. (A baseline with more ME must be below hippie's floor,
+    // which is at most hippie's own throughput.) gpt3-13b on dgx-a100-4x8 is the case
+    // where uniform's plan had 1.3x hippie's ME at the same shape.
+    void neverDominatedByABaselineUnderMeFloor_data() {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<QString>("cluster");
+        QTest::addColumn<int>("batch");
+        QTest::addRow("gpt2-small dgx-a100-1x8") << QString("gpt2-small") << QString("dgx-a100-1x8") << 64;
+        QTest::addRow("bert-base v100-4x4") << QString("bert-base") << QString("v100-4x4") << 64;
+        QTest::addRow("gpt3-13b dgx-a100-4x8") << QString("gpt3-13b") << QString("dgx-a100-4x8") << 1024;
+    }
+    void neverDominatedByABaselineUnderMeFloor() {
+        QFETCH(QString, model);
+        QFETCH(QString, cluster);
+        QFETCH(int, batch);
+        Problem problem = zooProblem(model.toStdString(), cluster.toStdString(), batch);
+        problem.objective = Objective::MemoryEfficiencyWithThroughputFloor;
+        problem.throughput_floor = 0.9;
+        const PlannerResult mine = run("hippie", problem);
+        QVERIFY2(mine.feasible, mine.reason.c_str());
+        for (const std::string& name : baselines()) {
+            const PlannerResult theirs = run(name, problem);
+            if (!theirs.feasible || theirs.metrics.throughput_samples_per_s < mine.metrics.throughput_samples_per_s) continue;
+            QVERIFY2(theirs.metrics.memory_efficiency <= mine.metrics.memory_efficiency,
+                     qPrintable(QString("%1 is as fast with more ME: %2 > %3").arg(QString::fromStdString(name))
+                                    .arg(theirs.metrics.memory_efficiency).arg(mine.metrics.memory_efficiency)));
+        }
+    }
+
+    // The README's default example: the plan hippie recommends under the default objective
+    // keeps at least 90% of the best throughput any planner finds (hippie's own
+    // throughput-objective search included).
+    void defaultExampleKeepsNinetyPercentOfTheBestThroughput() {
+        Problem problem = zooProblem("gpt3-1.3b", "dgx-a100-2x8", 512);
+        problem.objective = Objective::MemoryEfficiencyWithThroughputFloor;
+        problem.throughput_floor = 0.9;
+        const PlannerResult recommended = run("hippie", problem);
+        QVERIFY2(recommended.feasible, recommended.reason.c_str());
+        double best = recommended.metrics.throughput_samples_per_s;
+        for (const std::string& name : baselines()) {
+            const PlannerResult r = run(name, problem);
+            if (r.feasible) best = std::max(best, r.metrics.throughput_samples_per_s);
+        }
+        Problem fastest = problem;
+        fastest.objective = Objective::Throughput;
+        const PlannerResult quickest = run("hippie", fastest);
+        if (quickest.feasible) best = std::max(best, quickest.metrics.throughput_samples_per_s);
+        QVERIFY2(recommended.metrics.throughput_samples_per_s >= 0.9 * best,
+                 qPrintable(QString("%1 samples/s, best %2").arg(recommended.metrics.throughput_samples_per_s).arg(best)));
+    }
+
     void infeasibleSaysMemory() {
         // 64 MiB of weights per layer (Adam: 16 bytes a parameter) on 4 devices of 100 MiB.
         const Graph g = unevenChain({1, 1, 1, 1}, std::vector<int64_t>(4, 64 * kMiB), std::vector<int64_t>(4, kMiB));

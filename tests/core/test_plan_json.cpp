@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,20 @@ Plan placementPlan() {
     return p;
 }
 
+// A scaled-down zoo model: size overrides and a sequence length.
+Plan overridePlan() {
+    Plan p;
+    p.model.zoo = "gpt2-small";
+    p.model.batch_size = 2;
+    p.model.seq_len = 128;
+    p.model.overrides = {{"layers", 2}, {"d_model", 64}, {"heads", 4}};
+    p.stages = {{0, 1}, {2, 3}};
+    p.micro_batches = 2;
+    p.global_batch = 4;
+    p.device_map = hippie::defaultDeviceMap(2, 1);
+    return p;
+}
+
 }  // namespace
 
 class TestPlanJson : public QObject {
@@ -92,6 +107,7 @@ class TestPlanJson : public QObject {
         QCOMPARE(a.model.batch_size, b.model.batch_size);
         QCOMPARE(a.model.seq_len, b.model.seq_len);
         QCOMPARE(a.model.precision, b.model.precision);
+        QCOMPARE(a.model.overrides, b.model.overrides);
         QCOMPARE(a.cluster, b.cluster);
         QCOMPARE(a.planner, b.planner);
         QCOMPARE(a.stages.size(), b.stages.size());
@@ -179,7 +195,7 @@ private slots:
     }
 
     void roundTrips() {
-        for (const Plan& p : {pipelinePlan(), interleavedPlan(), placementPlan()}) {
+        for (const Plan& p : {pipelinePlan(), interleavedPlan(), placementPlan(), overridePlan()}) {
             const json j = hippie::planToJson(p);
             const Plan back = hippie::planFromJson(j);
             comparePlans(p, back);
@@ -189,6 +205,35 @@ private slots:
         const std::string path = dir.filePath("plan.json").toStdString();
         hippie::savePlanFile(pipelinePlan(), path);
         comparePlans(pipelinePlan(), hippie::loadPlanFile(path));
+    }
+
+    // Overrides make a version 2 file, so a build that does not know them refuses it instead
+    // of planning the published size; a plan without them stays version 1.
+    void overridesAreVersionTwo() {
+        const json with = hippie::planToJson(overridePlan());
+        QCOMPARE(with["version"].get<int>(), 2);
+        QCOMPARE(with["model"]["overrides"], (json{{"layers", 2}, {"d_model", 64}, {"heads", 4}}));
+        QCOMPARE(with["model"]["seq_len"].get<int>(), 128);
+        const json without = hippie::planToJson(pipelinePlan());
+        QCOMPARE(without["version"].get<int>(), 1);
+        QVERIFY(!without["model"].contains("overrides"));
+        json fractional = with;
+        fractional["model"]["overrides"] = {{"width_mult", 0.5}};
+        fractional["model"]["zoo"] = "resnet50";
+        QCOMPARE(hippie::planFromJson(fractional).model.overrides, (std::map<std::string, double>{{"width_mult", 0.5}}));
+    }
+
+    void rejectsBadOverrides() {
+        const Plan base = overridePlan();
+        expectRejected("override type", [](json& j) { j["model"]["overrides"]["layers"] = "2"; },
+                       {"model", "overrides", "'layers'", "number"}, base);
+        expectRejected("override key", [](json& j) { j["model"]["overrides"]["blocks1"] = 2; },
+                       {"model", "overrides", "'blocks1'", "gpt2-small", "layers"}, base);
+        expectRejected("override range", [](json& j) { j["model"]["overrides"]["layers"] = 0; },
+                       {"model", "overrides", "'layers'", "1024"}, base);
+        expectRejected("override object", [](json& j) { j["model"]["overrides"] = 3; }, {"model", "'overrides'"}, base);
+        expectRejected("file with overrides", [](json& j) { j["model"]["overrides"] = {{"layers", 2}}; },
+                       {"model", "overrides", "zoo"}, interleavedPlan());
     }
 
     void writesGroupsAndIgnoresThemOnLoad() {
@@ -216,11 +261,12 @@ private slots:
         QCOMPARE(p.model.precision, hippie::Precision::FP32);
         QCOMPARE(p.planner, std::string("manual"));
         QCOMPARE(p.device_map, hippie::defaultDeviceMap(2, 1));
+        QVERIFY(p.model.overrides.empty());
     }
 
     void rejectsInvalidFields() {
         expectRejected("format", [](json& j) { j["format"] = "hippie-trace"; }, {"'format'", "hippie-plan"});
-        expectRejected("version", [](json& j) { j["version"] = 2; }, {"'version'"});
+        expectRejected("version", [](json& j) { j["version"] = 3; }, {"'version'", "up to version 2"});
         expectRejected("no micro_batches", [](json& j) { j.erase("micro_batches"); }, {"'micro_batches'", "missing"});
         expectRejected("zero micro_batches", [](json& j) { j["micro_batches"] = 0; }, {"'micro_batches'", "positive"});
         expectRejected("global_batch type", [](json& j) { j["global_batch"] = "64"; }, {"'global_batch'"});
@@ -262,7 +308,7 @@ private slots:
         std::vector<std::string> problems;
         schema_check::undescribedProperties(schema, "", problems);
         QVERIFY2(problems.empty(), ("undescribed: " + schema_check::joined(problems)).c_str());
-        for (const Plan& p : {pipelinePlan(), interleavedPlan(), placementPlan()})
+        for (const Plan& p : {pipelinePlan(), interleavedPlan(), placementPlan(), overridePlan()})
             schema_check::undeclaredKeys(schema, schema, hippie::planToJson(p), "", problems);
         QVERIFY2(problems.empty(), ("not in schema: " + schema_check::joined(problems)).c_str());
         // The enums list every name the writer can emit.

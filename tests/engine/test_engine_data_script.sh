@@ -22,7 +22,7 @@ equal() {
 # run_one PLAN DATA OUT: one rank, expected to fail with exit 2 before training
 run_one() { timeout 60 "$ENGINE" run --plan "$1" --rank 0 --world-size 1 --master-port "$(shuf -i 20000-60000 -n 1)" $2 > "$3" 2>/dev/null; }
 
-# ---- tensor data file: 40 samples, global batch 16, so steps wrap around the file ----------
+# ---- tensor data file: 40 samples, global batch 16: epochs of 2 steps, a new permutation each ----
 "$ENGINE" make-data --model mlp-tiny --samples 40 --seed 3 --out "$WORK/mlp.data" > "$WORK/md" || fail "make-data: $(cat "$WORK/md")"
 plan "$WORK/ref.json" --model mlp-tiny --pp 1 --dp 1 --microbatches 1 --global-batch 16 --optimizer sgd
 launch "$WORK/ref.json" 1 $STEPS "$WORK/ref.out" --data "$WORK/mlp.data" --dump-params "$WORK/ref.params.json" \
@@ -42,7 +42,7 @@ run_one "$WORK/ref.json" "--data $WORK/missing.data" "$WORK/b1"; code=$?
 echo "not a tensor file" > "$WORK/bad.data"
 run_one "$WORK/ref.json" "--data $WORK/bad.data" "$WORK/b2"; code=$?
 [ $code -eq 2 ] && grep -q 'bad.data.*is not a tensor file' "$WORK/b2" && pass "garbage data file: exit 2" || fail "garbage data file: exit $code $(cat "$WORK/b2")"
-"$ENGINE" make-data --model gpt-tiny --samples 8 --out "$WORK/gpt.data" > /dev/null
+"$ENGINE" make-data --model gpt-tiny --samples 16 --out "$WORK/gpt.data" > /dev/null
 run_one "$WORK/ref.json" "--data $WORK/gpt.data" "$WORK/b3"; code=$?
 [ $code -eq 2 ] && grep -q 'gpt.data.*inputs \[2,16\] Long' "$WORK/b3" && grep -q 'expected\|model.s own data' "$WORK/b3" \
     && pass "data of the wrong shape: exit 2 ($(grep -o '"message":"[^"]*' "$WORK/b3" | cut -c12-140)...)" || fail "wrong-shape data: exit $code $(cat "$WORK/b3")"

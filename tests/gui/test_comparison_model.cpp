@@ -1,7 +1,12 @@
 // The comparison table: one row per planner, progress while running, sorting by value, and
 // the Pareto front of the charts.
 #include <QSortFilterProxyModel>
+#include <cmath>
+#include <map>
+
 #include <QtTest>
+
+#include "widgets/common/palette.h"
 #include <qcustomplot.h>
 
 #include "widgets/compare/comparison_charts.h"
@@ -114,8 +119,9 @@ private slots:
     }
 
     void scatterLabelsOfNearbyPlansAreShared() {
-        // gpt3-1.3b on two DGX A100s: three plans within a label's size of each other get one
-        // label; the others keep their own.
+        // gpt3-1.3b on two DGX A100s: three plans within a label's size of each other are
+        // labelled together at their centre, one name a line, each in its dot's colour; the
+        // others keep their own label at their own dot.
         ComparisonModel m;
         ComparisonCharts charts(&m);
         m.setResult(result("hippie", 84.8, 6.68));
@@ -125,13 +131,31 @@ private slots:
         m.setResult(result("pipedream", 128.1, 38.32));
         m.setResult(result("gpipe-balance", 99.9, 32.44));
         QTRY_COMPARE(charts.plottedCount(), 6);
-        QStringList labels;
+        std::map<QString, const QCPItemText*> labels;
+        int label_count = 0;
         for (int i = 0; i < charts.plot()->itemCount(); ++i)
-            if (auto* text = qobject_cast<QCPItemText*>(charts.plot()->item(i)); text && !text->text().isEmpty()) labels << text->text();
-        for (const char* name : {"hippie", "pipedream", "gpipe-balance", "data-parallel, equal-params, uniform"})
-            QCOMPARE(labels.count(QString(name)), 1);
-        QCOMPARE(labels.count("data-parallel"), 0);
-        QCOMPARE(labels.count("uniform"), 0);
+            if (auto* text = qobject_cast<QCPItemText*>(charts.plot()->item(i)); text && !text->text().isEmpty()) {
+                labels[text->text()] = text;
+                ++label_count;
+            }
+        QCOMPARE(label_count, 6);
+        for (const char* name : {"hippie", "pipedream", "gpipe-balance", "data-parallel", "equal-params", "uniform"}) {
+            QVERIFY2(labels.count(QString(name)), name);
+            QCOMPARE(labels[name]->color(), plannerColor(QString(name)).darker(125));
+        }
+        const QPointF group = labels["data-parallel"]->position->coords();
+        QCOMPARE(labels["equal-params"]->position->coords(), group);
+        QCOMPARE(labels["uniform"]->position->coords(), group);
+        QCOMPARE(group.y(), (133.9 + 132.9 + 132.9) / 3);  // throughput is the y axis
+        // Its own dot (peak memory went through bytes and back: compare to a nanobyte).
+        QVERIFY(std::abs(labels["hippie"]->position->coords().x() - 6.68) < 1e-9);
+        QCOMPARE(labels["hippie"]->position->coords().y(), 84.8);
+    }
+
+    // A planner keeps its colour whatever its row.
+    void plannerColoursFollowTheName() {
+        QCOMPARE(plannerColor(QStringLiteral("hippie")), plannerColor(QStringLiteral("hippie")));
+        QVERIFY(plannerColor(QStringLiteral("hippie")) != plannerColor(QStringLiteral("data-parallel")));
     }
 };
 

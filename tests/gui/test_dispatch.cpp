@@ -277,6 +277,29 @@ private slots:
         QCOMPARE(w->session()->cluster().nodes.at(0).device.profiled_time_scale, profiled_scale);
     }
 
+    // A zoo model at a size override, as a user picks it after planning: the plan records the
+    // overrides and every rank trains that size (GPT: embedding and tied head on two stages).
+    void zooModelWithOverridesRuns() {
+        if (engine_.isEmpty()) QSKIP("hippie-engine not found: set HIPPIE_ENGINE or build it (LibTorch) into HIPPIE_BIN_DIR");
+        const QString file = dir_.filePath(QStringLiteral("zoo-plan.json"));
+        QProcess p;
+        p.start(engine_, {QStringLiteral("plan"), QStringLiteral("--model"), QStringLiteral("gpt2-small"), QStringLiteral("--override"),
+                          QStringLiteral("layers=2,d_model=32,heads=2,vocab=128"), QStringLiteral("--seq-len"), QStringLiteral("16"),
+                          QStringLiteral("--pp"), QStringLiteral("2"), QStringLiteral("--dp"), QStringLiteral("1"),
+                          QStringLiteral("--global-batch"), QStringLiteral("8"), QStringLiteral("--microbatches"), QStringLiteral("2"),
+                          QStringLiteral("--out"), file});
+        QVERIFY(p.waitForFinished(60000));
+        QCOMPARE(p.exitCode(), 0);
+        const Plan plan = loadPlanFile(file.toStdString());
+        QCOMPARE(plan.model.zoo, std::string("gpt2-small"));
+        QCOMPARE(plan.model.overrides.at("layers"), 2.0);
+        auto w = window();
+        dispatch::RunController* run = w->dispatchUi()->dispatchPlan(plan, std::nullopt, std::nullopt, {0}, 3, 1);
+        QCOMPARE(waitFinished(run), JobState::Succeeded);
+        checkSucceededInStore(run);
+        QVERIFY(run->measured().has_value());
+    }
+
     void wrongTokenIsRefused() {
         if (!startAgent()) QSKIP("hippie-agent or hippie-engine not found (HIPPIE_BIN_DIR, HIPPIE_ENGINE)");
         auto w = window();

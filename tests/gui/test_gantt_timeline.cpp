@@ -83,6 +83,36 @@ private slots:
         QCOMPARE(cut.time_s.back(), 1.5);
         QCOMPARE(cut.gib.back(), 3.0);
     }
+    void zoomKeepsTheAnchorAndStopsAtTheIteration() {
+        const TimeWindow full{0.0, 10.0};
+        // Zoom in at t = 2 with 20% of a 10 s window left of it: 2 s stays at 20%.
+        const TimeWindow in = zoomWindow(full, 2.0, 0.5, full, 1e-3);
+        QCOMPARE(in.span(), 5.0);
+        QCOMPARE((2.0 - in.lower_s) / in.span(), 0.2);
+        // Zooming out past the iteration stops at it.
+        const TimeWindow out = zoomWindow(in, 2.0, 8.0, full, 1e-3);
+        QCOMPARE(out.lower_s, 0.0);
+        QCOMPARE(out.upper_s, 10.0);
+        // Never narrower than the minimum span.
+        QCOMPARE(zoomWindow(full, 5.0, 1e-9, full, 0.01).span(), 0.01);
+        // Panning stops at either end.
+        const TimeWindow right = panWindow({6.0, 9.0}, 0.5, full, 1e-3);
+        QCOMPARE(right.lower_s, 7.0);
+        QCOMPARE(right.upper_s, 10.0);
+        const TimeWindow left = panWindow({1.0, 4.0}, -1.0, full, 1e-3);
+        QCOMPARE(left.lower_s, 0.0);
+        QCOMPARE(left.upper_s, 3.0);
+    }
+
+    void curvesAreFoundByDeviceNotRow() {
+        std::vector<MemoryCurve> curves(3);
+        curves[0].device = 5;
+        curves[1].device = 1;
+        curves[2].device = 3;
+        QCOMPARE(curveOfDevice(curves, 3), &curves[2]);
+        QCOMPARE(curveOfDevice(curves, 1), &curves[1]);
+        QVERIFY(curveOfDevice(curves, 0) == nullptr);
+    }
 };
 
 QTEST_APPLESS_MAIN(TestGanttTimeline)

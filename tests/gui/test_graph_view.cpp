@@ -81,6 +81,35 @@ private slots:
         QCOMPARE(view.scene()->nodeItemCount(), 9 + ops_of_layer3);
     }
 
+    // Search finds ops inside collapsed layers, expands the current match's layer, counts
+    // matches and steps through them; the properties panel shows the current op.
+    void searchFindsOpsInsideCollapsedLayers() {
+        const Graph big = testing::syntheticGraph(301, 10);
+        GraphView view;
+        view.resize(800, 600);
+        QSignalSpy done(&view, &GraphView::layoutFinished);
+        view.setGraph(big);
+        QVERIFY(done.wait(60000));
+        QCOMPARE(view.scene()->nodeItemCount(), 10);
+        view.search(QStringLiteral("OP25"));  // op25 and op250..op259: any case
+        QCOMPARE(view.opSearch().count(), 11);
+        QCOMPARE(view.opSearch().currentOp(), 25);
+        QVERIFY(done.wait(60000));  // its layer laid out again, expanded
+        QVERIFY(view.expandedLayers().count(big.ops[25].layer));
+        QCOMPARE(view.searchStatus(), QStringLiteral("1 of 11"));
+        QVERIFY2(view.propertiesText().startsWith(QStringLiteral("op25 (")), qPrintable(view.propertiesText()));
+        view.nextMatch();
+        QCOMPARE(view.opSearch().currentOp(), 250);
+        if (big.ops[250].layer != big.ops[25].layer) QVERIFY(done.wait(60000));
+        QVERIFY(view.expandedLayers().count(big.ops[250].layer));
+        QCOMPARE(view.searchStatus(), QStringLiteral("2 of 11"));
+        view.previousMatch();
+        view.previousMatch();  // wraps to the last
+        QCOMPARE(view.opSearch().currentOp(), 259);
+        view.search(QStringLiteral("no-such-op"));
+        QCOMPARE(view.searchStatus(), QStringLiteral("no match"));
+    }
+
     void coloursNodesByStage() {
         const testing::Setup s = testing::smallPipeline(4, 1, 4, ScheduleKind::OneFOneB);
         GraphView view;

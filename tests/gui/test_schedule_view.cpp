@@ -1,5 +1,8 @@
 // The schedule view draws one block per trace event with one plottable, and memory curves
 // equal to the simulator's.
+#include <set>
+
+#include <QRegularExpression>
 #include <QtTest>
 #include <qcustomplot.h>
 
@@ -55,6 +58,47 @@ private slots:
             QCOMPARE(view.memory()->curves()[size_t(row)].peak_gib,
                      double(trace.metrics.peak_memory_bytes[size_t(row)]) / (1024.0 * 1024.0 * 1024.0));
         }
+    }
+
+    // The tooltip over a block names the memory of that block's device, equal to its curve,
+    // for every row, also when the trace lists its devices in another order than the rows.
+    void tooltipMemoryIsTheRowsDevice() {
+        const testing::Setup s = testing::smallPipeline(4, 1, 8, ScheduleKind::OneFOneB);
+        Trace trace = simulateWithEvents(s.problem, s.plan);
+        std::reverse(trace.devices.begin(), trace.devices.end());
+        std::reverse(trace.memory.begin(), trace.memory.end());
+        std::reverse(trace.capacity_bytes.begin(), trace.capacity_bytes.end());
+        ScheduleView view;
+        view.resize(1400, 800);
+        view.setTrace(trace, &s.problem.cluster);
+        view.plot()->toPixmap(1400, 800);
+        QCPAxisRect* rect = view.plot()->axisRect(0);
+        QCPAxis* x = rect->axis(QCPAxis::atBottom);
+        QCPAxis* y = rect->axis(QCPAxis::atLeft);
+        const QRegularExpression memory(QStringLiteral("memory ([0-9.]+) ([KMG]iB|B) of"));
+        std::set<int> rows_checked;
+        for (const GanttBlock& b : view.gantt()->blocks()) {
+            if (!isCompute(b.kind) || rows_checked.count(b.row)) continue;
+            const double t = (b.start_s + b.end_s) / 2;
+            const QPointF pos(x->coordToPixel(t), y->coordToPixel((b.y_top + b.y_bottom) / 2));
+            const QString text = view.describeAt(pos);
+            const int device = trace.events[size_t(b.event)].device;
+            QVERIFY2(text.contains(QStringLiteral("GPU %1:").arg(device)), qPrintable(text));
+            const QRegularExpressionMatch m = memory.match(text);
+            QVERIFY2(m.hasMatch(), qPrintable(text));
+            // The curve drawn for this device, read at the same time.
+            const QCPGraph* curve = nullptr;
+            for (int i = 0; i < view.memory()->graphCount(); ++i)
+                if (view.memory()->graph(i)->name() == QStringLiteral("GPU %1").arg(device)) curve = view.memory()->graph(i);
+            QVERIFY(curve);
+            auto it = curve->data()->findBegin(t, false);
+            if (it != curve->data()->constBegin() && it->key > t) --it;
+            while (it + 1 != curve->data()->constEnd() && (it + 1)->key <= t) ++it;
+            QCOMPARE(m.captured(1), QString::number(it->value, 'f', 2));
+            QCOMPARE(m.captured(2), view.memory()->unitName());
+            rows_checked.insert(b.row);
+        }
+        QCOMPARE(int(rows_checked.size()), int(trace.devices.size()));
     }
 
     void revealTimeHidesTheFuture() {

@@ -8,6 +8,7 @@
 #include <QJsonObject>
 #include <QProcess>
 #include <QProgressBar>
+#include <QPushButton>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -18,6 +19,7 @@
 #include "app/studio/main_window.h"
 #include "app/studio/message_label.h"
 #include "app/studio/model_panel.h"
+#include "app/studio/override_edit.h"
 #include "app/studio/planner_run_list.h"
 #include "app/studio/planners_panel.h"
 #include "app/studio/schedule_page.h"
@@ -122,6 +124,44 @@ private slots:
         QCOMPARE(w.session()->graph().edges.size(), expected.edges.size());
         QVERIFY(!w.modelPanel()->message()->showsError());
         QVERIFY(w.modelPanel()->message()->text().contains(QString("%1 ops").arg(expected.ops.size())));
+    }
+
+    // The Model panel's Overrides line: Load builds the scaled model, a key the model does not
+    // accept keeps the previous one and says which key; loading a spec shows its overrides.
+    void modelPanelOverrides() {
+        MainWindow w(false);
+        QVERIFY(w.start(zooStart("gpt2-small", "dgx-a100-1x8")));
+        auto* overrides = w.modelPanel()->findChild<OverrideEdit*>();
+        QVERIFY(overrides);
+        QVERIFY2(overrides->toolTip().contains("d_model=768"), qPrintable(overrides->toolTip()));
+        QPushButton* load = nullptr;
+        for (auto* b : w.modelPanel()->findChildren<QPushButton*>())
+            if (b->text() == "Load") load = b;
+        QVERIFY(load);
+        overrides->setText("layers=2,d_model=64,heads=4,seq_len=32");
+        load->click();
+        QVERIFY2(!w.modelPanel()->message()->showsError(), qPrintable(w.modelPanel()->message()->text()));
+        QCOMPARE(w.session()->graph().name, std::string("gpt2-small[layers=2,d_model=64,heads=4,seq_len=32]"));
+        QCOMPARE(w.session()->graph().layerCount(), 4);
+        QCOMPARE(w.session()->graph().source.seq_len, 32);
+
+        overrides->setText("blocks1=2");
+        load->click();
+        QVERIFY(w.modelPanel()->message()->showsError());
+        QVERIFY2(w.modelPanel()->message()->text().contains("'blocks1'"), qPrintable(w.modelPanel()->message()->text()));
+        QCOMPARE(w.session()->graph().layerCount(), 4);
+        overrides->setText("layers=two");
+        load->click();
+        QVERIFY2(w.modelPanel()->message()->text().contains("two"), qPrintable(w.modelPanel()->message()->text()));
+
+        ModelSpec cnn;
+        cnn.zoo = "resnet50";
+        cnn.batch_size = 2;
+        cnn.overrides = {{"width_mult", 0.5}, {"image_size", 64}};
+        QVERIFY(w.modelPanel()->loadZoo(cnn));
+        QCOMPARE(overrides->text(), QString("width_mult=0.5,image_size=64"));
+        QCOMPARE(w.session()->graph().source.overrides, cnn.overrides);
+        QVERIFY(overrides->toolTip().contains("blocks3=6"));
     }
 
     void badGraphFilesKeepThePreviousModel_data() {

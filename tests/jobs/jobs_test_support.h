@@ -178,7 +178,7 @@ public:
         while (!deadline.hasExpired()) {
             const json m = next(static_cast<int>(std::max<qint64>(1, deadline.remainingTime())));
             if (m.is_null()) return {};
-            if (m.value("type", "") == type) return m;
+            if (m.is_object() && m.value("type", "") == type) return m;
         }
         return {};
     }
@@ -193,8 +193,8 @@ public:
     }
     bool hello(const QString& token) {
         send(json{{"type", "hello"}, {"token", token.toStdString()}, {"client", "raw"}, {"protocol", hj::kProtocolVersion}});
-        const json m = next();
-        return !m.is_null() && m.value("type", "") == "welcome";
+        const json reply = next();  // null when the agent closed or said nothing
+        return reply.is_object() && reply.value("type", "") == "welcome";
     }
     QTcpSocket& socket() { return socket_; }
 

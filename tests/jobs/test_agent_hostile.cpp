@@ -41,7 +41,8 @@ bool agentAlive(Agent& agent) {
     RawClient raw;
     if (!raw.connectTo(agent.port()) || !raw.hello(agent.token())) return false;
     raw.send(json{{"type", "ping"}});
-    return raw.nextOf("pong").value("type", "") == "pong";
+    const json reply = raw.nextOf("pong");  // null when nothing came
+    return reply.is_object() && reply.value("type", "") == "pong";
 }
 
 QByteArray deepArray(int depth) { return QByteArray(depth, '[') + QByteArray(depth, ']'); }

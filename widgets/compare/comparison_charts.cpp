@@ -97,20 +97,21 @@ void ComparisonCharts::rebuild() {
         rects[static_cast<size_t>(i)]->axis(QCPAxis::atBottom)->setTicker(names_ticker);
         rects[static_cast<size_t>(i)]->axis(QCPAxis::atBottom)->setTickLabelRotation(names.size() > 4 ? 30 : 0);
     }
-    addBars(rects[0], throughput, tr("samples/s"), highlight);
-    addBars(rects[1], memory, tr("GiB"), highlight);
-    addBars(rects[2], me, tr("samples/s/GiB"), highlight);
+    addBars(rects[0], throughput, names, tr("samples/s"), highlight);
+    addBars(rects[1], memory, names, tr("GiB"), highlight);
+    addBars(rects[2], me, names, tr("samples/s/GiB"), highlight);
     addScatter(rects[3], memory, throughput, names, feasible, highlight);
     plot_->replot();
 }
 
-void ComparisonCharts::addBars(QCPAxisRect* rect, const QVector<double>& values, const QString& label, int highlight) {
+void ComparisonCharts::addBars(QCPAxisRect* rect, const QVector<double>& values, const QVector<QString>& names, const QString& label,
+                               int highlight) {
     QCPAxis* x = rect->axis(QCPAxis::atBottom);
     QCPAxis* y = rect->axis(QCPAxis::atLeft);
     for (int i = 0; i < values.size(); ++i) {
         auto* bars = new QCPBars(x, y);
         bars->setWidth(kBarWidth);
-        const QColor c = seriesColor(i);
+        const QColor c = plannerColor(names[i]);
         bars->setBrush(c);
         bars->setPen(i == highlight ? QPen(Qt::black, 2.5) : QPen(c.darker(130)));
         bars->addData(i, values[i]);
@@ -148,6 +149,7 @@ void ComparisonCharts::addScatter(QCPAxisRect* rect, const QVector<double>& memo
     // Plans whose labels would overlap share one label, at the first of them: points closer
     // than a label's height and a few characters' width, as fractions of the axes.
     constexpr double kNearX = 0.06, kNearY = 0.08;
+    constexpr double kStackDownFraction = 0.7;
     std::vector<int> group(static_cast<size_t>(memory.size()));
     for (int i = 0; i < memory.size(); ++i) group[static_cast<size_t>(i)] = i;
     auto root = [&](int i) {
@@ -165,24 +167,42 @@ void ComparisonCharts::addScatter(QCPAxisRect* rect, const QVector<double>& memo
     for (int i = 0; i < memory.size(); ++i) {
         auto* point = new QCPGraph(x, y);
         point->setLineStyle(QCPGraph::lsNone);
-        const QColor c = seriesColor(i);
+        const QColor c = plannerColor(names[i]);
         point->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, i == highlight ? QPen(Qt::black, 2) : QPen(c), c,
                                                i == highlight ? 13 : 9));
         point->addData(memory[i], throughput[i]);
-        auto* label = new QCPItemText(plot_);
-        label->setClipAxisRect(rect);
-        label->position->setAxes(x, y);
-        label->position->setCoords(memory[i], throughput[i]);
+        if (root(i) != i) continue;
+        // One label per group of close points, at the group's centre; each name in its dot's
+        // colour, one per line, so that which name is which dot does not depend on position.
+        std::vector<int> members;
+        double cx = 0, cy = 0;
+        for (int j = 0; j < memory.size(); ++j)
+            if (root(j) == i) {
+                members.push_back(j);
+                cx += memory[j];
+                cy += throughput[j];
+            }
+        cx /= static_cast<double>(members.size());
+        cy /= static_cast<double>(members.size());
         // Labels of plans in the right half extend to the left, so the axis does not clip them.
-        const bool right_half = memory[i] > max_mem * kHeadroom / 2;
-        label->setPositionAlignment((right_half ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignBottom);
-        label->setPadding(right_half ? QMargins(0, 0, 6, 4) : QMargins(6, 0, 0, 4));
-        label->setFont(QFont(font().family(), 8));
-        QStringList together;
-        if (root(i) == i)
-            for (int j = 0; j < memory.size(); ++j)
-                if (root(j) == i) together << names[j];
-        label->setText(together.join(QStringLiteral(", ")));
+        const bool right_half = cx > max_mem * kHeadroom / 2;
+        const QFont small(font().family(), 8);
+        const int line_px = QFontMetrics(small).height();
+        // Near the top the names stack downwards, so that none is clipped by the axis rect.
+        const bool top_half = cy > max_thr * kHeadroom * kStackDownFraction;
+        for (size_t k = 0; k < members.size(); ++k) {
+            auto* label = new QCPItemText(plot_);
+            label->setClipAxisRect(rect);
+            label->position->setAxes(x, y);
+            label->position->setCoords(cx, cy);
+            label->setPositionAlignment((right_half ? Qt::AlignRight : Qt::AlignLeft) | (top_half ? Qt::AlignTop : Qt::AlignBottom));
+            const int offset = 4 + static_cast<int>(top_half ? k : members.size() - 1 - k) * line_px;
+            const int side = 8;
+            label->setPadding(QMargins(right_half ? 0 : side, top_half ? offset : 0, right_half ? side : 0, top_half ? 0 : offset));
+            label->setFont(small);
+            label->setColor(plannerColor(names[members[k]]).darker(125));
+            label->setText(names[members[k]]);
+        }
     }
     x->setRange(0, std::max(1e-9, max_mem) * kHeadroom);
     y->setRange(0, std::max(1e-9, max_thr) * kHeadroom);

@@ -27,7 +27,8 @@ public slots:
     void rebuild();
 
 private:
-    void addBars(QCPAxisRect* rect, const QVector<double>& values, const QString& label, int highlight);
+    void addBars(QCPAxisRect* rect, const QVector<double>& values, const QVector<QString>& names, const QString& label,
+                 int highlight);
     void addScatter(QCPAxisRect* rect, const QVector<double>& memory, const QVector<double>& throughput,
                     const QVector<QString>& names, const QVector<bool>& feasible, int highlight);
 

@@ -62,8 +62,12 @@ QCPRange GanttPlottable::getValueRange(bool& found, QCP::SignDomain, const QCPRa
     return r;
 }
 
+QColor GanttPlottable::subPixelColor() { return QColor(0x9a9a9a); }
+
 void GanttPlottable::draw(QCPPainter* painter) {
     last_drawn_ = 0;
+    last_sub_pixel_ = 0;
+    QVector<QRectF> sub_pixel;
     if (!mKeyAxis || !mValueAxis || blocks_.empty()) return;
     const QCPRange visible = mKeyAxis->range();
     std::array<QVector<QRectF>, kKindCount> by_kind;
@@ -78,11 +82,16 @@ void GanttPlottable::draw(QCPPainter* painter) {
         const QPointF a = coordsToPixels(b.start_s, b.y_top);
         const QPointF c = coordsToPixels(end, b.y_bottom);
         QRectF rect = QRectF(a, c).normalized();
-        if (rect.width() < 1.0) rect.setWidth(1.0);  // a block never disappears when zoomed out
+        ++last_drawn_;
+        if (rect.width() < 1.0) {
+            rect.setWidth(1.0);  // a block never disappears when zoomed out, but its colour would lie
+            sub_pixel.push_back(rect);
+            ++last_sub_pixel_;
+            continue;
+        }
         const int k = static_cast<int>(b.kind);
         (rect.width() >= kMinOutlinedWidthPx ? outlined : by_kind)[static_cast<size_t>(k)].push_back(rect);
         if (isCompute(b.kind) && rect.width() >= metrics.height() * 1.2) labelled.emplace_back(rect, static_cast<int>(i));
-        ++last_drawn_;
     }
 
     painter->setPen(Qt::NoPen);
@@ -94,7 +103,19 @@ void GanttPlottable::draw(QCPPainter* painter) {
         painter->setPen(QPen(color.darker(150), 0));
         if (!outlined[static_cast<size_t>(k)].isEmpty()) painter->drawRects(outlined[static_cast<size_t>(k)]);
     }
+    if (!sub_pixel.isEmpty()) {
+        painter->setPen(Qt::NoPen);
+        painter->setBrush(subPixelColor());
+        painter->drawRects(sub_pixel);
+    }
     drawLabels(painter, labelled);
+    if (selected_ >= 0 && selected_ < blockCount()) {
+        const GanttBlock& b = blocks_[static_cast<size_t>(selected_)];
+        const QRectF r = QRectF(coordsToPixels(b.start_s, b.y_top), coordsToPixels(b.end_s, b.y_bottom)).normalized();
+        painter->setBrush(Qt::NoBrush);
+        painter->setPen(QPen(Qt::black, 2.5));
+        painter->drawRect(r.adjusted(-1, -1, 1, 1));
+    }
 }
 
 void GanttPlottable::drawLabels(QCPPainter* painter, const std::vector<std::pair<QRectF, int>>& labelled) const {

@@ -1,7 +1,9 @@
 #pragma once
 // All Gantt blocks of a trace drawn by one QCustomPlot plottable in one paint pass: blocks
 // outside the visible time range are skipped and the rest are batched by colour, so tens of
-// thousands of blocks pan and zoom smoothly (one item per block would not).
+// thousands of blocks pan and zoom smoothly (one item per block would not). Blocks narrower
+// than a pixel are drawn in one neutral grey, not their kind's colour: zoomed out, a pixel
+// holding many short sends must not read as a long all-reduce.
 #include <limits>
 #include <vector>
 
@@ -26,6 +28,13 @@ public:
     // Blocks the last paint actually drew (after culling), for benchmarks and tests.
     int lastDrawnCount() const { return last_drawn_; }
 
+    // The selected block is outlined thick (-1: none).
+    void setSelectedBlock(int block) { selected_ = block; }
+    int selectedBlock() const { return selected_; }
+    // Blocks narrower than a pixel the last paint drew in the neutral colour.
+    int lastSubPixelCount() const { return last_sub_pixel_; }
+    static QColor subPixelColor();
+
     // The block under plot coordinates (time, row units), or -1.
     int blockAt(double t_s, double y) const;
 
@@ -44,6 +53,8 @@ private:
     std::vector<GanttBlock> blocks_;
     double reveal_s_ = std::numeric_limits<double>::infinity();
     int last_drawn_ = 0;
+    int last_sub_pixel_ = 0;
+    int selected_ = -1;
 };
 
 }  // namespace hippie::widgets

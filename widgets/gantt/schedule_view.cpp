@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include <QKeyEvent>
 #include <QLabel>
 #include <QToolTip>
 #include <QVBoxLayout>
@@ -11,11 +12,17 @@
 #include "widgets/common/palette.h"
 #include "widgets/common/units.h"
 #include "widgets/gantt/gantt_plottable.h"
+#include "widgets/gantt/time_ticker.h"
 #include "widgets/memory/memory_plot.h"
 
 namespace hippie::widgets {
 
 namespace {
+
+constexpr double kZoomStep = 0.8;        // W zooms to 80% of the span, S to 125%
+constexpr double kPanStep = 0.2;         // A/D move by a fifth of the span
+constexpr double kMinSpanFraction = 1e-5;  // deepest zoom: this fraction of the iteration
+constexpr double kFitMargin = 1.01;
 
 QString legendHtml() {
     struct Entry {
@@ -31,6 +38,8 @@ QString legendHtml() {
     for (const Entry& e : entries)
         html += QStringLiteral("<span style='color:%1'>&#9632;</span>&nbsp;%2&nbsp;&nbsp; ")
                     .arg(instrColor(e.kind).name(), QString::fromLatin1(e.text));
+    html += QStringLiteral("<span style='color:%1'>&#9632;</span>&nbsp;narrower than a pixel (zoom in: W)")
+                .arg(GanttPlottable::subPixelColor().name());
     return html;
 }
 
@@ -67,8 +76,10 @@ ScheduleView::ScheduleView(QWidget* parent)
     QCPAxis* rows = gantt_rect_->axis(QCPAxis::atLeft);
     rows->setRangeReversed(true);
     rows->grid()->setVisible(false);
-    gantt_rect_->axis(QCPAxis::atBottom)->setLabel(QStringLiteral("time (s)"));
-    memory_rect_->axis(QCPAxis::atBottom)->setLabel(QStringLiteral("time (s)"));
+    gantt_ticker_ = new TimeTicker;
+    memory_ticker_ = new TimeTicker;
+    gantt_rect_->axis(QCPAxis::atBottom)->setTicker(QSharedPointer<QCPAxisTicker>(gantt_ticker_));
+    memory_rect_->axis(QCPAxis::atBottom)->setTicker(QSharedPointer<QCPAxisTicker>(memory_ticker_));
     for (QCPAxisRect* r : {gantt_rect_, memory_rect_}) {
         r->setRangeDrag(Qt::Horizontal);
         r->setRangeZoom(Qt::Horizontal);
@@ -80,9 +91,29 @@ ScheduleView::ScheduleView(QWidget* parent)
     plot_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
 
     gantt_ = new GanttPlottable(gantt_rect_->axis(QCPAxis::atBottom), rows);
+    gantt_->removeFromLegend();
     memory_ = std::make_unique<MemoryPlot>(plot_, memory_rect_);
     connect(plot_, &QCustomPlot::mouseMove, this, &ScheduleView::onMouseMove);
+    connect(plot_, &QCustomPlot::mousePress, this, &ScheduleView::onMousePress);
+    connect(gantt_rect_->axis(QCPAxis::atBottom), qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this,
+            &ScheduleView::onTimeRangeChanged);
+    connect(plot_, &QCustomPlot::legendClick, this, [this](QCPLegend*, QCPAbstractLegendItem* item, QMouseEvent*) {
+        auto* entry = qobject_cast<QCPPlottableLegendItem*>(item);
+        if (!entry) return;
+        const int device = entry->plottable()->property("device").toInt();
+        highlightDevice(device == highlighted_device_ ? -1 : device);
+    });
     plot_->setMouseTracking(true);
+    setFocusPolicy(Qt::StrongFocus);
+    plot_->setFocusPolicy(Qt::StrongFocus);
+    row_highlight_ = new QCPItemRect(plot_);
+    row_highlight_->setClipAxisRect(gantt_rect_);
+    row_highlight_->topLeft->setAxes(gantt_rect_->axis(QCPAxis::atBottom), gantt_rect_->axis(QCPAxis::atLeft));
+    row_highlight_->bottomRight->setAxes(gantt_rect_->axis(QCPAxis::atBottom), gantt_rect_->axis(QCPAxis::atLeft));
+    row_highlight_->setPen(QPen(QColor(0x202020), 1.5));
+    row_highlight_->setBrush(QColor(255, 230, 120, 70));
+    row_highlight_->setLayer(QStringLiteral("background"));
+    row_highlight_->setVisible(false);
     setMinimumHeight(260);
 }
 
@@ -96,7 +127,11 @@ void ScheduleView::setTrace(const Trace& trace, const Cluster* cluster) {
         return c && d >= 0 && d < c->deviceCount() ? c->nodeOf(d) : 0;
     });
     gantt_->setBlocks(placeBlocks(trace_, layout_));
-    memory_->setCurves(memoryCurves(trace_, endTime()));
+    selected_ = -1;
+    gantt_->setSelectedBlock(-1);
+    highlighted_device_ = -1;
+    row_highlight_->setVisible(false);
+    memory_->setCurves(memoryCurves(trace_, endTime()), rowLabeller());
     updateRowAxis();
     updateSeparators();
     rescale();
@@ -116,9 +151,134 @@ void ScheduleView::setRevealTime(double t_s) {
     plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
-void ScheduleView::rescale() {
+TimeWindow ScheduleView::fullWindow() const {
     const double end = endTime() > 0 ? endTime() : 1.0;
-    gantt_rect_->axis(QCPAxis::atBottom)->setRange(0, end * 1.01);
+    return {0.0, end * kFitMargin};
+}
+
+TimeWindow ScheduleView::visibleWindow() const {
+    const QCPRange r = gantt_rect_->axis(QCPAxis::atBottom)->range();
+    return {r.lower, r.upper};
+}
+
+void ScheduleView::zoomAt(double anchor_s, double factor) {
+    const TimeWindow full = fullWindow();
+    const TimeWindow w = zoomWindow(visibleWindow(), anchor_s, factor, full, full.span() * kMinSpanFraction);
+    gantt_rect_->axis(QCPAxis::atBottom)->setRange(w.lower_s, w.upper_s);
+    plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void ScheduleView::pan(double fraction) {
+    const TimeWindow full = fullWindow();
+    const TimeWindow w = panWindow(visibleWindow(), fraction, full, full.span() * kMinSpanFraction);
+    gantt_rect_->axis(QCPAxis::atBottom)->setRange(w.lower_s, w.upper_s);
+    plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+QString ScheduleView::timeAxisLabel() const { return gantt_rect_->axis(QCPAxis::atBottom)->label(); }
+
+void ScheduleView::onTimeRangeChanged(const QCPRange& range) {
+    // Mouse-wheel zoom and drags go through here too: never beyond the iteration.
+    const TimeWindow full = fullWindow();
+    const TimeWindow w = clampWindow({range.lower, range.upper}, full, full.span() * kMinSpanFraction);
+    if (w.lower_s != range.lower || w.upper_s != range.upper) {
+        gantt_rect_->axis(QCPAxis::atBottom)->setRange(w.lower_s, w.upper_s);
+        return;  // called again with the clamped range
+    }
+    const TimeUnit unit = timeUnitFor(w.span());
+    gantt_ticker_->setUnit(unit);
+    memory_ticker_->setUnit(unit);
+    const QString label = widgets::timeAxisLabel(unit);
+    gantt_rect_->axis(QCPAxis::atBottom)->setLabel(label);
+    memory_rect_->axis(QCPAxis::atBottom)->setLabel(label);
+}
+
+void ScheduleView::keyPressEvent(QKeyEvent* event) {
+    const double anchor = last_mouse_.x() >= 0 && gantt_rect_->rect().united(memory_rect_->rect()).contains(last_mouse_.toPoint())
+                              ? gantt_rect_->axis(QCPAxis::atBottom)->pixelToCoord(last_mouse_.x())
+                              : (visibleWindow().lower_s + visibleWindow().upper_s) / 2;
+    if (event->modifiers() & Qt::ShiftModifier && (event->key() == Qt::Key_W || event->key() == Qt::Key_S)) {
+        memory_->scaleValueAxis(event->key() == Qt::Key_W ? kZoomStep : 1.0 / kZoomStep);  // vertical zoom of the curves
+        plot_->replot(QCustomPlot::rpQueuedReplot);
+        event->accept();
+        return;
+    }
+    switch (event->key()) {
+    case Qt::Key_W: zoomAt(anchor, kZoomStep); break;
+    case Qt::Key_S: zoomAt(anchor, 1.0 / kZoomStep); break;
+    case Qt::Key_A: pan(-kPanStep); break;
+    case Qt::Key_D: pan(kPanStep); break;
+    case Qt::Key_Home:
+    case Qt::Key_0: rescale(); break;
+    case Qt::Key_Escape: selectBlock(-1); break;
+    default: QWidget::keyPressEvent(event); return;
+    }
+    event->accept();
+}
+
+void ScheduleView::selectBlock(int block) {
+    selected_ = block >= 0 && block < gantt_->blockCount() ? block : -1;
+    gantt_->setSelectedBlock(selected_);
+    plot_->replot(QCustomPlot::rpQueuedReplot);
+    emit blockSelected(selectedDetails());
+}
+
+QString ScheduleView::selectedDetails() const {
+    if (selected_ < 0) return {};
+    const GanttBlock& b = gantt_->blocks()[static_cast<size_t>(selected_)];
+    const TraceEvent& e = trace_.events[static_cast<size_t>(b.event)];
+    QStringList lines;
+    lines << QStringLiteral("<b>%1</b> on %2").arg(QString::fromStdString(blockLabel(b)), rowLabel(e.device));
+    lines << QStringLiteral("instruction: %1").arg(QString::fromLatin1(toString(e.kind)));
+    if (e.stage >= 0) lines << QStringLiteral("stage: %1").arg(e.stage);
+    if (e.mb >= 0) lines << QStringLiteral("micro-batch: %1").arg(e.mb);
+    lines << QStringLiteral("start: %1 · end: %2 · duration: %3")
+                 .arg(formatSeconds(e.start_s), formatSeconds(e.end_s), formatSeconds(e.end_s - e.start_s));
+    if (e.bytes > 0) lines << QStringLiteral("bytes: %1").arg(formatBytes(e.bytes));
+    if (e.peer >= 0) lines << QStringLiteral("peer: %1").arg(rowLabel(e.peer));
+    if (const MemoryCurve* c = curveOfDevice(memory_->curves(), e.device))
+        lines << QStringLiteral("memory: %1 at start, %2 at end")
+                     .arg(memory_->formatGiB(memoryAt(*c, e.start_s)), memory_->formatGiB(memoryAt(*c, e.end_s)));
+    return lines.join(QStringLiteral("<br>"));
+}
+
+void ScheduleView::highlightDevice(int device) {
+    highlighted_device_ = device;
+    memory_->highlightDevice(device);
+    const int row = layout_.rowOfDevice(device);
+    row_highlight_->setVisible(row >= 0);
+    if (row >= 0) {
+        const double y = layout_.rows[static_cast<size_t>(row)].y;
+        row_highlight_->topLeft->setCoords(-1e9, y - 0.5);
+        row_highlight_->bottomRight->setCoords(1e9, y + 0.5);
+    }
+    plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+QString ScheduleView::rowLabel(int device) const {
+    const bool cpu = cluster_ && device >= 0 && device < cluster_->deviceCount() &&
+                     QString::fromStdString(cluster_->nodes[static_cast<size_t>(cluster_->nodeOf(device))].device.type)
+                         .startsWith(QLatin1String("cpu"), Qt::CaseInsensitive);
+    return QStringLiteral("%1 %2").arg(cpu ? QStringLiteral("CPU") : QStringLiteral("GPU")).arg(device);
+}
+
+std::function<QString(int)> ScheduleView::rowLabeller() const {
+    return [this](int device) { return rowLabel(device); };
+}
+
+void ScheduleView::onMousePress(QMouseEvent* event) {
+    setFocus(Qt::MouseFocusReason);
+    const QPointF pos = event->position();
+    if (!gantt_rect_->rect().contains(pos.toPoint())) return;
+    const double t = gantt_rect_->axis(QCPAxis::atBottom)->pixelToCoord(pos.x());
+    const double y = gantt_rect_->axis(QCPAxis::atLeft)->pixelToCoord(pos.y());
+    selectBlock(gantt_->blockAt(t, y));
+}
+
+void ScheduleView::rescale() {
+    const TimeWindow full = fullWindow();
+    gantt_rect_->axis(QCPAxis::atBottom)->setRange(full.lower_s, full.upper_s);
+    onTimeRangeChanged(gantt_rect_->axis(QCPAxis::atBottom)->range());
     gantt_rect_->axis(QCPAxis::atLeft)->setRange(layout_.top() - 0.1, layout_.bottom() + 0.1);
     plot_->replot();
 }
@@ -126,8 +286,7 @@ void ScheduleView::rescale() {
 void ScheduleView::updateRowAxis() {
     QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
     for (const GanttRow& r : layout_.rows) {
-        const QString label = cluster_ ? QStringLiteral("n%1 · GPU %2").arg(r.node).arg(r.device)
-                                       : QStringLiteral("GPU %1").arg(r.device);
+        const QString label = cluster_ ? QStringLiteral("n%1 · %2").arg(r.node).arg(rowLabel(r.device)) : rowLabel(r.device);
         ticker->addTick(r.y, label);
     }
     gantt_rect_->axis(QCPAxis::atLeft)->setTicker(ticker);
@@ -159,15 +318,16 @@ QString ScheduleView::describeAt(const QPointF& pos) const {
         if (b >= 0) {
             const GanttBlock& block = gantt_->blocks()[static_cast<size_t>(b)];
             const TraceEvent& e = trace_.events[static_cast<size_t>(block.event)];
-            text += QStringLiteral("\nGPU %1: ").arg(e.device) + eventText(e);
-            const auto& curve = memory_->curves()[static_cast<size_t>(block.row)];
-            text += QStringLiteral("\nmemory %1 GiB of %2 GiB")
-                        .arg(memoryAt(curve, t), 0, 'f', 2)
-                        .arg(curve.capacity_gib, 0, 'f', 1);
+            text += QStringLiteral("\n%1: ").arg(rowLabel(e.device)) + eventText(e);
+            // By device, not by row: Gantt rows are grouped by node, curves follow the trace.
+            if (const MemoryCurve* curve = curveOfDevice(memory_->curves(), e.device))
+                text += QStringLiteral("\nmemory %1 of %2 GiB")
+                            .arg(memory_->formatGiB(memoryAt(*curve, t)))
+                            .arg(curve->capacity_gib, 0, 'f', 1);
         }
     } else if (memory_rect_->rect().contains(pos.toPoint())) {
         for (const MemoryCurve& c : memory_->curves())
-            text += QStringLiteral("\nGPU %1: %2 GiB").arg(c.device).arg(memoryAt(c, t), 0, 'f', 2);
+            text += QStringLiteral("\n%1: %2").arg(rowLabel(c.device), memory_->formatGiB(memoryAt(c, t)));
     } else {
         return {};
     }
@@ -175,6 +335,7 @@ QString ScheduleView::describeAt(const QPointF& pos) const {
 }
 
 void ScheduleView::onMouseMove(QMouseEvent* event) {
+    last_mouse_ = event->position();
     const QString text = describeAt(event->position());
     if (text.isEmpty())
         QToolTip::hideText();

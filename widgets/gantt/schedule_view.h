@@ -1,12 +1,17 @@
 #pragma once
 // The schedule view: a Gantt chart of a Trace (one row per device, grouped by node) and,
 // under it on the same time axis, each device's memory curve with its capacity. Zooming or
-// panning one moves both; hovering shows the time, the event and the memory there.
+// panning one moves both; hovering shows the time, the event and the memory there. Keys as in
+// Perfetto: W/S zoom at the cursor, A/D pan, Home or 0 fits the iteration; zooming out stops
+// at the iteration. Clicking a block selects it and shows its details; clicking a memory
+// curve's legend entry highlights that device's curve and Gantt row.
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <vector>
 
+#include <QPointF>
 #include <QWidget>
 
 #include "planners/cluster/cluster.h"
@@ -15,14 +20,18 @@
 
 class QCustomPlot;
 class QCPAxisRect;
+class QCPItemRect;
 class QCPItemStraightLine;
+class QCPRange;
 class QLabel;
+class QKeyEvent;
 class QMouseEvent;
 
 namespace hippie::widgets {
 
 class GanttPlottable;
 class MemoryPlot;
+class TimeTicker;
 
 class ScheduleView : public QWidget {
     Q_OBJECT
@@ -46,6 +55,20 @@ public:
     // Text of what is under plot pixel `pos` ("" when nothing): time, event, memory.
     QString describeAt(const QPointF& pos) const;
 
+    // Navigation (keys W/S/A/D/Home/0 call these): the visible time range, clamped to the iteration.
+    TimeWindow visibleWindow() const;
+    TimeWindow fullWindow() const;
+    void zoomAt(double anchor_s, double factor);
+    void pan(double fraction);
+    QString timeAxisLabel() const;  // "time (ms)": the unit follows the visible span
+
+    // Click selection: the block (index into gantt()->blocks()) and its details text.
+    void selectBlock(int block);
+    int selectedBlock() const { return selected_; }
+    QString selectedDetails() const;
+    void highlightDevice(int device);  // -1: none
+    int highlightedDevice() const { return highlighted_device_; }
+
     bool savePng(const QString& path, int width = 0, int height = 0);
     bool savePdf(const QString& path);
 
@@ -54,10 +77,18 @@ public slots:
 
 signals:
     void hoverTextChanged(const QString& text);
+    void blockSelected(const QString& details);  // "" when the selection is cleared
+
+protected:
+    void keyPressEvent(QKeyEvent* event) override;
 
 private:
     void onMouseMove(QMouseEvent* event);
+    void onMousePress(QMouseEvent* event);
+    void onTimeRangeChanged(const QCPRange& range);
     void updateRowAxis();
+    QString rowLabel(int device) const;  // "GPU 3", or "CPU 3" on a CPU cluster
+    std::function<QString(int)> rowLabeller() const;
     void updateSeparators();
 
     QCustomPlot* plot_;
@@ -70,6 +101,12 @@ private:
     std::optional<Cluster> cluster_;
     GanttRowLayout layout_;
     std::vector<QCPItemStraightLine*> separators_;
+    TimeTicker* gantt_ticker_ = nullptr;
+    TimeTicker* memory_ticker_ = nullptr;
+    QPointF last_mouse_{-1, -1};
+    int selected_ = -1;
+    int highlighted_device_ = -1;
+    QCPItemRect* row_highlight_ = nullptr;
 };
 
 }  // namespace hippie::widgets

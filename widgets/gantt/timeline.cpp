@@ -24,6 +24,29 @@ double TimeAxisMapping::toTime(double px) const {
     return pps != 0 ? t0_s + (px - px0) / pps : t0_s;
 }
 
+TimeWindow clampWindow(TimeWindow w, TimeWindow limits, double min_span_s) {
+    const double full = limits.span();
+    double span = std::clamp(w.span(), std::min(min_span_s, full), full);
+    const double centre = (w.lower_s + w.upper_s) / 2;
+    TimeWindow out{centre - span / 2, centre + span / 2};
+    if (out.lower_s < limits.lower_s) out = {limits.lower_s, limits.lower_s + span};
+    if (out.upper_s > limits.upper_s) out = {limits.upper_s - span, limits.upper_s};
+    return out;
+}
+
+TimeWindow zoomWindow(TimeWindow w, double anchor_s, double factor, TimeWindow limits, double min_span_s) {
+    const double full = limits.span();
+    const double span = std::clamp(w.span() * factor, std::min(min_span_s, full), full);
+    const double ratio = w.span() > 0 ? (anchor_s - w.lower_s) / w.span() : 0.5;  // where the anchor sits on screen
+    const double lower = anchor_s - ratio * span;
+    return clampWindow({lower, lower + span}, limits, min_span_s);
+}
+
+TimeWindow panWindow(TimeWindow w, double fraction, TimeWindow limits, double min_span_s) {
+    const double shift = w.span() * fraction;
+    return clampWindow({w.lower_s + shift, w.upper_s + shift}, limits, min_span_s);
+}
+
 int GanttRowLayout::rowOfDevice(int device) const {
     for (size_t i = 0; i < rows.size(); ++i)
         if (rows[i].device == device) return static_cast<int>(i);

@@ -22,6 +22,19 @@ struct TimeAxisMapping {
     double pixelsPerSecond() const;
 };
 
+// A visible time range, and the navigation of Perfetto and Nsight Systems on it: W/S zoom at
+// the cursor, A/D pan, never beyond the iteration (`limits`) and never narrower than `min_span_s`.
+struct TimeWindow {
+    double lower_s = 0;
+    double upper_s = 1;
+    double span() const { return upper_s - lower_s; }
+};
+TimeWindow clampWindow(TimeWindow w, TimeWindow limits, double min_span_s);
+// `factor` < 1 zooms in; `anchor_s` stays where it is on screen.
+TimeWindow zoomWindow(TimeWindow w, double anchor_s, double factor, TimeWindow limits, double min_span_s);
+// Moves by `fraction` of the visible span (negative: earlier).
+TimeWindow panWindow(TimeWindow w, double fraction, TimeWindow limits, double min_span_s);
+
 struct GanttRow {
     int device = 0;   // global device id
     int node = 0;

@@ -11,6 +11,7 @@
 #include <QLineEdit>
 #include <QPainter>
 #include <QPushButton>
+#include <QShortcut>
 #include <QSvgGenerator>
 #include <QVBoxLayout>
 
@@ -26,6 +27,7 @@ namespace {
 constexpr double kMaxExportPixels = 8000;  // longest side of an exported PNG
 constexpr double kMinReadableScale = 0.45;  // below this, op labels are unreadable
 constexpr double kNaturalScale = 1.0;       // labels at the size the boxes were measured for
+constexpr int kPropertiesWidth = 240;
 
 ColorBy currentColorBy(const QComboBox* combo) { return combo->currentIndex() == 1 ? ColorBy::Device : ColorBy::Stage; }
 }  // namespace
@@ -38,7 +40,9 @@ GraphView::GraphView(QWidget* parent)
       layer_view_(new QCheckBox(tr("Layer view"), this)),
       color_by_(new QComboBox(this)),
       search_(new QLineEdit(this)),
-      status_(new QLabel(this)) {
+      status_(new QLabel(this)),
+      legend_(new QLabel(this)),
+      properties_(new QLabel(this)) {
     view_->setScene(scene_);
     auto* fit_button = new QPushButton(tr("Fit"), this);
     color_by_->addItem(tr("Colour by stage"));
@@ -46,18 +50,49 @@ GraphView::GraphView(QWidget* parent)
     search_->setPlaceholderText(tr("Search ops by name…"));
     search_->setClearButtonEnabled(true);
 
+    auto* previous = new QPushButton(tr("▲"), this);
+    auto* next = new QPushButton(tr("▼"), this);
+    previous->setToolTip(tr("Previous match (Shift+F3)"));
+    next->setToolTip(tr("Next match (F3)"));
+    previous->setMaximumWidth(32);
+    next->setMaximumWidth(32);
     auto* bar = new QHBoxLayout;
     bar->addWidget(fit_button);
     bar->addWidget(layer_view_);
     bar->addWidget(color_by_);
     bar->addWidget(search_, 1);
+    bar->addWidget(previous);
+    bar->addWidget(next);
     bar->addWidget(status_);
+    legend_->setTextFormat(Qt::RichText);
+    legend_->setWordWrap(true);
+    properties_->setTextFormat(Qt::PlainText);
+    properties_->setWordWrap(true);
+    properties_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
+    properties_->setFixedWidth(kPropertiesWidth);
+    properties_->setStyleSheet(QStringLiteral("background: palette(base); border: 1px solid palette(mid); padding: 6px;"));
+    properties_->setText(tr("Click an op for its properties; double-click a layer box to expand it."));
+    auto* body = new QHBoxLayout;
+    body->addWidget(view_, 1);
+    body->addWidget(properties_);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addLayout(bar);
-    layout->addWidget(view_, 1);
+    layout->addWidget(legend_);
+    layout->addLayout(body, 1);
 
     connect(fit_button, &QPushButton::clicked, this, &GraphView::fit);
+    connect(previous, &QPushButton::clicked, this, &GraphView::previousMatch);
+    connect(next, &QPushButton::clicked, this, &GraphView::nextMatch);
+    auto* f3 = new QShortcut(QKeySequence(Qt::Key_F3), this, nullptr, nullptr, Qt::WidgetWithChildrenShortcut);
+    connect(f3, &QShortcut::activated, this, &GraphView::nextMatch);
+    auto* shift_f3 = new QShortcut(QKeySequence(Qt::SHIFT | Qt::Key_F3), this, nullptr, nullptr, Qt::WidgetWithChildrenShortcut);
+    connect(shift_f3, &QShortcut::activated, this, &GraphView::previousMatch);
+    auto* find = new QShortcut(QKeySequence::Find, this, nullptr, nullptr, Qt::WidgetWithChildrenShortcut);
+    connect(find, &QShortcut::activated, this, [this] {
+        search_->setFocus();
+        search_->selectAll();
+    });
     connect(layer_view_, &QCheckBox::toggled, this, &GraphView::setCollapsed);
     connect(color_by_, &QComboBox::currentIndexChanged, this, &GraphView::recolor);
     connect(search_, &QLineEdit::returnPressed, this, &GraphView::onSearch);
@@ -73,6 +108,8 @@ GraphView::~GraphView() = default;
 void GraphView::setGraph(const Graph& graph) {
     graph_ = graph;
     expanded_.clear();
+    search_state_ = {};
+    properties_->setText(tr("Click an op for its properties; double-click a layer box to expand it."));
     collapsed_ = shouldCollapse(graph_, collapse_threshold_);
     const QSignalBlocker block(layer_view_);
     layer_view_->setChecked(collapsed_);
@@ -114,7 +151,13 @@ void GraphView::onLayoutReady(quint64 id, const GraphLayout& layout) {
     }
     scene_->setLayout(input_, layout, colors(), tooltips());
     status_->setText(tr("%1 ops, %2 boxes").arg(graph_.ops.size()).arg(input_.nodes.size()));
-    fit();
+    updateLegend();
+    if (focus_match_after_layout_) {
+        focus_match_after_layout_ = false;
+        showCurrentMatch();
+    } else {
+        readableFit();
+    }
     emit layoutFinished(scene_->nodeItemCount());
 }
 
@@ -139,9 +182,34 @@ std::vector<QString> GraphView::tooltips() const {
 
 void GraphView::recolor() {
     if (scene_->nodeItemCount() == static_cast<int>(input_.nodes.size())) scene_->setColors(colors(), tooltips());
+    updateLegend();
 }
 
+void GraphView::updateLegend() {
+    if (!plan_ || input_.nodes.empty()) {
+        legend_->setText(tr("<i>Select a plan in the comparison to colour the ops by stage or device.</i>"));
+        return;
+    }
+    const ColorBy by = currentColorBy(color_by_);
+    const std::vector<int> cat = nodeCategories(graph_, input_, &*plan_, by);
+    std::set<int> used(cat.begin(), cat.end());
+    QString html;
+    for (int c : used) {
+        const QString name = c < 0 ? tr("unplaced") : (by == ColorBy::Device ? tr("GPU %1") : tr("stage %1")).arg(c);
+        html += QStringLiteral("<span style='background:%1'>&nbsp;&nbsp;&nbsp;&nbsp;</span>&nbsp;%2&nbsp;&nbsp; ")
+                    .arg(categoryColor(c).name(), name);
+    }
+    legend_->setText(html);
+}
+
+QString GraphView::legendText() const { return legend_->text(); }
+
 void GraphView::fit() {
+    const QRectF rect = scene_->sceneRect();
+    if (!rect.isEmpty()) view_->fitInView(rect, Qt::KeepAspectRatio);
+}
+
+void GraphView::readableFit() {
     const QRectF rect = scene_->sceneRect();
     if (rect.isEmpty()) return;
     view_->fitInView(rect, Qt::KeepAspectRatio);
@@ -158,14 +226,53 @@ void GraphView::fit() {
 
 void GraphView::showEvent(QShowEvent* event) {
     QWidget::showEvent(event);
-    fit();  // a layout that finished while hidden was fitted to the wrong size
+    readableFit();  // a layout that finished while hidden was fitted to the wrong size
 }
 
-void GraphView::onSearch() {
-    const std::vector<int> found = scene_->highlight(search_->text());
-    status_->setText(tr("%1 matches").arg(found.size()));
-    if (!found.empty()) view_->centerOn(scene_->nodeRect(found.front()).center());
+void GraphView::onSearch() { search(search_->text()); }
+
+void GraphView::search(const QString& text) {
+    if (search_->text() != text) search_->setText(text);
+    search_state_.search(graph_, text.toStdString());
+    showCurrentMatch();
 }
+
+void GraphView::nextMatch() {
+    search_state_.next();
+    showCurrentMatch();
+}
+
+void GraphView::previousMatch() {
+    search_state_.previous();
+    showCurrentMatch();
+}
+
+QString GraphView::searchStatus() const {
+    if (search_->text().isEmpty()) return {};
+    if (search_state_.count() == 0) return tr("no match");
+    return tr("%1 of %2").arg(search_state_.current() + 1).arg(search_state_.count());
+}
+
+void GraphView::showCurrentMatch() {
+    // The match may sit in a collapsed layer: expand it first, then come back here.
+    const int layer = search_state_.layerToExpand(graph_, collapsed_, expanded_);
+    if (layer >= 0) {
+        expanded_.insert(layer);
+        focus_match_after_layout_ = true;
+        relayout();
+        return;
+    }
+    scene_->highlight(search_->text());
+    status_->setText(searchStatus());
+    const int op = search_state_.currentOp();
+    for (size_t i = 0; i < input_.nodes.size() && op >= 0; ++i)
+        if (input_.nodes[i].op == op) {
+            view_->centerOn(scene_->nodeRect(static_cast<int>(i)).center());
+            properties_->setText(QString::fromStdString(nodeProperties(graph_, input_.nodes[i], -1, ColorBy::Stage)));
+        }
+}
+
+QString GraphView::propertiesText() const { return properties_->text(); }
 
 void GraphView::onClicked(QPointF scene_pos, bool double_click) {
     const int node = scene_->nodeOfItem(scene_->itemAt(scene_pos, view_->transform()));
@@ -175,7 +282,11 @@ void GraphView::onClicked(QPointF scene_pos, bool double_click) {
         expandLayer(n.layer);
         return;
     }
-    emit nodeActivated(QString::fromStdString(nodeTooltip(graph_, n, -1, ColorBy::Stage)));
+    const ColorBy by = currentColorBy(color_by_);
+    const std::vector<int> cat = nodeCategories(graph_, input_, plan_ ? &*plan_ : nullptr, by);
+    const QString details = QString::fromStdString(nodeProperties(graph_, n, cat[static_cast<size_t>(node)], by));
+    properties_->setText(details);
+    emit nodeActivated(details);
 }
 
 bool GraphView::exportPng(const QString& path) const {

@@ -12,6 +12,7 @@
 #include "planners/schedule/plan.h"
 #include "widgets/graph/layout_graph.h"
 #include "widgets/graph/node_colors.h"
+#include "widgets/graph/op_search.h"
 
 class QCheckBox;
 class QComboBox;
@@ -45,8 +46,19 @@ public:
     bool exportSvg(const QString& path) const;
     bool exportDot(const QString& path) const;
 
+    // Search (Enter / F3 / Shift+F3): matches also inside collapsed layers, whose layer is
+    // expanded to show the current one. "2 of 14" in searchStatus().
+    void search(const QString& text);
+    void nextMatch();
+    void previousMatch();
+    const OpSearch& opSearch() const { return search_state_; }
+    QString searchStatus() const;
+    const std::set<int>& expandedLayers() const { return expanded_; }
+    QString propertiesText() const;  // the clicked node's properties panel
+    QString legendText() const;      // stage/device -> colour, as shown
+
 public slots:
-    void fit();
+    void fit();     // whole graph in view (the Fit button)
 
 protected:
     void showEvent(QShowEvent* event) override;
@@ -60,6 +72,9 @@ private:
     void onLayoutReady(quint64 id, const GraphLayout& layout);
     void recolor();
     void onSearch();
+    void showCurrentMatch();
+    void readableFit();  // after a layout: fit, but never below readable size
+    void updateLegend();
     void onClicked(QPointF scene_pos, bool double_click);
     std::vector<QColor> colors() const;
     std::vector<QString> tooltips() const;
@@ -71,6 +86,10 @@ private:
     QComboBox* color_by_;
     QLineEdit* search_;
     QLabel* status_;
+    QLabel* legend_;
+    QLabel* properties_;
+    OpSearch search_state_;
+    bool focus_match_after_layout_ = false;
 
     Graph graph_;
     std::optional<Plan> plan_;

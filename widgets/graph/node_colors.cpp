@@ -73,4 +73,21 @@ std::string nodeTooltip(const Graph& graph, const LayoutNode& node, int category
     return text.toStdString();
 }
 
+std::string nodeProperties(const Graph& graph, const LayoutNode& node, int category, ColorBy by) {
+    std::string text = nodeTooltip(graph, node, category, by);
+    if (node.op < 0) return text;
+    const auto edgeText = [&](int other, int64_t bytes) {
+        return QStringLiteral("\n  %1 (%2)").arg(QString::fromStdString(graph.ops[static_cast<size_t>(other)].name), formatBytes(bytes));
+    };
+    QString in, out;
+    for (const Edge& e : graph.edges) {
+        if (e.dst == node.op) in += edgeText(e.src, e.bytes);
+        if (e.src == node.op) out += edgeText(e.dst, e.bytes);
+    }
+    text += QStringLiteral("\ninputs:%1\noutputs:%2")
+                .arg(in.isEmpty() ? QStringLiteral(" (model input)") : in, out.isEmpty() ? QStringLiteral(" (loss)") : out)
+                .toStdString();
+    return text;
+}
+
 }  // namespace hippie::widgets

@@ -22,4 +22,8 @@ std::vector<int> nodeCategories(const Graph& graph, const LayoutInput& input, co
 // Tooltip text of a node: op kind, FLOPs, bytes and the device or stage.
 std::string nodeTooltip(const Graph& graph, const LayoutNode& node, int category, ColorBy by);
 
+// The properties panel: the tooltip plus the op's inputs and outputs (producer/consumer op
+// and tensor bytes; the graph holds no shapes).
+std::string nodeProperties(const Graph& graph, const LayoutNode& node, int category, ColorBy by);
+
 }  // namespace hippie::widgets

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "widgets/common/palette.h"
+#include "widgets/common/units.h"
 
 namespace hippie::widgets {
 
@@ -13,10 +14,30 @@ namespace {
 constexpr double kCapacityZoomRatio = 2.5;  // capacity above this many peaks is left off scale
 constexpr double kPeakHeadroom = 1.25;
 constexpr double kCapacityHeadroom = 1.08;
+constexpr int kLegendRowsPerColumn = 8;
+constexpr double kCurvePenWidth = 1.5;
+constexpr double kHighlightPenWidth = 3.0;
+constexpr int kFaintAlpha = 50;
 }  // namespace
 
 MemoryPlot::MemoryPlot(QCustomPlot* plot, QCPAxisRect* rect) : plot_(plot), rect_(rect) {
     rect_->axis(QCPAxis::atLeft)->setLabel(QStringLiteral("memory (GiB)"));
+    // The legend beside the memory curves, in a column of its own, so it never covers data.
+    QCPLegend* legend = plot_->legend;
+    if (plot_->axisRect()->insetLayout()->take(legend)) plot_->axisRect()->insetLayout()->simplify();
+    int row = 0, column = 0;
+    if (plot_->plotLayout()->hasElement(0, 0)) {
+        for (int r = 0; r < plot_->plotLayout()->rowCount(); ++r)
+            if (plot_->plotLayout()->element(r, 0) == rect_) row = r;
+        column = 1;
+    }
+    plot_->plotLayout()->addElement(row, column, legend);
+    plot_->plotLayout()->setColumnStretchFactor(column, 0.001);
+    legend->setFillOrder(QCPLayoutGrid::foRowsFirst);
+    legend->setWrap(kLegendRowsPerColumn);
+    legend->setFont(QFont(legend->font().family(), 8));
+    legend->setSelectableParts(QCPLegend::spItems);
+    legend->setVisible(true);
 }
 
 void MemoryPlot::clear() {
@@ -26,9 +47,10 @@ void MemoryPlot::clear() {
     capacity_lines_.clear();
 }
 
-void MemoryPlot::setCurves(std::vector<MemoryCurve> curves) {
+void MemoryPlot::setCurves(std::vector<MemoryCurve> curves, const std::function<QString(int)>& label) {
     clear();
     curves_ = std::move(curves);
+    colors_.clear();
     QCPAxis* x = rect_->axis(QCPAxis::atBottom);
     QCPAxis* y = rect_->axis(QCPAxis::atLeft);
     double peak = 0;
@@ -37,8 +59,10 @@ void MemoryPlot::setCurves(std::vector<MemoryCurve> curves) {
     for (size_t i = 0; i < curves_.size(); ++i) {
         QCPGraph* g = plot_->addGraph(x, y);
         g->setLineStyle(QCPGraph::lsStepLeft);
-        g->setPen(QPen(seriesColor(static_cast<int>(i)), 1.5));
-        g->setName(QStringLiteral("device %1").arg(curves_[i].device));
+        colors_.push_back(deviceColor(static_cast<int>(i), static_cast<int>(curves_.size())));
+        g->setPen(QPen(colors_.back(), kCurvePenWidth));
+        g->setName(label ? label(curves_[i].device) : QStringLiteral("GPU %1").arg(curves_[i].device));
+        g->setProperty("device", curves_[i].device);
         g->setAdaptiveSampling(true);
         graphs_.push_back(g);
         peak = std::max(peak, curves_[i].peak_gib);
@@ -58,20 +82,49 @@ void MemoryPlot::setCurves(std::vector<MemoryCurve> curves) {
     // Far below capacity, the curves would be a flat line at the bottom: zoom on them and say
     // where the capacity is instead.
     const bool capacity_off_scale = capacity > kCapacityZoomRatio * peak && peak > 0;
-    const double top = capacity_off_scale ? peak * kPeakHeadroom : std::max(peak, capacity) * kCapacityHeadroom;
+    // A tiny model's curves read "0.2 MiB", not "0.0002 GiB".
+    unit_ = byteUnitFor((capacity_off_scale || capacity <= 0 ? peak : std::max(peak, capacity)) * kBytesPerGiB);
+    per_gib_ = kBytesPerGiB * unit_.per_byte;
+    for (QCPItemStraightLine* line : capacity_lines_) {
+        line->point1->setCoords(0, line->point1->coords().y() * per_gib_);
+        line->point2->setCoords(1, line->point2->coords().y() * per_gib_);
+    }
+    const double top = (capacity_off_scale ? peak * kPeakHeadroom : std::max(peak, capacity) * kCapacityHeadroom) * per_gib_;
     y->setRange(0, top > 0 ? top : 1.0);
-    y->setLabel(capacity_off_scale ? QStringLiteral("memory (GiB), capacity %1 GiB off scale").arg(capacity, 0, 'f', 0)
-                                   : QStringLiteral("memory (GiB)"));
+    y->setLabel(capacity_off_scale ? QStringLiteral("memory (%1)\ncapacity %2 off scale")
+                                         .arg(unitName(), formatBytes(static_cast<int64_t>(capacity * kBytesPerGiB)))
+                                   : QStringLiteral("memory (%1)").arg(unitName()));
+    plot_->legend->setVisible(!curves_.empty());  // an empty legend is a stray frame
     fill(std::numeric_limits<double>::infinity());
 }
 
 void MemoryPlot::setRevealTime(double t_s) { fill(t_s); }
 
+void MemoryPlot::highlightDevice(int device) {
+    for (size_t i = 0; i < graphs_.size(); ++i) {
+        QColor c = colors_[i];
+        double width = kCurvePenWidth;
+        if (device >= 0 && curves_[i].device == device) width = kHighlightPenWidth;
+        else if (device >= 0) c.setAlpha(kFaintAlpha);
+        graphs_[i]->setPen(QPen(c, width));
+    }
+}
+
+QString MemoryPlot::formatGiB(double gib) const {
+    return QStringLiteral("%1 %2").arg(gib * per_gib_, 0, 'f', 2).arg(unitName());
+}
+
+void MemoryPlot::scaleValueAxis(double factor) {
+    QCPAxis* y = rect_->axis(QCPAxis::atLeft);
+    y->setRange(0, std::max(1e-6, y->range().upper * factor));
+}
+
 void MemoryPlot::fill(double reveal_s) {
     for (size_t i = 0; i < graphs_.size(); ++i) {
         const MemoryCurve c = std::isinf(reveal_s) ? curves_[i] : truncated(curves_[i], reveal_s);
-        graphs_[i]->setData(QVector<double>(c.time_s.begin(), c.time_s.end()), QVector<double>(c.gib.begin(), c.gib.end()),
-                            true);
+        QVector<double> values(c.gib.begin(), c.gib.end());
+        for (double& v : values) v *= per_gib_;
+        graphs_[i]->setData(QVector<double>(c.time_s.begin(), c.time_s.end()), values, true);
     }
 }
 

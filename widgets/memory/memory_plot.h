@@ -1,10 +1,15 @@
 #pragma once
 // Memory curves of a Trace drawn into one axis rect of a QCustomPlot: a step line per
-// device and each distinct device capacity as a dashed line.
+// device, in colours apart from the Gantt chart's, named in a legend beside the curves (not
+// over them), and each distinct device capacity as a dashed line.
+#include <functional>
 #include <vector>
+
+#include <QString>
 
 #include <qcustomplot.h>
 
+#include "widgets/common/time_units.h"
 #include "widgets/memory/memory_series.h"
 
 namespace hippie::widgets {
@@ -13,7 +18,14 @@ class MemoryPlot {
 public:
     MemoryPlot(QCustomPlot* plot, QCPAxisRect* rect);
 
-    void setCurves(std::vector<MemoryCurve> curves);
+    // `label` names a device in the legend ("GPU 3"); default "GPU <id>".
+    void setCurves(std::vector<MemoryCurve> curves, const std::function<QString(int)>& label = {});
+    // Draws `device`'s curve thick and the others faint (-1: all alike).
+    void highlightDevice(int device);
+    void scaleValueAxis(double factor);  // vertical zoom, anchored at 0
+    // The unit the axis shows (GiB, MiB, KiB: chosen from the largest peak) and a value in it.
+    QString unitName() const { return QString::fromUtf8(unit_.name); }
+    QString formatGiB(double gib) const;
     const std::vector<MemoryCurve>& curves() const { return curves_; }
     void setRevealTime(double t_s);  // infinity shows everything
     int graphCount() const { return static_cast<int>(graphs_.size()); }
@@ -28,6 +40,9 @@ private:
     std::vector<MemoryCurve> curves_;
     std::vector<QCPGraph*> graphs_;
     std::vector<QCPItemStraightLine*> capacity_lines_;
+    std::vector<QColor> colors_;
+    ByteUnit unit_;
+    double per_gib_ = 1.0;  // displayed units per GiB
 };
 
 }  // namespace hippie::widgets

@@ -29,6 +29,12 @@ std::vector<MemoryCurve> memoryCurves(const Trace& trace, double end_s) {
     return curves;
 }
 
+const MemoryCurve* curveOfDevice(const std::vector<MemoryCurve>& curves, int device) {
+    for (const MemoryCurve& c : curves)
+        if (c.device == device) return &c;
+    return nullptr;
+}
+
 double memoryAt(const MemoryCurve& curve, double t_s) {
     const auto it = std::upper_bound(curve.time_s.begin(), curve.time_s.end(), t_s);
     if (it == curve.time_s.begin()) return 0.0;

@@ -19,6 +19,10 @@ struct MemoryCurve {
 // the last sample) so that every curve spans the whole iteration.
 std::vector<MemoryCurve> memoryCurves(const Trace& trace, double end_s);
 
+// The curve of `device`, or null: curves are in trace row order, which need not be the
+// Gantt chart's row order (rows are grouped by node).
+const MemoryCurve* curveOfDevice(const std::vector<MemoryCurve>& curves, int device);
+
 // Allocated GiB at time t (the value of the last sample at or before t; 0 before the first).
 double memoryAt(const MemoryCurve& curve, double t_s);
 

@@ -1,5 +1,7 @@
 // hippie-plan dispatch --plan FILE --worker HOST:PORT|local [--worker ...] [--token-file F] [--db FILE]
 //                      [--steps N] [--seed S] [--progress]
+// hippie-plan dispatch --plan FILE --slurm [--login HOST] [--partition P --account A --time T
+//                      --extra-sbatch '...'] [--show-script]
 #include "app/cli/dispatch/cmd_dispatch.h"
 
 #include <QCoreApplication>
@@ -13,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/dispatch/run_controller.h"
+#include "app/jobs/launcher.h"
 #include "app/jobs/protocol.h"
 #include "planners/cluster/cluster_json.h"
 #include "planners/common/error.h"
@@ -38,7 +41,41 @@ struct DispatchOptions {
     int steps = 5;
     unsigned long long seed = 0;
     bool progress = false;
+    // A Slurm cluster instead of workers.
+    bool slurm = false;
+    std::string login, partition, account, time_limit, slurm_dir, slurm_engine;
+    std::vector<std::string> extra_sbatch;
+    int nodes = 0, tasks_per_node = 0, gpus_per_node = -1;
+    bool show_script = false;
 };
+
+dispatch::WorkerTarget slurmWorker(const DispatchOptions& o) {
+    dispatch::SlurmTarget t;
+    t.login_host = QString::fromStdString(o.login);
+    t.partition = QString::fromStdString(o.partition);
+    t.account = QString::fromStdString(o.account);
+    t.time_limit = QString::fromStdString(o.time_limit);
+    for (const std::string& e : o.extra_sbatch)
+        for (const QString& part : QString::fromStdString(e).split(QLatin1Char(' '), Qt::SkipEmptyParts)) {
+            if (!part.startsWith(QLatin1Char('-')))
+                throw Error("--extra-sbatch '" + e + "': '" + part.toStdString() + "' is not an sbatch option (they start with -)");
+            t.extra_sbatch << part;
+        }
+    t.job_dir_root = QString::fromStdString(o.slurm_dir);
+    // On the nodes: the given path; with no login host the cluster shares this machine's files, so
+    // the engine found here; else hippie-engine on the nodes' PATH.
+    if (!o.slurm_engine.empty()) t.engine = QString::fromStdString(o.slurm_engine);
+    else if (o.login.empty()) {
+        const QString here = jobs::findEngine(QString::fromStdString(o.engine));
+        if (!here.isEmpty()) t.engine = here;
+    }
+    t.nodes = o.nodes;
+    t.tasks_per_node = o.tasks_per_node;
+    t.gpus_per_node = o.gpus_per_node;
+    dispatch::WorkerTarget w;
+    w.slurm = t;
+    return w;
+}
 
 std::string readToken(const std::string& path) {
     QFile f(QString::fromStdString(path));
@@ -89,9 +126,14 @@ int runDispatch(const DispatchOptions& o) {
     req.work_root = QString::fromStdString(o.work_dir);
     req.db_path = QString::fromStdString(o.db);
     req.note = QStringLiteral("hippie-plan dispatch");
+    if (o.slurm && !o.workers.empty()) throw Error("--slurm runs every rank on the cluster: drop --worker");
+    if (!o.slurm && o.workers.empty()) throw Error("give --worker HOST:PORT|local (repeat) or --slurm");
+    if (!o.slurm && (!o.login.empty() || !o.partition.empty() || !o.account.empty() || !o.time_limit.empty() || !o.extra_sbatch.empty()))
+        throw Error("--login, --partition, --account, --time and --extra-sbatch are for --slurm");
+    if (o.slurm) req.workers.push_back(slurmWorker(o));
     for (const std::string& w : o.workers) req.workers.push_back(parseWorker(w, o.fingerprint));
     for (dispatch::WorkerTarget& w : req.workers) {
-        if (w.local) continue;
+        if (w.local || w.slurm) continue;
         if (o.token_file.empty()) throw Error("--worker " + w.address.display().toStdString() + " is an agent: give its token with --token-file");
         w.address.token = QString::fromStdString(readToken(o.token_file));
     }
@@ -106,6 +148,16 @@ int runDispatch(const DispatchOptions& o) {
     dispatch::RunController run(req);
     int exit_code = kExitInternal;
     const bool progress = o.progress;
+    if (o.slurm) {
+        // The script is shown before it is submitted (and kept with the run).
+        const QString script = run.slurmScript();
+        if (o.show_script) {
+            std::cout << script.toStdString();
+            return kExitOk;
+        }
+        if (progress) std::cout << "Slurm batch script (" << run.slurmJobDir().toStdString() << "/job.sbatch):\n" << script.toStdString() << std::endl;
+        else std::cout << json{{"event", "slurm-script"}, {"dir", run.slurmJobDir().toStdString()}, {"script", script.toStdString()}}.dump() << std::endl;
+    }
     QObject::connect(&run, &dispatch::RunController::stored, [&](qint64 id) {
         const json line = {{"event", "stored"}, {"run", id}, {"job", run.jobId().toStdString()}, {"db", run.dbPath().toStdString()},
                            {"predicted_step_s", run.predictedStepSeconds() ? json(*run.predictedStepSeconds()) : json(nullptr)},
@@ -120,8 +172,13 @@ int runDispatch(const DispatchOptions& o) {
         }
         const std::string kind = ev.value("event", std::string());
         if (kind == "step") std::cout << stepLine(ev) << std::endl;
+        else if (kind == "slurm-submitted") std::cout << "Slurm job " << ev.value("job_id", std::string()) << " submitted" << std::endl;
         else if (kind == "job-state") std::cout << "worker " << worker << ": " << ev.value("state", std::string()) << " " << ev.value("message", std::string()) << std::endl;
         else if (kind == "error") std::cout << "rank " << ev.value("rank", -1) << " error: " << ev.value("message", std::string()) << std::endl;
+    });
+    // What the controller says about the store itself (a write that failed) goes to stderr.
+    QObject::connect(&run, &dispatch::RunController::logReceived, [](int rank, const QString& stream, const QString& text) {
+        if (rank < 0 && stream == QLatin1String("store")) std::cerr << "hippie-plan: " << text.toStdString() << "\n";
     });
     QObject::connect(&run, &dispatch::RunController::finished, [&](jobs::JobState state, const QString& message) {
         json line = {{"event", "finished"}, {"state", jobs::toString(state)}, {"message", message.toStdString()}, {"run", run.runId()}};
@@ -151,7 +208,7 @@ Command addDispatchCommand(CLI::App& app) {
     auto opts = std::make_shared<DispatchOptions>();
     CLI::App* cmd = app.add_subcommand("dispatch", "Run a plan on local and remote workers and record the run");
     cmd->add_option("--plan", opts->plan_file, "plan JSON file")->required()->check(CLI::ExistingFile);
-    cmd->add_option("--worker", opts->workers, "HOST:PORT of a hippie-agent, or local (repeat; rank 0 on the first)")->required();
+    cmd->add_option("--worker", opts->workers, "HOST:PORT of a hippie-agent, or local (repeat; rank 0 on the first)");
     cmd->add_option("--token-file", opts->token_file, "file holding the agents' token");
     cmd->add_option("--fingerprint", opts->fingerprint, "SHA-256 fingerprint of the agents' TLS certificate (pins it)");
     cmd->add_option("--db", opts->db, "run store (default: the studio's runs.sqlite)");
@@ -162,6 +219,21 @@ Command addDispatchCommand(CLI::App& app) {
     cmd->add_option("--graph", opts->graph_file, "the plan's model graph, for the prediction")->check(CLI::ExistingFile);
     cmd->add_option("--cluster", opts->cluster, "cluster preset or file for the prediction (default: the plan's)");
     cmd->add_flag("--progress", opts->progress, "one line per step instead of JSON lines");
+    cmd->add_flag("--slurm", opts->slurm, "run on a Slurm cluster (sbatch here, or on --login through ssh) instead of --worker");
+    cmd->add_option("--login", opts->login, "Slurm: login host to run sbatch/squeue/scancel on through ssh (your ssh config and keys)");
+    cmd->add_option("--partition", opts->partition, "Slurm: partition");
+    cmd->add_option("--account", opts->account, "Slurm: account");
+    cmd->add_option("--time", opts->time_limit, "Slurm: time limit, e.g. 01:00:00");
+    cmd->add_option("--extra-sbatch", opts->extra_sbatch, "Slurm: more sbatch options, e.g. '--qos=high --exclusive'");
+    cmd->add_option("--slurm-dir", opts->slurm_dir, "Slurm: shared directory for the jobs' files (default: <work dir>/slurm, or "
+                                                    "~/hippie-runs on the login host)");
+    cmd->add_option("--slurm-engine", opts->slurm_engine, "Slurm: hippie-engine on the nodes (default: the one found here without "
+                                                          "--login, else hippie-engine on the nodes' PATH)");
+    cmd->add_option("--nodes", opts->nodes, "Slurm: nodes (default: from the plan's device mapping)")->check(CLI::Range(1, 100000));
+    cmd->add_option("--tasks-per-node", opts->tasks_per_node, "Slurm: tasks per node (default: from the plan)")->check(CLI::Range(1, 100000));
+    cmd->add_option("--gpus-per-node", opts->gpus_per_node, "Slurm: GPUs per node (default: from the plan's cluster; 0 for CPUs)")
+        ->check(CLI::Range(0, 100000));
+    cmd->add_flag("--show-script", opts->show_script, "Slurm: print the batch script and exit without submitting it");
     cmd->footer("Exit status: 0 the run succeeded, 2 bad arguments or a run that could not start, 3 the run failed, was "
                 "cancelled or lost (the message is on stderr).");
     return {cmd, [opts] { return runDispatch(*opts); }};

@@ -1,5 +1,6 @@
 #include "app/studio/dispatch/dispatch_dialog.h"
 
+#include <QCheckBox>
 #include <QDialogButtonBox>
 #include <QFormLayout>
 #include <QLabel>
@@ -8,9 +9,7 @@
 #include <QSpinBox>
 #include <QVBoxLayout>
 
-#include "app/dispatch/rank_split.h"
 #include "app/studio/dispatch/workers_panel.h"
-#include "planners/common/error.h"
 
 namespace hippie::studio {
 
@@ -19,9 +18,10 @@ constexpr int kDefaultSteps = 5;
 constexpr int kMaxSteps = 100000;
 }  // namespace
 
-DispatchDialog::DispatchDialog(const Plan& plan, const WorkersPanel* workers, QWidget* parent)
-    : QDialog(parent), plan_(plan), workers_(workers), list_(new QListWidget), steps_(new QSpinBox), seed_(new QSpinBox),
-      split_(new QLabel) {
+DispatchDialog::DispatchDialog(const Plan& plan, const std::optional<Graph>& graph, const WorkersPanel* workers, QWidget* parent)
+    : QDialog(parent), plan_(plan), graph_(graph), engine_(askEngine(workers->engine())),
+      share_(new QCheckBox(tr("Let ranks share devices"))), run_(nullptr), workers_(workers), list_(new QListWidget),
+      steps_(new QSpinBox), seed_(new QSpinBox), split_(new QLabel) {
     setWindowTitle(tr("Run on workers"));
     auto* what = new QLabel(tr("<b>%1</b> plan of <b>%2</b>: %3 ranks (pp %4 × dp %5), %6 schedule, %7 micro-batches")
                                 .arg(QString::fromStdString(plan.planner),
@@ -47,7 +47,8 @@ DispatchDialog::DispatchDialog(const Plan& plan, const WorkersPanel* workers, QW
     form->addRow(tr("Steps"), steps_);
     form->addRow(tr("Seed"), seed_);
     auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
-    buttons->button(QDialogButtonBox::Ok)->setText(tr("Run"));
+    run_ = buttons->button(QDialogButtonBox::Ok);
+    run_->setText(tr("Run"));
     connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
     connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
     auto* layout = new QVBoxLayout(this);
@@ -55,12 +56,15 @@ DispatchDialog::DispatchDialog(const Plan& plan, const WorkersPanel* workers, QW
     layout->addWidget(new QLabel(tr("Workers (rank 0 runs on the first ticked):")));
     layout->addWidget(list_);
     layout->addLayout(form);
+    layout->addWidget(new QLabel(tr("<b>What will happen</b>")));
     layout->addWidget(split_);
+    layout->addWidget(share_);
     layout->addWidget(buttons);
-    connect(list_, &QListWidget::itemChanged, this, [this, buttons] {
-        updateSplit();
-        buttons->button(QDialogButtonBox::Ok)->setEnabled(!chosenWorkers().empty());
-    });
+    split_->setTextFormat(Qt::RichText);
+    split_->setMinimumWidth(520);
+    connect(list_, &QListWidget::itemChanged, this, &DispatchDialog::updateSplit);
+    connect(share_, &QCheckBox::toggled, this, &DispatchDialog::updateSplit);
+    connect(steps_, qOverload<int>(&QSpinBox::valueChanged), this, &DispatchDialog::updateSplit);
     updateSplit();
 }
 
@@ -74,19 +78,30 @@ std::vector<int> DispatchDialog::chosenWorkers() const {
 int DispatchDialog::steps() const { return steps_->value(); }
 unsigned long long DispatchDialog::seed() const { return static_cast<unsigned long long>(seed_->value()); }
 
+void DispatchDialog::setChecked(int row, bool checked) { list_->item(row)->setCheckState(checked ? Qt::Checked : Qt::Unchecked); }
+void DispatchDialog::setAcceptSharing(bool accept) { share_->setChecked(accept); }
+bool DispatchDialog::canRun() const { return run_->isEnabled(); }
+
+QString DispatchDialog::whatWillHappen() const {
+    QStringList lines;
+    for (const QString& b : check_.blockers) lines << tr("Cannot run: %1").arg(b);
+    for (const QString& w : check_.warnings) lines << tr("Note: %1").arg(w);
+    lines << check_.steps;
+    return lines.join(QLatin1Char('\n'));
+}
+
 void DispatchDialog::updateSplit() {
-    const std::vector<int> rows = chosenWorkers();
-    std::vector<int> capacities;
-    for (int r : rows) capacities.push_back(workers_->target(r).capacity);
-    try {
-        const std::vector<dispatch::RankShare> shares = dispatch::splitRanks(plan_.deviceCount(), capacities);
-        QStringList parts;
-        for (size_t i = 0; i < rows.size(); ++i)
-            parts << tr("%1: ranks %2–%3").arg(workers_->label(rows[i])).arg(shares[i].first_rank).arg(shares[i].first_rank + shares[i].rank_count - 1);
-        split_->setText(parts.join(QStringLiteral("; ")));
-    } catch (const Error& e) {
-        split_->setText(QString::fromUtf8(e.what()));
-    }
+    std::vector<DispatchWorker> chosen;
+    for (int r : chosenWorkers()) chosen.push_back({workers_->label(r), workers_->isLocal(r), workers_->target(r).capacity});
+    check_ = checkDispatch(plan_, graph_, chosen, engine_, steps());
+    QString html;
+    for (const QString& b : check_.blockers)
+        html += QStringLiteral("<p style='color:#b00020'><b>%1</b> %2</p>").arg(tr("Cannot run:"), b.toHtmlEscaped());
+    for (const QString& w : check_.warnings) html += QStringLiteral("<p style='color:#8a5a00'>%1</p>").arg(w.toHtmlEscaped());
+    for (const QString& line : check_.steps) html += line.toHtmlEscaped() + QStringLiteral("<br>");
+    split_->setText(html);
+    share_->setVisible(check_.shares_devices);
+    run_->setEnabled(check_.canRun(share_->isChecked()));
 }
 
 }  // namespace hippie::studio

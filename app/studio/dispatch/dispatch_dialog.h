@@ -1,13 +1,19 @@
 #pragma once
 // "Run on workers…": which workers take part (rank 0 on the first ticked), steps and seed, and
-// how the plan's ranks will be split among them.
+// what will happen: how the plan's ranks are split among them, checked against their devices
+// and the engine (see dispatch_check.h). Run stays disabled while something blocks.
 #include <QDialog>
 
+#include <optional>
 #include <vector>
 
+#include "app/studio/dispatch/dispatch_check.h"
+#include "planners/model/graph.h"
 #include "planners/schedule/plan.h"
 
+class QCheckBox;
 class QLabel;
+class QPushButton;
 class QListWidget;
 class QSpinBox;
 
@@ -18,16 +24,27 @@ class WorkersPanel;
 class DispatchDialog : public QDialog {
     Q_OBJECT
 public:
-    DispatchDialog(const Plan& plan, const WorkersPanel* workers, QWidget* parent = nullptr);
+    // `graph`: the plan's model when known. The local engine is asked which models it trains.
+    DispatchDialog(const Plan& plan, const std::optional<Graph>& graph, const WorkersPanel* workers, QWidget* parent = nullptr);
 
     std::vector<int> chosenWorkers() const;  // rows of the workers panel, in order
     int steps() const;
     unsigned long long seed() const;
+    const DispatchCheck& check() const { return check_; }
+    QString whatWillHappen() const;  // the text shown: problems first, then the steps
+    bool canRun() const;             // what the Run button says
+    void setChecked(int row, bool checked);  // tick or untick a worker (tests)
+    void setAcceptSharing(bool accept);
 
 private:
     void updateSplit();
 
     Plan plan_;
+    std::optional<Graph> graph_;
+    EngineInfo engine_;
+    DispatchCheck check_;
+    QCheckBox* share_;
+    QPushButton* run_;
     const WorkersPanel* workers_;
     QListWidget* list_;
     QSpinBox* steps_;

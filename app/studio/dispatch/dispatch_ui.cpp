@@ -1,4 +1,5 @@
 #include "app/studio/dispatch/dispatch_ui.h"
+#include "app/studio/dispatch/slurm_cluster_dialog.h"
 
 #include <QDockWidget>
 #include <QFileDialog>
@@ -57,7 +58,8 @@ void DispatchUi::setDbPath(const QString& path) {
 }
 
 dispatch::RunController* DispatchUi::dispatchPlan(const Plan& plan, const std::optional<Graph>& graph, const std::optional<Cluster>& cluster,
-                                                  const std::vector<int>& workers, int steps, unsigned long long seed) {
+                                                  const std::vector<int>& workers, int steps, unsigned long long seed,
+                                                  bool confirm_scripts) {
     dispatch::RunRequest req;
     req.plan = plan;
     req.graph = graph;
@@ -69,6 +71,20 @@ dispatch::RunController* DispatchUi::dispatchPlan(const Plan& plan, const std::o
     req.work_root = work_root_;
     req.db_path = db_path_.isEmpty() ? history_->dbPath() : db_path_;
     auto* run = new dispatch::RunController(req, this);
+    if (confirm_scripts && req.workers.size() == 1 && req.workers.front().slurm) {
+        QString script;
+        try {
+            script = run->slurmScript();
+        } catch (const Error& e) {
+            QMessageBox::warning(window_, tr("Run on %1").arg(req.workers.front().label()), QString::fromUtf8(e.what()));
+            delete run;
+            return nullptr;
+        }
+        if (!confirmSlurmScript(window_, req.workers.front().label(), run->slurmJobDir(), script)) {
+            delete run;
+            return nullptr;
+        }
+    }
     current_ = run;
     connect(run, &dispatch::RunController::workerStateChanged, this, [this, run](int worker, const QString& text) {
         if (current_ == run) window_->statusBar()->showMessage(tr("%1: %2").arg(run->request().workers[static_cast<size_t>(worker)].label(), text));
@@ -87,9 +103,9 @@ dispatch::RunController* DispatchUi::dispatchPlan(const Plan& plan, const std::o
 }
 
 void DispatchUi::askAndRun(const Plan& plan, const std::optional<Graph>& graph, const std::optional<Cluster>& cluster) {
-    DispatchDialog d(plan, workers_, window_);
+    DispatchDialog d(plan, graph, workers_, window_);
     if (d.exec() != QDialog::Accepted) return;
-    dispatchPlan(plan, graph, cluster, d.chosenWorkers(), d.steps(), d.seed());
+    dispatchPlan(plan, graph, cluster, d.chosenWorkers(), d.steps(), d.seed(), /*confirm_scripts=*/true);
 }
 
 void DispatchUi::runSelectedPlan() {

@@ -46,9 +46,12 @@ public:
     void setWorkRoot(const QString& path) { work_root_ = path; }
 
     // Starts a run of `plan` on the workers panel's rows `workers` (rank 0 on the first) and
-    // shows it. `graph` and `cluster` are for the prediction (see RunController).
+    // shows it. `graph` and `cluster` are for the prediction (see RunController). With
+    // confirm_scripts, a Slurm run's batch script is shown first and nothing starts (nullptr)
+    // unless the user submits it.
     dispatch::RunController* dispatchPlan(const Plan& plan, const std::optional<Graph>& graph, const std::optional<Cluster>& cluster,
-                                          const std::vector<int>& workers, int steps, unsigned long long seed);
+                                          const std::vector<int>& workers, int steps, unsigned long long seed,
+                                          bool confirm_scripts = false);
     dispatch::RunController* currentRun() const { return current_; }
 
     void runSelectedPlan();   // the dialog, for the comparison's selected plan

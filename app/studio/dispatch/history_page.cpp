@@ -217,6 +217,28 @@ void HistoryPage::openSelected() {
                  });
 }
 
+namespace {
+// "gpu1:7469 ranks 0–3, local ranks 4–7" from the stored [{"host","port","first_rank","rank_count"}].
+QString workersText(const nlohmann::json& workers) {
+    if (!workers.is_array()) return QString::fromStdString(workers.dump());
+    QStringList parts;
+    for (const nlohmann::json& w : workers) {
+        if (!w.is_object()) {
+            parts << QString::fromStdString(w.dump());
+            continue;
+        }
+        const std::string host = w.value("host", std::string());
+        const int port = w.value("port", 0);
+        const int first = w.value("first_rank", 0), count = w.value("rank_count", 0);
+        const QString where = host.empty() ? QObject::tr("this machine")
+                                           : QString::fromStdString(host) + (port > 0 ? QStringLiteral(":%1").arg(port) : QString());
+        parts << (count > 1 ? QObject::tr("%1 ranks %2–%3").arg(where).arg(first).arg(first + count - 1)
+                            : QObject::tr("%1 rank %2").arg(where).arg(first));
+    }
+    return parts.join(QStringLiteral(", "));
+}
+}  // namespace
+
 void HistoryPage::compareSelected() {
     const std::vector<qint64> runs = selectedRuns();
     if (runs.size() != 2) {
@@ -242,7 +264,7 @@ void HistoryPage::compareSelected() {
                      add(tr("model"), x.model, y.model);
                      add(tr("cluster"), x.cluster, y.cluster);
                      add(tr("planner"), x.planner, y.planner);
-                     add(tr("workers"), QString::fromStdString(x.workers.dump()), QString::fromStdString(y.workers.dump()));
+                     add(tr("workers"), workersText(x.workers), workersText(y.workers));
                      add(tr("predicted ms/step"), msText(x.predicted_step_s), msText(y.predicted_step_s));
                      add(tr("measured ms/step"), msText(x.measured_step_s), msText(y.measured_step_s));
                      add(tr("error %"), num(x.errorPercent(), 1), num(y.errorPercent(), 1));
@@ -251,6 +273,9 @@ void HistoryPage::compareSelected() {
                      std::map<QString, std::pair<QString, QString>> metrics;
                      for (const auto& [n, v] : two.first.details.metrics) metrics[n].first = QString::number(v, 'g', 6);
                      for (const auto& [n, v] : two.second.details.metrics) metrics[n].second = QString::number(v, 'g', 6);
+                     // The summary rows above already show these stored metrics under readable names.
+                     for (const char* shown : {store::kMetricStepS, store::kMetricSamplesPerS, store::kMetricFinalLoss})
+                         metrics.erase(QString::fromLatin1(shown));
                      for (const auto& [n, v] : metrics) add(n, v.first.isEmpty() ? QStringLiteral("–") : v.first, v.second.isEmpty() ? QStringLiteral("–") : v.second);
                      if (two.first.measured && two.second.measured) {
                          const TraceMetrics& mx = two.first.measured->metrics;

@@ -32,6 +32,7 @@ constexpr double kBarWidth = 0.38;
 constexpr double kBarOffset = 0.1;
 constexpr int kChartHeight = 170;
 constexpr double kRangeMargin = 1.02;
+constexpr int kLegendRowsPerColumn = 8;
 
 std::optional<double> numberAt(const json& j, const char* key) {
     if (!j.is_object()) return std::nullopt;
@@ -49,7 +50,12 @@ QCustomPlot* makeChart(const QString& title, const QString& x_label, const QStri
     p->yAxis->setLabel(y_label);
     p->legend->setVisible(true);
     p->legend->setFont(QFont(QStringLiteral("sans"), 7));
-    p->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+    // The legend in a column of its own beside the axes: over the data it hid the latest steps.
+    if (p->axisRect()->insetLayout()->take(p->legend)) p->axisRect()->insetLayout()->simplify();
+    p->plotLayout()->addElement(1, 1, p->legend);
+    p->plotLayout()->setColumnStretchFactor(1, 0.001);
+    p->legend->setWrap(kLegendRowsPerColumn);
+    p->legend->setFillOrder(QCPLayoutGrid::foRowsFirst);
     p->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
     return p;
 }
@@ -182,6 +188,12 @@ void RunView::showLive(dispatch::RunController* run) {
         title_->setText(title_->text() + tr(" · run #%1").arg(id));
     });
     connect(run, &dispatch::RunController::stateChanged, this, &RunView::setStateText);
+    connect(run, &dispatch::RunController::slurmChanged, this, [this, base = title_->text()] {
+        if (!run_ || !run_->slurmRecord() || run_->slurmRecord()->slurm_job_id.isEmpty()) return;
+        const store::SlurmRecord& r = *run_->slurmRecord();
+        const QString id = run_->runId() > 0 ? tr(" · run #%1").arg(run_->runId()) : QString();
+        title_->setText(base + id + tr(" · Slurm job %1%2").arg(r.slurm_job_id, r.node_list.isEmpty() ? QString() : tr(" on %1").arg(r.node_list)));
+    });
     connect(run, &dispatch::RunController::engineEvent, this, [this](int, qint64, const json& ev) { feed(ev); });
     connect(run, &dispatch::RunController::measuredTraceChanged, this, [this] {
         if (run_) setMeasured(run_->measured());
@@ -197,6 +209,8 @@ void RunView::showStored(const store::RunDetails& d, const std::optional<Trace>&
                          const QString& prediction_note) {
     const store::RunSummary& s = d.summary;
     reset(tr("Run #%1 (%2) of %3 (%4) on %5").arg(s.id).arg(s.job_id, s.planner, s.model, s.cluster));
+    if (d.slurm)
+        title_->setText(title_->text() + tr(" · Slurm job %1 %2 on %3").arg(d.slurm->slurm_job_id, d.slurm->state, d.slurm->node_list));
     setPredicted(predicted, cluster, prediction_note);
     for (const store::StoredEvent& e : d.events) feed(e.event);
     std::optional<Trace> measured;
@@ -381,8 +395,10 @@ void RunView::updateCharts() {
     for (const auto& [rank, bytes] : peak_rss_) rss = std::max(rss, bytes);
     if (auto* title = qobject_cast<QCPTextElement*>(memory_plot_->plotLayout()->element(0, 0)))
         title->setText(rss > 0 ? tr("Peak memory per rank (process RSS up to %1 MiB)").arg(rss / kMiB, 0, 'f', 0) : tr("Peak memory per rank"));
+    // Whole steps and ranks, but as many as fit: a label per step merges into a bar past ~50.
     QSharedPointer<QCPAxisTickerFixed> integer(new QCPAxisTickerFixed);
     integer->setTickStep(1);
+    integer->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
     memory_plot_->xAxis->setTicker(integer);
     loss_plot_->xAxis->setTicker(integer);
     throughput_plot_->xAxis->setTicker(integer);
@@ -393,8 +409,7 @@ void RunView::updateCharts() {
         p->xAxis->setRange(x.lower - 0.5, x.upper + 0.5);
         const QCPRange y = p->yAxis->range();
         const double pad = std::max(1e-9, (y.upper - y.lower) * 0.1);
-        // The memory chart keeps room above its bars for the legend.
-        if (p == memory_plot_) p->yAxis->setRange(0, y.upper * 1.8 + pad);
+        if (p == memory_plot_) p->yAxis->setRange(0, y.upper + pad);
         else p->yAxis->setRange(y.lower - pad, y.upper + pad);
         p->replot(QCustomPlot::rpQueuedReplot);
     }

@@ -19,6 +19,7 @@
 #include <algorithm>
 
 #include "app/jobs/launcher.h"
+#include "app/studio/dispatch/slurm_cluster_dialog.h"
 #include "planners/cluster/cluster_json.h"
 #include "planners/common/error.h"
 
@@ -114,8 +115,12 @@ WorkersPanel::WorkersPanel(bool use_settings, QWidget* parent)
     auto* add = new QPushButton(tr("Add agent…"));
     add->setToolTip(tr("Connect to a hippie-agent on a GPU host"));
     use_->setToolTip(tr("Turn the selected probed workers (all probed ones if none is selected) into the planners' cluster"));
+    auto* add_slurm = new QPushButton(tr("Add Slurm cluster…"));
+    add_slurm->setObjectName(QStringLiteral("add-slurm"));
+    add_slurm->setToolTip(tr("Run plans through sbatch on a Slurm cluster, here or on a login host over ssh"));
     auto* buttons = new QHBoxLayout;
     buttons->addWidget(add);
+    buttons->addWidget(add_slurm);
     buttons->addWidget(remove_);
     buttons->addWidget(probe_);
     buttons->addWidget(use_);
@@ -126,6 +131,7 @@ WorkersPanel::WorkersPanel(bool use_settings, QWidget* parent)
     layout->addWidget(message_);
 
     connect(add, &QPushButton::clicked, this, &WorkersPanel::onAddClicked);
+    connect(add_slurm, &QPushButton::clicked, this, &WorkersPanel::onAddSlurmClicked);
     connect(remove_, &QPushButton::clicked, this, [this] {
         const int row = list_->indexOfTopLevelItem(list_->currentItem());
         if (row > 0) removeWorker(row);
@@ -186,6 +192,7 @@ void WorkersPanel::setEngine(const QString& engine) {
 
 QString WorkersPanel::label(int i) const {
     const Worker& w = workers_[static_cast<size_t>(i)];
+    if (w.slurm) return w.slurm->login_host.isEmpty() ? tr("Slurm cluster (sbatch here)") : tr("Slurm cluster via %1").arg(w.slurm->login_host);
     return w.local ? tr("This machine") : w.address.display() + (w.address.fingerprint_sha256.isEmpty() ? QString() : tr(" (TLS)"));
 }
 
@@ -193,6 +200,7 @@ dispatch::WorkerTarget WorkersPanel::target(int i) const {
     const Worker& w = workers_[static_cast<size_t>(i)];
     dispatch::WorkerTarget t;
     t.local = w.local;
+    t.slurm = w.slurm;
     t.address = w.address;
     if (w.devices.is_object()) {
         try {
@@ -202,6 +210,28 @@ dispatch::WorkerTarget WorkersPanel::target(int i) const {
         }
     }
     return t;
+}
+
+int WorkersPanel::addSlurm(const dispatch::SlurmTarget& cluster) {
+    Worker w;
+    w.slurm = cluster;
+    w.state = tr("ready: runs go through sbatch");
+    workers_.push_back(w);
+    list_->addTopLevelItem(new QTreeWidgetItem);
+    const int row = count() - 1;
+    refreshRow(row);
+    save();
+    emit workerChanged(row);
+    return row;
+}
+
+void WorkersPanel::onAddSlurmClicked() {
+    dispatch::SlurmTarget initial;
+    const QString engine = this->engine();  // a cluster sharing this machine's files finds it at the same path
+    if (!engine.isEmpty()) initial.engine = engine;
+    SlurmClusterDialog d(this, initial);
+    if (d.exec() != QDialog::Accepted) return;
+    addSlurm(d.target());
 }
 
 int WorkersPanel::addAgent(const jobs::AgentAddress& address, bool remember) {
@@ -287,6 +317,7 @@ void WorkersPanel::probe(int i) {
         probeLocal();
         return;
     }
+    if (w.slurm) return;  // its nodes are known once Slurm gives them to a job
     if (w.client && w.client->isReady()) {
         setState(i, tr("probing"));
         w.client->probe();
@@ -426,6 +457,29 @@ void WorkersPanel::load() {
         if (!a.host.isEmpty()) saved.emplace_back(a, !a.token.isEmpty());
     }
     s.endArray();
+    std::vector<dispatch::SlurmTarget> clusters;
+    const int m = s.beginReadArray(QStringLiteral("workers/slurm"));
+    for (int i = 0; i < m; ++i) {
+        s.setArrayIndex(i);
+        dispatch::SlurmTarget t;
+        t.login_host = s.value(QStringLiteral("login")).toString();
+        t.partition = s.value(QStringLiteral("partition")).toString();
+        t.account = s.value(QStringLiteral("account")).toString();
+        t.time_limit = s.value(QStringLiteral("time")).toString();
+        t.extra_sbatch = s.value(QStringLiteral("extra")).toStringList();
+        t.job_dir_root = s.value(QStringLiteral("dir")).toString();
+        t.engine = s.value(QStringLiteral("engine"), t.engine).toString();
+        clusters.push_back(t);
+    }
+    s.endArray();
+    for (const dispatch::SlurmTarget& t : clusters) {
+        Worker w;
+        w.slurm = t;
+        w.state = tr("ready: runs go through sbatch");
+        workers_.push_back(w);
+        list_->addTopLevelItem(new QTreeWidgetItem);
+        refreshRow(count() - 1);
+    }
     for (const auto& [a, remember] : saved) {
         Worker w;
         w.address = a;
@@ -442,12 +496,26 @@ void WorkersPanel::save() const {
     s.beginWriteArray(QStringLiteral("workers/agents"));
     int k = 0;
     for (const Worker& w : workers_) {
-        if (w.local) continue;
+        if (w.local || w.slurm) continue;
         s.setArrayIndex(k++);
         s.setValue(QStringLiteral("host"), w.address.host);
         s.setValue(QStringLiteral("port"), w.address.port);
         s.setValue(QStringLiteral("fingerprint"), w.address.fingerprint_sha256);
         s.setValue(QStringLiteral("token"), w.remember ? w.address.token : QString());  // only when asked to
+    }
+    s.endArray();
+    s.beginWriteArray(QStringLiteral("workers/slurm"));
+    k = 0;
+    for (const Worker& w : workers_) {
+        if (!w.slurm) continue;
+        s.setArrayIndex(k++);
+        s.setValue(QStringLiteral("login"), w.slurm->login_host);
+        s.setValue(QStringLiteral("partition"), w.slurm->partition);
+        s.setValue(QStringLiteral("account"), w.slurm->account);
+        s.setValue(QStringLiteral("time"), w.slurm->time_limit);
+        s.setValue(QStringLiteral("extra"), w.slurm->extra_sbatch);
+        s.setValue(QStringLiteral("dir"), w.slurm->job_dir_root);
+        s.setValue(QStringLiteral("engine"), w.slurm->engine);
     }
     s.endArray();
 }

@@ -33,12 +33,14 @@ public:
 
     int count() const { return static_cast<int>(workers_.size()); }
     bool isLocal(int i) const { return workers_[static_cast<size_t>(i)].local; }
+    bool isSlurm(int i) const { return workers_[static_cast<size_t>(i)].slurm.has_value(); }
     QString label(int i) const;
     QString stateText(int i) const { return workers_[static_cast<size_t>(i)].state; }
     const nlohmann::json& devices(int i) const { return workers_[static_cast<size_t>(i)].devices; }
     dispatch::WorkerTarget target(int i) const;
 
     int addAgent(const jobs::AgentAddress& address, bool remember);  // connects and probes at once
+    int addSlurm(const dispatch::SlurmTarget& cluster);              // Workers ▸ Add Slurm cluster…
     void removeWorker(int i);                                        // not the local machine
     void probe(int i);
     void setEngine(const QString& engine);                           // for the local machine; empty: findEngine()
@@ -63,6 +65,7 @@ private:
         QString state;
         nlohmann::json devices;  // Cluster JSON, null until probed
         jobs::AgentClient* client = nullptr;
+        std::optional<dispatch::SlurmTarget> slurm;  // a Slurm cluster: no connection, sbatch at dispatch
     };
 
     void connectAgent(int i, bool retry = false);
@@ -71,6 +74,7 @@ private:
     void setState(int i, const QString& state);
     void refreshRow(int i);
     void onAddClicked();
+    void onAddSlurmClicked();
     void onUseClicked();
     void load();
     void save() const;

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <functional>
 #include <thread>
 
@@ -45,20 +46,87 @@ int fail(const std::string& message) {
     return 2;
 }
 
-// Square fp32 matmuls for `seconds`: 2 n^3 FLOPs each.
-double matmulFlops(const torch::Device& device, double seconds) {
-    constexpr int64_t n = 512;
+// Seconds one square fp32 matmul of side n takes, the median over runs for `seconds`.
+double matmulSeconds(const torch::Device& device, int64_t n, double seconds) {
     const auto opts = torch::TensorOptions().device(device);
     const Tensor a = torch::randn({n, n}, opts), b = torch::randn({n, n}, opts);
     Tensor c = torch::matmul(a, b);  // warm-up
-    int64_t count = 0;
+    std::vector<double> times;
     const auto start = Clock::now();
     while (secondsSince(start) < seconds) {
+        const auto t0 = Clock::now();
         c = torch::matmul(a, b);
-        ++count;
         if (device.is_cuda()) torch::cuda::synchronize();
+        times.push_back(secondsSince(t0));
     }
-    return 2.0 * n * n * n * static_cast<double>(count) / secondsSince(start);
+    return median(times);
+}
+
+// Seconds of the smallest kernel (a one-element add): what every kernel costs at least.
+double launchSeconds(const torch::Device& device, double seconds) {
+    const Tensor a = torch::ones({1}, torch::TensorOptions().device(device));
+    Tensor c = a + a;
+    std::vector<double> times;
+    const auto start = Clock::now();
+    while (secondsSince(start) < seconds) {
+        const auto t0 = Clock::now();
+        c = a + a;
+        if (device.is_cuda()) torch::cuda::synchronize();
+        times.push_back(secondsSince(t0));
+    }
+    return median(times);
+}
+
+// Device memory bandwidth: a 64 MiB copy reads and writes every byte.
+double copyBytesPerSecond(const torch::Device& device, double seconds) {
+    constexpr int64_t kElements = int64_t{16} << 20;  // 64 MiB of fp32
+    const auto opts = torch::TensorOptions().device(device);
+    const Tensor src = torch::ones({kElements}, opts);
+    Tensor dst = torch::empty({kElements}, opts);
+    dst.copy_(src);
+    std::vector<double> times;
+    const auto start = Clock::now();
+    while (secondsSince(start) < seconds) {
+        const auto t0 = Clock::now();
+        dst.copy_(src);
+        if (device.is_cuda()) torch::cuda::synchronize();
+        times.push_back(secondsSince(t0));
+    }
+    const double t = median(times);
+    return t > 0 ? 2.0 * static_cast<double>(kElements) * 4.0 / t : 0.0;
+}
+
+// Matmul sides the probe times: small kernels that do not fill the device, up to one that
+// does. Their times fit t(f) = (f + half_rate) / rate + launch (DeviceSpec's curve).
+constexpr int64_t kProbeSides[] = {64, 128, 256, 512, 1024};
+
+struct ComputeProbe {
+    double rate_flops = 0;       // FLOP/s on large kernels
+    double half_rate_flops = 0;  // kernel size at half that rate, launch excluded
+    double launch_s = 0;
+    std::vector<std::pair<double, double>> samples;  // (FLOPs, seconds) per side
+};
+
+// Least-squares line t = a + f / rate through the samples; half_rate = (a - launch) x rate.
+ComputeProbe probeCompute(const torch::Device& device, double seconds) {
+    ComputeProbe p;
+    const double share = seconds / (std::size(kProbeSides) + 1);
+    p.launch_s = launchSeconds(device, share);
+    for (int64_t n : kProbeSides) p.samples.emplace_back(2.0 * static_cast<double>(n * n * n), matmulSeconds(device, n, share));
+    double sf = 0, st = 0, sff = 0, sft = 0;
+    for (const auto& [f, t] : p.samples) {
+        sf += f;
+        st += t;
+        sff += f * f;
+        sft += f * t;
+    }
+    const double k = static_cast<double>(p.samples.size());
+    const double slope = (k * sft - sf * st) / (k * sff - sf * sf);
+    const double intercept = (st - slope * sf) / k;
+    const auto& [largest_f, largest_t] = p.samples.back();
+    p.rate_flops = slope > 0 ? 1.0 / slope : largest_f / largest_t;
+    p.half_rate_flops = std::max(0.0, (intercept - p.launch_s) * p.rate_flops);
+    return p;
 }
 
 // Bytes per second through a TCP connection on 127.0.0.1 between two threads.
@@ -117,17 +185,22 @@ std::pair<double, double> loopback() {
 int probeCommand(const ProbeOptions& o) {
     Cluster cluster;
     cluster.name = "probed";
-    cluster.source = "hippie-engine probe: measured fp32 matmul FLOP/s and TCP loopback on this host";
+    cluster.source = "hippie-engine probe: measured fp32 matmul FLOP/s at sides 64-1024 (rate, half-rate size, launch), "
+                     "a 64 MiB copy (memory bandwidth) and TCP loopback on this host";
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
     Node node;
     const bool cuda = builtWithCuda() && torch::cuda::is_available();
     const torch::Device device = cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
-    const double flops = matmulFlops(device, o.seconds);
+    const ComputeProbe compute = probeCompute(device, o.seconds);
+    const double flops = compute.rate_flops;
     node.devices = cuda ? static_cast<int>(torch::cuda::device_count()) : 1;
     node.device.type = cuda ? "cuda" : "cpu";
     node.device.peak_flops_fp32 = flops;
     node.device.peak_flops_fp16 = flops;
     node.device.efficiency = 1.0;  // the measurement is what real kernels reach
+    node.device.half_rate_flops = compute.half_rate_flops;  // fp16 peak = fp32 here, so no rescaling
+    node.device.launch_overhead_s = compute.launch_s;
+    node.device.memory_bandwidth_bytes_per_s = copyBytesPerSecond(device, o.seconds / (std::size(kProbeSides) + 1));
     node.device.memory_bytes = deviceMemoryBytes(device).value_or(static_cast<int64_t>(pages) * page);
     double bw = 0, lat = 0;
     if (o.loopback_bandwidth) std::tie(bw, lat) = loopback();
@@ -137,6 +210,11 @@ int probeCommand(const ProbeOptions& o) {
     json out = clusterToJson(cluster);
     out["probe"] = {{"cpu_cores", std::thread::hardware_concurrency()}, {"torch_threads", torch::get_num_threads()},
                     {"cuda", cuda}, {"matmul_flops_per_s", flops}, {"loopback_bytes_per_s", bw}, {"loopback_latency_s", lat}};
+    json matmuls = json::array();
+    for (const auto& [f, t] : compute.samples) matmuls.push_back({{"flops", f}, {"seconds", t}, {"flops_per_s", f / t}});
+    out["probe"]["matmuls"] = matmuls;
+    out["probe"]["launch_s"] = compute.launch_s;
+    out["probe"]["memory_bytes_per_s"] = node.device.memory_bandwidth_bytes_per_s;
     std::cout << out.dump(2) << std::endl;
     return 0;
 }

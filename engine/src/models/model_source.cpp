@@ -10,15 +10,20 @@ namespace hippie::engine {
 
 ResolvedModel resolveTrainableModel(const ModelSpec& spec, const std::string& plan_file) {
     ResolvedModel r;
-    const std::string trainable = "the engine trains " + tinyModelNames();
-    if (!spec.zoo.empty()) {
-        r.config = findTinyModel(spec.zoo);
-        if (!r.config) {
-            if (findZooModel(spec.zoo))
-                throw Error(plan_file + ": model '" + spec.zoo + "' is a planning model, too large to train on this engine's CPU path; " +
-                            trainable);
-            throw Error(plan_file + ": unknown model '" + spec.zoo + "'; " + trainable);
+    const std::string trainable = "the engine trains the zoo's models (hippie-plan models) and " + tinyModelNames();
+    auto zoo = [&](const ModelSpec& s) {
+        try {
+            r.graph = buildZooModel(s);
+        } catch (const Error& e) {
+            throw Error(plan_file + ": " + e.what());
         }
+        r.zoo = s;
+        return r;
+    };
+    if (!spec.zoo.empty()) {
+        if (findZooModel(spec.zoo)) return zoo(spec);
+        r.config = findTinyModel(spec.zoo);
+        if (!r.config) throw Error(plan_file + ": unknown model '" + spec.zoo + "'; " + trainable);
         r.graph = buildTinyGraph(*r.config, spec);
         return r;
     }
@@ -30,6 +35,17 @@ ResolvedModel resolveTrainableModel(const ModelSpec& spec, const std::string& pl
         return r;
     }
     r.graph = loadGraphFile(file.string());
+    if (!r.graph.source.zoo.empty() && findZooModel(r.graph.source.zoo)) {
+        // A zoo graph saved to a file: the model it was built from is what trains.
+        ModelSpec s = r.graph.source;
+        const Graph saved = r.graph;
+        zoo(s);
+        if (r.graph.layerCount() != saved.layerCount() || r.graph.ops.size() != saved.ops.size())
+            throw Error(plan_file + ": the graph in '" + spec.file + "' does not match the zoo model '" + s.zoo +
+                        "' it names (rebuild it with this version)");
+        r.graph = saved;
+        return r;
+    }
     if (std::filesystem::path(r.graph.source.file).extension() == ".pt") {
         // A graph from `inspect`: the module it measured is what trains.
         std::filesystem::path pt(r.graph.source.file);

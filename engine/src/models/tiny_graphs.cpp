@@ -204,7 +204,6 @@ Graph buildTinyGraph(const TinyConfig& cfg, const ModelSpec& spec) {
     ModelSpec s = spec;
     s.zoo = cfg.name;
     if (cfg.default_seq_len > 0 && s.seq_len == 0) s.seq_len = cfg.default_seq_len;
-    if (s.precision != Precision::FP32) throw Error("model '" + cfg.name + "': the engine trains in fp32 only");
     GraphBuilder g(cfg.name, s);
     if (cfg.family == "gpt") buildGpt(g, cfg, s.seq_len);
     else if (cfg.family == "bert") buildBert(g, cfg, s.seq_len);

@@ -7,17 +7,12 @@
 
 #include <torch/torch.h>
 
+#include "engine/src/models/layer.h"
 #include "engine/src/models/tiny_graphs.h"
 
 namespace hippie::engine {
 
-// One pipeline unit: a Graph layer. Every layer takes and returns one tensor, so a stage is
-// the composition of its layers and pipeline stages exchange exactly one tensor.
-class LayerModule : public torch::nn::Module {
-public:
-    virtual torch::Tensor forward(torch::Tensor x) = 0;
-};
-using LayerPtr = std::shared_ptr<LayerModule>;
+
 
 // Builds layers [first, last] of `cfg`. Layer i is initialised from seed (seed, i) alone, so
 // every partition of the model starts from the same parameters.

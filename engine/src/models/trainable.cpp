@@ -40,7 +40,23 @@ public:
         return out;
     }
     Batch synthetic(int samples, uint64_t seed, int step) const override { return syntheticBatch(cfg_, seq_len_, samples, seed, step); }
+    using Trainable::loss;
     Tensor loss(const Tensor& output, const Tensor& targets) const override { return tinyLoss(cfg_, seq_len_, output, targets); }
+    int64_t vocabSize() const override { return cfg_.family == "gpt" || cfg_.family == "bert" ? cfg_.vocab : 0; }
+    int64_t sequenceLength() const override { return seq_len_ > 0 ? seq_len_ : cfg_.default_seq_len; }
+    Batch tokenBatch(const Tensor& windows) const override {
+        const int64_t s = sequenceLength();
+        Batch b;
+        b.inputs = windows.narrow(1, 0, s).contiguous();
+        if (cfg_.family == "gpt") {
+            b.targets = windows.narrow(1, 1, s).contiguous();
+        } else {
+            // bert-tiny's loss: reproduce the tokens (MLM head) and a sentence label (NSP head)
+            // taken, as in its synthetic data, from the first token's parity.
+            b.targets = torch::cat({b.inputs, b.inputs.select(1, 0).remainder(2).unsqueeze(1)}, 1);
+        }
+        return b;
+    }
 
 private:
     const TinyConfig& cfg_;
@@ -134,6 +150,7 @@ public:
         b.targets = torch::matmul(flat, teacher).argmax(1);
         return b;
     }
+    using Trainable::loss;
     Tensor loss(const Tensor& output, const Tensor& targets) const override {
         if (targets.scalar_type() == torch::kLong) return torch::nn::functional::cross_entropy(output, targets);
         return torch::mse_loss(output, targets);

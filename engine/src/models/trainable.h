@@ -1,8 +1,9 @@
 #pragma once
-// What the executor trains: a model cut into layers (one module per Graph layer, each taking
-// and returning one tensor), its loss, and its deterministic synthetic data. Two kinds: the
-// tiny models (tiny_models.h) and TorchScript modules whose top-level children run in
-// sequence (layer i = child i).
+// What the executor trains: a model cut into layers (one module per Graph layer), its loss,
+// and its deterministic synthetic data. Three kinds: the zoo's models (zoo_layers.h), whose
+// layers exchange tensors named by the Graph's ops; the tiny models (tiny_models.h) and
+// TorchScript modules whose top-level children run in sequence (layer i = child i), chained
+// layers that pass one tensor.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -11,6 +12,8 @@
 #include <torch/torch.h>
 
 #include "engine/src/models/tiny_models.h"
+#include "planners/common/error.h"
+#include "planners/model/graph.h"
 
 namespace hippie::engine {
 
@@ -19,6 +22,9 @@ public:
     virtual ~Trainable() = default;
     virtual std::string name() const = 0;
     virtual int layerCount() const = 0;
+    // Chained layers pass one tensor (kChainKey) from each layer to the next; the others read
+    // and write the tensors of the Graph's edges (layer.h).
+    virtual bool chained() const { return true; }
     // Layers [first, last] on `device`. Every rank gets the same initial parameters for a seed
     // (tiny models: from the seed; TorchScript: from the file).
     virtual std::vector<LayerPtr> layers(int first, int last, uint64_t seed, const torch::Device& device) const = 0;
@@ -27,7 +33,21 @@ public:
     virtual Batch synthetic(int samples, uint64_t seed, int step) const = 0;
     // Mean loss over the samples of `output` (the last layer's) against `targets`.
     virtual torch::Tensor loss(const torch::Tensor& output, const torch::Tensor& targets) const = 0;
+    // The loss from the live tensors after the last layer: chained models read kChainKey.
+    virtual torch::Tensor loss(const Live& live, const torch::Tensor& targets) const { return loss(live.at(kChainKey), targets); }
+    // Token models (GPT, BERT): vocabulary and sequence length, for token-id data files; a
+    // vocabulary of 0 for models that do not read tokens.
+    virtual int64_t vocabSize() const { return 0; }
+    virtual int64_t sequenceLength() const { return 0; }
+    // The batch of `windows` [samples, sequenceLength() + 1] of consecutive token ids: a GPT
+    // predicts each next token; a BERT's targets are derived as its synthetic data's are.
+    virtual Batch tokenBatch(const torch::Tensor& /*windows*/) const {
+        throw Error("the model " + name() + " does not read token ids");
+    }
 };
+
+// A zoo model at the architecture `spec` resolves to (its overrides applied).
+std::unique_ptr<Trainable> makeZooTrainable(const ModelSpec& spec);
 
 std::unique_ptr<Trainable> makeTinyTrainable(const TinyConfig& cfg, int seq_len);
 

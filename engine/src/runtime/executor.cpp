@@ -1,6 +1,7 @@
 #include "engine/src/runtime/executor.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "engine/src/device/device.h"
 #include "planners/common/error.h"
@@ -18,22 +19,41 @@ int tagOf(bool grad, int segment, int mb) { return (segment * kMaxMicroBatches +
 
 std::string shapeKey(int segment, int replica) { return "shape/" + std::to_string(segment) + "/" + std::to_string(replica); }
 
-std::string shapeToString(const std::vector<int64_t>& s) {
+// "key=2,16,64;key2=2,16" (op names contain neither '=' nor ';').
+std::string shapesToString(const Shapes& shapes) {
     std::string out;
-    for (int64_t d : s) out += (out.empty() ? "" : ",") + std::to_string(d);
+    for (const auto& [key, shape] : shapes) {
+        out += (out.empty() ? "" : ";") + key + "=";
+        for (size_t i = 0; i < shape.size(); ++i) out += (i ? "," : "") + std::to_string(shape[i]);
+    }
     return out;
 }
 
-std::vector<int64_t> shapeFromString(const std::string& s) {
-    std::vector<int64_t> out;
+Shapes shapesFromString(const std::string& s) {
+    Shapes out;
     size_t pos = 0;
     while (pos < s.size()) {
-        const size_t next = s.find(',', pos);
-        out.push_back(std::stoll(s.substr(pos, next - pos)));
-        if (next == std::string::npos) break;
-        pos = next + 1;
+        size_t end = s.find(';', pos);
+        if (end == std::string::npos) end = s.size();
+        const std::string item = s.substr(pos, end - pos);
+        const size_t eq = item.find('=');
+        std::vector<int64_t>& shape = out[item.substr(0, eq)];
+        size_t d = eq + 1;
+        while (d < item.size()) {
+            size_t next = item.find(',', d);
+            if (next == std::string::npos) next = item.size();
+            shape.push_back(std::stoll(item.substr(d, next - d)));
+            d = next + 1;
+        }
+        pos = end + 1;
     }
     return out;
+}
+
+int64_t numel(const std::vector<int64_t>& shape) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
 }
 
 // The first link into `rank` whose receives are posted in another order than the sender sends.
@@ -72,8 +92,20 @@ int64_t bytesOf(const std::vector<Tensor>& ts) {
 }  // namespace
 
 Executor::Executor(const Plan& plan, const Graph& graph, const Program& program, const Trainable& model, const DataSource& data,
-                   Comm& comm, uint64_t seed, double lr, const torch::Device& device)
-    : plan_(plan), program_(program), model_(model), data_(data), comm_(comm), device_(device), seed_(seed), rank_(comm.rank()) {
+                   Comm& comm, uint64_t seed, const TrainingOptions& training, int total_steps, const torch::Device& device)
+    : plan_(plan),
+      program_(program),
+      model_(model),
+      data_(data),
+      comm_(comm),
+      device_(device),
+      seed_(seed),
+      rank_(comm.rank()),
+      training_(training),
+      total_steps_(total_steps),
+      precision_(plan.model.precision),
+      scaler_(plan.model.precision == Precision::FP16) {
+    checkPrecision(precision_, device_);
     const int stream = program.streamOf(rank_);
     if (stream < 0) throw Error("the plan gives rank " + std::to_string(rank_) + " nothing to run");
     stream_ = &program.streams[static_cast<size_t>(stream)];
@@ -102,16 +134,25 @@ Executor::Executor(const Plan& plan, const Graph& graph, const Program& program,
         if (members.size() > 1 && std::find(members.begin(), members.end(), rank_) != members.end())
             comm_.addGroup(static_cast<int>(g), members);
     }
+    // One more group of every rank, after the Program's (same id everywhere): the global
+    // gradient norm and the fp16 overflow check are sums over all stages and replicas.
+    if (comm_.worldSize() > 1 && (training_.clip_grad_norm > 0 || scaler_.enabled())) {
+        world_group_ = static_cast<int>(program.groups.size());
+        std::vector<int> all;
+        for (int r = 0; r < comm_.worldSize(); ++r) all.push_back(r);
+        comm_.addGroup(world_group_, all);
+    }
     connectLinks();
     agreeShapes();
     buildBuckets(graph);
-    buildOptimizer(lr);
+    buildOptimizer();
 }
 
 Executor::~Executor() = default;
 
 void Executor::buildStages(const Graph& graph) {
     const int last_segment = static_cast<int>(program_.segments.size()) - 1;
+    io_ = segmentBoundaries(graph, plan_.stages, model_.chained());
     for (size_t s = 0; s < program_.segments.size(); ++s) {
         const auto& devs = program_.segment_devices[s];
         const auto it = std::find(devs.begin(), devs.end(), rank_);
@@ -124,8 +165,50 @@ void Executor::buildStages(const Graph& graph) {
                 recompute[static_cast<size_t>(graph.ops[static_cast<size_t>(op)].layer - range.first_layer)] = true;
         auto layers = model_.layers(range.first_layer, range.last_layer, seed_, device_);
         const int seg = static_cast<int>(s);
-        stages_[seg] = std::make_unique<Stage>(seg, range.first_layer, std::move(layers), recompute, seg > 0, seg == last_segment);
+        stages_[seg] = std::make_unique<Stage>(seg, std::move(layers), recompute, io_[s], seg == last_segment);
         max_stashed_[seg] = 0;
+    }
+    bindTiedWeights(graph);
+}
+
+void Executor::bindTiedWeights(const Graph& graph) {
+    // A layer reusing a weight that a layer on this rank owns shares the tensor; a weight owned
+    // on another rank is replicated here, initialised as the owner initialises it.
+    std::map<int, LayerPtr> local;
+    for (auto& [s, st] : stages_)
+        for (size_t i = 0; i < st->layers().size(); ++i) local[st->firstLayer() + static_cast<int>(i)] = st->layers()[i];
+    for (auto& [layer, module] : local) {
+        const auto tied = module->tiedWeight();
+        if (!tied) continue;
+        auto owner = local.find(tied->owner_layer);
+        LayerPtr source = owner != local.end() ? owner->second : model_.layers(tied->owner_layer, tied->owner_layer, seed_, device_).at(0);
+        const auto params = source->named_parameters();
+        const torch::Tensor* w = params.find(tied->owner_param);
+        TORCH_CHECK(w, "layer ", tied->owner_layer, " has no parameter ", tied->owner_param, " for layer ", layer, " to reuse");
+        if (owner != local.end()) {
+            module->setTied(*w);
+        } else {
+            tied_replicas_.push_back(w->detach().clone().requires_grad_(true));
+            module->setTied(tied_replicas_.back());
+        }
+    }
+    // The tensor each tied-weight all-reduce of this rank sums: the owner's weight (a Graph op
+    // "<layer>.<name>" owns the parameter "<name>.weight" of its layer) or the copy.
+    for (size_t b = 0; b < program_.buckets.size(); ++b) {
+        const Bucket& bk = program_.buckets[b];
+        if (bk.tied_segment < 0) continue;
+        const int bucket = static_cast<int>(b);
+        if (hosts(bk.segment)) {
+            const Op& op = graph.ops.at(static_cast<size_t>(bk.ops.at(0)));
+            const std::string param = op.name.substr(op.name.find('.') + 1) + ".weight";
+            const auto params = local.at(op.layer)->named_parameters();
+            const torch::Tensor* w = params.find(param);
+            TORCH_CHECK(w, "layer ", op.layer, " has no parameter ", param, " for the tied weight of op ", op.name);
+            tied_tensor_[bucket] = *w;
+        } else if (hosts(bk.tied_segment)) {
+            TORCH_CHECK(tied_replicas_.size() == 1, "one tied weight copy expected on rank ", rank_);
+            tied_tensor_[bucket] = tied_replicas_.front();
+        }
     }
 }
 
@@ -149,21 +232,22 @@ void Executor::connectLinks() {
 }
 
 void Executor::agreeShapes() {
-    // Segment s learns its input shape from segment s-1 of its replica (through the store),
-    // runs one forward without autograd, and publishes its output shape: agreed once, here.
+    // Segment s learns the shapes of its inputs from their producers in its replica (through
+    // the store), runs one forward without autograd, and publishes its output shapes: agreed
+    // once, here. Producers come before their readers, so segments in order cannot deadlock.
     for (auto& [s, st] : stages_) {
-        std::vector<int64_t> in_shape;
-        torch::ScalarType dtype = torch::kFloat;
-        if (s == 0) {
-            const Batch probe = data_.batch(0, micro_batch_size_);
-            in_shape = probe.inputs.sizes().vec();
-            dtype = probe.inputs.scalar_type();
-        } else {
-            in_shape = shapeFromString(comm_.storeGet(shapeKey(s - 1, replica_)));
-            out_shape_[s - 1] = in_shape;
+        Live inputs;
+        for (const auto& [key, producer] : st->io().inputs) {
+            if (producer < 0) {
+                const Batch probe = data_.batch(0, micro_batch_size_);
+                inputs[key] = torch::zeros_like(probe.inputs).to(device_);
+                continue;
+            }
+            if (!out_shapes_.count(producer)) out_shapes_[producer] = shapesFromString(comm_.storeGet(shapeKey(producer, replica_)));
+            inputs[key] = torch::zeros(out_shapes_[producer].at(key), torch::TensorOptions().device(device_));
         }
-        out_shape_[s] = st->probeOutputShape(in_shape, dtype, device_);
-        comm_.storeSet(shapeKey(s, replica_), shapeToString(out_shape_[s]));
+        out_shapes_[s] = st->probeOutputShapes(inputs);
+        comm_.storeSet(shapeKey(s, replica_), shapesToString(out_shapes_[s]));
     }
 }
 
@@ -172,7 +256,7 @@ void Executor::buildBuckets(const Graph& graph) {
     for (auto& [s, st] : stages_) {
         std::vector<int> ids;
         for (size_t b = 0; b < program_.buckets.size(); ++b)
-            if (program_.buckets[b].segment == s) ids.push_back(static_cast<int>(b));
+            if (program_.buckets[b].segment == s && program_.buckets[b].tied_segment < 0) ids.push_back(static_cast<int>(b));
         // A layer's parameters are final once the last bucket holding one of its weighted ops
         // is: buckets are cut from the end of the segment, so that is the highest id.
         std::map<int, std::vector<Tensor>> params_of_bucket;
@@ -198,25 +282,59 @@ void Executor::buildBuckets(const Graph& graph) {
     }
 }
 
-void Executor::buildOptimizer(double lr) {
+void Executor::buildOptimizer() {
     std::vector<Tensor> params;
     for (auto& [s, st] : stages_)
         for (const Tensor& p : st->parameters()) params.push_back(p);
+    for (const Tensor& p : tied_replicas_) params.push_back(p);
     const int64_t param_bytes = bytesOf(params);
+    base_lr_ = training_.lr > 0 ? training_.lr : defaultLearningRate(plan_.optimizer);
+    optimizer_ = makeOptimizer(plan_.optimizer, params, base_lr_, training_.weight_decay);
+    // Parameters and gradients, plus the optimizer's state per parameter.
     switch (plan_.optimizer) {
-    case Optimizer::SGD:
-        optimizer_ = std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(lr > 0 ? lr : 0.05));
-        static_bytes_ = 2 * param_bytes;
-        break;
-    case Optimizer::SGDMomentum:
-        optimizer_ = std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(lr > 0 ? lr : 0.05).momentum(0.9));
-        static_bytes_ = 3 * param_bytes;
-        break;
+    case Optimizer::SGD: static_bytes_ = 2 * param_bytes; break;
+    case Optimizer::SGDMomentum: static_bytes_ = 3 * param_bytes; break;
     case Optimizer::Adam:
-        optimizer_ = std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(lr > 0 ? lr : 1e-3));
-        static_bytes_ = 4 * param_bytes;
-        break;
+    case Optimizer::AdamW: static_bytes_ = 4 * param_bytes; break;
     }
+}
+
+bool Executor::prepareGradients(StepResult& r) {
+    // The norm counts each parameter once (a tied replica holds its owner's summed gradient, so
+    // it is left out of the norm); unscaling and clipping apply to the replicas too.
+    const std::vector<Tensor> params = [this] {
+        std::vector<Tensor> out;
+        for (auto& [s, st] : stages_)
+            for (const Tensor& p : st->parameters()) out.push_back(p);
+        return out;
+    }();
+    std::vector<Tensor> scaled = params;
+    scaled.insert(scaled.end(), tied_replicas_.begin(), tied_replicas_.end());
+    r.loss_scale = scaler_.scale();
+    if (scaler_.enabled()) {
+        torch::NoGradGuard no_grad;
+        for (const Tensor& p : scaled)
+            if (p.grad().defined()) p.grad().div_(scaler_.scale());
+    }
+    if (training_.clip_grad_norm <= 0 && !scaler_.enabled()) return true;
+    // After the buckets, every replica of a stage holds the same (averaged) gradients, so the
+    // sum over all ranks counts each stage dp times.
+    double local[2] = {squaredGradNorm(params) / plan_.dp, 0};
+    if (scaler_.enabled())
+        for (const Tensor& p : params)
+            if (p.grad().defined() && !torch::isfinite(p.grad()).all().item<bool>()) local[1] = 1;
+    Tensor t = torch::tensor({local[0], local[1]}, torch::TensorOptions().dtype(torch::kDouble).device(device_));
+    if (world_group_ >= 0) comm_.allReduceSum(t, world_group_).wait();
+    const Tensor host = t.to(torch::kCPU);
+    const double norm = std::sqrt(host[0].item<double>());
+    const bool found_inf = host[1].item<double>() > 0 || !std::isfinite(norm);
+    r.grad_norm = norm;
+    if (!scaler_.update(found_inf)) {
+        r.skipped = true;
+        return false;
+    }
+    if (training_.clip_grad_norm > 0) scaleGradsToNorm(scaled, norm, training_.clip_grad_norm);
+    return true;
 }
 
 Stage& Executor::stage(int segment) {
@@ -277,47 +395,103 @@ void Executor::pollSends() {
 
 Stage::LossFn Executor::lossFor(int mb) {
     const Tensor targets = targets_.narrow(0, int64_t{mb} * micro_batch_size_, micro_batch_size_);
-    const double scale = 1.0 / plan_.micro_batches;
-    return [this, targets, scale](const Tensor& out) { return model_.loss(out, targets) * scale; };
+    const double scale = scaler_.scale() / plan_.micro_batches;  // fp16: the loss scale rides on the loss
+    return [this, targets, scale](const Live& live) { return model_.loss(live, targets) * scale; };
 }
 
-Tensor Executor::outputGrad(int segment, int mb) {
-    if (stage(segment).computesLoss()) return Tensor();
+Live Executor::outputGrad(int segment, int mb) {
+    if (stage(segment).computesLoss()) return {};
     auto it = recv_grad_.find({segment, mb});
     TORCH_CHECK(it != recv_grad_.end(), "segment ", segment, " micro-batch ", mb, ": output gradient never arrived");
-    Tensor g = it->second;
+    // An output read on several devices (or by several segments) gets the sum of their gradients.
+    Live sum;
+    for (const Live& part : it->second)
+        for (const auto& [key, g] : part) {
+            auto s = sum.find(key);
+            if (s == sum.end()) sum[key] = g;
+            else s->second = s->second + g;
+        }
     recv_grad_.erase(it);
-    return g;
+    return sum;
 }
 
-void Executor::storeInputGrad(const Stage& st, int mb, const Tensor& grad) {
-    if (!st.hasProducer()) return;
-    const int producer = st.segment() - 1;
-    // A producer on this rank (interleaved chunks with one device) takes it directly.
-    if (hosts(producer)) recv_grad_[{producer, mb}] = grad;
-    else input_grad_[{producer, mb}] = grad;
+void Executor::storeInputGrad(const Stage& st, int mb, const Live& grads) {
+    for (const auto& [key, producer] : st.io().inputs) {
+        if (producer < 0) continue;
+        auto g = grads.find(key);
+        if (g == grads.end()) continue;
+        // A producer on this rank (interleaved chunks) takes it directly; else it is sent.
+        if (hosts(producer)) {
+            recv_grad_[{producer, mb}].push_back(Live{{key, g->second}});
+        } else {
+            Tensor& acc = input_grad_[{producer, mb}][key];
+            acc = acc.defined() ? acc + g->second : g->second;
+        }
+    }
+}
+
+std::vector<std::string> Executor::keysTo(int producer, int device) const {
+    std::set<int> readers;
+    for (size_t s = 0; s < program_.segment_devices.size(); ++s)
+        if (program_.segment_devices[s][static_cast<size_t>(replica_)] == device) readers.insert(static_cast<int>(s));
+    return keysFor(io_[static_cast<size_t>(producer)], readers);
+}
+
+Tensor Executor::flatBuffer(int producer, const std::vector<std::string>& keys, Live& views) {
+    const Shapes& shapes = out_shapes_.at(producer);
+    int64_t total = 0;
+    for (const std::string& k : keys) total += numel(shapes.at(k));
+    Tensor flat = torch::empty({total}, torch::TensorOptions().device(device_));
+    int64_t at = 0;
+    for (const std::string& k : keys) {
+        const int64_t n = numel(shapes.at(k));
+        views[k] = flat.narrow(0, at, n).view(shapes.at(k));
+        at += n;
+    }
+    return flat;
+}
+
+Tensor Executor::pack(int producer, const std::vector<std::string>& keys, const Live& from) const {
+    std::vector<Tensor> parts;
+    for (const std::string& k : keys) {
+        auto it = from.find(k);
+        // Stage boundaries carry fp32: under autocast an activation may be bf16/fp16, and the
+        // receiver's buffer is fp32 (its next op casts as autocast says; gradients come back fp32
+        // and autograd casts them to the output's dtype).
+        if (it != from.end() && it->second.defined()) parts.push_back(it->second.detach().to(torch::kFloat).reshape({-1}));
+        else parts.push_back(torch::zeros({numel(out_shapes_.at(producer).at(k))}, torch::TensorOptions().device(device_)));
+    }
+    return parts.size() == 1 ? parts[0].contiguous() : torch::cat(parts);
 }
 
 // ---- compute ----------------------------------------------------------------------------------
 
 void Executor::onForward(const Instr& in) {
     Stage& st = stage(in.segment);
-    Tensor x;
-    if (!st.hasProducer()) {
-        x = inputs_.narrow(0, int64_t{in.mb} * micro_batch_size_, micro_batch_size_);
-    } else if (hosts(in.segment - 1)) {
-        x = stage(in.segment - 1).output(in.mb);
-    } else {
-        auto it = recv_activation_.find({in.segment - 1, in.mb});
-        TORCH_CHECK(it != recv_activation_.end(), "segment ", in.segment, " micro-batch ", in.mb, ": activation never arrived");
-        x = it->second;
-        recv_activation_.erase(it);
+    Live x;
+    for (const auto& [key, producer] : st.io().inputs) {
+        if (producer < 0) {
+            x[key] = inputs_.narrow(0, int64_t{in.mb} * micro_batch_size_, micro_batch_size_);
+        } else if (hosts(producer)) {
+            x[key] = stage(producer).output(in.mb).at(key);
+        } else {
+            auto it = recv_activation_.find({producer, in.mb});
+            TORCH_CHECK(it != recv_activation_.end(), "segment ", in.segment, " micro-batch ", in.mb, ": the activations of segment ",
+                        producer, " never arrived");
+            x[key] = it->second.at(key);
+        }
     }
-    st.forward(in.mb, x, lossFor(in.mb));
-    if (st.computesLoss()) loss_sum_ += st.lossValue(in.mb);
+    {
+        AutocastScope autocast(precision_, device_);
+        st.forward(in.mb, x, lossFor(in.mb));
+    }
+    if (st.computesLoss()) loss_sum_ += st.lossValue(in.mb) / scaler_.scale();
 }
 
-void Executor::onRecompute(const Instr& in) { stage(in.segment).recompute(in.mb, lossFor(in.mb)); }
+void Executor::onRecompute(const Instr& in) {
+    AutocastScope autocast(precision_, device_);
+    stage(in.segment).recompute(in.mb, lossFor(in.mb));
+}
 
 void Executor::onBackward(const Instr& in) {
     // The hippie schedule splits the last micro-batch's backward into one part per bucket;
@@ -328,9 +502,9 @@ void Executor::onBackward(const Instr& in) {
         return;
     }
     Stage& st = stage(in.segment);
-    const Tensor og = outputGrad(in.segment, in.mb);
+    const Live og = outputGrad(in.segment, in.mb);
     if (in.bucket >= 0) buckets_->arm(in.segment);
-    const Tensor ig = st.backward(in.mb, og);
+    const Live ig = st.backward(in.mb, og);
     if (in.bucket >= 0) buckets_->disarm(in.segment);
     storeInputGrad(st, in.mb, ig);
 }
@@ -338,7 +512,7 @@ void Executor::onBackward(const Instr& in) {
 void Executor::onBackwardInput(const Instr& in) {
     backward_started_.insert({in.segment, in.mb});
     Stage& st = stage(in.segment);
-    const Tensor ig = st.backwardInput(in.mb, outputGrad(in.segment, in.mb));
+    const Live ig = st.backwardInput(in.mb, outputGrad(in.segment, in.mb));
     storeInputGrad(st, in.mb, ig);
 }
 
@@ -357,41 +531,71 @@ void Executor::onOptimizerStep(const Instr&) {
         auto it = allreduce_event_.find(bucket);
         if (it != allreduce_event_.end()) trace_.events[it->second].end_s = end;
     }
-    optimizer_->step();
+    // Tied weights: every copy, in every replica, gets the sum of the owner's and the user's
+    // gradients averaged over the replicas. The owner's gradient is already averaged by its
+    // bucket, the copy's is not: each contributes 1/dp of its own to one sum over all of them.
+    for (const auto& [bucket, group, event] : tied_pending_) {
+        Tensor& w = tied_tensor_.at(bucket);
+        const Tensor g = w.grad().defined() ? w.grad() : torch::zeros_like(w);
+        Tensor sum = g / plan_.dp;
+        comm_.allReduceSum(sum, group).wait();
+        w.mutable_grad() = sum;
+        trace_.events[event].end_s = now();
+    }
+    tied_pending_.clear();
+    pending_.lr = learningRate(training_, base_lr_, step_index_, total_steps_);
+    setLearningRate(*optimizer_, pending_.lr);
+    if (prepareGradients(pending_)) optimizer_->step();
 }
 
 // ---- communication ----------------------------------------------------------------------------
 
+// A transfer carries every tensor of the producer that the segments on the other device read,
+// in the producer's output order, concatenated in one flat buffer.
 void Executor::onSendActivation(const Instr& in) {
     Stage& st = stage(in.segment);
     const size_t ev = record(in, now(), -1);
-    posted_sends_.push_back({comm_.send(st.output(in.mb).detach(), in.peer, tagOf(false, in.segment, in.mb)), ev});
-    st.releaseOutput(in.mb);
+    const Tensor flat = pack(in.segment, keysTo(in.segment, in.peer), st.output(in.mb));
+    posted_sends_.push_back({comm_.send(flat, in.peer, tagOf(false, in.segment, in.mb)), ev});
+    // Only one transfer reads the outputs, and nothing here: their storage can go.
+    std::set<int> readers;
+    for (const auto& [key, segments] : st.io().consumers) readers.insert(segments.begin(), segments.end());
+    std::set<int> devices;
+    for (int r : readers) devices.insert(deviceOf(r));
+    if (devices.size() == 1 && !devices.count(rank_)) st.releaseOutput(in.mb);
 }
 
 void Executor::onSendGrad(const Instr& in) {
     auto it = input_grad_.find({in.segment, in.mb});
     TORCH_CHECK(it != input_grad_.end(), "segment ", in.segment, " micro-batch ", in.mb, ": no input gradient to send");
     const size_t ev = record(in, now(), -1);
-    posted_sends_.push_back({comm_.send(it->second, in.peer, tagOf(true, in.segment, in.mb)), ev});
+    const Tensor flat = pack(in.segment, keysTo(in.segment, rank_), it->second);
+    posted_sends_.push_back({comm_.send(flat, in.peer, tagOf(true, in.segment, in.mb)), ev});
     input_grad_.erase(it);
 }
 
 void Executor::onRecvActivation(const Instr& in) {
-    Tensor t = torch::empty(out_shape_.at(in.segment), torch::TensorOptions().device(device_));
-    recv_activation_[{in.segment, in.mb}] = t;
+    Live views;
+    Tensor flat = flatBuffer(in.segment, keysTo(in.segment, rank_), views);
+    recv_activation_[{in.segment, in.mb}] = views;
     const size_t ev = record(in, now(), -1);
-    posted_recvs_.push_back({comm_.recv(t, in.peer, tagOf(false, in.segment, in.mb)), ev});
+    posted_recvs_.push_back({comm_.recv(flat, in.peer, tagOf(false, in.segment, in.mb)), ev});
 }
 
 void Executor::onRecvGrad(const Instr& in) {
-    Tensor t = torch::empty(out_shape_.at(in.segment), torch::TensorOptions().device(device_));
-    recv_grad_[{in.segment, in.mb}] = t;
+    Live views;
+    Tensor flat = flatBuffer(in.segment, keysTo(in.segment, in.peer), views);
+    recv_grad_[{in.segment, in.mb}].push_back(views);
     const size_t ev = record(in, now(), -1);
-    posted_recvs_.push_back({comm_.recv(t, in.peer, tagOf(true, in.segment, in.mb)), ev});
+    posted_recvs_.push_back({comm_.recv(flat, in.peer, tagOf(true, in.segment, in.mb)), ev});
 }
 
 void Executor::onAllReduce(const Instr& in) {
+    if (program_.buckets[static_cast<size_t>(in.bucket)].tied_segment >= 0) {
+        // Summed at the optimizer step, once the owner's data-parallel all-reduce is done.
+        tied_pending_.push_back({in.bucket, in.group, record(in, now(), -1)});
+        return;
+    }
     buckets_->launch(in.bucket);
     allreduce_event_[in.bucket] = record(in, buckets_->launchTime(in.bucket), -1);
 }
@@ -400,6 +604,8 @@ void Executor::onAllReduce(const Instr& in) {
 
 StepResult Executor::step(int index) {
     step_start_ = std::chrono::steady_clock::now();
+    step_index_ = index;
+    pending_ = StepResult{};
     trace_ = Trace{};
     trace_.devices = {rank_};
     trace_.capacity_bytes = {0};
@@ -413,6 +619,7 @@ StepResult Executor::step(int index) {
     loss_sum_ = 0;
     for (auto& [s, st] : stages_)
         for (Tensor& p : st->parameters()) p.mutable_grad() = Tensor();
+    for (Tensor& p : tied_replicas_) p.mutable_grad() = Tensor();
     buckets_->beginStep();
 
     const Batch batch = data_.batch(index, plan_.global_batch);
@@ -444,7 +651,8 @@ StepResult Executor::step(int index) {
     }
     posted_sends_.clear();
 
-    StepResult r;
+    StepResult r = std::move(pending_);
+    pending_ = StepResult{};
     const int last = static_cast<int>(program_.segments.size()) - 1;
     if (hosts(last)) {
         double loss = loss_sum_;
@@ -469,6 +677,39 @@ std::vector<std::pair<std::string, Tensor>> Executor::namedParameters() const {
     for (const auto& [s, st] : stages_)
         for (auto& item : st->namedParameters()) out.push_back(std::move(item));
     return out;
+}
+
+void Executor::saveState(torch::serialize::OutputArchive& a) const {
+    for (const auto& [s, st] : stages_) {
+        for (const auto& [name, t] : st->namedParameters()) a.write("param/" + name, t.detach().to(torch::kCPU));
+        for (const auto& [name, t] : st->namedBuffers()) a.write("buffer/" + name, t.detach().to(torch::kCPU));
+    }
+    // Copies of tied weights owned on another rank have trained like their owner: keep them too.
+    for (size_t i = 0; i < tied_replicas_.size(); ++i) a.write("tied/" + std::to_string(i), tied_replicas_[i].detach().to(torch::kCPU));
+    torch::serialize::OutputArchive opt;
+    optimizer_->save(opt);
+    a.write("optimizer", opt);
+    a.write("loss_scale", torch::tensor({scaler_.scale()}, torch::kDouble));
+}
+
+void Executor::loadState(torch::serialize::InputArchive& a) {
+    torch::NoGradGuard no_grad;
+    auto restore = [&](const std::string& key, const Tensor& into) {
+        Tensor t;
+        if (!a.try_read(key, t)) throw Error("the checkpoint has no " + key + " (written for another plan or model?)");
+        if (t.sizes() != into.sizes()) throw Error("the checkpoint's " + key + " has another shape than the model's");
+        into.copy_(t);
+    };
+    for (const auto& [s, st] : stages_) {
+        for (const auto& [name, t] : st->namedParameters()) restore("param/" + name, t);
+        for (const auto& [name, t] : st->namedBuffers()) restore("buffer/" + name, t);
+    }
+    for (size_t i = 0; i < tied_replicas_.size(); ++i) restore("tied/" + std::to_string(i), tied_replicas_[i]);
+    torch::serialize::InputArchive opt;
+    if (!a.try_read("optimizer", opt)) throw Error("the checkpoint has no optimizer state");
+    optimizer_->load(opt);
+    Tensor scale;
+    if (a.try_read("loss_scale", scale)) scaler_.setScale(scale.item<double>());
 }
 
 std::string Executor::streamString() const {

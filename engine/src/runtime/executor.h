@@ -23,8 +23,11 @@
 #include "engine/src/comm/comm.h"
 #include "engine/src/models/trainable.h"
 #include "engine/src/runtime/data.h"
+#include "engine/src/runtime/boundaries.h"
 #include "engine/src/runtime/grad_buckets.h"
+#include "engine/src/runtime/precision.h"
 #include "engine/src/runtime/stage.h"
+#include "engine/src/runtime/training.h"
 #include "planners/schedule/plan.h"
 #include "planners/schedule/program.h"
 #include "planners/sim/trace.h"
@@ -33,6 +36,10 @@ namespace hippie::engine {
 
 struct StepResult {
     std::optional<double> loss;  // on ranks that hold the last segment
+    double lr = 0;               // the learning rate this step used
+    std::optional<double> grad_norm;  // global gradient norm (when clipping or scaling needs it)
+    bool skipped = false;        // fp16: an inf/NaN gradient, the step was not taken
+    double loss_scale = 1;
     double time_s = 0;
     Trace trace;                 // this rank's measured events and memory for the step
 };
@@ -40,8 +47,9 @@ struct StepResult {
 class Executor {
 public:
     // Trains `model` on `device` (the rank's: cpu, or cuda:<local rank>) with the batches of `data`.
+    // `total_steps`: the run's steps, for the learning-rate schedule.
     Executor(const Plan& plan, const Graph& graph, const Program& program, const Trainable& model, const DataSource& data, Comm& comm,
-             uint64_t seed, double lr, const torch::Device& device);
+             uint64_t seed, const TrainingOptions& training, int total_steps, const torch::Device& device);
     ~Executor();
 
     StepResult step(int index);
@@ -56,6 +64,12 @@ public:
     // receives come in the same order (NCCL matches by order, not tag); else the first mismatch.
     const std::string& linkOrderProblem() const { return link_order_problem_; }
     std::vector<int> hostedSegments() const;
+    int replica() const { return replica_; }
+
+    // Checkpoints (runtime/checkpoint.h): this rank's parameters, buffers, optimizer state and
+    // loss scale.
+    void saveState(torch::serialize::OutputArchive& a) const;
+    void loadState(torch::serialize::InputArchive& a);
 
 private:
     using Handler = void (Executor::*)(const Instr&);
@@ -65,7 +79,10 @@ private:
     void agreeShapes();
     void connectLinks();
     void buildBuckets(const Graph& graph);
-    void buildOptimizer(double lr);
+    void buildOptimizer();
+    // Unscales (fp16), computes the global gradient norm when needed and clips; returns whether
+    // the step may be taken.
+    bool prepareGradients(StepResult& r);
 
     void onForward(const Instr& in);
     void onBackward(const Instr& in);
@@ -83,8 +100,15 @@ private:
     bool hosts(int segment) const { return stages_.count(segment) > 0; }
     int deviceOf(int segment) const;
     void waitPostedReceives();
-    torch::Tensor outputGrad(int segment, int mb);
-    void storeInputGrad(const Stage& st, int mb, const torch::Tensor& grad);
+    Live outputGrad(int segment, int mb);
+    void storeInputGrad(const Stage& st, int mb, const Live& grads);
+    void bindTiedWeights(const Graph& graph);
+    // The keys of `producer`'s outputs that the segments on `device` (this replica) read.
+    std::vector<std::string> keysTo(int producer, int device) const;
+    // One flat buffer for the tensors `keys` of `producer`'s outputs, and views of it by key.
+    torch::Tensor flatBuffer(int producer, const std::vector<std::string>& keys, Live& views);
+    // Tensors `keys` of `from` concatenated in one flat tensor (zeros for an undefined one).
+    torch::Tensor pack(int producer, const std::vector<std::string>& keys, const Live& from) const;
     Stage::LossFn lossFor(int mb);
     double now() const;
     size_t record(const Instr& in, double start, double end);
@@ -104,10 +128,21 @@ private:
     const std::vector<Instr>* stream_ = nullptr;
     std::array<Handler, kKinds> table_{};
 
+    // What each segment reads and hands on (derived from the graph), and the shapes of the
+    // outputs of every segment this rank runs or receives from, for one micro-batch.
+    std::vector<SegmentIO> io_;
+    std::map<int, Shapes> out_shapes_;
     std::map<int, std::unique_ptr<Stage>> stages_;
-    std::map<int, std::vector<int64_t>> out_shape_;  // by segment, for one micro-batch
     std::unique_ptr<GradBuckets> buckets_;
     std::unique_ptr<torch::optim::Optimizer> optimizer_;
+    TrainingOptions training_;
+    int total_steps_ = 1;
+    double base_lr_ = 0;
+    Precision precision_ = Precision::FP32;
+    LossScaler scaler_{false};
+    int world_group_ = -1;  // every rank: global gradient norm, inf/NaN agreement
+    int step_index_ = 0;
+    StepResult pending_;    // what the optimizer step learnt, for step()'s result
     int64_t static_bytes_ = 0;  // parameters, gradients, optimizer state
 
     // Per step.
@@ -116,9 +151,16 @@ private:
         size_t event = 0;
     };
     torch::Tensor inputs_, targets_;  // this replica's samples of the step
-    std::map<std::pair<int, int>, torch::Tensor> recv_activation_;  // (producer segment, mb)
-    std::map<std::pair<int, int>, torch::Tensor> recv_grad_;        // (segment, mb): gradient of its output
-    std::map<std::pair<int, int>, torch::Tensor> input_grad_;       // (producer segment, mb): to send or hand over
+    std::map<std::pair<int, int>, Live> recv_activation_;          // (producer segment, mb)
+    std::map<std::pair<int, int>, std::vector<Live>> recv_grad_;   // (segment, mb): gradients of its outputs, by reader
+    std::map<std::pair<int, int>, Live> input_grad_;               // (producer segment, mb): to send
+    std::vector<torch::Tensor> tied_replicas_;  // replicas of weights owned on another rank
+    std::map<int, torch::Tensor> tied_tensor_;  // tied-weight bucket -> the copy this rank holds
+    struct TiedReduction {
+        int bucket = 0, group = 0;
+        size_t event = 0;
+    };
+    std::vector<TiedReduction> tied_pending_;  // posted this step, summed at the optimizer step
     std::set<std::pair<int, int>> backward_started_, weight_done_;
     std::vector<Posted> posted_recvs_, posted_sends_;
     std::map<int, size_t> allreduce_event_;  // bucket -> event index

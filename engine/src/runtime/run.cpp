@@ -1,9 +1,14 @@
 #include "engine/src/runtime/run.h"
 
 #include <sys/resource.h>
+#include <unistd.h>
 
+#include <climits>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <set>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
@@ -13,6 +18,8 @@
 #include "engine/src/inspect/tools.h"
 #include "engine/src/models/model_source.h"
 #include "engine/src/models/trainable.h"
+#include "engine/src/runtime/checkpoint.h"
+#include "engine/src/runtime/cpu_threads.h"
 #include "engine/src/runtime/data.h"
 #include "engine/src/runtime/executor.h"
 #include "planners/common/error.h"
@@ -91,6 +98,51 @@ std::pair<int, int> overlappedAllReduces(const Trace& t) {
     return {overlapped, total};
 }
 
+bool endsWith(const std::string& s, const std::string& suffix) {
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Ranks of this run on this host (by host name, through the rendezvous store), so that
+// they share its cores instead of each taking all of them.
+int ranksOnThisHost(Comm& comm) {
+    char name[HOST_NAME_MAX + 1] = {};
+    gethostname(name, sizeof(name) - 1);
+    comm.storeSet("host/" + std::to_string(comm.rank()), name);
+    int same = 0;
+    for (int r = 0; r < comm.worldSize(); ++r) same += comm.storeGet("host/" + std::to_string(r)) == name ? 1 : 0;
+    return same;
+}
+
+// The newest checkpoint step every rank has, agreed through the store; -1 when there is none.
+int agreeResumeStep(Comm& comm, const std::string& dir) {
+    std::string mine;
+    for (int s : checkpointSteps(dir, comm.rank())) mine += std::to_string(s) + ",";
+    comm.storeSet("ckpt/" + std::to_string(comm.rank()), mine.empty() ? "-" : mine);
+    std::map<int, int> holders;
+    for (int r = 0; r < comm.worldSize(); ++r) {
+        const std::string list = comm.storeGet("ckpt/" + std::to_string(r));
+        size_t pos = 0;
+        while (list != "-" && pos < list.size()) {
+            const size_t comma = list.find(',', pos);
+            ++holders[std::stoi(list.substr(pos, comma - pos))];
+            pos = comma + 1;
+        }
+    }
+    int best = -1;
+    for (const auto& [step, n] : holders)
+        if (n == comm.worldSize()) best = std::max(best, step);
+    return best;
+}
+
+// Test hook: HIPPIE_ENGINE_TEST_KILL="RANK:STEP" kills that rank (SIGKILL, no clean-up) as it
+// starts that step, the way a crashed host would.
+void maybeKillForTest(int rank, int step) {
+    const char* v = std::getenv("HIPPIE_ENGINE_TEST_KILL");
+    if (!v || !*v) return;
+    int r = -1, s = -1;
+    if (std::sscanf(v, "%d:%d", &r, &s) == 2 && r == rank && s == step) std::raise(SIGKILL);
+}
+
 }  // namespace
 
 int runRank(const RunOptions& o) {
@@ -113,10 +165,17 @@ int runRank(const RunOptions& o) {
         if (o.comm != "auto" && o.comm != "gloo" && o.comm != "nccl") throw Error("--comm must be auto, gloo or nccl, not '" + o.comm + "'");
         nccl = o.comm == "nccl" || (o.comm == "auto" && device.is_cuda() && builtWithNccl());
         if (o.input_dtype != "float" && o.input_dtype != "long") throw Error("--input-dtype must be float or long");
+        checkTrainingOptions(o.training);
+        if (o.checkpoint_every < 0) throw Error("--checkpoint-every must not be negative");
+        if (o.checkpoint_every > 0 && o.checkpoint_dir.empty()) throw Error("--checkpoint-every needs --checkpoint-dir DIR");
+        if (o.resume && o.checkpoint_dir.empty()) throw Error("--resume needs --checkpoint-dir DIR (where the run wrote its checkpoints)");
+        const bool token_file = endsWith(o.data_file, ".bin");
         plan = loadPlanFile(o.plan_file);
         ResolvedModel rm = resolveTrainableModel(plan.model, o.plan_file);
-        if (!o.data_file.empty()) file = loadTensorFile(o.data_file);
-        if (rm.config) {
+        if (!o.data_file.empty() && !token_file) file = loadTensorFile(o.data_file);
+        if (rm.zoo) {
+            model = makeZooTrainable(*rm.zoo);
+        } else if (rm.config) {
             model = makeTinyTrainable(*rm.config, plan.model.seq_len);
         } else {
             // A TorchScript model: one sample's shape from the data file, else --input-shape.
@@ -140,7 +199,8 @@ int runRank(const RunOptions& o) {
                             "' has " + std::to_string(model->layerCount()) + " top-level children");
         }
         graph = rm.graph;
-        data = std::make_unique<DataSource>(*model, o.seed, file);
+        if (token_file) data = std::make_unique<DataSource>(*model, o.seed, std::make_unique<TokenFile>(o.data_file, o.token_dtype, model->vocabSize()), plan.global_batch);
+        else data = std::make_unique<DataSource>(*model, o.seed, file, plan.global_batch);
         data->checkFitsModel(std::min(plan.global_batch, 2));
         if (plan.isPlacement()) throw Error(o.plan_file + ": the engine runs pipeline plans (stages), not op placements");
         try {
@@ -180,21 +240,32 @@ int runRank(const RunOptions& o) {
 
     int step = -1;
     try {
-        torch::set_num_threads(1);
-        Executor ex(plan, graph, program, *model, *data, *comm, o.seed, o.lr, device);
+        const CpuSetup cpu = configureCpu(threadsPerRank(o.threads, ranksOnThisHost(*comm)));
+        Executor ex(plan, graph, program, *model, *data, *comm, o.seed, o.training, o.steps, device);
+        int first_step = 0;
+        json resumed = nullptr;
+        if (o.resume) {
+            const int at = agreeResumeStep(*comm, o.checkpoint_dir);
+            if (at < 0) throw Error("--resume: no checkpoint that every rank has in '" + o.checkpoint_dir + "'");
+            const CheckpointInfo info = readCheckpoint(o.checkpoint_dir, o.rank, at, ex);
+            first_step = info.step + 1;
+            resumed = {{"step", info.step}, {"samples_seen", info.samples_seen}};
+        }
         emit({{"event", "setup"}, {"rank", o.rank}, {"world_size", o.world_size}, {"model", model->name()},
               {"schedule", toString(plan.schedule)}, {"segments", ex.hostedSegments()}, {"program", ex.streamString()},
               {"device", describeDevice(device)}, {"comm", comm->backend()}, {"data", data->describe()},
-              {"link_order_ok", ex.linkOrderProblem().empty()}});
+              {"link_order_ok", ex.linkOrderProblem().empty()}, {"threads", cpu.threads}, {"blas", cpu.blas},
+              {"precision", toString(plan.model.precision)}, {"optimizer", toString(plan.optimizer)}, {"resumed_from", resumed}});
         double timed = 0;
         int timed_steps = 0;
         std::optional<double> last_loss;
         std::pair<int, int> overlap{0, 0};
-        for (step = 0; step < o.steps; ++step) {
+        for (step = first_step; step < o.steps; ++step) {
             const bool last = step + 1 == o.steps;
+            maybeKillForTest(o.rank, step);
             if (last) comm->barrier();  // the traced step starts together on every rank
             StepResult res = ex.step(step);
-            if (step > 0 || o.steps == 1) {
+            if (step > first_step || o.steps == first_step + 1) {
                 timed += res.time_s;
                 ++timed_steps;
             }
@@ -202,7 +273,24 @@ int runRank(const RunOptions& o) {
             json ev = {{"event", "step"}, {"rank", o.rank}, {"step", step}, {"time_s", res.time_s},
                        {"samples_per_s", plan.global_batch / res.time_s}};
             ev["loss"] = res.loss ? json(*res.loss) : json(nullptr);
+            ev["lr"] = res.lr;
+            if (res.grad_norm) ev["grad_norm"] = *res.grad_norm;
+            if (plan.model.precision == Precision::FP16) {
+                ev["loss_scale"] = res.loss_scale;
+                ev["skipped"] = res.skipped;
+            }
+            if (o.log_samples) {
+                const std::vector<int64_t> all = data->sampleIndices(step);
+                const size_t per = all.size() / static_cast<size_t>(plan.dp), from = per * static_cast<size_t>(ex.replica());
+                ev["samples"] = std::vector<int64_t>(all.begin() + static_cast<std::ptrdiff_t>(std::min(from, all.size())),
+                                                     all.begin() + static_cast<std::ptrdiff_t>(std::min(from + per, all.size())));
+            }
             emit(ev);
+            if (o.checkpoint_every > 0 && ((step + 1) % o.checkpoint_every == 0 || last)) {
+                writeCheckpoint(o.checkpoint_dir, o.rank, step, plan.global_batch, ex);
+                pruneCheckpoints(o.checkpoint_dir, o.rank, 2);
+                emit({{"event", "checkpoint"}, {"rank", o.rank}, {"step", step}, {"path", checkpointPath(o.checkpoint_dir, o.rank, step)}});
+            }
             if (last || o.trace_every_step) {
                 fillMetrics(res.trace, res.time_s, plan.global_batch);
                 overlap = overlappedAllReduces(res.trace);
@@ -226,6 +314,9 @@ int runRank(const RunOptions& o) {
                      {"allreduces", overlap.second},
                      {"allreduces_launched_before_backward_end", overlap.first}};
         done["loss"] = last_loss ? json(*last_loss) : json(nullptr);
+        std::set<std::string> dtypes;  // mixed precision keeps fp32 master weights: "Float"
+        for (const auto& [name, t] : ex.namedParameters()) dtypes.insert(c10::toString(t.scalar_type()));
+        done["param_dtypes"] = dtypes;
         if (!o.dump_params.empty()) {
             json params = json::object();
             for (const auto& [name, t] : ex.namedParameters()) {

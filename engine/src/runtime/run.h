@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/src/runtime/training.h"
+
 namespace hippie::engine {
 
 struct RunOptions {
@@ -16,7 +18,13 @@ struct RunOptions {
     int master_port = 29500;
     int steps = 1;
     uint64_t seed = 0;
-    double lr = 0;                   // 0: the optimizer's default (sgd 0.05, adam 1e-3)
+    TrainingOptions training;        // learning rate, weight decay, schedule, clipping
+    int threads = 0;                 // CPU threads of this rank; 0: the host's cores / the ranks on it
+    std::string checkpoint_dir;      // write checkpoints here (runtime/checkpoint.h)
+    int checkpoint_every = 0;        // steps between checkpoints; 0: none
+    bool resume = false;             // continue from the newest checkpoint every rank has
+    std::string token_dtype = "uint16";  // token-id data files (.bin)
+    bool log_samples = false;        // step events list this replica's sample indices
     double connect_timeout_s = 30;   // reaching the master and the other ranks
     double op_timeout_s = 60;        // one transfer or all-reduce
     std::string dump_params;         // write this rank's final parameters (JSON) here
@@ -24,7 +32,7 @@ struct RunOptions {
     std::string device = "auto";     // auto, cpu, cuda (cuda:<local_rank>)
     int local_rank = -1;             // GPU index on this host; -1: the rank
     std::string comm = "auto";       // auto (nccl on cuda when built with it, else gloo), gloo, nccl
-    std::string data_file;           // tensor data file (runtime/data.h); empty: synthetic data
+    std::string data_file;           // tensor data file, or token ids (*.bin) (runtime/data.h); empty: synthetic data
     std::vector<int64_t> input_shape;  // TorchScript models with synthetic data: one sample's shape
     std::string input_dtype = "float";
 };

@@ -7,9 +7,8 @@ namespace hippie::engine {
 
 using torch::Tensor;
 
-Stage::Stage(int segment, int first_layer, std::vector<LayerPtr> layers, const std::vector<bool>& recompute_layer, bool has_producer,
-             bool computes_loss)
-    : segment_(segment), first_layer_(first_layer), layers_(std::move(layers)), has_producer_(has_producer), computes_loss_(computes_loss) {
+Stage::Stage(int segment, std::vector<LayerPtr> layers, const std::vector<bool>& recompute_layer, SegmentIO io, bool computes_loss)
+    : segment_(segment), layers_(std::move(layers)), io_(std::move(io)), computes_loss_(computes_loss) {
     for (size_t i = 0; i < layers_.size(); ++i) {
         const bool r = recompute_layer[i];
         if (pieces_.empty() || pieces_.back().recompute != r) pieces_.push_back(Piece{i, i, r});
@@ -28,13 +27,13 @@ std::vector<std::pair<std::string, Tensor>> Stage::namedParameters() const {
     std::vector<std::pair<std::string, Tensor>> out;
     for (size_t i = 0; i < layers_.size(); ++i)
         for (const auto& item : layers_[i]->named_parameters())
-            out.emplace_back("L" + std::to_string(first_layer_ + static_cast<int>(i)) + "." + item.key(), item.value());
+            out.emplace_back("L" + std::to_string(io_.first_layer + static_cast<int>(i)) + "." + item.key(), item.value());
     return out;
 }
 
 std::vector<std::pair<int, std::vector<Tensor>>> Stage::parametersByLayer() const {
     std::vector<std::pair<int, std::vector<Tensor>>> out;
-    for (size_t i = 0; i < layers_.size(); ++i) out.emplace_back(first_layer_ + static_cast<int>(i), layers_[i]->parameters());
+    for (size_t i = 0; i < layers_.size(); ++i) out.emplace_back(io_.first_layer + static_cast<int>(i), layers_[i]->parameters());
     return out;
 }
 
@@ -42,19 +41,43 @@ void Stage::train(bool on) {
     for (const LayerPtr& l : layers_) l->train(on);
 }
 
-std::vector<int64_t> Stage::probeOutputShape(const std::vector<int64_t>& shape, torch::ScalarType dtype, const torch::Device& device) {
-    torch::NoGradGuard no_grad;
-    train(false);  // keeps batch-norm running statistics untouched
-    Tensor x = torch::zeros(shape, torch::TensorOptions().dtype(dtype).device(device));
-    for (const LayerPtr& l : layers_) x = l->forward(x);
-    train(true);
-    return x.sizes().vec();
+std::vector<std::pair<std::string, Tensor>> Stage::namedBuffers() const {
+    std::vector<std::pair<std::string, Tensor>> out;
+    for (size_t i = 0; i < layers_.size(); ++i)
+        for (const auto& item : layers_[i]->named_buffers())
+            out.emplace_back("L" + std::to_string(io_.first_layer + static_cast<int>(i)) + "." + item.key(), item.value());
+    return out;
 }
 
-Tensor Stage::runPiece(const Piece& p, const Tensor& x) {
-    Tensor y = x;
-    for (size_t i = p.begin; i < p.end; ++i) y = layers_[i]->forward(y);
-    return y;
+bool Stage::fromProducer(const std::string& key) const {
+    for (const auto& [k, producer] : io_.inputs)
+        if (k == key) return producer >= 0;
+    return false;
+}
+
+Live Stage::runPiece(const Piece& p, Live x) const {
+    for (size_t i = p.begin; i < p.end; ++i) {
+        layers_[i]->run(x);
+        const std::set<std::string>& keep = io_.keep[i];
+        const bool loss_layer = computes_loss_ && i + 1 == layers_.size();
+        if (loss_layer) continue;  // the loss reads the head's outputs
+        for (const std::string& k : keep)
+            TORCH_CHECK(x.count(k), "layer ", io_.first_layer + static_cast<int>(i), " did not produce '", k,
+                        "', which the graph says a later layer reads");
+        for (auto it = x.begin(); it != x.end();) it = keep.count(it->first) ? std::next(it) : x.erase(it);
+    }
+    return x;
+}
+
+Shapes Stage::probeOutputShapes(const Live& inputs) {
+    torch::NoGradGuard no_grad;
+    train(false);  // keeps batch-norm running statistics untouched
+    Live x = inputs;
+    for (const Piece& p : pieces_) x = runPiece(p, std::move(x));
+    train(true);
+    Shapes out;
+    for (const std::string& k : io_.outputs) out[k] = x.at(k).sizes().vec();
+    return out;
 }
 
 MicroBatchState& Stage::state(int mb) {
@@ -63,14 +86,16 @@ MicroBatchState& Stage::state(int mb) {
     return it->second;
 }
 
-void Stage::forward(int mb, const Tensor& input, const LossFn& loss_fn) {
+void Stage::forward(int mb, const Live& inputs, const LossFn& loss_fn) {
     TORCH_CHECK(!stash_.count(mb), "segment ", segment_, ": micro-batch ", mb, " forwarded twice");
     MicroBatchState& st = stash_[mb];
-    Tensor x = input;
+    Live x = inputs;
     for (size_t k = 0; k < pieces_.size(); ++k) {
         PieceRun run;
-        const bool needs_grad = x.is_floating_point() && (k > 0 || has_producer_);
-        run.in = x.detach().requires_grad_(needs_grad);
+        for (const auto& [key, t] : x) {
+            const bool needs_grad = t.is_floating_point() && (k > 0 || fromProducer(key));
+            run.in[key] = t.detach().requires_grad_(needs_grad);
+        }
         if (pieces_[k].recompute) {
             torch::NoGradGuard no_grad;
             run.out = runPiece(pieces_[k], run.in);
@@ -97,43 +122,75 @@ void Stage::recompute(int mb, const LossFn& loss_fn) {
     if (computes_loss_ && pieces_.back().recompute) st.loss = loss_fn(st.pieces.back().out);
 }
 
-Tensor Stage::backwardPieces(MicroBatchState& st, const Tensor& output_grad, bool keep_graph, bool accumulate) {
+Live Stage::backwardPieces(MicroBatchState& st, const Live& output_grad, bool keep_graph, bool accumulate) {
     auto& engine = torch::autograd::Engine::get_default_engine();
-    Tensor g = output_grad;
+    Live g = output_grad;
     for (size_t k = st.pieces.size(); k-- > 0;) {
         PieceRun& run = st.pieces[k];
-        Tensor root = run.out;
+        torch::autograd::edge_list roots;
+        std::vector<Tensor> root_grads;
+        Live passed;  // outputs that are inputs of the piece, unchanged: their gradient passes through
         if (k + 1 == st.pieces.size() && computes_loss_) {
-            root = st.loss;
-            g = torch::ones_like(st.loss);
-        }
-        TORCH_CHECK(root.requires_grad(), "segment ", segment_, ": backward of a piece that has no graph (recompute missing?)");
-        const torch::autograd::edge_list roots{torch::autograd::impl::gradient_edge(root)};
-        if (accumulate) {
-            engine.execute(roots, {g}, keep_graph, false, true, {});
-            g = run.in.requires_grad() ? run.in.grad() : Tensor();
+            TORCH_CHECK(st.loss.requires_grad(), "segment ", segment_, ": backward of a loss that has no graph (recompute missing?)");
+            roots.push_back(torch::autograd::impl::gradient_edge(st.loss));
+            root_grads.push_back(torch::ones_like(st.loss));
         } else {
-            if (!run.in.requires_grad()) return Tensor();
-            const auto grads = engine.execute(roots, {g}, keep_graph, false, false, {torch::autograd::impl::gradient_edge(run.in)});
-            g = grads.at(0);
+            for (const auto& [key, t] : run.out) {
+                auto it = g.find(key);
+                if (it == g.end() || !it->second.defined()) continue;
+                auto in = run.in.find(key);
+                if (in != run.in.end() && in->second.is_same(t)) {
+                    passed[key] = it->second;
+                    continue;
+                }
+                if (!t.requires_grad()) continue;
+                roots.push_back(torch::autograd::impl::gradient_edge(t));
+                root_grads.push_back(it->second);
+            }
         }
-        if (!g.defined()) break;
+        std::vector<std::string> leaf_keys;
+        torch::autograd::edge_list leaves;
+        for (const auto& [key, t] : run.in)
+            if (t.requires_grad()) {
+                leaf_keys.push_back(key);
+                leaves.push_back(torch::autograd::impl::gradient_edge(t));
+            }
+        Live in_grad;
+        if (!roots.empty()) {
+            if (accumulate) {
+                engine.execute(roots, root_grads, keep_graph, false, true, {});
+                for (const std::string& key : leaf_keys)
+                    if (run.in[key].grad().defined()) in_grad[key] = run.in[key].grad();
+            } else if (!leaves.empty()) {
+                const auto grads = engine.execute(roots, root_grads, keep_graph, false, false, leaves);
+                for (size_t i = 0; i < leaf_keys.size(); ++i)
+                    if (grads[i].defined()) in_grad[leaf_keys[i]] = grads[i];
+            }
+        }
+        for (const auto& [key, p] : passed) {
+            auto it = in_grad.find(key);
+            if (it == in_grad.end()) in_grad[key] = p;
+            else it->second = it->second + p;
+        }
+        g = std::move(in_grad);
     }
-    return has_producer_ ? g : Tensor();
+    Live out;
+    for (const auto& [key, t] : g)
+        if (fromProducer(key)) out[key] = t;
+    return out;
 }
 
-Tensor Stage::backward(int mb, const Tensor& output_grad) {
+Live Stage::backward(int mb, const Live& output_grad) {
     MicroBatchState& st = state(mb);
-    Tensor in_grad = backwardPieces(st, output_grad, false, true);
+    Live in_grad = backwardPieces(st, output_grad, false, true);
     stash_.erase(mb);  // activations of this micro-batch are no longer needed
     return in_grad;
 }
 
-Tensor Stage::backwardInput(int mb, const Tensor& output_grad) {
+Live Stage::backwardInput(int mb, const Live& output_grad) {
     MicroBatchState& st = state(mb);
     st.output_grad = output_grad;
-    st.input_grad = has_producer_ ? backwardPieces(st, output_grad, true, false) : Tensor();
-    return st.input_grad;
+    return backwardPieces(st, output_grad, true, false);
 }
 
 void Stage::backwardWeight(int mb) {
@@ -142,7 +199,7 @@ void Stage::backwardWeight(int mb) {
     stash_.erase(mb);
 }
 
-const Tensor& Stage::output(int mb) const {
+const Live& Stage::output(int mb) const {
     auto it = stash_.find(mb);
     TORCH_CHECK(it != stash_.end(), "segment ", segment_, ": no output for micro-batch ", mb);
     return it->second.pieces.back().out;
@@ -152,8 +209,11 @@ void Stage::releaseOutput(int mb) {
     MicroBatchState& st = state(mb);
     if (st.output_released) return;
     // The sender holds its own reference to the storage until the transfer completes; the
-    // autograd node (and its metadata) stays, which is all backward needs from the output.
-    st.pieces.back().out.set_data(torch::empty({0}, st.pieces.back().out.options()));
+    // autograd node (and its metadata) stays, which is all backward needs from an output.
+    for (const std::string& key : io_.outputs) {
+        Tensor& t = st.pieces.back().out.at(key);
+        t.set_data(torch::empty({0}, t.options()));
+    }
     st.output_released = true;
 }
 
@@ -166,8 +226,9 @@ int64_t Stage::stashedBytes() const {
     int64_t bytes = 0;
     for (const auto& [mb, st] : stash_)
         for (const PieceRun& r : st.pieces) {
-            bytes += static_cast<int64_t>(r.in.nbytes());
-            if (r.out.defined()) bytes += static_cast<int64_t>(r.out.nbytes());
+            for (const auto& [k, t] : r.in) bytes += static_cast<int64_t>(t.nbytes());
+            for (const auto& [k, t] : r.out)
+                if (t.defined()) bytes += static_cast<int64_t>(t.nbytes());
         }
     return bytes;
 }

@@ -11,9 +11,9 @@ MEtfPlanner::MEtfPlanner(PlacementOptions options)
 CoreOutcome MEtfPlanner::place(const PlacementModel& model, const std::vector<int64_t>& capacity, PlanContext& context,
                                std::vector<std::string>& log) const {
     ScheduleOutcome s = listSchedule(model, capacity, SchedulingRule{}, context);
-    if (!s.schedule) return {std::nullopt, s.reason, {}};
+    if (!s.schedule) return {std::nullopt, s.reason, {}, {}};
     log.push_back("m-etf: estimated makespan " + std::to_string(s.schedule->makespan_s) + " s");
-    return {std::move(s.schedule->assignment), {}, {}};
+    return {std::move(s.schedule->assignment), {}, {}, {}};
 }
 
 }  // namespace hippie::placement

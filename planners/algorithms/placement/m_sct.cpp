@@ -187,9 +187,11 @@ CoreOutcome MSctPlanner::place(const PlacementModel& model, const std::vector<in
                                           : "m-sct: " + favourites_->note);
     }
     ScheduleOutcome s = listSchedule(model, capacity, FavouriteChildRule(*favourites_), context);
-    if (!s.schedule) return {std::nullopt, s.reason, {}};
+    std::vector<std::string> notes;
+    if (!favourites_->solved) notes.push_back(favourites_->note + ": this is m-ETF's placement");
+    if (!s.schedule) return {std::nullopt, s.reason, {}, notes};
     log.push_back("m-sct: estimated makespan " + std::to_string(s.schedule->makespan_s) + " s");
-    return {std::move(s.schedule->assignment), {}, {}};
+    return {std::move(s.schedule->assignment), {}, {}, notes};
 }
 
 }  // namespace hippie::placement

@@ -6,6 +6,10 @@ namespace hippie::placement {
 
 namespace {
 
+// Growing the even share: up to kShareSteps steps of kShareGrowth of it (to 3x the share).
+constexpr int kShareSteps = 8;
+constexpr double kShareGrowth = 0.25;
+
 // Fills devices in turn along the topological order, each up to its limit.
 std::optional<Assignment> fillInTurn(const PlacementModel& model, const std::vector<int64_t>& limit) {
     DeviceMemory mem(model);
@@ -34,12 +38,23 @@ CoreOutcome MTopoPlanner::place(const PlacementModel& model, const std::vector<i
     int64_t total = 0;
     for (int u = 0; u < model.units(); ++u) total += model.residentBytes(u);
     const int64_t share = total / model.devices() + 1;
-    std::vector<int64_t> limit = capacity;
-    for (size_t d = 0; d + 1 < limit.size(); ++d) limit[d] = std::min(limit[d], share);
-    if (auto a = fillInTurn(model, limit)) return {std::move(a), {}, {}};
-    log.push_back("even shares of " + gib(share) + " leave ops over; filling devices to capacity");
-    if (auto a = fillInTurn(model, capacity)) return {std::move(a), {}, {}};
-    return {std::nullopt, "filling the devices in topological order runs out of memory", {}};
+    // Even shares first; when ops are left over (an op's resident bytes do not divide
+    // evenly), grow the share step by step so that every device still gets ops, and fill
+    // to capacity only when no grown share fits.
+    for (int step = 0; step <= kShareSteps; ++step) {
+        const int64_t grown = share + static_cast<int64_t>(static_cast<double>(share) * kShareGrowth * step);
+        std::vector<int64_t> limit = capacity;
+        for (size_t d = 0; d + 1 < limit.size(); ++d) limit[d] = std::min(limit[d], grown);
+        if (auto a = fillInTurn(model, limit)) {
+            if (step > 0) log.push_back("even shares leave ops over; shares of " + gib(grown) + " fit");
+            return {std::move(a), {}, {}, {}};
+        }
+    }
+    log.push_back("no share up to " + gib(share + static_cast<int64_t>(static_cast<double>(share) * kShareGrowth * kShareSteps)) +
+                  " fits; filling devices to capacity");
+    if (auto a = fillInTurn(model, capacity))
+        return {std::move(a), {}, {}, {"shares of memory did not fit: devices filled to capacity in turn (some may stay idle)"}};
+    return {std::nullopt, "filling the devices in topological order runs out of memory", {}, {}};
 }
 
 }  // namespace hippie::placement

@@ -7,6 +7,7 @@
 #include <map>
 #include <numeric>
 #include <queue>
+#include <set>
 #include <sstream>
 
 #include "planners/algorithms/evaluate.h"
@@ -421,21 +422,33 @@ PlannerResult oneDeviceResult(const std::string& name, const Problem& problem, P
 }
 
 // Keeps the single-device plan instead when it fits and is not slower.
-void preferOneDevice(const std::string& name, const Problem& problem, Plan& plan, TraceMetrics& metrics, std::vector<std::string>& log) {
+void preferOneDevice(const std::string& name, const Problem& problem, Plan& plan, TraceMetrics& metrics, std::vector<std::string>& log,
+                     std::vector<std::string>& notes) {
     const Plan single = singleDevicePlan(problem, name);
     if (!fitsExactly(problem, single, usableBytes(problem))) return;
     const TraceMetrics m = evaluate(problem, single);
     if (metrics.fits_memory && m.iteration_time_s >= metrics.iteration_time_s) return;
-    log.push_back("everything on one device is faster (" + std::to_string(m.iteration_time_s) + " s vs " +
-                  std::to_string(metrics.iteration_time_s) + " s): keeping it");
+    const std::string line = "everything on one device is faster (" + std::to_string(m.iteration_time_s) + " s vs " +
+                             std::to_string(metrics.iteration_time_s) + " s for its placement): kept one device";
+    log.push_back(line);
+    notes.push_back(line);
     plan = single;
     metrics = m;
+}
+
+// "uses 3 of 8 devices" when a placement leaves devices idle.
+std::optional<std::string> idleDevicesNote(const Problem& problem, const Plan& plan) {
+    std::set<int> used(plan.placement.begin(), plan.placement.end());
+    const int devices = problem.cluster.deviceCount();
+    if (static_cast<int>(used.size()) >= devices) return std::nullopt;
+    return "uses " + std::to_string(used.size()) + " of " + std::to_string(devices) + " devices; the others stay idle";
 }
 
 struct Calibrated {
     std::optional<Plan> plan;
     std::string reason;
     std::vector<double> convergence;
+    std::vector<std::string> notes;
 };
 
 // Runs the core until its plan fits by exact accounting, shrinking overflowing budgets.
@@ -447,6 +460,8 @@ Calibrated calibrate(const std::string& name, const PlacementModel& model, const
     for (int round = 0; round < kCalibrationRounds; ++round) {
         CoreOutcome out = core(model, budget, context, log);
         c.convergence = std::move(out.convergence);
+        for (std::string& n : out.notes)
+            if (std::find(c.notes.begin(), c.notes.end(), n) == c.notes.end()) c.notes.push_back(std::move(n));
         if (!out.assignment) {
             c.reason = out.reason;
             return c;
@@ -481,15 +496,23 @@ PlannerResult runPlacementPlanner(const std::string& name, const PlacementOption
     std::vector<std::string> log{"placing " + std::to_string(model.units()) + " units (" + std::to_string(problem.graph.ops.size()) +
                                  " ops) on " + std::to_string(model.devices()) + " devices"};
     Calibrated c = calibrate(name, model, core, context, log);
-    if (!c.plan) return withLog(infeasibleResult(name, c.reason, context), log, c.convergence);
+    if (!c.plan) {
+        PlannerResult r = infeasibleResult(name, c.reason, context);
+        r.notes = c.notes;
+        return withLog(std::move(r), log, c.convergence);
+    }
 
     context.progress(0.95, "simulating");
     Plan best = std::move(*c.plan);
     TraceMetrics metrics = evaluate(problem, best);
-    preferOneDevice(name, problem, best, metrics, log);
+    std::vector<std::string> notes = std::move(c.notes);
+    preferOneDevice(name, problem, best, metrics, log, notes);
+    if (auto idle = idleDevicesNote(problem, best); idle && best.deviceCount() > 1) notes.push_back(*idle);
     PlannerResult r = feasibleResult(name, best, metrics, context);
     if (!r.feasible && !c.reason.empty()) r.reason = c.reason;
     if (context.cancelled()) r.reason = "cancelled; best plan so far";
+    if (context.outOfTime()) notes.push_back("stopped at its time budget");
+    r.notes = std::move(notes);
     context.progress(1.0, "done");
     return withLog(std::move(r), std::move(log), std::move(c.convergence));
 }

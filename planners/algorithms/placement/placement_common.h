@@ -142,6 +142,7 @@ struct CoreOutcome {
     std::optional<Assignment> assignment;
     std::string reason;               // why there is none
     std::vector<double> convergence;  // for iterative cores
+    std::vector<std::string> notes;   // fallbacks taken (PlannerResult::notes)
 };
 
 using PlacementCore = std::function<CoreOutcome(const PlacementModel& model, const std::vector<int64_t>& capacity,

@@ -136,14 +136,14 @@ CoreOutcome SgpPlanner::place(const PlacementModel& model, const std::vector<int
     log.push_back("sgp: " + std::to_string(segments.units()) + " segments");
     context.progress(0.6, "scheduling segments");
     ScheduleOutcome s = listSchedule(segments, capacity, SchedulingRule{}, context);
-    if (!s.schedule) return {std::nullopt, s.reason, {}};
+    if (!s.schedule) return {std::nullopt, s.reason, {}, {}};
     log.push_back("sgp: segment schedule makespan " + std::to_string(s.schedule->makespan_s) + " s");
     // Ops run in the start-time order of their own schedule on the chosen devices, so a
     // device does not wait for a whole segment's inputs before starting it.
     const std::vector<int> device = unitDevices(model, segments, s.schedule->assignment.device);
     ScheduleOutcome ops = listSchedule(model, capacity, SchedulingRule{}, context, device);
     log.push_back("sgp: estimated makespan " + std::to_string(ops.schedule->makespan_s) + " s");
-    return {std::move(ops.schedule->assignment), {}, {}};
+    return {std::move(ops.schedule->assignment), {}, {}, {}};
 }
 
 }  // namespace hippie::placement

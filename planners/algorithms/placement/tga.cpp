@@ -388,8 +388,8 @@ CoreOutcome TgaPlanner::place(const PlacementModel& model, const std::vector<int
     log.push_back("tga: " + std::to_string(convergence.size()) + " generations, best fitness " +
                   (convergence.empty() ? std::string("-") : std::to_string(convergence.back())) + " s");
     auto chosen = fastestEstimated(model, capacity, seeds, fitness.order(), explorers, exploiters, options_.final_candidates, log);
-    if (!chosen) return {std::nullopt, "no individual of either population fits memory", convergence};
-    return {std::move(chosen), {}, convergence};
+    if (!chosen) return {std::nullopt, "no individual of either population fits memory", convergence, {}};
+    return {std::move(chosen), {}, convergence, {}};
 }
 
 }  // namespace hippie::placement

@@ -1,0 +1,294 @@
+// GPT, BERT and the Transformer (big) as LibTorch layers, following architecture.h and the
+// wiring of planners/model/zoo_transformers.cpp op for op.
+#include <cmath>
+#include <limits>
+
+#include "engine/src/models/zoo_layers.h"
+
+namespace hippie::engine {
+
+namespace nn = torch::nn;
+using torch::Tensor;
+
+namespace {
+
+// Sinusoidal positions (Vaswani et al. 2017, section 3.5): wavelengths up to 10000 * 2 pi.
+constexpr double kSinusoidBase = 10000.0;
+
+nn::LayerNorm layerNorm(int64_t d) { return nn::LayerNorm(nn::LayerNormOptions({d})); }
+
+// Scaled dot-product attention of q [b, sq, d] over k, v [b, skv, d] in `heads` heads.
+Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, bool causal) {
+    const int64_t b = q.size(0), sq = q.size(1), skv = k.size(1), d = q.size(2);
+    TORCH_CHECK(d % heads == 0, "d_model ", d, " is not a multiple of the ", heads, " heads");
+    const int64_t dh = d / heads;
+    auto split = [&](const Tensor& t, int64_t s) { return t.reshape({b, s, heads, dh}).transpose(1, 2); };
+    Tensor scores = torch::matmul(split(q, sq), split(k, skv).transpose(-2, -1)) / std::sqrt(static_cast<double>(dh));
+    if (causal) {
+        const Tensor mask = torch::ones({sq, skv}, q.options().dtype(torch::kBool)).triu(1);
+        scores = scores.masked_fill(mask, -std::numeric_limits<float>::infinity());
+    }
+    const Tensor ctx = torch::matmul(torch::softmax(scores, -1), split(v, skv));
+    return ctx.transpose(1, 2).reshape({b, sq, d});
+}
+
+struct BlockShape {
+    int64_t d_model = 0, heads = 0, d_ff = 0;
+    bool pre_norm = true;
+    bool causal = true;
+    bool gelu = true;   // else ReLU
+    bool cross = false; // decoder block of an encoder-decoder
+};
+
+// One transformer block: zoo_transformers.cpp's preNormBlock / postNormBlock.
+class Block : public LayerModule {
+public:
+    Block(const BlockShape& s, std::string name, std::string input, std::string memory)
+        : s_(s), name_(std::move(name)), input_(std::move(input)), memory_(std::move(memory)) {
+        const int64_t d = s.d_model;
+        norm1 = register_module(s.pre_norm ? "ln1" : "attn_norm", layerNorm(d));
+        qkv = register_module("attn_qkv", nn::Linear(d, 3 * d));
+        proj = register_module("attn_proj", nn::Linear(d, d));
+        if (s.cross) {
+            norm_cross = register_module(s.pre_norm ? "ln_cross" : "cross_norm", layerNorm(d));
+            cross_q = register_module("cross_q", nn::Linear(d, d));
+            cross_kv = register_module("cross_kv", nn::Linear(d, 2 * d));
+            cross_proj = register_module("cross_proj", nn::Linear(d, d));
+        }
+        norm2 = register_module(s.pre_norm ? "ln2" : "mlp_norm", layerNorm(d));
+        fc1 = register_module("mlp_fc1", nn::Linear(d, s.d_ff));
+        fc2 = register_module("mlp_fc2", nn::Linear(s.d_ff, d));
+    }
+    void run(Live& live) override {
+        Tensor x = live.at(input_);
+        const Tensor memory = s_.cross ? live.at(memory_) : Tensor();
+        if (s_.pre_norm) {
+            x = x + selfAttention(norm1->forward(x));
+            if (s_.cross) x = x + crossAttention(norm_cross->forward(x), memory);
+            x = x + mlp(norm2->forward(x));
+            live[name_ + ".mlp_residual"] = x;
+            return;
+        }
+        x = norm1->forward(x + selfAttention(x));
+        if (s_.cross) x = norm_cross->forward(x + crossAttention(x, memory));
+        live[name_ + ".mlp_norm"] = norm2->forward(x + mlp(x));
+    }
+
+    nn::LayerNorm norm1{nullptr}, norm_cross{nullptr}, norm2{nullptr};
+    nn::Linear qkv{nullptr}, proj{nullptr}, cross_q{nullptr}, cross_kv{nullptr}, cross_proj{nullptr}, fc1{nullptr}, fc2{nullptr};
+
+private:
+    Tensor selfAttention(const Tensor& x) {
+        const auto parts = qkv->forward(x).chunk(3, 2);
+        return proj->forward(attend(parts[0], parts[1], parts[2], s_.heads, s_.causal));
+    }
+    Tensor crossAttention(const Tensor& x, const Tensor& memory) {
+        const auto kv = cross_kv->forward(memory).chunk(2, 2);
+        return cross_proj->forward(attend(cross_q->forward(x), kv[0], kv[1], s_.heads, false));
+    }
+    Tensor mlp(const Tensor& x) {
+        const Tensor h = fc1->forward(x);
+        return fc2->forward(s_.gelu ? torch::gelu(h, "tanh") : torch::relu(h));
+    }
+    BlockShape s_;
+    std::string name_, input_, memory_;
+};
+
+// A head whose projection reuses the embedding table of layer 0.
+class TiedHead : public LayerModule {
+public:
+    TiedHead(std::string owner_param) : owner_param_(std::move(owner_param)) {}
+    std::optional<TiedWeight> tiedWeight() const override { return TiedWeight{0, owner_param_}; }
+    void setTied(const Tensor& w) override { table_ = w; }
+
+protected:
+    Tensor project(const Tensor& x) const {
+        TORCH_CHECK(table_.defined(), "the tied weight ", owner_param_, " was not handed to the head");
+        return torch::matmul(x, table_.t());
+    }
+
+private:
+    std::string owner_param_;
+    Tensor table_;
+};
+
+Tensor positionsOf(const Tensor& tokens) { return torch::arange(tokens.size(1), tokens.options().dtype(torch::kLong)); }
+
+// ---- GPT ------------------------------------------------------------------------------------
+
+class GptEmbed : public LayerModule {
+public:
+    explicit GptEmbed(const GptArch& a)
+        : token_embed(register_module("token_embed", nn::Embedding(a.vocab, a.d_model))),
+          position_embed(register_module("position_embed", nn::Embedding(a.positions, a.d_model))) {}
+    void run(Live& live) override {
+        const Tensor tokens = live.at(kDataKey);
+        live["embed.sum"] = token_embed->forward(tokens) + position_embed->forward(positionsOf(tokens)).unsqueeze(0);
+    }
+    nn::Embedding token_embed, position_embed;
+};
+
+class GptHead : public TiedHead {
+public:
+    GptHead(const GptArch& a, std::string input)
+        : TiedHead("token_embed.weight"), input_(std::move(input)), ln_f(register_module("ln_f", layerNorm(a.d_model))) {}
+    void run(Live& live) override { live["head.lm_head"] = project(ln_f->forward(live.at(input_))); }
+
+private:
+    std::string input_;
+
+public:
+    nn::LayerNorm ln_f;
+};
+
+std::string blockName(int i) { return "block" + std::to_string(i); }
+
+// ---- BERT -----------------------------------------------------------------------------------
+
+// Token ids in, with a fixed segment pattern (first half sentence A, second half B).
+class BertEmbed : public LayerModule {
+public:
+    explicit BertEmbed(const BertArch& a)
+        : word_embed(register_module("word_embed", nn::Embedding(a.vocab, a.d_model))),
+          position_embed(register_module("position_embed", nn::Embedding(a.positions, a.d_model))),
+          segment_embed(register_module("segment_embed", nn::Embedding(a.segments, a.d_model))),
+          norm(register_module("norm", layerNorm(a.d_model))) {}
+    void run(Live& live) override {
+        const Tensor tokens = live.at(kDataKey);
+        const Tensor positions = positionsOf(tokens);
+        const Tensor segments = (positions >= tokens.size(1) / 2).to(torch::kLong);
+        const Tensor x = word_embed->forward(tokens) + (position_embed->forward(positions) + segment_embed->forward(segments)).unsqueeze(0);
+        live["embed.norm"] = norm->forward(x);
+    }
+    nn::Embedding word_embed, position_embed, segment_embed;
+    nn::LayerNorm norm;
+};
+
+class BertHead : public TiedHead {
+public:
+    BertHead(const BertArch& a, std::string input)
+        : TiedHead("word_embed.weight"), input_(std::move(input)),
+          pooler(register_module("pooler", nn::Linear(a.d_model, a.d_model))),
+          nsp(register_module("nsp", nn::Linear(a.d_model, 2))),
+          mlm_transform(register_module("mlm_transform", nn::Linear(a.d_model, a.d_model))),
+          mlm_norm(register_module("mlm_norm", layerNorm(a.d_model))),
+          mlm_decoder_bias(register_parameter("mlm_decoder_bias", torch::zeros({a.vocab}))) {}
+    void run(Live& live) override {
+        const Tensor x = live.at(input_);
+        live["head.nsp"] = nsp->forward(torch::tanh(pooler->forward(x.select(1, 0))));
+        const Tensor h = mlm_norm->forward(torch::gelu(mlm_transform->forward(x), "tanh"));
+        live["head.mlm_decoder"] = project(h) + mlm_decoder_bias;
+    }
+
+private:
+    std::string input_;
+
+public:
+    nn::Linear pooler, nsp, mlm_transform;
+    nn::LayerNorm mlm_norm;
+    Tensor mlm_decoder_bias;
+};
+
+// ---- Transformer (big) ----------------------------------------------------------------------
+
+Tensor sinusoids(int64_t seq, int64_t d, const torch::TensorOptions& opt) {
+    const Tensor pos = torch::arange(seq, opt).unsqueeze(1);
+    const Tensor i = torch::arange(0, d, 2, opt);
+    const Tensor angle = pos / torch::pow(kSinusoidBase, i / static_cast<double>(d));
+    Tensor pe = torch::zeros({seq, d}, opt);
+    pe.index_put_({torch::indexing::Slice(), torch::indexing::Slice(0, torch::indexing::None, 2)}, torch::sin(angle));
+    pe.index_put_({torch::indexing::Slice(), torch::indexing::Slice(1, torch::indexing::None, 2)},
+                  torch::cos(angle).narrow(1, 0, d / 2));
+    return pe;
+}
+
+// Input: [b, 2, seq] token ids, source then target.
+class TransformerEmbed : public LayerModule {
+public:
+    explicit TransformerEmbed(const TransformerArch& a)
+        : d_(a.d_model), source_embed(register_module("source_embed", nn::Embedding(a.vocab, a.d_model))) {}
+    void run(Live& live) override {
+        const Tensor tokens = live.at(kDataKey);
+        const Tensor table = source_embed->weight;
+        const double scale = std::sqrt(static_cast<double>(d_));
+        const Tensor pe = sinusoids(tokens.size(2), d_, table.options()).unsqueeze(0);
+        live["embed.source_position"] = torch::embedding(table, tokens.select(1, 0)) * scale + pe;
+        live["embed.target_position"] = torch::embedding(table, tokens.select(1, 1)) * scale + pe;
+    }
+    int64_t d_;
+    nn::Embedding source_embed;
+};
+
+class TransformerHead : public TiedHead {
+public:
+    explicit TransformerHead(std::string input) : TiedHead("source_embed.weight"), input_(std::move(input)) {}
+    void run(Live& live) override { live["head.output_proj"] = project(live.at(input_)); }
+
+private:
+    std::string input_;
+};
+
+}  // namespace
+
+// ---- builders -------------------------------------------------------------------------------
+
+std::vector<std::string> gptLayerNames(const GptArch& a) {
+    std::vector<std::string> n{"embed"};
+    for (int i = 0; i < a.layers; ++i) n.push_back(blockName(i));
+    n.push_back("head");
+    return n;
+}
+
+LayerPtr gptLayer(const GptArch& a, int layer) {
+    if (layer == 0) return std::make_shared<GptEmbed>(a);
+    const std::string prev = layer == 1 ? "embed.sum" : blockName(layer - 2) + ".mlp_residual";
+    if (layer <= a.layers) {
+        const BlockShape s{a.d_model, a.heads, a.d_ff, /*pre_norm=*/true, /*causal=*/true, /*gelu=*/true, /*cross=*/false};
+        return std::make_shared<Block>(s, blockName(layer - 1), prev, "");
+    }
+    return std::make_shared<GptHead>(a, prev);
+}
+
+std::vector<std::string> bertLayerNames(const BertArch& a) {
+    std::vector<std::string> n{"embed"};
+    for (int i = 0; i < a.layers; ++i) n.push_back(blockName(i));
+    n.push_back("head");
+    return n;
+}
+
+LayerPtr bertLayer(const BertArch& a, int layer) {
+    if (layer == 0) return std::make_shared<BertEmbed>(a);
+    const std::string prev = layer == 1 ? "embed.norm" : blockName(layer - 2) + ".mlp_norm";
+    if (layer <= a.layers) {
+        const BlockShape s{a.d_model, a.heads, a.d_ff, /*pre_norm=*/false, /*causal=*/false, /*gelu=*/true, /*cross=*/false};
+        return std::make_shared<Block>(s, blockName(layer - 1), prev, "");
+    }
+    return std::make_shared<BertHead>(a, prev);
+}
+
+std::vector<std::string> transformerLayerNames(const TransformerArch& a) {
+    std::vector<std::string> n{"embed"};
+    for (int i = 0; i < a.layers; ++i) n.push_back("enc" + std::to_string(i));
+    for (int i = 0; i < a.layers; ++i) n.push_back("dec" + std::to_string(i));
+    n.push_back("head");
+    return n;
+}
+
+LayerPtr transformerLayer(const TransformerArch& a, int layer) {
+    if (layer == 0) return std::make_shared<TransformerEmbed>(a);
+    const int enc = layer - 1, dec = layer - 1 - a.layers;
+    const std::string memory = "enc" + std::to_string(a.layers - 1) + ".mlp_norm";
+    if (enc < a.layers) {
+        const BlockShape s{a.d_model, a.heads, a.d_ff, /*pre_norm=*/false, /*causal=*/false, /*gelu=*/false, /*cross=*/false};
+        const std::string prev = enc == 0 ? "embed.source_position" : "enc" + std::to_string(enc - 1) + ".mlp_norm";
+        return std::make_shared<Block>(s, "enc" + std::to_string(enc), prev, "");
+    }
+    const std::string prev = dec == 0 ? "embed.target_position" : "dec" + std::to_string(dec - 1) + ".mlp_norm";
+    if (dec < a.layers) {
+        const BlockShape s{a.d_model, a.heads, a.d_ff, /*pre_norm=*/false, /*causal=*/true, /*gelu=*/false, /*cross=*/true};
+        return std::make_shared<Block>(s, "dec" + std::to_string(dec), prev, memory);
+    }
+    return std::make_shared<TransformerHead>(prev);
+}
+
+}  // namespace hippie::engine

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Training for real: optimizers with weight decay, warm-up and cosine decay and global-norm
+# clipping give one process's parameters on pp2 x dp2; bf16 mixed precision trains on a CPU
+# with fp32 master weights; token-id files (uint16/uint32) with a vocabulary check, sharded
+# over replicas so that one epoch sees every sample once; checkpoints, and a run with a rank
+# killed between checkpoints resumes to the uninterrupted run's losses and parameters.
+source "$(dirname "$0")/lib.sh"
+STEPS=4
+# close A B TOL: |A - B| < TOL
+close() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d < t) }'; }
+steps_of() { field "$1" step "$2" | grep -v null; }   # values of KEY in step events with a loss
+
+# ---- optimizers, schedule, clipping: pp2 x dp2 = one process ----------------------------------
+# Adam and AdamW divide each gradient by its running magnitude, so a parameter whose true
+# gradient is zero (the attention's key bias: softmax ignores it) moves by +-lr on rounding
+# noise alone; their parameters are compared within 1e-3, sgd-momentum's within 1e-5. The
+# gradient norm, which clipping uses, is compared tightly for all.
+TRAIN=(--weight-decay 0.1 --warmup-steps 2 --lr-schedule cosine --lr 0.01 --clip-grad-norm 0.3)
+for opt in adamw sgd-momentum; do
+    tol=1e-5; [ $opt = adamw ] && tol=1e-3
+    plan "$WORK/ref.json" --model gpt-tiny --pp 1 --dp 1 --microbatches 1 --global-batch 16 --optimizer $opt
+    launch "$WORK/ref.json" 1 $STEPS "$WORK/ref.out" "${TRAIN[@]}" --dump-params "$WORK/ref.params.json" \
+        || { fail "$opt reference: $(tail -2 "$WORK/ref.out")"; continue; }
+    rm -f "$WORK"/p.*.json
+    plan "$WORK/p.json" --model gpt-tiny --pp 2 --dp 2 --microbatches 4 --global-batch 16 --schedule 1f1b --optimizer $opt --bucket-bytes 4096
+    launch "$WORK/p.json" 4 $STEPS "$WORK/p.out" "${TRAIN[@]}" --dump-params "$WORK/p.{rank}.json" \
+        || { fail "$opt pp2 x dp2: $(tail -2 "$WORK/p.out")"; continue; }
+    if "$ENGINE" compare-params --reference "$WORK/ref.params.json" --tol $tol "$WORK"/p.*.json > "$WORK/cmp.out"; then
+        pass "$opt, weight decay, warm-up + cosine, clip 0.3: pp2 x dp2 parameters = one process ($(grep -o '"max_abs_diff":[^,]*' "$WORK/cmp.out"))"
+    else fail "$opt pp2 x dp2 differs from one process: $(cat "$WORK/cmp.out")"; fi
+    ref_norm=$(steps_of "$WORK/ref.out" grad_norm | head -1)
+    norm=$(grep '"rank":3' "$WORK/p.out" | grep '"event":"step"' | grep -o '"grad_norm":[^,}]*' | head -1 | cut -d: -f2)
+    close "$ref_norm" "$norm" 1e-4 && awk -v n="$norm" 'BEGIN { exit !(n > 0.3) }' \
+        && pass "$opt: global gradient norm $norm on rank 3 = one process's $ref_norm (> 0.3, so clipping acted)" \
+        || fail "$opt: gradient norm $norm on rank 3, one process $ref_norm"
+done
+# Learning rates: warm-up 0.005, 0.01, then cosine over the 2 remaining steps: 0.01, 0.005.
+lrs=$(field "$WORK/ref.out" step lr | tr '\n' ' ')
+[ "$lrs" = "0.005 0.01 0.01 0.005 " ] && pass "learning rates follow warm-up + cosine: $lrs" || fail "learning rates $lrs"
+
+# ---- bf16 mixed precision on a CPU ------------------------------------------------------------
+plan "$WORK/bf.json" --model gpt-tiny --pp 2 --dp 1 --microbatches 2 --global-batch 8 --optimizer adam --precision bf16
+if launch "$WORK/bf.json" 2 8 "$WORK/bf.out" --lr 0.01; then
+    losses=$(steps_of "$WORK/bf.out" loss)
+    first=$(echo "$losses" | head -1); last=$(echo "$losses" | tail -1)
+    awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a - 0.02) }' && pass "bf16 pp2 trains: loss $first -> $last" || fail "bf16 loss $first -> $last"
+    dt=$(grep '"event":"done"' "$WORK/bf.out" | grep -o '"param_dtypes":\[[^]]*\]' | sort -u | tr '\n' ' ')
+    [ "$dt" = '"param_dtypes":["Float"] ' ] && pass "bf16 keeps fp32 master weights: $dt" || fail "bf16 parameter dtypes: $dt"
+    grep -q '"precision":"bf16"' "$WORK/bf.out" || fail "setup does not say bf16"
+else fail "bf16 run: $(tail -2 "$WORK/bf.out")"; fi
+plan "$WORK/fp16.json" --model gpt-tiny --pp 1 --dp 1 --microbatches 1 --global-batch 8 --precision fp16
+launch "$WORK/fp16.json" 1 1 "$WORK/fp16.out" --device cpu
+[ $? -ne 0 ] && grep -q 'exit_code":2,"message":"the plan.s precision fp16 needs a CUDA device\|exited with code 2: the plan.s precision fp16 needs' "$WORK/fp16.out" \
+    && pass "fp16 on a CPU: the rank exits 2, says to use bf16" || fail "fp16 on CPU: $(tail -1 "$WORK/fp16.out")"
+
+# ---- token-id files ---------------------------------------------------------------------------
+# gpt-tiny: vocabulary 64, 16 tokens a sample (17 ids). 32 samples = 2 epochs of 2 steps at global batch 16.
+python3 - "$WORK" <<'PY'
+import struct, sys, random
+w = sys.argv[1]; random.seed(1); n = 32 * 16 + 1
+ids = [random.randrange(64) for _ in range(n)]
+open(w + "/tok16.bin", "wb").write(struct.pack("<%dH" % n, *ids))
+open(w + "/tok32.bin", "wb").write(struct.pack("<%dI" % n, *ids))
+bad = list(ids); bad[100] = 64
+open(w + "/bad.bin", "wb").write(struct.pack("<%dH" % n, *bad))
+PY
+plan "$WORK/t.json" --model gpt-tiny --pp 1 --dp 2 --microbatches 1 --global-batch 16 --optimizer adam
+if launch "$WORK/t.json" 2 4 "$WORK/t.out" --data "$WORK/tok16.bin" --log-samples; then
+    for epoch in 0 1; do
+        got=$(grep '"event":"step"' "$WORK/t.out" | grep -E "\"step\":($((2 * epoch))|$((2 * epoch + 1))),"  | grep -o '"samples":\[[^]]*\]' \
+              | tr -d '"samples:[]' | tr ',' '\n' | sort -n | tr '\n' ' ')
+        [ "$got" = "$(seq 0 31 | tr '\n' ' ')" ] && pass "epoch $epoch: the replicas' samples are a permutation of 0..31" \
+            || fail "epoch $epoch samples: $got"
+    done
+    r0=$(grep '"rank":0' "$WORK/t.out" | grep '"step":0,' | grep -o '"samples":\[[^]]*\]')
+    r1=$(grep '"rank":1' "$WORK/t.out" | grep '"step":0,' | grep -o '"samples":\[[^]]*\]')
+    [ "$r0" != "$r1" ] && pass "replicas take different samples" || fail "replicas see the same samples: $r0"
+    e0=$(grep '"rank":0' "$WORK/t.out" | grep '"step":0,' | grep -o '"samples":\[[^]]*\]')
+    e1=$(grep '"rank":0' "$WORK/t.out" | grep '"step":2,' | grep -o '"samples":\[[^]]*\]')
+    [ "$e0" != "$e1" ] && pass "each epoch has its own order" || fail "epochs 0 and 1 in the same order"
+    launch "$WORK/t.json" 2 4 "$WORK/t32.out" --data "$WORK/tok32.bin" --token-dtype uint32
+    [ "$(field "$WORK/t32.out" done loss | grep -v null)" = "$(field "$WORK/t.out" done loss | grep -v null)" ] \
+        && pass "uint32 ids train as the same uint16 ids" || fail "uint32 file: $(tail -1 "$WORK/t32.out")"
+else fail "token file run: $(tail -2 "$WORK/t.out")"; fi
+launch "$WORK/t.json" 2 1 "$WORK/bad.out" --data "$WORK/bad.bin"
+grep -q "bad.bin': token id 64 at offset 100 (byte 200) is not below the model's vocabulary of 64" "$WORK/bad.out" \
+    && pass "an id beyond the vocabulary: file, offset and id named" || fail "bad id: $(grep -o '"message":"[^"]*' "$WORK/bad.out" | head -1)"
+launch "$WORK/t.json" 2 1 "$WORK/odd.out" --data "$WORK/tok16.bin" --token-dtype uint32
+grep -q 'tok16.bin.*not a whole number of uint32 ids\|tok16.bin.*not below' "$WORK/odd.out" \
+    && pass "uint16 file read as uint32: refused" || fail "wrong dtype: $(grep -o '"message":"[^"]*' "$WORK/odd.out" | head -1)"
+
+# ---- checkpoints: a rank killed between checkpoints, then --resume ----------------------------
+plan "$WORK/c.json" --model gpt-tiny --pp 2 --dp 2 --microbatches 2 --global-batch 8 --schedule 1f1b --optimizer adamw
+RUN=(--weight-decay 0.01 --warmup-steps 2 --lr-schedule cosine --clip-grad-norm 1)
+launch "$WORK/c.json" 4 6 "$WORK/full.out" "${RUN[@]}" --dump-params "$WORK/full.{rank}.json" || fail "uninterrupted run: $(tail -1 "$WORK/full.out")"
+HIPPIE_ENGINE_TEST_KILL=3:3 launch "$WORK/c.json" 4 6 "$WORK/cut.out" "${RUN[@]}" --checkpoint-dir "$WORK/ck" --checkpoint-every 2
+code=$?
+[ $code -ne 0 ] && pass "rank 3 killed in step 3: the run fails (exit $code)" || fail "the run with a killed rank succeeded"
+ls "$WORK"/ck/rank-*/step-1.pt > /dev/null 2>&1 && ! ls "$WORK"/ck/rank-*/step-3.pt > /dev/null 2>&1 \
+    && pass "every rank checkpointed step 1, none step 3" || fail "checkpoints: $(ls -R "$WORK/ck" | tr '\n' ' ')"
+ls "$WORK"/ck/rank-*/*.tmp > /dev/null 2>&1 && fail "a temporary checkpoint file was left"
+launch "$WORK/c.json" 4 6 "$WORK/res.out" "${RUN[@]}" --checkpoint-dir "$WORK/ck" --checkpoint-every 2 --resume --dump-params "$WORK/res.{rank}.json" \
+    || fail "resume: $(tail -2 "$WORK/res.out")"
+grep -q '"resumed_from":{"samples_seen":16,"step":1}' "$WORK/res.out" && pass "resumed after step 1 (16 samples seen)" \
+    || fail "resume point: $(grep -o '"resumed_from":[^}]*}' "$WORK/res.out" | head -1)"
+want=$(grep '"event":"step"' "$WORK/full.out" | grep -v '"loss":null' | grep -E '"step":[2-5],' | grep -o '"step":[0-9]*\|"loss":[^,}]*' | paste - - | sort -u)
+got=$(grep '"event":"step"' "$WORK/res.out" | grep -v '"loss":null' | grep -o '"step":[0-9]*\|"loss":[^,}]*' | paste - - | sort -u)
+[ -n "$got" ] && [ "$got" = "$want" ] && pass "resumed losses of steps 2-5 equal the uninterrupted run's exactly" \
+    || fail "resumed losses differ: got [$got] want [$want]"
+python3 -c "
+import json
+p = {}
+for r in range(4): p.update(json.load(open('$WORK/full.%d.json' % r))['params'])
+json.dump({'rank': 0, 'params': p}, open('$WORK/full.json', 'w'))"
+"$ENGINE" compare-params --reference "$WORK/full.json" --tol 0 "$WORK"/res.*.json > "$WORK/cmp.out" \
+    && pass "resumed final parameters equal the uninterrupted run's ($(grep -o '"max_abs_diff":[^,]*' "$WORK/cmp.out"))" \
+    || fail "resumed parameters: $(cat "$WORK/cmp.out")"
+launch "$WORK/c.json" 4 6 "$WORK/nock.out" --checkpoint-dir "$WORK/empty" --resume
+grep -q 'no checkpoint that every rank has' "$WORK/nock.out" && pass "--resume without checkpoints: refused" || fail "resume without checkpoints: $(tail -1 "$WORK/nock.out")"
+finish

@@ -1,0 +1,145 @@
+// The engine's LibTorch builders against the zoo's Graphs (no Qt: LibTorch and Qt 6 are not
+// linked together). For every zoo model at its published size, layer by layer (one layer at a
+// time, freed before the next, so gpt3-13b fits in memory): the same layer count and names,
+// and each layer's parameters equal the Graph's parameters of that layer. For every model at a
+// small size: a forward through all layers produces, under each crossing op's name, a tensor
+// of exactly the bytes the Graph's edges say leave that op for later layers (what the
+// Program's sends carry), and the loss is finite.
+// Args: [MODEL...] (default: every zoo model).
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/src/models/trainable.h"
+#include "engine/src/models/zoo_layers.h"
+#include "planners/model/architecture.h"
+#include "planners/model/zoo.h"
+
+namespace he = hippie::engine;
+using hippie::Graph;
+using hippie::ModelSpec;
+
+namespace {
+
+int failures = 0;
+
+void check(bool ok, const std::string& what) {
+    if (!ok) {
+        std::cout << "FAIL: " << what << "\n";
+        ++failures;
+    }
+}
+
+constexpr int64_t kFp32Bytes = 4;
+
+int64_t paramCount(const he::LayerPtr& l) {
+    int64_t n = 0;
+    for (const auto& p : l->parameters()) n += p.numel();
+    return n;
+}
+
+void publishedSize(const hippie::ZooEntry& e) {
+    ModelSpec spec;
+    spec.zoo = e.name;
+    const Graph g = hippie::buildZooModel(spec);
+    const hippie::Architecture arch = hippie::resolveArchitecture(spec);
+    const auto layers = g.layers();
+    check(he::zooLayerCount(arch) == g.layerCount(), e.name + ": " + std::to_string(he::zooLayerCount(arch)) + " engine layers, graph has " +
+                                                           std::to_string(g.layerCount()));
+    int64_t total = 0;
+    for (int i = 0; i < std::min(he::zooLayerCount(arch), g.layerCount()); ++i) {
+        const hippie::Layer& gl = layers[static_cast<size_t>(i)];
+        check(he::zooLayerName(arch, i) == gl.name, e.name + " layer " + std::to_string(i) + ": engine '" + he::zooLayerName(arch, i) +
+                                                        "', graph '" + gl.name + "'");
+        torch::NoGradGuard no_grad;
+        const int64_t n = paramCount(he::buildZooLayer(arch, i));  // freed at the end of the statement
+        total += n;
+        check(n * kFp32Bytes == gl.param_bytes, e.name + " layer " + gl.name + ": engine " + std::to_string(n) + " parameters, graph " +
+                                                    std::to_string(gl.param_bytes / kFp32Bytes));
+    }
+    std::cout << e.name << ": " << g.layerCount() << " layers, " << total << " parameters (graph " << g.paramCount() << ")\n";
+}
+
+// Small sizes that run in a second, with the overrides each family accepts.
+std::map<std::string, double> smallOverrides(const std::string& family) {
+    if (family == "gpt" || family == "bert") return {{"layers", 2}, {"d_model", 32}, {"heads", 2}, {"vocab", 64}};
+    if (family == "transformer") return {{"layers", 2}, {"d_model", 32}, {"heads", 2}, {"d_ff", 64}, {"vocab", 64}};
+    if (family == "gnmt") return {{"layers", 3}, {"hidden", 16}, {"vocab", 64}};
+    if (family == "resnet")
+        return {{"blocks1", 1}, {"blocks2", 2}, {"blocks3", 1}, {"blocks4", 1}, {"width_mult", 0.125}, {"image_size", 64}, {"classes", 10}};
+    if (family == "vgg")
+        return {{"convs1", 1}, {"convs2", 1}, {"convs3", 2}, {"convs4", 1}, {"convs5", 1}, {"width_mult", 0.0625}, {"fc_width", 32},
+                {"image_size", 32}, {"classes", 10}};
+    if (family == "inception") return {{"width_mult", 0.0625}, {"image_size", 299}, {"classes", 10}};  // 299: the aux head needs it
+    return {{"layers", 2}, {"inputs", 32}, {"hidden", 64}, {"classes", 10}};
+}
+
+void wiring(const hippie::ZooEntry& e) {
+    ModelSpec spec;
+    spec.zoo = e.name;
+    spec.batch_size = 2;
+    spec.overrides = smallOverrides(e.family);
+    if (e.default_seq_len > 0) spec.seq_len = 8;
+    const Graph g = hippie::buildZooModel(spec);
+    const auto model = he::makeZooTrainable(spec);
+    const auto layers = model->layers(0, model->layerCount() - 1, 1, torch::Device(torch::kCPU));
+    // Bytes leaving each op for later layers, by op name, and the layer reading it last.
+    std::map<std::string, int64_t> crossing;
+    std::map<std::string, int> last_reader;
+    for (const hippie::Edge& edge : g.edges) {
+        const hippie::Op& src = g.ops[static_cast<size_t>(edge.src)];
+        const int reader = g.ops[static_cast<size_t>(edge.dst)].layer;
+        if (reader == src.layer) continue;
+        crossing[src.name] = std::max(crossing[src.name], edge.bytes);
+        last_reader[src.name] = std::max(last_reader[src.name], reader);
+    }
+    const he::Batch batch = model->synthetic(spec.batch_size, 1, 0);
+    he::Live live{{he::kDataKey, batch.inputs}};
+    for (size_t i = 0; i < layers.size(); ++i) {
+        if (const auto tied = layers[i]->tiedWeight())
+            layers[i]->setTied(*layers.at(static_cast<size_t>(tied->owner_layer))->named_parameters().find(tied->owner_param));
+        try {
+            layers[i]->run(live);
+        } catch (const std::exception& ex) {
+            check(false, e.name + " layer " + std::to_string(i) + " forward: " + std::string(ex.what()).substr(0, 300));
+            return;
+        }
+        for (const auto& [name, bytes] : crossing) {
+            const int producer = g.ops[static_cast<size_t>([&] {
+                                           for (size_t k = 0; k < g.ops.size(); ++k)
+                                               if (g.ops[k].name == name) return k;
+                                           return size_t{0};
+                                       }())]
+                                     .layer;
+            if (producer != static_cast<int>(i)) continue;
+            auto it = live.find(name);
+            check(it != live.end(), e.name + ": layer " + std::to_string(i) + " does not produce '" + name + "', which a later layer reads");
+            if (it != live.end())
+                check(static_cast<int64_t>(it->second.numel()) * kFp32Bytes == bytes,
+                      e.name + ": '" + name + "' has " + std::to_string(it->second.numel() * kFp32Bytes) + " bytes, the graph's edges " +
+                          std::to_string(bytes));
+        }
+    }
+    const double loss = model->loss(live, batch.targets).item<double>();
+    check(std::isfinite(loss) && loss > 0, e.name + ": loss " + std::to_string(loss));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::vector<std::string> only(argv + 1, argv + argc);
+    for (const hippie::ZooEntry& e : hippie::zooModels()) {
+        if (!only.empty() && std::find(only.begin(), only.end(), e.name) == only.end()) continue;
+        try {
+            publishedSize(e);
+            wiring(e);
+        } catch (const std::exception& ex) {
+            check(false, e.name + ": " + std::string(ex.what()).substr(0, 300));
+        }
+    }
+    std::cout << (failures ? "FAILED: " + std::to_string(failures) : std::string("all zoo models match their graphs")) << "\n";
+    return failures ? 1 : 0;
+}

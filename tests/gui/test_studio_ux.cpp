@@ -1,0 +1,207 @@
+// What a user of the studio relies on beyond the pictures: scrolling the Setup dock does not
+// change an unfocused spin box; loading another model while planners run leaves no row of
+// the previous model; exhaustive is ticked only where it applies; pages cycle with Ctrl+Tab
+// and have shortcuts; Right/Space step the teaching page; an error shows in the banner above
+// the pages; a failed re-simulation clears the chart; time axes use readable units.
+#include <QDockWidget>
+#include <QDoubleSpinBox>
+#include <QMenu>
+#include <QTabWidget>
+#include <QtTest>
+
+#include "app/studio/main_window.h"
+#include "app/studio/model_panel.h"
+#include "app/studio/planner_run_list.h"
+#include "app/studio/planners_panel.h"
+#include "app/studio/planning_controller.h"
+#include "app/studio/schedule_page.h"
+#include "app/studio/studio_session.h"
+#include "app/studio/teaching_page.h"
+#include "planners/algorithms/exhaustive_planner.h"
+#include "widgets/common/time_units.h"
+#include "widgets/compare/comparison_model.h"
+#include "widgets/gantt/schedule_view.h"
+
+using namespace hippie;
+using namespace hippie::studio;
+
+namespace {
+StartOptions start(const std::string& zoo, bool run) {
+    StartOptions o;
+    ModelSpec spec;
+    spec.zoo = zoo;
+    spec.batch_size = 8;
+    spec.precision = Precision::FP16;
+    o.model = spec;
+    o.cluster = "dgx-a100-1x8";
+    o.global_batch = 64;
+    o.run_planners = run;
+    return o;
+}
+}  // namespace
+
+class TestStudioUx : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
+
+    void wheelOverAnUnfocusedSpinBoxDoesNotChangeIt() {
+        MainWindow w(false);
+        w.resize(1280, 800);
+        w.show();
+        QVERIFY(w.start(start("gpt2-small", false)));
+        auto* budget = w.plannersPanel()->findChild<QDoubleSpinBox*>();
+        QVERIFY(budget);
+        const double before = budget->value();
+        QVERIFY(!budget->hasFocus());
+        const QPoint centre = budget->rect().center();
+        QWheelEvent wheel(centre, budget->mapToGlobal(centre), QPoint(), QPoint(0, 120), Qt::NoButton, Qt::NoModifier,
+                          Qt::NoScrollPhase, false);
+        QApplication::sendEvent(budget, &wheel);
+        QCOMPARE(budget->value(), before);
+        // Focused, the wheel changes it as usual.
+        budget->setFocus();
+        QTRY_VERIFY(budget->hasFocus());
+        QWheelEvent again(centre, budget->mapToGlobal(centre), QPoint(), QPoint(0, 120), Qt::NoButton, Qt::NoModifier,
+                          Qt::NoScrollPhase, false);
+        QApplication::sendEvent(budget, &again);
+        QVERIFY(budget->value() != before);
+    }
+
+    // The steps: gnmt-8 on dgx-a100-1x8, run the planners, load resnet50 meanwhile.
+    void anotherModelLeavesNoRowOfThePrevious() {
+        MainWindow w(false);
+        QVERIFY(w.start(start("gnmt-8", true)));
+        QVERIFY(w.isPlanning());
+        QVERIFY(w.comparison()->rowCount() > 0);
+        ModelSpec resnet;
+        resnet.zoo = "resnet50";
+        resnet.batch_size = 8;
+        QVERIFY(w.modelPanel()->loadZoo(resnet));
+        // Every planner thread of the gnmt-8 run returns and its queued answer is delivered.
+        w.findChild<PlanningController*>()->waitForThreads();
+        QTest::qWait(50);
+        QCoreApplication::processEvents();
+        QCOMPARE(w.comparison()->rowCount(), 0);
+        QCOMPARE(w.plannersPanel()->runs()->rowCount(), 0);
+        QVERIFY(!w.isPlanning());
+    }
+
+    void exhaustiveIsTickedOnlyWhereItApplies() {
+        MainWindow w(false);
+        QVERIFY(w.start(start("gpt2-small", false)));  // 14 layers > the exhaustive search's 12
+        const QString ex = QString::fromLatin1(ExhaustivePlanner::kName);
+        QVERIFY(!w.plannersPanel()->isApplicable(ex));
+        QVERIFY(!w.plannersPanel()->checkedPlanners().contains(ex));
+        ModelSpec mlp;
+        mlp.zoo = "mlp";  // 9 layers: exhaustive applies, and it is ticked again (it is a default planner)
+        QVERIFY(w.modelPanel()->loadZoo(mlp));
+        QVERIFY(w.plannersPanel()->isApplicable(ex));
+        QCOMPARE(w.plannersPanel()->checkedPlanners().contains(ex), PlannersPanel::defaultPlanners().contains(ex));
+    }
+
+    void pagesCycleAndHaveShortcuts() {
+        MainWindow w(false);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowActive(&w) || true);
+        QCOMPARE(w.tabs()->currentIndex(), 0);
+        w.cyclePage(1);
+        QCOMPARE(w.tabs()->currentIndex(), 1);
+        w.cyclePage(-1);
+        w.cyclePage(-1);
+        QCOMPARE(w.tabs()->currentIndex(), w.tabs()->count() - 1);
+        // Every page has a Ctrl+digit in the View menu, and the Setup dock can be reopened there.
+        QStringList shortcuts;
+        bool setup_listed = false;
+        for (QAction* a : w.viewMenu()->actions()) {
+            shortcuts << a->shortcut().toString();
+            if (a->menu())
+                for (QAction* d : a->menu()->actions()) setup_listed = setup_listed || d == w.setupDock()->toggleViewAction();
+        }
+        for (int i = 1; i <= w.tabs()->count(); ++i) QVERIFY2(shortcuts.contains(QStringLiteral("Ctrl+%1").arg(i)), qPrintable(shortcuts.join(',')));
+        QVERIFY(shortcuts.contains(QStringLiteral("Ctrl+Tab")));
+        QVERIFY(setup_listed);
+        w.setupDock()->close();
+        w.setupDock()->toggleViewAction()->trigger();
+        QVERIFY(w.setupDock()->isVisible());
+    }
+
+    void teachingStepsWithRightAndSpace() {
+        TeachingPage page;
+        page.show();
+        QVERIFY(page.loadLesson(2));
+        page.setTime(0);
+        QTest::keyClick(&page, Qt::Key_Right);
+        const double after_right = page.time();
+        QVERIFY(after_right > 0);
+        QTest::keyClick(&page, Qt::Key_Space);
+        QVERIFY(page.time() > after_right);
+        QTest::keyClick(&page, Qt::Key_Left);
+        QCOMPARE(page.time(), after_right);
+    }
+
+    void aBadGraphFileIsShownAboveThePages() {
+        MainWindow w(false);
+        QVERIFY(w.start(start("gpt2-small", false)));
+        QTemporaryDir dir;
+        const QString bad = dir.filePath(QStringLiteral("hostname.json"));
+        QFile f(bad);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("vm-1234\n");
+        f.close();
+        QVERIFY(!w.modelPanel()->openGraphFile(bad));
+        QVERIFY2(w.bannerText().contains(QStringLiteral("hostname.json")), qPrintable(w.bannerText()));
+        // Loading a model that works hides it again.
+        ModelSpec ok;
+        ok.zoo = "mlp";
+        QVERIFY(w.modelPanel()->loadZoo(ok));
+        QVERIFY(w.bannerText().isEmpty());
+    }
+
+    void aFailedResimulationClearsTheChart() {
+        SchedulePage page;
+        page.show();
+        // A chart is shown, then the new settings fail: it must not look like their answer.
+        Trace t;
+        t.devices = {0};
+        t.events.push_back({0, 0.0, 1e-3, InstrKind::Forward, 0, 0, -1, 0});
+        t.metrics.iteration_time_s = 1e-3;
+        Plan p;
+        p.planner = "test";
+        p.stages = {{0, 0}};
+        p.dp = 1;
+        p.micro_batches = 1;
+        page.showTrace(p, t, Cluster{});
+        QCOMPARE(page.view()->gantt() != nullptr, true);
+        page.showError(QStringLiteral("999 micro-batches do not divide the global batch of 64"));
+        QCOMPARE(page.view()->trace().events.size(), size_t(0));
+        QVERIFY(page.summaryText().contains(QStringLiteral("nothing is drawn")));
+    }
+
+    void timeAxisUsesReadableUnits() {
+        QCOMPARE(QString::fromUtf8(widgets::timeUnitFor(0.0008).name), QStringLiteral("µs"));
+        QCOMPARE(QString::fromUtf8(widgets::timeUnitFor(0.032).name), QStringLiteral("ms"));
+        QCOMPARE(QString::fromUtf8(widgets::timeUnitFor(2.5).name), QStringLiteral("s"));
+        QCOMPARE(QString::fromUtf8(widgets::byteUnitFor(0.0002 * 1024 * 1024 * 1024).name), QStringLiteral("KiB"));
+        QCOMPARE(QString::fromUtf8(widgets::byteUnitFor(3.0 * 1024 * 1024).name), QStringLiteral("MiB"));
+        // The schedule view labels its axis from the visible span, and zooming in changes it.
+        Trace t;
+        t.devices = {0};
+        t.events.push_back({0, 0.0, 0.030, InstrKind::Forward, 0, 0, -1, 0});
+        t.metrics.iteration_time_s = 0.030;
+        widgets::ScheduleView view;
+        view.resize(1000, 500);
+        view.setTrace(t, nullptr);
+        QCOMPARE(view.timeAxisLabel(), QStringLiteral("time (ms)"));
+        for (int i = 0; i < 30; ++i) view.zoomAt(0.015, 0.8);
+        QCOMPARE(view.timeAxisLabel(), QStringLiteral("time (µs)"));
+        // Zooming out stops at the iteration.
+        for (int i = 0; i < 100; ++i) view.zoomAt(0.015, 1.25);
+        QCOMPARE(view.visibleWindow().lower_s, 0.0);
+        QVERIFY(view.visibleWindow().upper_s <= 0.030 * 1.01 + 1e-12);
+        QCOMPARE(view.timeAxisLabel(), QStringLiteral("time (ms)"));
+    }
+};
+
+QTEST_MAIN(TestStudioUx)
+#include "test_studio_ux.moc"

@@ -1,0 +1,100 @@
+// The studio following a run on a real Slurm cluster, started by test_slurm.sh (which exports
+// SLURM_CONF of its private cluster and keeps its only node busy with another job first): the
+// Workers dock gets a Slurm cluster, the plan is dispatched to it, and the Run view shows it
+// pending with Slurm's reason, then running on the node, then succeeded with the measured Gantt
+// chart; the history lists it and reopens it with its Slurm job. With HIPPIE_SCREENSHOT_DIR set,
+// the window is saved at each of the three moments (slurm-pending.png, slurm-running.png,
+// slurm-done.png). Arguments: ENGINE PLAN_FILE WORK_DIR.
+#include <QApplication>
+#include <QSignalSpy>
+#include <QTest>
+
+#include <memory>
+
+#include "app/dispatch/run_controller.h"
+#include "app/studio/dispatch/dispatch_ui.h"
+#include "app/studio/dispatch/history_page.h"
+#include "app/studio/dispatch/run_view.h"
+#include "app/studio/dispatch/workers_panel.h"
+#include "app/studio/main_window.h"
+#include "planners/schedule/plan_json.h"
+#include "widgets/gantt/gantt_plottable.h"
+#include "widgets/gantt/schedule_view.h"
+
+using namespace hippie;
+using namespace hippie::studio;
+
+namespace {
+
+constexpr int kPendingTimeoutMs = 60 * 1000;
+constexpr int kRunTimeoutMs = 240 * 1000;
+int failures = 0;
+
+void check(bool ok, const QString& what) {
+    std::printf("%s: %s\n", ok ? "ok" : "FAIL", qPrintable(what));
+    std::fflush(stdout);
+    if (!ok) ++failures;
+}
+
+void shot(MainWindow& w, const char* name) {
+    const QByteArray dir = qgetenv("HIPPIE_SCREENSHOT_DIR");
+    if (dir.isEmpty()) return;
+    w.showPage(MainWindow::Page::Runs);
+    QTest::qWait(300);
+    check(w.grab().save(QString::fromLocal8Bit(dir) + QLatin1Char('/') + QLatin1String(name)), QStringLiteral("saved %1").arg(name));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    QApplication app(argc, argv);
+    if (argc != 4) {
+        std::fprintf(stderr, "usage: %s ENGINE PLAN_FILE WORK_DIR\n", argv[0]);
+        return 2;
+    }
+    const QString engine = QString::fromLocal8Bit(argv[1]), plan_file = QString::fromLocal8Bit(argv[2]), work = QString::fromLocal8Bit(argv[3]);
+    auto w = std::make_unique<MainWindow>(/*use_settings=*/false);
+    w->resize(1400, 900);
+    w->show();
+    DispatchUi* ui = w->dispatchUi();
+    ui->setDbPath(work + QStringLiteral("/studio-runs.sqlite"));
+    ui->setWorkRoot(work + QStringLiteral("/studio-work"));
+    ui->workers()->setEngine(engine);
+    dispatch::SlurmTarget cluster;
+    cluster.engine = engine;
+    cluster.extra_sbatch = {QStringLiteral("--overcommit")};  // 4 tasks on a node that may have fewer CPUs
+    const int row = ui->workers()->addSlurm(cluster);
+    check(ui->workers()->label(row) == QStringLiteral("Slurm cluster (sbatch here)"), ui->workers()->label(row));
+
+    dispatch::RunController* run = ui->dispatchPlan(loadPlanFile(plan_file.toStdString()), std::nullopt, std::nullopt, {row}, 3, 7);
+    RunView* view = ui->runView();
+    const bool pending = QTest::qWaitFor([&] { return view->stateText().contains(QStringLiteral("pending: ")); }, kPendingTimeoutMs);
+    check(pending, QStringLiteral("pending with a reason: %1").arg(view->stateText()));
+    if (pending) shot(*w, "slurm-pending.png");
+    const bool running = QTest::qWaitFor([&] { return run->state() != jobs::JobState::Queued; }, kRunTimeoutMs);
+    check(running && view->stateText().contains(QStringLiteral("Slurm job")), QStringLiteral("running: %1").arg(view->stateText()));
+    // While it runs: wait for the first measured trace, then take the picture.
+    (void)QTest::qWaitFor([&] { return run->isFinished() || view->lossPoints() > 0; }, kRunTimeoutMs);
+    if (!run->isFinished()) shot(*w, "slurm-running.png");
+    (void)QTest::qWaitFor([&] { return run->isFinished(); }, kRunTimeoutMs);
+    check(run->state() == jobs::JobState::Succeeded, QStringLiteral("finished: %1").arg(view->stateText()));
+    check(run->slurmRecord() && run->slurmRecord()->state == QStringLiteral("COMPLETED"), QStringLiteral("Slurm record COMPLETED"));
+    check(view->measuredView()->gantt()->blockCount() > 0, QStringLiteral("measured Gantt: %1 blocks").arg(view->measuredView()->gantt()->blockCount()));
+    check(view->predictedView()->gantt()->blockCount() > 0, QStringLiteral("predicted Gantt: %1 blocks").arg(view->predictedView()->gantt()->blockCount()));
+
+    // The history lists it and reopens it with its Slurm job.
+    HistoryPage* h = ui->history();
+    QSignalSpy refreshed(h, &HistoryPage::refreshed);
+    h->refresh();
+    refreshed.wait(10000);
+    check(h->rowCount() >= 1 && h->runAt(0) == run->runId(), QStringLiteral("history lists run %1").arg(run->runId()));
+    QSignalSpy opened(h, &HistoryPage::openRun);
+    h->selectRuns({run->runId()});
+    h->openSelected();
+    opened.wait(10000);
+    QTest::qWait(200);
+    check(view->measuredView()->gantt()->blockCount() > 0, QStringLiteral("reopened: measured Gantt"));
+    shot(*w, "slurm-done.png");
+    std::printf("%s\n", failures == 0 ? "all passed" : "failures");
+    return failures == 0 ? 0 : 1;
+}

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# Dispatch to a real Slurm: a private one-node cluster (slurm_cluster.sh) runs a 4-task CPU plan
+# through `hippie-plan dispatch --slurm`, and the run store keeps what Slurm said. Checked: a run
+# that waits behind another job shows pending with Slurm's reason, then runs and succeeds with its
+# job id, script, node list and per-task ends stored; a job cancelled with scancel ends cancelled;
+# a task killed mid-run fails the run with srun's word on that task; a job Slurm cannot run (more
+# nodes than exist, a time limit above the partition's) fails with Slurm's reason instead of
+# hanging. Skips (exit 77) only when the daemons cannot start at all, and says why.
+# With a third argument (slurm_studio_follow, or none), the studio follows one more run there.
+# Usage: test_slurm.sh HIPPIE_PLAN HIPPIE_ENGINE [SLURM_STUDIO_FOLLOW|none]
+set -u
+PLAN_BIN="$1"
+ENGINE="$2"
+STUDIO="${3:-none}"
+here="$(cd "$(dirname "$0")" && pwd)"
+source "$here/slurm_cluster.sh"
+WORK="$(mktemp -d /tmp/hippie-slurm-test.XXXXXX)"
+FAILS=0
+BG=()
+fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
+pass() { echo "ok: $*"; }
+cleanup() {
+    local p
+    for p in "${BG[@]}"; do kill "$p" 2>/dev/null; done
+    if [ -n "${SLURM_CONF:-}" ]; then
+        # Jobs first, so that no task (slurmstepd) outlives the daemons.
+        timeout 10 squeue -h -o %i 2>/dev/null | xargs -r timeout 10 scancel 2>/dev/null
+        for _ in $(seq 60); do [ -z "$(timeout 5 squeue -h -o %i 2>/dev/null)" ] && break; sleep 0.5; done
+    fi
+    slurm_cluster_stop
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+if ! slurm_cluster_start "$WORK/cluster"; then
+    echo "SKIP: a private Slurm cluster could not start here: $SLURM_CLUSTER_WHY"
+    exit 77
+fi
+echo "Slurm up: $(sinfo -h -o '%P %D node(s) %c CPU(s) %T')"
+NODE=$(hostname -s)
+DB="$WORK/runs.sqlite"
+"$ENGINE" plan --model gpt-tiny --pp 2 --dp 2 --microbatches 2 --global-batch 8 --out "$WORK/p.json" || fail "engine plan"
+# 4 tasks on a node that may have fewer CPUs: --overcommit lets them share.
+dispatch() { timeout 300 "$PLAN_BIN" dispatch --plan "$WORK/p.json" --slurm --db "$DB" --work-dir "$WORK/work" --engine "$ENGINE" \
+    --extra-sbatch=--overcommit "$@"; }
+q() { sqlite3 "$DB" "$1"; }
+finished_state() { grep '"event":"finished"' "$1" | grep -o '"state":"[a-z]*"' | cut -d'"' -f4; }
+slurm_id_of() { grep -o '"job_id":"[0-9]*"' "$1" | head -1 | cut -d'"' -f4; }
+wait_for() {  # wait_for FILE PATTERN SECONDS
+    for _ in $(seq $(( $3 * 5 ))); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.2; done
+    return 1
+}
+
+# --show-script prints the batch script and submits nothing.
+dispatch --show-script > "$WORK/script.txt" 2>&1
+grep -q '^#SBATCH --ntasks=4$' "$WORK/script.txt" && grep -q '^#SBATCH --nodes=1$' "$WORK/script.txt" \
+    && grep -q '^#SBATCH --overcommit$' "$WORK/script.txt" && grep -q '^srun --kill-on-bad-exit=1' "$WORK/script.txt" \
+    && [ -z "$(squeue -h)" ] && pass "--show-script: $(grep -c '^#SBATCH' "$WORK/script.txt") #SBATCH lines, nothing submitted" \
+    || fail "--show-script: $(cat "$WORK/script.txt")"
+
+# 1. Pending behind a job that holds every CPU, then running, then succeeded.
+BLOCK=$(sbatch --parsable --exclusive -n 1 --output=/dev/null --wrap "sleep 6")
+dispatch --steps 3 > "$WORK/ok.out" 2> "$WORK/ok.err"
+code=$?
+state=$(finished_state "$WORK/ok.out")
+RUN=$(grep '"event":"stored"' "$WORK/ok.out" | grep -o '"run":[0-9]*' | cut -d: -f2)
+JOB=$(slurm_id_of "$WORK/ok.out")
+if [ $code -eq 0 ] && [ "$state" = succeeded ] && [ -n "$RUN" ] && [ -n "$JOB" ]; then pass "run $RUN succeeded as Slurm job $JOB"
+else fail "run on Slurm: exit $code, state '$state': $(tail -3 "$WORK/ok.err") $(tail -2 "$WORK/ok.out")"; fi
+pending=$(grep -o '"message":"pending: [^"]*"' "$WORK/ok.out" | head -1)
+[[ "$pending" == *"pending: Resources"* || "$pending" == *"pending: Priority"* ]] \
+    && pass "it waited behind job $BLOCK: $pending" || fail "no pending state with a reason was reported (got '$pending')"
+order=$(grep -o '"state":"\(queued\|running\|succeeded\)"' "$WORK/ok.out" | uniq | tr '\n' ' ')
+[[ "$order" == *queued*running*succeeded* ]] && pass "states in order: $order" || fail "state order: $order"
+row=$(q "SELECT slurm_job_id, state, node_list, exit_code FROM slurm_jobs WHERE run_id = ${RUN:-0}")
+[ "$row" = "$JOB|COMPLETED|$NODE|0:0" ] && pass "stored Slurm record: $row" || fail "stored Slurm record '$row', want '$JOB|COMPLETED|$NODE|0:0'"
+tasks=$(q "SELECT tasks FROM slurm_jobs WHERE run_id = ${RUN:-0}")
+[ "$(grep -o '"state":"completed"' <<< "$tasks" | wc -l)" -eq 4 ] && pass "4 tasks completed" || fail "tasks: $tasks"
+q "SELECT script FROM slurm_jobs WHERE run_id = ${RUN:-0}" > "$WORK/stored-script.txt"
+grep -q '^#SBATCH --ntasks=4$' "$WORK/stored-script.txt" && grep -q '^srun ' "$WORK/stored-script.txt" && pass "the script is kept with the run" || fail "stored script: $(head -5 "$WORK/stored-script.txt")"
+[ "$(q "SELECT state || ' ' || job_id FROM runs WHERE id = ${RUN:-0}")" = "succeeded $(grep -o '"job":"[^"]*"' "$WORK/ok.out" | head -1 | cut -d'"' -f4)" ] \
+    && pass "runs row: succeeded" || fail "runs row: $(q "SELECT state, message FROM runs WHERE id = ${RUN:-0}")"
+steps=$(q "SELECT COUNT(DISTINCT rank) FROM events WHERE run_id = ${RUN:-0} AND kind = 'done'")
+traces=$(q "SELECT COUNT(DISTINCT rank) FROM events WHERE run_id = ${RUN:-0} AND kind = 'trace'")
+[ "$steps" = 4 ] && [ "$traces" = 4 ] && pass "every rank's done and trace events were streamed from its file" || fail "done from $steps ranks, traces from $traces"
+measured=$(q "SELECT value FROM metrics WHERE run_id = ${RUN:-0} AND name = 'measured_step_s'")
+[ -n "$measured" ] && pass "measured step $measured s" || fail "no measured step stored"
+
+# 2. Cancelled with scancel while it runs: the run ends cancelled.
+dispatch --steps 100000 > "$WORK/cancel.out" 2>&1 &
+BG+=($!)
+if wait_for "$WORK/cancel.out" '"state":"running"' 120; then
+    CJ=$(slurm_id_of "$WORK/cancel.out")
+    scancel "$CJ"
+    wait "${BG[-1]}"; code=$?
+    state=$(finished_state "$WORK/cancel.out")
+    [ "$state" = cancelled ] && [ $code -eq 3 ] && pass "scancel $CJ: run cancelled ($(grep -o '"message":"[^"]*"' "$WORK/cancel.out" | tail -1))" \
+        || fail "after scancel: exit $code, state '$state'"
+    [ "$(q "SELECT state FROM slurm_jobs WHERE slurm_job_id = '$CJ'")" = CANCELLED ] && pass "stored Slurm state CANCELLED" \
+        || fail "stored Slurm state: $(q "SELECT state FROM slurm_jobs WHERE slurm_job_id = '$CJ'")"
+else
+    fail "the run to cancel never ran: $(tail -3 "$WORK/cancel.out")"
+fi
+
+# 3. A task killed mid-run fails the run, naming the task.
+dispatch --steps 100000 > "$WORK/kill.out" 2>&1 &
+BG+=($!)
+if wait_for "$WORK/kill.out" '"event":"step","rank":2' 120 || wait_for "$WORK/kill.out" '"event":"step"' 60; then
+    KJ=$(slurm_id_of "$WORK/kill.out")
+    JOBDIR=$(q "SELECT job_dir FROM slurm_jobs WHERE slurm_job_id = '$KJ'")
+    victim=""
+    for p in $(pgrep -f -- "run --plan plan.json --steps 100000"); do
+        [ "$(readlink "/proc/$p/cwd")" = "$JOBDIR" ] && tr '\0' '\n' < "/proc/$p/environ" | grep -qx 'SLURM_PROCID=2' && victim=$p
+    done
+    if [ -n "$victim" ]; then
+        kill -9 "$victim"
+        wait "${BG[-1]}"; code=$?
+        state=$(finished_state "$WORK/kill.out")
+        msg=$(grep '"event":"finished"' "$WORK/kill.out" | grep -o '"message":"[^"]*"')
+        [ "$state" = failed ] && [ $code -eq 3 ] && [[ "$msg" == *"task 2"* ]] && pass "task 2 killed: $msg" \
+            || fail "after killing task 2: exit $code, state '$state', $msg"
+        t2=$(q "SELECT tasks FROM slurm_jobs WHERE slurm_job_id = '$KJ'")
+        [[ "$t2" == *'"rank":2,"state":"Killed"'* ]] && pass "task 2's end stored: Killed" || fail "stored tasks: $t2"
+    else
+        fail "no process of task 2 found under $JOBDIR"
+    fi
+else
+    fail "the run to kill never stepped: $(tail -3 "$WORK/kill.out")"
+fi
+
+# 4. Jobs Slurm cannot run end failed with Slurm's reason, within seconds.
+start=$SECONDS
+dispatch --steps 1 --nodes 2 --tasks-per-node 2 > "$WORK/nodes.out" 2>&1; code=$?
+msg=$(grep '"event":"finished"' "$WORK/nodes.out" | grep -o '"message":"[^"]*"')
+[ $code -eq 3 ] && [[ "$msg" == *"node configuration is not available"* || "$msg" == *"PartitionConfig"* || "$msg" == *"PartitionNodeLimit"* ]] \
+    && pass "2 nodes of 1: $msg ($((SECONDS - start)) s)" || fail "2 nodes of 1: exit $code, $msg"
+start=$SECONDS
+dispatch --steps 1 --time 02:00:00 > "$WORK/time.out" 2>&1; code=$?
+msg=$(grep '"event":"finished"' "$WORK/time.out" | grep -o '"message":"[^"]*"')
+[ $code -eq 3 ] && [[ "$msg" == *"PartitionTimeLimit"* ]] && pass "2 h on a 1 h partition: $msg ($((SECONDS - start)) s)" \
+    || fail "time limit above the partition's: exit $code, $msg"
+[ -z "$(squeue -h)" ] && pass "nothing left in the queue" || fail "left in the queue: $(squeue -h)"
+
+# 5. The studio follows a run: pending behind another job, running, the measured Gantt chart.
+if [ "$STUDIO" != none ]; then
+    sbatch --parsable --exclusive -n 1 --output=/dev/null --wrap "sleep 6" > /dev/null
+    timeout 400 "$STUDIO" "$ENGINE" "$WORK/p.json" "$WORK" > "$WORK/studio.out" 2>&1; code=$?
+    sed 's/^/    studio: /' "$WORK/studio.out" | grep -E 'ok:|FAIL:'
+    [ $code -eq 0 ] && pass "the studio followed a Slurm run" || fail "the studio following a Slurm run: exit $code: $(tail -3 "$WORK/studio.out")"
+fi
+
+[ "$FAILS" -eq 0 ] && echo "all passed" || echo "$FAILS failed"
+exit "$FAILS"
