@@ -47,7 +47,10 @@ nlohmann::json overridesJson(const ZooEntry& z) {
     const Architecture* arch = publishedArchitecture(z.name);
     const std::vector<OverrideKey>& keys = overrideKeys(familyOf(*arch));
     nlohmann::json out = nlohmann::json::array();
-    for (const auto& [key, value] : defaultOverrideValues(z.name)) {
+    for (const auto& entry : defaultOverrideValues(z.name)) {
+        // Named copies, not structured bindings: clang 14 (the sanitizer build) cannot capture those.
+        const std::string& key = entry.first;
+        const double value = entry.second;
         const auto k = std::find_if(keys.begin(), keys.end(), [&](const OverrideKey& o) { return o.key == key; });
         nlohmann::json j = {{"key", key}, {"meaning", k->meaning}};
         if (k->integer) {

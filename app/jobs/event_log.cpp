@@ -6,7 +6,10 @@ bool EventLog::openFile(const QString& path) {
     if (file_.isOpen()) file_.close();
     file_.setFileName(path);
     file_end_ = 0;
-    write_failed_ = !file_.open(QIODevice::ReadWrite | QIODevice::Truncate);
+    closed_ = false;
+    // Unbuffered: each line is flushed at once anyway, and QFile's buffers would cost every job
+    // tens of KiB for as long as the agent keeps it.
+    write_failed_ = !file_.open(QIODevice::ReadWrite | QIODevice::Truncate | QIODevice::Unbuffered);
     return !write_failed_;
 }
 
@@ -27,10 +30,22 @@ qint64 EventLog::append(const nlohmann::json& event) {
     return size();
 }
 
+void EventLog::closeFile() {
+    if (!file_.isOpen()) return;
+    file_.close();
+    closed_ = true;
+}
+
 std::string EventLog::line(qint64 seq) const {
     if (seq < 1 || seq > size()) return {};
     const Entry& e = entries_[static_cast<size_t>(seq - 1)];
     if (e.offset < 0) return memory_[static_cast<size_t>(e.length)];
+    if (closed_) {
+        QFile f(file_.fileName());
+        if (!f.open(QIODevice::ReadOnly | QIODevice::Unbuffered) || !f.seek(e.offset)) return {};
+        const QByteArray bytes = f.read(e.length);
+        return bytes.size() == e.length ? bytes.toStdString() : std::string();
+    }
     if (!file_.isOpen() || !file_.seek(e.offset)) return {};
     const QByteArray bytes = file_.read(e.length);
     return bytes.size() == e.length ? bytes.toStdString() : std::string();

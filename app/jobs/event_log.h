@@ -19,6 +19,9 @@ public:
     // Later events go to `path` (created or truncated); false (and memory from then on) when it
     // cannot be written.
     bool openFile(const QString& path);
+    // The job is over: the file's descriptor is given back (an agent keeps every job it ran, and
+    // would otherwise hold one descriptor per job); line() then opens the file for each read.
+    void closeFile();
     QString fileName() const { return file_.fileName(); }
     bool spilling() const { return file_.isOpen() && !write_failed_; }
 
@@ -39,6 +42,7 @@ private:
     mutable QFile file_;
     qint64 file_end_ = 0;
     bool write_failed_ = false;
+    bool closed_ = false;  // closeFile(): lines at file offsets are read by reopening it
     std::vector<Entry> entries_;
     std::vector<std::string> memory_;
 };

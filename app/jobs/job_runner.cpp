@@ -145,7 +145,7 @@ void JobRunner::prepare() {
 
 void JobRunner::start() {
     prepare();
-    if (launcher_) return;
+    if (launcher_ || isTerminal(state_)) return;  // started already, or cancelled before it started
     LaunchSpec ls;
     ls.engine = options_.engine;
     ls.plan_file = QDir(work_dir_).filePath(QString::fromLatin1(kPlanFile));
@@ -196,6 +196,14 @@ void JobRunner::onLauncherFinished(JobState state, const QString& message) {
     state_ = state;
     message_ = message;
     append({{"event", "job-state"}, {"state", toString(state)}, {"message", message.toStdString()}});
+    // The agent keeps every job it ran (status, attach): what a finished job no longer needs goes
+    // now, so that its memory and descriptors do not grow with the number of jobs (the soak test's
+    // RSS curve). The launcher is deleted later: this runs inside its signal.
+    log_.closeFile();
+    if (launcher_) {
+        launcher_->deleteLater();
+        launcher_ = nullptr;
+    }
     emit finished(state, message);
 }
 

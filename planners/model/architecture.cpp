@@ -267,7 +267,10 @@ std::string keyList(const std::vector<OverrideKey>& keys) {
 // Checks every override's key and range; the cross-key rules are the families' own.
 void checkKeys(const ModelSpec& spec, const std::string& family) {
     const std::vector<OverrideKey>& keys = overrideKeys(family);
-    for (const auto& [name, value] : spec.overrides) {
+    for (const auto& entry : spec.overrides) {
+        // Named copies, not structured bindings: clang 14 (the sanitizer build) cannot capture those.
+        const std::string& name = entry.first;
+        const double value = entry.second;
         const auto k = std::find_if(keys.begin(), keys.end(), [&](const OverrideKey& o) { return o.key == name; });
         if (name == "seq_len" && k != keys.end())
             throw Error("override 'seq_len' of '" + spec.zoo + "' belongs in the model's sequence length, not in its "

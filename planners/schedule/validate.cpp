@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <iterator>
+#include <limits>
 #include <set>
 #include <tuple>
 
@@ -198,10 +200,13 @@ private:
     void markWeightGrads(int segment, std::set<int>& buckets_ready, std::set<std::pair<int, int>>& done, std::pair<int, int> key) {
         done.insert(key);
         // Buckets are ready once every micro-batch's weight gradients are in; checked per
-        // micro-batch count at the end, so here mark buckets when the last one lands.
-        int complete = 0;
-        for (const auto& k : done) complete += k.first == segment;
-        if (complete == p_.micro_batches)
+        // micro-batch count at the end, so here mark buckets when the last one lands. `done` is
+        // ordered by (segment, micro-batch): this segment's entries are one range, counted without
+        // walking the others, and only when this micro-batch is the segment's last (mb order).
+        const auto first = done.lower_bound({segment, std::numeric_limits<int>::min()});
+        const auto last = done.lower_bound({segment + 1, std::numeric_limits<int>::min()});
+        if (first == last || std::prev(last)->second != p_.micro_batches - 1) return;
+        if (std::distance(first, last) == p_.micro_batches)
             for (size_t b = 0; b < p_.buckets.size(); ++b)
                 if (p_.buckets[b].segment == segment || p_.buckets[b].tied_segment == segment) buckets_ready.insert(static_cast<int>(b));
     }

@@ -169,7 +169,8 @@ public:
             socket_.waitForReadyRead(50);
         }
         const QByteArray line = socket_.readLine();
-        return json::parse(line.constBegin(), line.constEnd(), nullptr, false);
+        json m = json::parse(line.constBegin(), line.constEnd(), nullptr, false);
+        return m.is_object() ? m : json();  // value() on anything else would throw
     }
     // The next message of this type, skipping heartbeats and the like.
     json nextOf(const std::string& type, int ms = 10000) {

@@ -76,6 +76,22 @@ private slots:
         QCOMPARE(lines, kEvents);
     }
 
+    // A finished job's log gives its descriptor back (the agent keeps every job it ran) and still
+    // replays every line from the file.
+    void closedLogStillReplays() {
+        QTemporaryDir dir;
+        hj::EventLog log;
+        QVERIFY(log.openFile(dir.filePath(QStringLiteral("events.jsonl"))));
+        for (int i = 0; i < 3; ++i) log.append(padded(i));
+        log.closeFile();
+        QVERIFY(!log.spilling());
+        QCOMPARE(log.size(), qint64(3));
+        for (int seq : {1, 2, 3}) QCOMPARE(log.line(seq), padded(seq - 1).dump());
+        QVERIFY(log.line(4).empty());
+        QVERIFY(QFile::remove(log.fileName()));
+        QVERIFY(log.line(2).empty());  // removed under us: empty, as documented, not a crash
+    }
+
     // A file that cannot be written (a full disk: /dev/full answers every write with ENOSPC), or
     // none at all: the events stay in memory, none is lost.
     void aFullDiskLosesNothing() {
