@@ -25,6 +25,11 @@ const QStringList kHopelessReasons = {
     QStringLiteral("PartitionNodeLimit"), QStringLiteral("PartitionTimeLimit"), QStringLiteral("PartitionConfig"),
     QStringLiteral("BadConstraints"),     QStringLiteral("InvalidAccount"),     QStringLiteral("InvalidQOS"),
     QStringLiteral("AccountNotAllowed"),  QStringLiteral("QOSNotAllowed"),      QStringLiteral("DependencyNeverSatisfied")};
+// PartitionConfig is what slurmctld says at submission of any job over a partition's limits; its
+// next scheduling pass names the limit (PartitionTimeLimit, PartitionNodeLimit, ...). Seen that
+// long without a better word, it is the reason given.
+const QString kGenericPartitionReason = QStringLiteral("PartitionConfig");
+constexpr qint64 kGenericReasonGraceMs = 15 * 1000;
 
 const QStringList kFinalStates = {QStringLiteral("COMPLETED"), QStringLiteral("FAILED"),   QStringLiteral("CANCELLED"),
                                   QStringLiteral("TIMEOUT"),   QStringLiteral("NODE_FAIL"), QStringLiteral("OUT_OF_MEMORY"),
@@ -275,7 +280,10 @@ void SlurmJob::queueState(const QString& state, const QString& reason, const QSt
             // "None": accepted, not yet looked at by the scheduler.
             jobState(JobState::Queued, reason.isEmpty() || reason == QLatin1String("None") ? tr("pending") : tr("pending: %1").arg(reason));
         }
-        if (kHopelessReasons.contains(reason) && !scancel_sent_) {
+        if (reason != kGenericPartitionReason) generic_reason_since_.invalidate();
+        else if (!generic_reason_since_.isValid()) generic_reason_since_.start();
+        const bool settled = reason != kGenericPartitionReason || generic_reason_since_.hasExpired(kGenericReasonGraceMs);
+        if (kHopelessReasons.contains(reason) && settled && !scancel_sent_) {
             // It would wait forever: take it out of the queue, then end failed with the reason.
             scancel_sent_ = true;
             timer_->stop();

@@ -7,6 +7,7 @@
 // rank-<r>.err; slurm.out: srun's messages) and emits those lines as events, the same events
 // JobRunner emits for local ranks. cancel() runs scancel. Every shell command is one `bash -c`
 // (prefixed by `ssh -o BatchMode=yes HOST` for a login host: the user's own keys and config).
+#include <QElapsedTimer>
 #include <QObject>
 #include <QString>
 
@@ -83,6 +84,7 @@ private:
     bool running_reported_ = false;
     bool finished_ = false;
     int poll_failures_ = 0;
+    QElapsedTimer generic_reason_since_;  // pending with PartitionConfig since (invalid: not now)
     std::map<QString, qint64> offsets_;   // file -> bytes consumed
     std::map<QString, QByteArray> partial_;
     std::set<int> done_ranks_;
