@@ -336,6 +336,9 @@ void SlurmJob::ended(const QString& state, const QString& exit_code, const QStri
     QStringList why{what};
     if (!srun_error_.isEmpty()) why << srun_error_;
     if (!rank_errors_.empty()) why << tr("rank %1: %2").arg(rank_errors_.begin()->first).arg(rank_errors_.begin()->second);
+    // A rank that stopped before it could report (bad arguments, a rendezvous it could not make)
+    // said why on its stderr only.
+    else if (!rank_stderr_.empty()) why << tr("rank %1: %2").arg(rank_stderr_.begin()->first).arg(rank_stderr_.begin()->second);
     finish(info_.state == QLatin1String("CANCELLED") ? JobState::Cancelled : JobState::Failed, why.join(QStringLiteral("; ")));
 }
 
@@ -368,6 +371,7 @@ void SlurmJob::onLine(const QString& file, const QString& line) {
     }
     const int rank = m.captured(1).toInt();
     if (m.captured(2) == QLatin1String("err")) {
+        if (!line.trimmed().isEmpty()) rank_stderr_[rank] = line.trimmed();
         emitEvent(json{{"event", "log"}, {"rank", rank}, {"stream", "stderr"}, {"text", (line + QLatin1Char('\n')).toStdString()}});
         return;
     }

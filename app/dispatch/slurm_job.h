@@ -89,6 +89,7 @@ private:
     std::map<QString, QByteArray> partial_;
     std::set<int> done_ranks_;
     std::map<int, QString> rank_errors_;  // rank -> its error event's message
+    std::map<int, QString> rank_stderr_;  // rank -> the last line of its stderr
     std::map<int, QString> srun_tasks_;   // task -> srun's word on it ("Killed", "Exited with exit code 1")
     QString srun_error_;                  // the first "srun: error:" line
 };

@@ -186,7 +186,8 @@ if [ "$STUDIO" != none ]; then
     HIPPIE_SLURM_BLOCKER=$(sbatch --parsable --exclusive -n 1 --output=/dev/null --wrap "sleep 300") \
         timeout 400 "$STUDIO" "$ENGINE" "$WORK/p.json" "$WORK" > "$WORK/studio.out" 2>&1; code=$?
     sed 's/^/    studio: /' "$WORK/studio.out" | grep -E 'ok:|FAIL:'
-    [ $code -eq 0 ] && pass "the studio followed a Slurm run" || fail "the studio following a Slurm run: exit $code: $(tail -3 "$WORK/studio.out")"
+    [ $code -eq 0 ] && pass "the studio followed a Slurm run" \
+        || fail "the studio following a Slurm run: exit $code: $(tail -3 "$WORK/studio.out"); rank 0: $(tail -n 3 "$WORK"/studio-work/slurm/*/rank-0.* 2>&1)"
 fi
 
 [ "$FAILS" -eq 0 ] && echo "all passed" || echo "$FAILS failed"

@@ -66,6 +66,9 @@ dispatch::WorkerTarget slurmWorker(const DispatchOptions& o) {
     t.job_dir_root = QString::fromStdString(o.slurm_dir);
     // On the nodes: the given path; with no login host the cluster shares this machine's files, so
     // the engine found here; else hippie-engine on the nodes' PATH.
+    if (!o.login.empty() && o.slurm_engine.find('/') != std::string::npos && o.slurm_engine.front() != '/')
+        throw Error("--slurm-engine " + o.slurm_engine + ": give an absolute path on the nodes, or a name on their PATH (tasks start in "
+                    "the job's directory)");
     if (!o.slurm_engine.empty()) t.engine = QString::fromStdString(o.slurm_engine);
     else if (o.login.empty()) {
         const QString here = jobs::findEngine(QString::fromStdString(o.engine));
