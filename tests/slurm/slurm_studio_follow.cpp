@@ -16,6 +16,7 @@
 #include <QTest>
 #include <QTimer>
 
+#include <algorithm>
 #include <memory>
 
 #include "app/dispatch/run_controller.h"
@@ -115,6 +116,12 @@ int main(int argc, char** argv) {
     check(run->state() == jobs::JobState::Succeeded, QStringLiteral("finished: %1").arg(view->stateText()));
     check(run->slurmRecord() && run->slurmRecord()->state == QStringLiteral("COMPLETED"), QStringLiteral("Slurm record COMPLETED"));
     check(view->measuredView()->gantt()->blockCount() > 0, QStringLiteral("measured Gantt: %1 blocks").arg(view->measuredView()->gantt()->blockCount()));
+    if (run->measured()) {
+        // Both charts share one time axis wide enough for the longer trace.
+        const double end_s = std::max(view->measuredView()->endTime(), view->predictedView()->endTime());
+        check(view->measuredView()->visibleWindow().upper_s >= end_s && view->predictedView()->visibleWindow().upper_s >= end_s,
+              QStringLiteral("the time axes reach the longer trace's end, %1 ms").arg(end_s * 1e3, 0, 'f', 2));
+    }
     check(view->predictedView()->gantt()->blockCount() > 0, QStringLiteral("predicted Gantt: %1 blocks").arg(view->predictedView()->gantt()->blockCount()));
 
     // The history lists it and reopens it with its Slurm job.
