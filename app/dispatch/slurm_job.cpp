@@ -364,7 +364,13 @@ void SlurmJob::onLine(const QString& file, const QString& line) {
                 const int hi = part.contains(QLatin1Char('-')) ? part.section(QLatin1Char('-'), 1, 1).toInt() : lo;
                 for (int r = lo; r <= hi && r < spec_.world_size; ++r) srun_tasks_.emplace(r, t.captured(2).trimmed());
             }
-            if (srun_error_.isEmpty()) srun_error_ = line.trimmed();
+            // The cause first: a task that died of a signal ("Killed") makes the others exit with an
+            // error, and srun may name those before it.
+            const bool exited = t.captured(2).startsWith(QLatin1String("Exited with exit code"));
+            if (srun_error_.isEmpty() || (srun_error_exited_ && !exited)) {
+                srun_error_ = line.trimmed();
+                srun_error_exited_ = exited;
+            }
         }
         emitEvent(json{{"event", "log"}, {"rank", -1}, {"stream", "slurm"}, {"text", (line + QLatin1Char('\n')).toStdString()}});
         return;

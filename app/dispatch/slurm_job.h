@@ -91,7 +91,8 @@ private:
     std::map<int, QString> rank_errors_;  // rank -> its error event's message
     std::map<int, QString> rank_stderr_;  // rank -> the last line of its stderr
     std::map<int, QString> srun_tasks_;   // task -> srun's word on it ("Killed", "Exited with exit code 1")
-    QString srun_error_;                  // the first "srun: error:" line
+    QString srun_error_;                  // the first "srun: error:" line on a task killed by a signal, else the first
+    bool srun_error_exited_ = false;      // srun_error_ says "Exited with exit code"
 };
 
 }  // namespace hippie::dispatch
