@@ -120,7 +120,11 @@ QString RunController::slurmScript() const {
         in.steps = request_.steps;
         in.seed = request_.seed;
         in.trace_every_step = request_.trace_every_step;
-        return slurmBatchScript(*w.slurm, in);
+        SlurmTarget t = *w.slurm;
+        // Tasks start in the job's directory: an engine path relative to here would not be found.
+        if (t.login_host.isEmpty() && t.engine.contains(QLatin1Char('/')) && QDir::isRelativePath(t.engine))
+            t.engine = QFileInfo(t.engine).absoluteFilePath();
+        return slurmBatchScript(t, in);
     }
     return {};
 }

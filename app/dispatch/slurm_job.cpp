@@ -25,6 +25,11 @@ const QStringList kHopelessReasons = {
     QStringLiteral("PartitionNodeLimit"), QStringLiteral("PartitionTimeLimit"), QStringLiteral("PartitionConfig"),
     QStringLiteral("BadConstraints"),     QStringLiteral("InvalidAccount"),     QStringLiteral("InvalidQOS"),
     QStringLiteral("AccountNotAllowed"),  QStringLiteral("QOSNotAllowed"),      QStringLiteral("DependencyNeverSatisfied")};
+// PartitionConfig is what slurmctld says at submission of any job over a partition's limits; its
+// next scheduling pass names the limit (PartitionTimeLimit, PartitionNodeLimit, ...). Seen that
+// long without a better word, it is the reason given.
+const QString kGenericPartitionReason = QStringLiteral("PartitionConfig");
+constexpr qint64 kGenericReasonGraceMs = 15 * 1000;
 
 const QStringList kFinalStates = {QStringLiteral("COMPLETED"), QStringLiteral("FAILED"),   QStringLiteral("CANCELLED"),
                                   QStringLiteral("TIMEOUT"),   QStringLiteral("NODE_FAIL"), QStringLiteral("OUT_OF_MEMORY"),
@@ -275,7 +280,10 @@ void SlurmJob::queueState(const QString& state, const QString& reason, const QSt
             // "None": accepted, not yet looked at by the scheduler.
             jobState(JobState::Queued, reason.isEmpty() || reason == QLatin1String("None") ? tr("pending") : tr("pending: %1").arg(reason));
         }
-        if (kHopelessReasons.contains(reason) && !scancel_sent_) {
+        if (reason != kGenericPartitionReason) generic_reason_since_.invalidate();
+        else if (!generic_reason_since_.isValid()) generic_reason_since_.start();
+        const bool settled = reason != kGenericPartitionReason || generic_reason_since_.hasExpired(kGenericReasonGraceMs);
+        if (kHopelessReasons.contains(reason) && settled && !scancel_sent_) {
             // It would wait forever: take it out of the queue, then end failed with the reason.
             scancel_sent_ = true;
             timer_->stop();
@@ -328,6 +336,9 @@ void SlurmJob::ended(const QString& state, const QString& exit_code, const QStri
     QStringList why{what};
     if (!srun_error_.isEmpty()) why << srun_error_;
     if (!rank_errors_.empty()) why << tr("rank %1: %2").arg(rank_errors_.begin()->first).arg(rank_errors_.begin()->second);
+    // A rank that stopped before it could report (bad arguments, a rendezvous it could not make)
+    // said why on its stderr only.
+    else if (!rank_stderr_.empty()) why << tr("rank %1: %2").arg(rank_stderr_.begin()->first).arg(rank_stderr_.begin()->second);
     finish(info_.state == QLatin1String("CANCELLED") ? JobState::Cancelled : JobState::Failed, why.join(QStringLiteral("; ")));
 }
 
@@ -353,13 +364,20 @@ void SlurmJob::onLine(const QString& file, const QString& line) {
                 const int hi = part.contains(QLatin1Char('-')) ? part.section(QLatin1Char('-'), 1, 1).toInt() : lo;
                 for (int r = lo; r <= hi && r < spec_.world_size; ++r) srun_tasks_.emplace(r, t.captured(2).trimmed());
             }
-            if (srun_error_.isEmpty()) srun_error_ = line.trimmed();
+            // The cause first: a task that died of a signal ("Killed") makes the others exit with an
+            // error, and srun may name those before it.
+            const bool exited = t.captured(2).startsWith(QLatin1String("Exited with exit code"));
+            if (srun_error_.isEmpty() || (srun_error_exited_ && !exited)) {
+                srun_error_ = line.trimmed();
+                srun_error_exited_ = exited;
+            }
         }
         emitEvent(json{{"event", "log"}, {"rank", -1}, {"stream", "slurm"}, {"text", (line + QLatin1Char('\n')).toStdString()}});
         return;
     }
     const int rank = m.captured(1).toInt();
     if (m.captured(2) == QLatin1String("err")) {
+        if (!line.trimmed().isEmpty()) rank_stderr_[rank] = line.trimmed();
         emitEvent(json{{"event", "log"}, {"rank", rank}, {"stream", "stderr"}, {"text", (line + QLatin1Char('\n')).toStdString()}});
         return;
     }

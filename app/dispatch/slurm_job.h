@@ -7,6 +7,7 @@
 // rank-<r>.err; slurm.out: srun's messages) and emits those lines as events, the same events
 // JobRunner emits for local ranks. cancel() runs scancel. Every shell command is one `bash -c`
 // (prefixed by `ssh -o BatchMode=yes HOST` for a login host: the user's own keys and config).
+#include <QElapsedTimer>
 #include <QObject>
 #include <QString>
 
@@ -83,12 +84,15 @@ private:
     bool running_reported_ = false;
     bool finished_ = false;
     int poll_failures_ = 0;
+    QElapsedTimer generic_reason_since_;  // pending with PartitionConfig since (invalid: not now)
     std::map<QString, qint64> offsets_;   // file -> bytes consumed
     std::map<QString, QByteArray> partial_;
     std::set<int> done_ranks_;
     std::map<int, QString> rank_errors_;  // rank -> its error event's message
+    std::map<int, QString> rank_stderr_;  // rank -> the last line of its stderr
     std::map<int, QString> srun_tasks_;   // task -> srun's word on it ("Killed", "Exited with exit code 1")
-    QString srun_error_;                  // the first "srun: error:" line
+    QString srun_error_;                  // the first "srun: error:" line on a task killed by a signal, else the first
+    bool srun_error_exited_ = false;      // srun_error_ says "Exited with exit code"
 };
 
 }  // namespace hippie::dispatch

@@ -3,6 +3,7 @@
 # through `hippie-plan dispatch --slurm`, and the run store keeps what Slurm said. Checked: a run
 # that waits behind another job shows pending with Slurm's reason, then runs and succeeds with its
 # job id, script, node list and per-task ends stored; a job cancelled with scancel ends cancelled;
+# Ctrl-C of hippie-plan cancels the job and ends the run cancelled;
 # a task killed mid-run fails the run with srun's word on that task; a job Slurm cannot run (more
 # nodes than exist, a time limit above the partition's) fails with Slurm's reason instead of
 # hanging. Skips (exit 77) only when the daemons cannot start at all, and says why.
@@ -41,12 +42,22 @@ echo "Slurm up: $(sinfo -h -o '%P %D node(s) %c CPU(s) %T')"
 NODE=$(hostname -s)
 DB="$WORK/runs.sqlite"
 "$ENGINE" plan --model gpt-tiny --pp 2 --dp 2 --microbatches 2 --global-batch 8 --out "$WORK/p.json" || fail "engine plan"
+# The prediction's layer times, measured once (micro-batch 8 / (2 x 2) = 2) instead of by every dispatch.
+"$ENGINE" profile --model gpt-tiny --batch-size 2 --repeats 3 --out "$WORK/graph.json" > /dev/null || fail "engine profile"
 # 4 tasks on a node that may have fewer CPUs: --overcommit lets them share.
-dispatch() { timeout 300 "$PLAN_BIN" dispatch --plan "$WORK/p.json" --slurm --db "$DB" --work-dir "$WORK/work" --engine "$ENGINE" \
-    --extra-sbatch=--overcommit "$@"; }
+dispatch() { timeout 300 "$PLAN_BIN" dispatch --plan "$WORK/p.json" --graph "$WORK/graph.json" --slurm --db "$DB" \
+    --work-dir "$WORK/work" --engine "$ENGINE" --extra-sbatch=--overcommit "$@"; }
 q() { sqlite3 "$DB" "$1"; }
 finished_state() { grep '"event":"finished"' "$1" | grep -o '"state":"[a-z]*"' | cut -d'"' -f4; }
 slurm_id_of() { grep -o '"job_id":"[0-9]*"' "$1" | head -1 | cut -d'"' -f4; }
+plan_pid_under() {  # the hippie-plan process below PID (a subshell, then timeout)
+    local c
+    for c in $(pgrep -P "$1"); do
+        if [ "$(cat "/proc/$c/comm" 2>/dev/null)" = hippie-plan ]; then echo "$c"; return 0; fi
+        plan_pid_under "$c" && return 0
+    done
+    return 1
+}
 wait_for() {  # wait_for FILE PATTERN SECONDS
     for _ in $(seq $(( $3 * 5 ))); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.2; done
     return 1
@@ -59,18 +70,25 @@ grep -q '^#SBATCH --ntasks=4$' "$WORK/script.txt" && grep -q '^#SBATCH --nodes=1
     && [ -z "$(squeue -h)" ] && pass "--show-script: $(grep -c '^#SBATCH' "$WORK/script.txt") #SBATCH lines, nothing submitted" \
     || fail "--show-script: $(cat "$WORK/script.txt")"
 
-# 1. Pending behind a job that holds every CPU, then running, then succeeded.
-BLOCK=$(sbatch --parsable --exclusive -n 1 --output=/dev/null --wrap "sleep 6")
-dispatch --steps 3 > "$WORK/ok.out" 2> "$WORK/ok.err"
+# 1. Pending behind a job that holds every CPU, then running, then succeeded. The blocker stays
+# until the run reports pending with a reason (however long planning and submitting take).
+BLOCK=$(sbatch --parsable --exclusive -n 1 --output=/dev/null --wrap "sleep 300")
+dispatch --steps 3 > "$WORK/ok.out" 2> "$WORK/ok.err" &
+OKPID=$!
+BG+=($OKPID)
+if wait_for "$WORK/ok.out" '"message":"pending: \(Resources\|Priority\)' 120; then
+    pass "it waited behind job $BLOCK: $(grep -o '"message":"pending: [^"]*"' "$WORK/ok.out" | tail -1)"
+else
+    fail "no pending state with a reason was reported: $(grep -o '"message":"pending[^"]*"' "$WORK/ok.out" | tr '\n' ' ')"
+fi
+scancel "$BLOCK"
+wait "$OKPID"
 code=$?
 state=$(finished_state "$WORK/ok.out")
 RUN=$(grep '"event":"stored"' "$WORK/ok.out" | grep -o '"run":[0-9]*' | cut -d: -f2)
 JOB=$(slurm_id_of "$WORK/ok.out")
 if [ $code -eq 0 ] && [ "$state" = succeeded ] && [ -n "$RUN" ] && [ -n "$JOB" ]; then pass "run $RUN succeeded as Slurm job $JOB"
 else fail "run on Slurm: exit $code, state '$state': $(tail -3 "$WORK/ok.err") $(tail -2 "$WORK/ok.out")"; fi
-pending=$(grep -o '"message":"pending: [^"]*"' "$WORK/ok.out" | head -1)
-[[ "$pending" == *"pending: Resources"* || "$pending" == *"pending: Priority"* ]] \
-    && pass "it waited behind job $BLOCK: $pending" || fail "no pending state with a reason was reported (got '$pending')"
 order=$(grep -o '"state":"\(queued\|running\|succeeded\)"' "$WORK/ok.out" | uniq | tr '\n' ' ')
 [[ "$order" == *queued*running*succeeded* ]] && pass "states in order: $order" || fail "state order: $order"
 row=$(q "SELECT slurm_job_id, state, node_list, exit_code FROM slurm_jobs WHERE run_id = ${RUN:-0}")
@@ -103,10 +121,31 @@ else
     fail "the run to cancel never ran: $(tail -3 "$WORK/cancel.out")"
 fi
 
+# 2b. Ctrl-C (SIGINT) of hippie-plan while the job runs: it runs scancel, says so, and the run
+# ends cancelled in the store.
+dispatch --steps 100000 > "$WORK/int.out" 2> "$WORK/int.err" &
+BG+=($!)
+if wait_for "$WORK/int.out" '"state":"running"' 120; then
+    IJ=$(slurm_id_of "$WORK/int.out")
+    IP=$(plan_pid_under "${BG[-1]}")
+    kill -INT "$IP"
+    wait "${BG[-1]}"; code=$?
+    state=$(finished_state "$WORK/int.out")
+    IRUN=$(grep '"event":"stored"' "$WORK/int.out" | grep -o '"run":[0-9]*' | cut -d: -f2)
+    [ "$state" = cancelled ] && [ $code -eq 3 ] && grep -q "SIGINT: cancelling the run (scancel $IJ)" "$WORK/int.err" \
+        && pass "SIGINT: $(grep SIGINT "$WORK/int.err")" || fail "after SIGINT: exit $code, state '$state': $(cat "$WORK/int.err")"
+    ended="$(q "SELECT state FROM runs WHERE id = ${IRUN:-0}")|$(q "SELECT state FROM slurm_jobs WHERE slurm_job_id = '$IJ'")"
+    [ "$ended" = "cancelled|CANCELLED" ] && [ -z "$(squeue -h -j "$IJ" 2>/dev/null)" ] && pass "stored after SIGINT: $ended, job $IJ gone" \
+        || fail "stored after SIGINT: $ended; queue: $(squeue -h)"
+else
+    fail "the run to interrupt never ran: $(tail -3 "$WORK/int.out")"
+fi
+
 # 3. A task killed mid-run fails the run, naming the task.
 dispatch --steps 100000 > "$WORK/kill.out" 2>&1 &
 BG+=($!)
-if wait_for "$WORK/kill.out" '"event":"step","rank":2' 120 || wait_for "$WORK/kill.out" '"event":"step"' 60; then
+# (The engine's JSON has its keys sorted: "rank" comes after "event" and "loss".)
+if wait_for "$WORK/kill.out" '"event":"step"[^}]*"rank":2[,}]' 120; then
     KJ=$(slurm_id_of "$WORK/kill.out")
     JOBDIR=$(q "SELECT job_dir FROM slurm_jobs WHERE slurm_job_id = '$KJ'")
     victim=""
@@ -144,10 +183,11 @@ msg=$(grep '"event":"finished"' "$WORK/time.out" | grep -o '"message":"[^"]*"')
 
 # 5. The studio follows a run: pending behind another job, running, the measured Gantt chart.
 if [ "$STUDIO" != none ]; then
-    sbatch --parsable --exclusive -n 1 --output=/dev/null --wrap "sleep 6" > /dev/null
-    timeout 400 "$STUDIO" "$ENGINE" "$WORK/p.json" "$WORK" > "$WORK/studio.out" 2>&1; code=$?
+    HIPPIE_SLURM_BLOCKER=$(sbatch --parsable --exclusive -n 1 --output=/dev/null --wrap "sleep 300") \
+        timeout 400 "$STUDIO" "$ENGINE" "$WORK/p.json" "$WORK" > "$WORK/studio.out" 2>&1; code=$?
     sed 's/^/    studio: /' "$WORK/studio.out" | grep -E 'ok:|FAIL:'
-    [ $code -eq 0 ] && pass "the studio followed a Slurm run" || fail "the studio following a Slurm run: exit $code: $(tail -3 "$WORK/studio.out")"
+    [ $code -eq 0 ] && pass "the studio followed a Slurm run" \
+        || fail "the studio following a Slurm run: exit $code: $(tail -3 "$WORK/studio.out"); rank 0: $(tail -n 3 "$WORK"/studio-work/slurm/*/rank-0.* 2>&1)"
 fi
 
 [ "$FAILS" -eq 0 ] && echo "all passed" || echo "$FAILS failed"

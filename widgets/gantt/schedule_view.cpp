@@ -151,8 +151,11 @@ void ScheduleView::setRevealTime(double t_s) {
     plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
+void ScheduleView::setSharedEndTime(double end_s) { shared_end_s_ = std::max(0.0, end_s); }
+
 TimeWindow ScheduleView::fullWindow() const {
-    const double end = endTime() > 0 ? endTime() : 1.0;
+    const double own = std::max(endTime(), shared_end_s_);
+    const double end = own > 0 ? own : 1.0;
     return {0.0, end * kFitMargin};
 }
 

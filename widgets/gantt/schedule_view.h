@@ -58,6 +58,9 @@ public:
     // Navigation (keys W/S/A/D/Home/0 call these): the visible time range, clamped to the iteration.
     TimeWindow visibleWindow() const;
     TimeWindow fullWindow() const;
+    // Views that share one time axis (predicted beside measured) may show up to the longer of
+    // their traces: the full window reaches at least end_s (0: this view's own end only).
+    void setSharedEndTime(double end_s);
     void zoomAt(double anchor_s, double factor);
     void pan(double fraction);
     QString timeAxisLabel() const;  // "time (ms)": the unit follows the visible span
@@ -106,6 +109,7 @@ private:
     QPointF last_mouse_{-1, -1};
     int selected_ = -1;
     int highlighted_device_ = -1;
+    double shared_end_s_ = 0;  // setSharedEndTime
     QCPItemRect* row_highlight_ = nullptr;
 };
 

@@ -7,6 +7,7 @@
 #include <QCoreApplication>
 #include <QFile>
 
+#include <csignal>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -14,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/cli/dispatch/interrupt_notifier.h"
 #include "app/dispatch/run_controller.h"
 #include "app/jobs/launcher.h"
 #include "app/jobs/protocol.h"
@@ -64,6 +66,9 @@ dispatch::WorkerTarget slurmWorker(const DispatchOptions& o) {
     t.job_dir_root = QString::fromStdString(o.slurm_dir);
     // On the nodes: the given path; with no login host the cluster shares this machine's files, so
     // the engine found here; else hippie-engine on the nodes' PATH.
+    if (!o.login.empty() && o.slurm_engine.find('/') != std::string::npos && o.slurm_engine.front() != '/')
+        throw Error("--slurm-engine " + o.slurm_engine + ": give an absolute path on the nodes, or a name on their PATH (tasks start in "
+                    "the job's directory)");
     if (!o.slurm_engine.empty()) t.engine = QString::fromStdString(o.slurm_engine);
     else if (o.login.empty()) {
         const QString here = jobs::findEngine(QString::fromStdString(o.engine));
@@ -195,6 +200,26 @@ int runDispatch(const DispatchOptions& o) {
         }
         if (state != jobs::JobState::Succeeded) std::cerr << "hippie-plan: dispatch " << jobs::toString(state) << ": " << message.toStdString() << "\n";
         exit_code = state == jobs::JobState::Succeeded ? kExitOk : run.runId() == 0 ? kExitUsage : kExitRunFailed;
+        QCoreApplication::exit(0);
+    });
+    // Ctrl-C or SIGTERM: cancel the run (scancel for Slurm), which is then recorded cancelled; a
+    // second one leaves at once, saying what may still run.
+    InterruptNotifier interrupt([&](int count, int signal_number) {
+        const std::string what = signal_number == SIGTERM ? "SIGTERM" : "SIGINT";
+        const std::string slurm_id = run.slurmRecord() ? run.slurmRecord()->slurm_job_id.toStdString() : std::string();
+        if (count == 1) {
+            std::string how;
+            if (o.slurm) how = slurm_id.empty() ? " (its Slurm job is cancelled as soon as sbatch answers)" : " (scancel " + slurm_id + ")";
+            std::cerr << "hippie-plan: " << what << ": cancelling the run" << how
+                      << "; it will be recorded cancelled. Interrupt again to leave without waiting.\n";
+            run.cancel();
+            return;
+        }
+        std::cerr << "hippie-plan: " << what << " again: leaving without waiting";
+        if (!slurm_id.empty()) std::cerr << "; Slurm job " << slurm_id << " may still be queued or running: check with squeue -j " << slurm_id
+                                         << ", stop it with scancel " << slurm_id;
+        std::cerr << "\n";
+        exit_code = kExitRunFailed;
         QCoreApplication::exit(0);
     });
     run.start();

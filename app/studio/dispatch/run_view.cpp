@@ -60,12 +60,6 @@ QCustomPlot* makeChart(const QString& title, const QString& x_label, const QStri
     return p;
 }
 
-double traceEnd(const Trace& t) {
-    double end = 0;
-    for (const TraceEvent& e : t.events) end = std::max(end, e.end_s);
-    return end;
-}
-
 }  // namespace
 
 RunView::RunView(QWidget* parent)
@@ -315,8 +309,13 @@ void RunView::setMeasured(const std::optional<Trace>& trace) {
 
 void RunView::syncTimeAxes() {
     double end = 0;
-    if (predicted_) end = std::max(end, traceEnd(*predicted_));
-    if (measured_) end = std::max(end, traceEnd(*measured_));
+    // As the views count it: the last event or the step's time, whichever is later.
+    if (predicted_) end = std::max(end, predicted_view_->endTime());
+    if (measured_) end = std::max(end, measured_view_->endTime());
+    // Each view keeps its range within its own trace: both must allow the longer one, or the
+    // shorter view clamps the linked range and cuts the other's chart.
+    predicted_view_->setSharedEndTime(end * kRangeMargin);
+    measured_view_->setSharedEndTime(end * kRangeMargin);
     if (end <= 0) return;
     const QCPRange r(0, end * kRangeMargin);
     predicted_view_->gantt()->keyAxis()->setRange(r);
@@ -394,7 +393,7 @@ void RunView::updateCharts() {
     double rss = 0;
     for (const auto& [rank, bytes] : peak_rss_) rss = std::max(rss, bytes);
     if (auto* title = qobject_cast<QCPTextElement*>(memory_plot_->plotLayout()->element(0, 0)))
-        title->setText(rss > 0 ? tr("Peak memory per rank (process RSS up to %1 MiB)").arg(rss / kMiB, 0, 'f', 0) : tr("Peak memory per rank"));
+        title->setText(rss > 0 ? tr("Peak MiB (RSS ≤ %1)").arg(rss / kMiB, 0, 'f', 0) : tr("Peak memory per rank"));
     // Whole steps and ranks, but as many as fit: a label per step merges into a bar past ~50.
     QSharedPointer<QCPAxisTickerFixed> integer(new QCPAxisTickerFixed);
     integer->setTickStep(1);

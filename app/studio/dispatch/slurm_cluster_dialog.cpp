@@ -78,7 +78,10 @@ QString SlurmClusterDialog::problem() const {
         return tr("The time limit is written as Slurm takes it: MM, HH:MM:SS or D-HH:MM:SS.");
     for (const QString& o : extra_->text().split(QLatin1Char(' '), Qt::SkipEmptyParts))
         if (!o.startsWith(QLatin1Char('-'))) return tr("'%1' is not an sbatch option (they start with -).").arg(o);
-    if (engine_->text().trimmed().isEmpty()) return tr("Say where the nodes find hippie-engine.");
+    const QString engine = engine_->text().trimmed();
+    if (engine.isEmpty()) return tr("Say where the nodes find hippie-engine.");
+    if (!login_->text().trimmed().isEmpty() && engine.contains(QLatin1Char('/')) && !engine.startsWith(QLatin1Char('/')))
+        return tr("hippie-engine on the nodes: an absolute path, or a name on their PATH (tasks start in the job's directory).");
     return {};
 }
 
