@@ -5,9 +5,13 @@
 // the pages; a failed re-simulation clears the chart; time axes use readable units.
 #include <QDockWidget>
 #include <QDoubleSpinBox>
+#include <QFile>
 #include <QMenu>
+#include <QTemporaryDir>
 #include <QTabWidget>
 #include <QtTest>
+
+#include <nlohmann/json.hpp>
 
 #include "app/studio/main_window.h"
 #include "app/studio/model_panel.h"
@@ -156,6 +160,28 @@ private slots:
         ok.zoo = "mlp";
         QVERIFY(w.modelPanel()->loadZoo(ok));
         QVERIFY(w.bannerText().isEmpty());
+    }
+
+    void aGraphFileErrorNamesTheJsonPathAndWhatToDo() {
+        MainWindow w(false);
+        QVERIFY(w.start(start("gpt2-small", false)));
+        QTemporaryDir dir;
+        const QString bad = dir.filePath(QStringLiteral("no-name.json"));
+        QFile in(QStringLiteral(HIPPIE_SOURCE_DIR "/resources/examples/tiny-mlp.graph.json"));
+        QVERIFY(in.open(QIODevice::ReadOnly));
+        nlohmann::json g = nlohmann::json::parse(in.readAll().toStdString());
+        QVERIFY(g["ops"].size() > 3);
+        g["ops"][3].erase("name");
+        QFile out(bad);
+        QVERIFY(out.open(QIODevice::WriteOnly));
+        out.write(QByteArray::fromStdString(g.dump()));
+        out.close();
+        QVERIFY(!w.modelPanel()->openGraphFile(bad));
+        const QString text = w.bannerText();
+        QVERIFY2(text.contains(QStringLiteral("no-name.json")), qPrintable(text));
+        QVERIFY2(text.contains(QStringLiteral("ops[3]")), qPrintable(text));
+        QVERIFY2(text.contains(QStringLiteral("field 'name' is missing")), qPrintable(text));
+        QVERIFY2(text.contains(QStringLiteral("Fix the file")), qPrintable(text));
     }
 
     void aFailedResimulationClearsTheChart() {
