@@ -120,7 +120,7 @@ private slots:
         view.resize(1400, 900);
         view.show();
         view.showStored(cancelledCpuRun(), std::nullopt, std::nullopt, QString());
-        QCOMPARE(view.memoryPlot()->yAxis->label(), QStringLiteral("KiB"));
+        QCOMPARE(view.memoryPlot()->yAxis->label(), QStringLiteral("memory (KiB)"));
         const auto* bars = qobject_cast<QCPBars*>(view.memoryPlot()->plottable(0));
         QVERIFY(bars);
         QCOMPARE(bars->data()->at(0)->value, 300.0);  // 300 KiB, not 0.0003 GiB

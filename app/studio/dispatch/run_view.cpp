@@ -31,7 +31,7 @@ namespace {
 
 constexpr double kBarWidth = 0.38;
 constexpr double kBarOffset = 0.1;
-constexpr int kChartHeight = 170;
+constexpr int kChartHeight = 230;  // an axis rect tall enough for five tick labels
 constexpr double kRangeMargin = 1.02;
 constexpr int kLegendRowsPerColumn = 8;
 
@@ -395,7 +395,7 @@ void RunView::updateCharts() {
         if (*t)
             for (int64_t bytes : (*t)->metrics.peak_memory_bytes) largest = std::max(largest, static_cast<double>(bytes));
     const widgets::ByteUnit unit = widgets::byteUnitFor(largest);
-    memory_plot_->yAxis->setLabel(QString::fromUtf8(unit.name));
+    memory_plot_->yAxis->setLabel(largest > 0 ? tr("memory (%1)").arg(QString::fromUtf8(unit.name)) : tr("memory"));
     if (predicted_) {
         QCPBars* b = bars(tr("predicted"), widgets::seriesColor(0));
         for (size_t i = 0; i < predicted_->devices.size() && i < predicted_->metrics.peak_memory_bytes.size(); ++i)
