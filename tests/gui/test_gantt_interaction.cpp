@@ -24,6 +24,14 @@ int findEvent(const Trace& t, int device, InstrKind kind, int mb) {
     return -1;
 }
 
+// With HIPPIE_SCREENSHOT_DIR set, the view as the test left it goes there (user guide images).
+void saveScreenshot(ScheduleView& w, const char* name) {
+    const QByteArray dir = qgetenv("HIPPIE_SCREENSHOT_DIR");
+    if (dir.isEmpty()) return;
+    w.plot()->replot(QCustomPlot::rpImmediateRefresh);  // the selection and span are queued replots
+    QVERIFY(w.grab().save(QString::fromLocal8Bit(dir) + QLatin1Char('/') + QLatin1String(name)));
+}
+
 void sendMouse(QWidget* w, QEvent::Type type, QPointF pos, Qt::MouseButtons buttons) {
     QMouseEvent e(type, pos, w->mapToGlobal(pos), Qt::LeftButton, buttons, Qt::NoModifier);
     QApplication::sendEvent(w, &e);
@@ -87,6 +95,9 @@ private slots:
         QVERIFY(!view.waitsOnBlocks().empty());
         QVERIFY(!view.waitedByBlocks().empty());
         for (int w : view.waitsOnBlocks()) QVERIFY(view.gantt()->blocks()[size_t(w)].start_s <= b.start_s);
+        view.measureSpan(t.events[size_t(event)].start_s, t.events[size_t(event)].end_s);
+        saveScreenshot(view, "gantt-dependencies.png");
+        view.measureSpan(0, 0);
         QTest::keyClick(&view, Qt::Key_Escape);
         QCOMPARE(view.selectedBlock(), -1);
         QVERIFY(view.waitsOnBlocks().empty());
@@ -163,6 +174,9 @@ private slots:
         for (int d = 8; d < 16; ++d) QCOMPARE(view.rowLayout().rowOfDevice(d), 8);
         // One memory curve for node 1: its fullest device's.
         QCOMPARE(view.memory()->graphCount(), 9);
+        view.show();
+        view.plot()->replot(QCustomPlot::rpImmediateRefresh);
+        saveScreenshot(view, "gantt-collapsed.png");
         view.setAllNodesCollapsed(true);
         QCOMPARE(int(view.rowLayout().rows.size()), 2);
         QCOMPARE(view.memory()->graphCount(), 2);

@@ -99,7 +99,7 @@ void GanttPlottable::draw(QCPPainter* painter) {
         }
         const int k = static_cast<int>(b.kind);
         (rect.width() >= kMinOutlinedWidthPx ? outlined : by_kind)[static_cast<size_t>(k)].push_back(rect);
-        if (isCompute(b.kind) && rect.width() >= metrics.height() * 1.2) labelled.emplace_back(rect, static_cast<int>(i));
+        if (isCompute(b.kind) && !b.shared_row && rect.width() >= metrics.height() * 1.2) labelled.emplace_back(rect, static_cast<int>(i));
     }
 
     painter->setPen(Qt::NoPen);

@@ -115,6 +115,7 @@ std::vector<GanttBlock> placeBlocks(const Trace& trace, const GanttRowLayout& la
         b.stage = e.stage;
         b.row = row;
         b.event = static_cast<int>(i);
+        b.shared_row = layout.rows[static_cast<size_t>(row)].device_count > 1;
         blocks.push_back(b);
     }
     return blocks;

@@ -76,6 +76,7 @@ struct GanttBlock {
     int stage = -1;
     int row = 0;
     int event = 0;        // index into Trace::events
+    bool shared_row = false;  // on a collapsed node's row, over other devices' blocks: no label
 };
 
 // One block per trace event whose device has a row, in event order.

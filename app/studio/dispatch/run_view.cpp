@@ -53,7 +53,13 @@ QCustomPlot* makeChart(const QString& title, const QString& x_label, const QStri
     p->legend->setFont(QFont(QStringLiteral("sans"), 7));
     // The legend in a column of its own beside the axes: over the data it hid the latest steps.
     if (p->axisRect()->insetLayout()->take(p->legend)) p->axisRect()->insetLayout()->simplify();
-    p->plotLayout()->addElement(1, 1, p->legend);
+    // In a column of its own with free space under it: a grid row is no taller than its
+    // smallest element allows, and the legend alone would squash the axes to its height.
+    auto* side = new QCPLayoutGrid;
+    p->plotLayout()->addElement(1, 1, side);
+    side->addElement(0, 0, p->legend);
+    side->addElement(1, 0, new QCPLayoutElement(p));
+    side->setRowStretchFactor(1, 1000);
     p->plotLayout()->setColumnStretchFactor(1, 0.001);
     p->legend->setWrap(kLegendRowsPerColumn);
     p->legend->setFillOrder(QCPLayoutGrid::foRowsFirst);
