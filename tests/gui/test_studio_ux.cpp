@@ -8,6 +8,7 @@
 #include <QFile>
 #include <QMenu>
 #include <QTemporaryDir>
+#include <QSpinBox>
 #include <QTabWidget>
 #include <QtTest>
 
@@ -182,6 +183,22 @@ private slots:
         QVERIFY2(text.contains(QStringLiteral("ops[3]")), qPrintable(text));
         QVERIFY2(text.contains(QStringLiteral("field 'name' is missing")), qPrintable(text));
         QVERIFY2(text.contains(QStringLiteral("Fix the file")), qPrintable(text));
+    }
+
+    void invalidMicroBatchesInTheWindowClearTheChart() {
+        // The whole path: a plan is shown, the user types 999 micro-batches (they do not divide
+        // the global batch of 64), and the previous chart must not stay as if it answered.
+        MainWindow w(false);
+        StartOptions o = start("gpt2-small", true);
+        o.planners = QStringList{QStringLiteral("data-parallel")};
+        QVERIFY(w.start(o));
+        QTRY_VERIFY_WITH_TIMEOUT(w.shownTrace().has_value() && w.isIdle(), 120000);
+        QVERIFY(!w.schedulePage()->view()->trace().events.empty());
+        auto* micro = w.schedulePage()->findChild<QSpinBox*>();
+        QVERIFY(micro);
+        micro->setValue(999);
+        QTRY_VERIFY_WITH_TIMEOUT(w.schedulePage()->summaryText().contains(QStringLiteral("nothing is drawn")), 60000);
+        QCOMPARE(w.schedulePage()->view()->trace().events.size(), size_t(0));
     }
 
     void aFailedResimulationClearsTheChart() {
