@@ -664,10 +664,12 @@ void RunController::finish() {
     finishing_ = true;
     for (Worker& w : workers_)
         if (w.client) w.client->disconnectFromAgent();
-    // Ranks stopped before "done" (a cancel, a killed rank) keep what their steps measured.
-    for (const auto& [rank, tally] : steps_)
-        if (!done_.contains(rank))
-            if (json done = tally.asDoneEvent(rank); !done.is_null()) done_[rank] = std::move(done);
+    // A cancelled run's ranks stop before "done": the run keeps what their steps measured (a
+    // failed run does not: its last steps may be what went wrong).
+    if (state_ == JobState::Cancelled)
+        for (const auto& [rank, tally] : steps_)
+            if (!done_.contains(rank))
+                if (json done = tally.asDoneEvent(rank); !done.is_null()) done_[rank] = std::move(done);
     if (writer_) {
         if (const auto step = measuredStepSeconds()) {
             writer_->postMetric(run_id_, QString::fromLatin1(store::kMetricStepS), *step);
