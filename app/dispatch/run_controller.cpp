@@ -10,6 +10,7 @@
 #include <QThreadPool>
 #include <QTimer>
 
+#include <algorithm>
 #include <cmath>
 
 #include "app/dispatch/lost_runs.h"
@@ -578,6 +579,8 @@ void RunController::onEvent(int worker, qint64 seq, const json& ev) {
         } catch (const Error& e) {
             emit logReceived(rank, QStringLiteral("studio"), tr("a trace could not be read: %1").arg(QString::fromUtf8(e.what())));
         }
+    } else if (kind == "step" && rank >= 0) {
+        steps_[rank].add(ev);
     } else if (kind == "done" && rank >= 0) {
         done_[rank] = ev;
     } else if (kind == "error" && rank >= 0) {
@@ -622,7 +625,10 @@ void RunController::workerEnded(int worker, JobState state, const QString& messa
     }
     if (cancelled_ && final_state != JobState::Succeeded) {
         final_state = JobState::Cancelled;
-        final_message = tr("cancelled");
+        // The state already says "cancelled": the message says when.
+        int steps = 0;
+        for (const auto& [rank, tally] : steps_) steps = std::max(steps, tally.steps());
+        final_message = steps > 0 ? tr("by the user after %n step(s)", nullptr, steps) : tr("by the user before the first step");
     }
     setState(final_state, final_message);
     finish();
@@ -662,6 +668,12 @@ void RunController::finish() {
     finishing_ = true;
     for (Worker& w : workers_)
         if (w.client) w.client->disconnectFromAgent();
+    // A cancelled run's ranks stop before "done": the run keeps what their steps measured (a
+    // failed run does not: its last steps may be what went wrong).
+    if (state_ == JobState::Cancelled)
+        for (const auto& [rank, tally] : steps_)
+            if (!done_.contains(rank))
+                if (json done = tally.asDoneEvent(rank); !done.is_null()) done_[rank] = std::move(done);
     if (writer_) {
         if (const auto step = measuredStepSeconds()) {
             writer_->postMetric(run_id_, QString::fromLatin1(store::kMetricStepS), *step);

@@ -26,6 +26,7 @@
 
 #include "app/dispatch/rank_split.h"
 #include "app/dispatch/slurm_script.h"
+#include "app/dispatch/step_tally.h"
 #include "app/jobs/agent_client.h"
 #include "app/jobs/protocol.h"
 #include "app/store/run_store.h"
@@ -175,6 +176,7 @@ private:
 
     std::map<int, nlohmann::json> traces_;  // rank -> its latest "trace" event
     std::map<int, nlohmann::json> done_;    // rank -> its "done" event
+    std::map<int, StepTally> steps_;        // rank -> its "step" events, for ranks that end without "done"
     std::map<int, QString> stderr_;
     std::optional<store::SlurmRecord> slurm_record_;
 };

@@ -105,7 +105,10 @@ bool ModelPanel::loadZoo(const ModelSpec& spec) {
 bool ModelPanel::openGraphFile(const QString& path) {
     const QString error = session_->loadGraphFile(path);
     if (!error.isEmpty()) {
-        showError(error + tr("\nThe previous model stays loaded."));
+        // The reader's message names the file and the place in it (ops[3] (id 7, 'fc1'): field
+        // 'name' is missing); say what to do about it.
+        showError(error + tr("\nFix the file against the graph format (docs/formats.md, resources/schemas/graph.schema.json) "
+                             "and open it again, or pick a zoo model. The previous model stays loaded."));
         return false;
     }
     // The combo no longer names the model: it says which file is loaded instead.

@@ -152,6 +152,24 @@ private slots:
         QCOMPARE(labels["hippie"]->position->coords().y(), 84.8);
     }
 
+    void scatterLabelsDoNotCoverOneAnother() {
+        // The default example's plans (gpt3-1.3b, dgx-a100-2x8, batch 512): three coincide,
+        // pipedream and gpipe-balance sit close under and beside them.
+        ComparisonModel m;
+        ComparisonCharts charts(&m);
+        charts.resize(700, 600);
+        charts.show();
+        m.setResult(result("hippie", 103.0, 20.08));
+        m.setResult(result("data-parallel", 110.4, 29.44));
+        m.setResult(result("equal-params", 110.4, 29.44));
+        m.setResult(result("uniform", 110.4, 29.44));
+        m.setResult(result("pipedream", 106.7, 31.82));
+        m.setResult(result("gpipe-balance", 82.4, 29.44));
+        QTRY_COMPARE(charts.plottedCount(), 6);
+        charts.plot()->replot(QCustomPlot::rpImmediateRefresh);
+        QCOMPARE(charts.labelOverlaps(), 0);
+    }
+
     // A planner keeps its colour whatever its row.
     void plannerColoursFollowTheName() {
         QCOMPARE(plannerColor(QStringLiteral("hippie")), plannerColor(QStringLiteral("hippie")));

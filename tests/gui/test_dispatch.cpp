@@ -257,8 +257,8 @@ private slots:
             if (QWidget* modal = QApplication::activeModalWidget()) {
                 if (const QByteArray dir = qgetenv("HIPPIE_SCREENSHOT_DIR"); !dir.isEmpty())
                     modal->grab().save(QString::fromLocal8Bit(dir) + QStringLiteral("/fit-cost-model.png"));
-                for (QPushButton* b : modal->findChildren<QPushButton*>())  // "Use it", as a user would
-                    if (b->text() == QStringLiteral("Use it")) b->click();
+                for (QPushButton* button : modal->findChildren<QPushButton*>())  // "Use it", as a user would
+                    if (button->text() == QStringLiteral("Use it")) button->click();
             }
         });
         closer.start(200);

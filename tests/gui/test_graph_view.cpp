@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "gui_fixtures.h"
 #include "widgets/common/palette.h"
@@ -108,6 +109,35 @@ private slots:
         QCOMPARE(view.opSearch().currentOp(), 259);
         view.search(QStringLiteral("no-such-op"));
         QCOMPARE(view.searchStatus(), QStringLiteral("no match"));
+    }
+
+    void legendAndPropertiesNameStagesAndDevices() {
+        // 12 stages, each named in the legend with its colour; colours stay distinct past 12.
+        testing::Setup s = testing::smallPipeline(12, 1, 12, ScheduleKind::OneFOneB);
+        GraphView view;
+        view.resize(900, 700);
+        QSignalSpy done(&view, &GraphView::layoutFinished);
+        view.setGraph(s.problem.graph);
+        QVERIFY(done.wait(60000));
+        view.setPlan(&s.plan);
+        const QString legend = view.legendText();
+        std::set<QString> colours;
+        for (int stage = 0; stage < 12; ++stage) {
+            QVERIFY2(legend.contains(QStringLiteral("stage %1").arg(stage)), qPrintable(legend));
+            QVERIFY(legend.contains(categoryColor(stage).name()));
+            colours.insert(categoryColor(stage).name());
+        }
+        QCOMPARE(int(colours.size()), 12);
+        for (int i = 12; i < 32; ++i) QVERIFY(!colours.count(categoryColor(i).name()) && colours.insert(categoryColor(i).name()).second);
+        // The properties panel of a search result: kind, FLOPs, parameters, activation, the
+        // stage under the plan, inputs and outputs with their bytes.
+        const Op& last = s.problem.graph.ops.back();
+        view.search(QString::fromStdString(last.name));
+        if (view.isLayingOut()) QVERIFY(done.wait(60000));  // its layer expanded first
+        const QString props = view.propertiesText();
+        QVERIFY2(props.startsWith(QString::fromStdString(last.name + " (" + last.kind + ")")), qPrintable(props));
+        for (const char* part : {"forward ", "backward ", "params ", "activation (output) ", "stage 11", "inputs:", "outputs:"})
+            QVERIFY2(props.contains(QLatin1String(part)), qPrintable(QStringLiteral("%1 missing from: %2").arg(QLatin1String(part), props)));
     }
 
     void coloursNodesByStage() {

@@ -5,9 +5,14 @@
 // the pages; a failed re-simulation clears the chart; time axes use readable units.
 #include <QDockWidget>
 #include <QDoubleSpinBox>
+#include <QFile>
 #include <QMenu>
+#include <QTemporaryDir>
+#include <QSpinBox>
 #include <QTabWidget>
 #include <QtTest>
+
+#include <nlohmann/json.hpp>
 
 #include "app/studio/main_window.h"
 #include "app/studio/model_panel.h"
@@ -156,6 +161,44 @@ private slots:
         ok.zoo = "mlp";
         QVERIFY(w.modelPanel()->loadZoo(ok));
         QVERIFY(w.bannerText().isEmpty());
+    }
+
+    void aGraphFileErrorNamesTheJsonPathAndWhatToDo() {
+        MainWindow w(false);
+        QVERIFY(w.start(start("gpt2-small", false)));
+        QTemporaryDir dir;
+        const QString bad = dir.filePath(QStringLiteral("no-name.json"));
+        QFile in(QStringLiteral(HIPPIE_SOURCE_DIR "/resources/examples/tiny-mlp.graph.json"));
+        QVERIFY(in.open(QIODevice::ReadOnly));
+        nlohmann::json g = nlohmann::json::parse(in.readAll().toStdString());
+        QVERIFY(g["ops"].size() > 3);
+        g["ops"][3].erase("name");
+        QFile out(bad);
+        QVERIFY(out.open(QIODevice::WriteOnly));
+        out.write(QByteArray::fromStdString(g.dump()));
+        out.close();
+        QVERIFY(!w.modelPanel()->openGraphFile(bad));
+        const QString text = w.bannerText();
+        QVERIFY2(text.contains(QStringLiteral("no-name.json")), qPrintable(text));
+        QVERIFY2(text.contains(QStringLiteral("ops[3]")), qPrintable(text));
+        QVERIFY2(text.contains(QStringLiteral("field 'name' is missing")), qPrintable(text));
+        QVERIFY2(text.contains(QStringLiteral("Fix the file")), qPrintable(text));
+    }
+
+    void invalidMicroBatchesInTheWindowClearTheChart() {
+        // The whole path: a plan is shown, the user types 999 micro-batches (they do not divide
+        // the global batch of 64), and the previous chart must not stay as if it answered.
+        MainWindow w(false);
+        StartOptions o = start("gpt2-small", true);
+        o.planners = QStringList{QStringLiteral("data-parallel")};
+        QVERIFY(w.start(o));
+        QTRY_VERIFY_WITH_TIMEOUT(w.shownTrace().has_value() && w.isIdle(), 120000);
+        QVERIFY(!w.schedulePage()->view()->trace().events.empty());
+        auto* micro = w.schedulePage()->findChild<QSpinBox*>();
+        QVERIFY(micro);
+        micro->setValue(999);
+        QTRY_VERIFY_WITH_TIMEOUT(w.schedulePage()->summaryText().contains(QStringLiteral("nothing is drawn")), 60000);
+        QCOMPARE(w.schedulePage()->view()->trace().events.size(), size_t(0));
     }
 
     void aFailedResimulationClearsTheChart() {

@@ -33,7 +33,74 @@ ComparisonCharts::ComparisonCharts(ComparisonModel* model, QWidget* parent)
     connect(model_, &QAbstractItemModel::modelReset, rebuild_timer_, qOverload<>(&QTimer::start));
     connect(model_, &QAbstractItemModel::rowsInserted, rebuild_timer_, qOverload<>(&QTimer::start));
     connect(model_, &QAbstractItemModel::dataChanged, rebuild_timer_, qOverload<>(&QTimer::start));
+    connect(plot_, &QCustomPlot::afterLayout, this, &ComparisonCharts::separateLabels);
     rebuild();
+}
+
+namespace {
+QRectF labelRect(const QCPItemText* label) {
+    return QRectF(label->topLeft->pixelPosition(), label->bottomRight->pixelPosition()).normalized();
+}
+}  // namespace
+
+void ComparisonCharts::separateLabels() {
+    // Each group's block of names goes to the first side of its point (right/left, under/over)
+    // where it covers no block placed before it and stays in the axis rect; the largest groups
+    // are placed first. Past every side, it keeps its first.
+    constexpr int kSidePx = 8, kGapPx = 4;
+    std::vector<size_t> order(labels_.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [this](size_t a, size_t b) { return labels_[a].lines.size() > labels_[b].lines.size(); });
+    std::vector<QRectF> placed;
+    for (size_t index : order) {
+        const ScatterLabel& l = labels_[index];
+        if (l.lines.empty()) continue;
+        const QRect inside = l.lines.front()->clipAxisRect() ? l.lines.front()->clipAxisRect()->rect() : QRect();
+        const bool prefer_left = l.lines.front()->positionAlignment() & Qt::AlignRight;
+        const bool prefer_down = l.lines.front()->positionAlignment() & Qt::AlignTop;
+        auto place = [&](bool left, bool down, int extra_lines) {
+            QRectF block;
+            const int n = static_cast<int>(l.lines.size());
+            for (int k = 0; k < n; ++k) {
+                QCPItemText* t = l.lines[static_cast<size_t>(k)];
+                const int offset = kGapPx + (extra_lines + (down ? k : n - 1 - k)) * l.line_px;
+                t->setPositionAlignment((left ? Qt::AlignRight : Qt::AlignLeft) | (down ? Qt::AlignTop : Qt::AlignBottom));
+                const QMargins pad(left ? 0 : kSidePx, down ? offset : 0, left ? kSidePx : 0, down ? 0 : offset);
+                t->setPadding(pad);
+                block |= labelRect(t).adjusted(pad.left(), pad.top(), -pad.right(), -pad.bottom());
+            }
+            return block;
+        };
+        const std::pair<bool, bool> sides[] = {{prefer_left, prefer_down}, {prefer_left, !prefer_down},
+                                               {!prefer_left, prefer_down}, {!prefer_left, !prefer_down}};
+        // Next to the point first, then a line or two further from it.
+        constexpr int kMaxExtraLines = 2;
+        bool done = false;
+        for (int extra = 0; extra <= kMaxExtraLines && !done; ++extra)
+            for (const auto& [left, down] : sides) {
+                const QRectF block = place(left, down, extra);
+                const bool clear = std::none_of(placed.begin(), placed.end(), [&block](const QRectF& p) { return p.intersects(block); });
+                if (clear && (inside.isEmpty() || QRectF(inside).contains(block))) {
+                    placed.push_back(block);
+                    done = true;
+                    break;
+                }
+            }
+        if (!done) placed.push_back(place(sides[0].first, sides[0].second, 0));
+    }
+}
+
+int ComparisonCharts::overlappingLabels() const {
+    int overlaps = 0;
+    std::vector<QRectF> rects;
+    for (const ScatterLabel& l : labels_)
+        for (const QCPItemText* t : l.lines) {
+            const QMargins pad = t->padding();
+            rects.push_back(labelRect(t).adjusted(pad.left(), pad.top(), -pad.right(), -pad.bottom()));
+        }
+    for (size_t i = 0; i < rects.size(); ++i)
+        for (size_t j = 0; j < i; ++j) overlaps += rects[i].intersects(rects[j]) ? 1 : 0;
+    return overlaps;
 }
 
 void ComparisonCharts::setSelectedRow(int model_row) {
@@ -44,6 +111,7 @@ void ComparisonCharts::setSelectedRow(int model_row) {
 void ComparisonCharts::rebuild() {
     plot_->clearPlottables();
     plot_->clearItems();
+    labels_.clear();
     plot_->plotLayout()->clear();
 
     QVector<double> throughput, memory, me;
@@ -190,6 +258,7 @@ void ComparisonCharts::addScatter(QCPAxisRect* rect, const QVector<double>& memo
         const int line_px = QFontMetrics(small).height();
         // Near the top the names stack downwards, so that none is clipped by the axis rect.
         const bool top_half = cy > max_thr * kHeadroom * kStackDownFraction;
+        labels_.push_back({{}, line_px});
         for (size_t k = 0; k < members.size(); ++k) {
             auto* label = new QCPItemText(plot_);
             label->setClipAxisRect(rect);
@@ -202,6 +271,7 @@ void ComparisonCharts::addScatter(QCPAxisRect* rect, const QVector<double>& memo
             label->setFont(small);
             label->setColor(plannerColor(names[members[k]]).darker(125));
             label->setText(names[members[k]]);
+            labels_.back().lines.push_back(label);
         }
     }
     x->setRange(0, std::max(1e-9, max_mem) * kHeadroom);

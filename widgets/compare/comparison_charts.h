@@ -4,9 +4,12 @@
 // follow the model as rows arrive; the selected planner is outlined.
 #include <QWidget>
 
+#include <vector>
+
 class QAbstractItemModel;
 class QCustomPlot;
 class QCPAxisRect;
+class QCPItemText;
 class QTimer;
 
 namespace hippie::widgets {
@@ -22,6 +25,7 @@ public:
     int plottedCount() const { return plotted_; }  // planners with a result in the charts
     int paretoCount() const { return pareto_; }
     QCustomPlot* plot() const { return plot_; }
+    int labelOverlaps() const { return overlappingLabels(); }
 
 public slots:
     void rebuild();
@@ -32,6 +36,19 @@ private:
     void addScatter(QCPAxisRect* rect, const QVector<double>& memory, const QVector<double>& throughput,
                     const QVector<QString>& names, const QVector<bool>& feasible, int highlight);
 
+    // Moves scatter labels that would cover one another apart, in pixels, once the axes are
+    // laid out (called before every draw): close but distinct points get labels apart.
+    void separateLabels();
+    // Texts that overlap after separateLabels() (0 unless there is no room), for tests.
+    int overlappingLabels() const;
+
+    // The names of one group of close points: one text a line, placed together on one side
+    // of the group's centre.
+    struct ScatterLabel {
+        std::vector<QCPItemText*> lines;
+        int line_px = 0;
+    };
+    std::vector<ScatterLabel> labels_;
     ComparisonModel* model_;
     QCustomPlot* plot_;
     QTimer* rebuild_timer_;

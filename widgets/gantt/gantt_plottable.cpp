@@ -63,6 +63,14 @@ QCPRange GanttPlottable::getValueRange(bool& found, QCP::SignDomain, const QCPRa
 }
 
 QColor GanttPlottable::subPixelColor() { return QColor(0x9a9a9a); }
+// Apart from every instruction kind's colour (palette.h): outlines must not read as a kind.
+QColor GanttPlottable::waitsOnColor() { return QColor(0x00, 0xa8, 0xc0); }
+QColor GanttPlottable::waitedByColor() { return QColor(0xe0, 0x10, 0x90); }
+
+void GanttPlottable::setDependencyBlocks(std::vector<int> waits_on, std::vector<int> waited_by) {
+    waits_on_ = std::move(waits_on);
+    waited_by_ = std::move(waited_by);
+}
 
 void GanttPlottable::draw(QCPPainter* painter) {
     last_drawn_ = 0;
@@ -91,7 +99,7 @@ void GanttPlottable::draw(QCPPainter* painter) {
         }
         const int k = static_cast<int>(b.kind);
         (rect.width() >= kMinOutlinedWidthPx ? outlined : by_kind)[static_cast<size_t>(k)].push_back(rect);
-        if (isCompute(b.kind) && rect.width() >= metrics.height() * 1.2) labelled.emplace_back(rect, static_cast<int>(i));
+        if (isCompute(b.kind) && !b.shared_row && rect.width() >= metrics.height() * 1.2) labelled.emplace_back(rect, static_cast<int>(i));
     }
 
     painter->setPen(Qt::NoPen);
@@ -109,13 +117,19 @@ void GanttPlottable::draw(QCPPainter* painter) {
         painter->drawRects(sub_pixel);
     }
     drawLabels(painter, labelled);
-    if (selected_ >= 0 && selected_ < blockCount()) {
-        const GanttBlock& b = blocks_[static_cast<size_t>(selected_)];
+    auto outline = [&](int block, const QPen& pen) {
+        if (block < 0 || block >= blockCount()) return;
+        const GanttBlock& b = blocks_[static_cast<size_t>(block)];
+        if (b.start_s > reveal_s_) return;
         const QRectF r = QRectF(coordsToPixels(b.start_s, b.y_top), coordsToPixels(b.end_s, b.y_bottom)).normalized();
         painter->setBrush(Qt::NoBrush);
-        painter->setPen(QPen(Qt::black, 2.5));
+        painter->setPen(pen);
         painter->drawRect(r.adjusted(-1, -1, 1, 1));
-    }
+    };
+    constexpr double kDependencyPenWidth = 2.5;
+    for (int b : waits_on_) outline(b, QPen(waitsOnColor(), kDependencyPenWidth));
+    for (int b : waited_by_) outline(b, QPen(waitedByColor(), kDependencyPenWidth, Qt::DashLine));
+    outline(selected_, QPen(Qt::black, kDependencyPenWidth));
 }
 
 void GanttPlottable::drawLabels(QCPPainter* painter, const std::vector<std::pair<QRectF, int>>& labelled) const {

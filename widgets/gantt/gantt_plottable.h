@@ -31,6 +31,12 @@ public:
     // The selected block is outlined thick (-1: none).
     void setSelectedBlock(int block) { selected_ = block; }
     int selectedBlock() const { return selected_; }
+    // The selected block's dependencies, outlined: what it waits on and what waits on it.
+    void setDependencyBlocks(std::vector<int> waits_on, std::vector<int> waited_by);
+    const std::vector<int>& waitsOnBlocks() const { return waits_on_; }
+    const std::vector<int>& waitedByBlocks() const { return waited_by_; }
+    static QColor waitsOnColor();
+    static QColor waitedByColor();
     // Blocks narrower than a pixel the last paint drew in the neutral colour.
     int lastSubPixelCount() const { return last_sub_pixel_; }
     static QColor subPixelColor();
@@ -55,6 +61,7 @@ private:
     int last_drawn_ = 0;
     int last_sub_pixel_ = 0;
     int selected_ = -1;
+    std::vector<int> waits_on_, waited_by_;
 };
 
 }  // namespace hippie::widgets

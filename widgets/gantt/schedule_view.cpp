@@ -4,13 +4,16 @@
 #include <cmath>
 
 #include <QKeyEvent>
+#include <QHBoxLayout>
 #include <QLabel>
+#include <QToolButton>
 #include <QToolTip>
 #include <QVBoxLayout>
 #include <qcustomplot.h>
 
 #include "widgets/common/palette.h"
 #include "widgets/common/units.h"
+#include "widgets/gantt/dependencies.h"
 #include "widgets/gantt/gantt_plottable.h"
 #include "widgets/gantt/time_ticker.h"
 #include "widgets/memory/memory_plot.h"
@@ -38,8 +41,11 @@ QString legendHtml() {
     for (const Entry& e : entries)
         html += QStringLiteral("<span style='color:%1'>&#9632;</span>&nbsp;%2&nbsp;&nbsp; ")
                     .arg(instrColor(e.kind).name(), QString::fromLatin1(e.text));
-    html += QStringLiteral("<span style='color:%1'>&#9632;</span>&nbsp;narrower than a pixel (zoom in: W)")
+    html += QStringLiteral("<span style='color:%1'>&#9632;</span>&nbsp;narrower than a pixel (zoom in: W)&nbsp;&nbsp; ")
                 .arg(GanttPlottable::subPixelColor().name());
+    html += QStringLiteral("<span style='color:%1'>&#9633;</span>&nbsp;waits on&nbsp;&nbsp; <span style='color:%2'>&#9633;</span>&nbsp;waited on by "
+                           "(click a block) &nbsp;·&nbsp; drag the time axis to measure")
+                .arg(GanttPlottable::waitsOnColor().name(), GanttPlottable::waitedByColor().name());
     return html;
 }
 
@@ -59,8 +65,17 @@ ScheduleView::ScheduleView(QWidget* parent)
     : QWidget(parent), plot_(new QCustomPlot(this)), legend_(new QLabel(legendHtml(), this)) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
-    layout->addWidget(legend_);
+    auto* head = new QHBoxLayout;
+    head->addWidget(legend_, 1);
+    collapse_button_ = new QToolButton(this);
+    collapse_button_->setText(tr("Collapse nodes"));
+    collapse_button_->setCheckable(true);
+    collapse_button_->setToolTip(tr("One row and one memory curve (the fullest device's) per node; double-click a row label to open or close its node"));
+    collapse_button_->setVisible(false);
+    head->addWidget(collapse_button_, 0, Qt::AlignTop);
+    layout->addLayout(head);
     layout->addWidget(plot_, 1);
+    connect(collapse_button_, &QToolButton::toggled, this, [this](bool on) { setAllNodesCollapsed(on); });
     legend_->setTextFormat(Qt::RichText);
     legend_->setWordWrap(true);
 
@@ -114,6 +129,29 @@ ScheduleView::ScheduleView(QWidget* parent)
     row_highlight_->setBrush(QColor(255, 230, 120, 70));
     row_highlight_->setLayer(QStringLiteral("background"));
     row_highlight_->setVisible(false);
+    span_rect_ = new QCPItemRect(plot_);
+    span_rect_->setClipAxisRect(gantt_rect_);
+    span_rect_->topLeft->setTypeY(QCPItemPosition::ptAxisRectRatio);
+    span_rect_->bottomRight->setTypeY(QCPItemPosition::ptAxisRectRatio);
+    span_rect_->topLeft->setAxes(gantt_rect_->axis(QCPAxis::atBottom), gantt_rect_->axis(QCPAxis::atLeft));
+    span_rect_->bottomRight->setAxes(gantt_rect_->axis(QCPAxis::atBottom), gantt_rect_->axis(QCPAxis::atLeft));
+    span_rect_->topLeft->setAxisRect(gantt_rect_);
+    span_rect_->bottomRight->setAxisRect(gantt_rect_);
+    span_rect_->setPen(QPen(QColor(0x303030), 1, Qt::DashLine));
+    span_rect_->setBrush(QColor(40, 40, 40, 35));
+    span_rect_->setVisible(false);
+    span_label_ = new QCPItemText(plot_);
+    span_label_->setClipToAxisRect(false);
+    span_label_->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+    span_label_->position->setAxes(gantt_rect_->axis(QCPAxis::atBottom), gantt_rect_->axis(QCPAxis::atLeft));
+    span_label_->position->setAxisRect(gantt_rect_);
+    span_label_->setPositionAlignment(Qt::AlignHCenter | Qt::AlignTop);
+    span_label_->setBrush(QColor(255, 255, 255, 230));
+    span_label_->setPen(QPen(QColor(0x303030)));
+    span_label_->setPadding(QMargins(4, 2, 4, 2));
+    span_label_->setVisible(false);
+    connect(plot_, &QCustomPlot::mouseRelease, this, &ScheduleView::onMouseRelease);
+    connect(plot_, &QCustomPlot::mouseDoubleClick, this, &ScheduleView::onMouseDoubleClick);
     setMinimumHeight(260);
 }
 
@@ -122,19 +160,72 @@ ScheduleView::~ScheduleView() = default;
 void ScheduleView::setTrace(const Trace& trace, const Cluster* cluster) {
     trace_ = trace;
     cluster_ = cluster ? std::optional<Cluster>(*cluster) : std::nullopt;
+    collapsed_nodes_.clear();
+    all_curves_ = memoryCurves(trace_, endTime());
+    layOut();
+    {
+        const QSignalBlocker block(collapse_button_);
+        collapse_button_->setChecked(false);
+    }
+    collapse_button_->setVisible(nodeCount() > 1);
+    rescale();
+}
+
+int ScheduleView::nodeCount() const {
+    std::set<int> nodes;
+    for (const GanttRow& r : layout_.rows) nodes.insert(r.node);
+    return static_cast<int>(nodes.size());
+}
+
+void ScheduleView::setNodeCollapsed(int node, bool collapsed) {
+    if (collapsed) collapsed_nodes_.insert(node);
+    else collapsed_nodes_.erase(node);
+    layOut();
+    const TimeWindow w = visibleWindow();
+    rescale();
+    gantt_rect_->axis(QCPAxis::atBottom)->setRange(w.lower_s, w.upper_s);  // rows change, not the time
+    plot_->replot();
+}
+
+void ScheduleView::setAllNodesCollapsed(bool collapsed) {
+    collapsed_nodes_.clear();
+    if (collapsed)
+        for (const GanttRow& r : layout_.rows) collapsed_nodes_.insert(r.node);
+    const QSignalBlocker block(collapse_button_);
+    collapse_button_->setChecked(collapsed);
+    setNodeCollapsed(-1, false);  // lays out again
+}
+
+void ScheduleView::layOut() {
     const Cluster* c = cluster_ ? &*cluster_ : nullptr;
-    layout_ = GanttRowLayout::build(trace_.devices, [c](int d) {
-        return c && d >= 0 && d < c->deviceCount() ? c->nodeOf(d) : 0;
-    });
+    auto node_of = [c](int d) { return c && d >= 0 && d < c->deviceCount() ? c->nodeOf(d) : 0; };
+    layout_ = GanttRowLayout::build(trace_.devices, node_of, 0.6, collapsed_nodes_);
     gantt_->setBlocks(placeBlocks(trace_, layout_));
-    selected_ = -1;
+    // A collapsed node keeps the curve of its fullest device only.
+    std::vector<MemoryCurve> shown;
+    for (const MemoryCurve& curve : all_curves_) {
+        const int node = node_of(curve.device);
+        if (!collapsed_nodes_.contains(node)) {
+            shown.push_back(curve);
+            continue;
+        }
+        const MemoryCurve* fullest = nullptr;
+        for (const MemoryCurve& other : all_curves_)
+            if (node_of(other.device) == node && (!fullest || other.peak_gib > fullest->peak_gib)) fullest = &other;
+        if (fullest == &curve) shown.push_back(curve);
+    }
+    auto label = [this, node_of](int device) {
+        const QString name = rowLabel(device);
+        return collapsed_nodes_.contains(node_of(device)) ? tr("n%1 fullest: %2").arg(node_of(device)).arg(name) : name;
+    };
     gantt_->setSelectedBlock(-1);
+    gantt_->setDependencyBlocks({}, {});
+    measureSpan(0, 0);
     highlighted_device_ = -1;
     row_highlight_->setVisible(false);
-    memory_->setCurves(memoryCurves(trace_, endTime()), rowLabeller());
+    memory_->setCurves(std::move(shown), label);
     updateRowAxis();
     updateSeparators();
-    rescale();
 }
 
 void ScheduleView::clear() { setTrace(Trace{}, nullptr); }
@@ -213,7 +304,10 @@ void ScheduleView::keyPressEvent(QKeyEvent* event) {
     case Qt::Key_D: pan(kPanStep); break;
     case Qt::Key_Home:
     case Qt::Key_0: rescale(); break;
-    case Qt::Key_Escape: selectBlock(-1); break;
+    case Qt::Key_Escape:
+        selectBlock(-1);
+        measureSpan(0, 0);
+        break;
     default: QWidget::keyPressEvent(event); return;
     }
     event->accept();
@@ -222,6 +316,15 @@ void ScheduleView::keyPressEvent(QKeyEvent* event) {
 void ScheduleView::selectBlock(int block) {
     selected_ = block >= 0 && block < gantt_->blockCount() ? block : -1;
     gantt_->setSelectedBlock(selected_);
+    std::vector<int> waits_on, waited_by;
+    if (selected_ >= 0) {
+        const EventDependencies deps = dependenciesOf(trace_, gantt_->blocks()[static_cast<size_t>(selected_)].event);
+        for (int e : deps.waits_on)
+            if (const int b = blockOfEvent(e); b >= 0) waits_on.push_back(b);
+        for (int e : deps.waited_by)
+            if (const int b = blockOfEvent(e); b >= 0) waited_by.push_back(b);
+    }
+    gantt_->setDependencyBlocks(std::move(waits_on), std::move(waited_by));
     plot_->replot(QCustomPlot::rpQueuedReplot);
     emit blockSelected(selectedDetails());
 }
@@ -239,10 +342,80 @@ QString ScheduleView::selectedDetails() const {
                  .arg(formatSeconds(e.start_s), formatSeconds(e.end_s), formatSeconds(e.end_s - e.start_s));
     if (e.bytes > 0) lines << QStringLiteral("bytes: %1").arg(formatBytes(e.bytes));
     if (e.peer >= 0) lines << QStringLiteral("peer: %1").arg(rowLabel(e.peer));
-    if (const MemoryCurve* c = curveOfDevice(memory_->curves(), e.device))
+    if (const MemoryCurve* c = curveOfDevice(all_curves_, e.device))
         lines << QStringLiteral("memory: %1 at start, %2 at end")
                      .arg(memory_->formatGiB(memoryAt(*c, e.start_s)), memory_->formatGiB(memoryAt(*c, e.end_s)));
+    auto names = [this](const std::vector<int>& blocks) {
+        QStringList out;
+        for (int index : blocks) {
+            const GanttBlock& blk = gantt_->blocks()[static_cast<size_t>(index)];
+            const TraceEvent& ev = trace_.events[static_cast<size_t>(blk.event)];
+            out << QStringLiteral("%1 on %2 (ends %3)").arg(QString::fromStdString(blockLabel(blk)), rowLabel(ev.device), formatSeconds(ev.end_s));
+        }
+        return out.isEmpty() ? QStringLiteral("nothing") : out.join(QStringLiteral(", "));
+    };
+    lines << QStringLiteral("<span style='color:%1'>waits on</span>: %2")
+                 .arg(GanttPlottable::waitsOnColor().name(), names(gantt_->waitsOnBlocks()));
+    lines << QStringLiteral("<span style='color:%1'>waited on by</span>: %2")
+                 .arg(GanttPlottable::waitedByColor().name(), names(gantt_->waitedByBlocks()));
     return lines.join(QStringLiteral("<br>"));
+}
+
+const std::vector<int>& ScheduleView::waitsOnBlocks() const { return gantt_->waitsOnBlocks(); }
+const std::vector<int>& ScheduleView::waitedByBlocks() const { return gantt_->waitedByBlocks(); }
+
+int ScheduleView::blockOfEvent(int event) const {
+    const std::vector<GanttBlock>& blocks = gantt_->blocks();
+    for (size_t i = 0; i < blocks.size(); ++i)
+        if (blocks[i].event == event) return static_cast<int>(i);
+    return -1;
+}
+
+void ScheduleView::measureSpan(double from_s, double to_s) {
+    span_from_s_ = std::min(from_s, to_s);
+    span_to_s_ = std::max(from_s, to_s);
+    const bool shown = span_to_s_ > span_from_s_;
+    span_rect_->setVisible(shown);
+    span_label_->setVisible(shown);
+    if (shown) {
+        span_rect_->topLeft->setCoords(span_from_s_, 0);
+        span_rect_->bottomRight->setCoords(span_to_s_, 1);
+        span_label_->position->setCoords((span_from_s_ + span_to_s_) / 2, 0.02);
+        span_label_->setText(measuredText());
+    }
+    plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+QString ScheduleView::measuredText() const {
+    return span_to_s_ > span_from_s_ ? formatSeconds(span_to_s_ - span_from_s_) : QString();
+}
+
+bool ScheduleView::onTimeAxisStrip(const QPointF& pos) const {
+    // The band under the Gantt rows that holds the time axis's ticks and label.
+    const QRect inner = gantt_rect_->rect();
+    const QRect outer = gantt_rect_->outerRect();
+    return pos.x() >= inner.left() && pos.x() <= inner.right() && pos.y() > inner.bottom() && pos.y() <= outer.bottom();
+}
+
+void ScheduleView::onMouseDoubleClick(QMouseEvent* event) {
+    // On a row's label, left of the rows: open or close its node.
+    const QPointF pos = event->position();
+    const QRect rows = gantt_rect_->rect();
+    if (pos.x() >= rows.left() || pos.y() < rows.top() || pos.y() > rows.bottom() || nodeCount() < 2) return;
+    const double y = gantt_rect_->axis(QCPAxis::atLeft)->pixelToCoord(pos.y());
+    for (const GanttRow& r : layout_.rows)
+        if (std::abs(r.y - y) <= 0.5) {
+            setNodeCollapsed(r.node, !collapsed_nodes_.contains(r.node));
+            return;
+        }
+}
+
+void ScheduleView::onMouseRelease(QMouseEvent* event) {
+    if (!span_anchor_s_) return;
+    const double t = gantt_rect_->axis(QCPAxis::atBottom)->pixelToCoord(event->position().x());
+    measureSpan(*span_anchor_s_, t);
+    span_anchor_s_.reset();
+    emit hoverTextChanged(measuredText().isEmpty() ? QString() : QStringLiteral("span: %1").arg(measuredText()));
 }
 
 void ScheduleView::highlightDevice(int device) {
@@ -259,6 +432,7 @@ void ScheduleView::highlightDevice(int device) {
 }
 
 QString ScheduleView::rowLabel(int device) const {
+    if (!device_noun_.isEmpty()) return QStringLiteral("%1 %2").arg(device_noun_).arg(device);
     const bool cpu = cluster_ && device >= 0 && device < cluster_->deviceCount() &&
                      QString::fromStdString(cluster_->nodes[static_cast<size_t>(cluster_->nodeOf(device))].device.type)
                          .startsWith(QLatin1String("cpu"), Qt::CaseInsensitive);
@@ -272,6 +446,11 @@ std::function<QString(int)> ScheduleView::rowLabeller() const {
 void ScheduleView::onMousePress(QMouseEvent* event) {
     setFocus(Qt::MouseFocusReason);
     const QPointF pos = event->position();
+    if (onTimeAxisStrip(pos) && event->button() == Qt::LeftButton) {
+        span_anchor_s_ = gantt_rect_->axis(QCPAxis::atBottom)->pixelToCoord(pos.x());
+        measureSpan(0, 0);
+        return;
+    }
     if (!gantt_rect_->rect().contains(pos.toPoint())) return;
     const double t = gantt_rect_->axis(QCPAxis::atBottom)->pixelToCoord(pos.x());
     const double y = gantt_rect_->axis(QCPAxis::atLeft)->pixelToCoord(pos.y());
@@ -289,7 +468,8 @@ void ScheduleView::rescale() {
 void ScheduleView::updateRowAxis() {
     QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
     for (const GanttRow& r : layout_.rows) {
-        const QString label = cluster_ ? QStringLiteral("n%1 · %2").arg(r.node).arg(rowLabel(r.device)) : rowLabel(r.device);
+        QString label = cluster_ ? QStringLiteral("n%1 · %2").arg(r.node).arg(rowLabel(r.device)) : rowLabel(r.device);
+        if (r.device_count > 1) label = tr("n%1 · %2 devices ▸").arg(r.node).arg(r.device_count);
         ticker->addTick(r.y, label);
     }
     gantt_rect_->axis(QCPAxis::atLeft)->setTicker(ticker);
@@ -323,7 +503,7 @@ QString ScheduleView::describeAt(const QPointF& pos) const {
             const TraceEvent& e = trace_.events[static_cast<size_t>(block.event)];
             text += QStringLiteral("\n%1: ").arg(rowLabel(e.device)) + eventText(e);
             // By device, not by row: Gantt rows are grouped by node, curves follow the trace.
-            if (const MemoryCurve* curve = curveOfDevice(memory_->curves(), e.device))
+            if (const MemoryCurve* curve = curveOfDevice(all_curves_, e.device))
                 text += QStringLiteral("\nmemory %1 of %2 GiB")
                             .arg(memory_->formatGiB(memoryAt(*curve, t)))
                             .arg(curve->capacity_gib, 0, 'f', 1);
@@ -339,6 +519,11 @@ QString ScheduleView::describeAt(const QPointF& pos) const {
 
 void ScheduleView::onMouseMove(QMouseEvent* event) {
     last_mouse_ = event->position();
+    if (span_anchor_s_ && (event->buttons() & Qt::LeftButton)) {
+        measureSpan(*span_anchor_s_, gantt_rect_->axis(QCPAxis::atBottom)->pixelToCoord(event->position().x()));
+        emit hoverTextChanged(QStringLiteral("span: %1").arg(measuredText()));
+        return;
+    }
     const QString text = describeAt(event->position());
     if (text.isEmpty())
         QToolTip::hideText();

@@ -3,12 +3,15 @@
 // under it on the same time axis, each device's memory curve with its capacity. Zooming or
 // panning one moves both; hovering shows the time, the event and the memory there. Keys as in
 // Perfetto: W/S zoom at the cursor, A/D pan, Home or 0 fits the iteration; zooming out stops
-// at the iteration. Clicking a block selects it and shows its details; clicking a memory
-// curve's legend entry highlights that device's curve and Gantt row.
+// at the iteration. Clicking a block selects it, shows its details and outlines what it waits
+// on and what waits on it (dependencies.h); dragging along the time axis under the rows
+// measures a span; clicking a memory curve's legend entry highlights that device's curve and
+// Gantt row; nodes collapse to one row each.
 #include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include <QPointF>
@@ -17,15 +20,18 @@
 #include "planners/cluster/cluster.h"
 #include "planners/sim/trace.h"
 #include "widgets/gantt/timeline.h"
+#include "widgets/memory/memory_series.h"
 
 class QCustomPlot;
 class QCPAxisRect;
 class QCPItemRect;
+class QCPItemText;
 class QCPItemStraightLine;
 class QCPRange;
 class QLabel;
 class QKeyEvent;
 class QMouseEvent;
+class QToolButton;
 
 namespace hippie::widgets {
 
@@ -69,8 +75,27 @@ public:
     void selectBlock(int block);
     int selectedBlock() const { return selected_; }
     QString selectedDetails() const;
+    // Blocks (indices into gantt()->blocks()) the selected block waits on / that wait on it.
+    const std::vector<int>& waitsOnBlocks() const;
+    const std::vector<int>& waitedByBlocks() const;
+    // A measured span of time (drag along the time axis under the chart): shaded, with its
+    // duration; measureSpan(0, 0) clears it.
+    void measureSpan(double from_s, double to_s);
+    QString measuredText() const;  // "12.3 ms" or ""
+    double measuredSeconds() const { return span_to_s_ - span_from_s_; }
+    // Nodes drawn as one Gantt row each (all their devices' blocks on it) with only their
+    // fullest device's memory curve: 16 or 32 devices stay readable. Double-clicking a row's
+    // label, or the "Collapse nodes" button, toggles them.
+    void setNodeCollapsed(int node, bool collapsed);
+    void setAllNodesCollapsed(bool collapsed);
+    const std::set<int>& collapsedNodes() const { return collapsed_nodes_; }
+    int nodeCount() const;
     void highlightDevice(int device);  // -1: none
     int highlightedDevice() const { return highlighted_device_; }
+
+    // "CPU" or "GPU" for every row whatever the cluster says (a measured trace of ranks that ran
+    // on CPUs); empty: from the cluster's device type, "GPU" without a cluster. Set before setTrace.
+    void setDeviceNoun(const QString& noun) { device_noun_ = noun; }
 
     bool savePng(const QString& path, int width = 0, int height = 0);
     bool savePdf(const QString& path);
@@ -88,10 +113,15 @@ protected:
 private:
     void onMouseMove(QMouseEvent* event);
     void onMousePress(QMouseEvent* event);
+    void onMouseRelease(QMouseEvent* event);
+    bool onTimeAxisStrip(const QPointF& pos) const;
+    int blockOfEvent(int event) const;
     void onTimeRangeChanged(const QCPRange& range);
     void updateRowAxis();
     QString rowLabel(int device) const;  // "GPU 3", or "CPU 3" on a CPU cluster
     std::function<QString(int)> rowLabeller() const;
+    void layOut();  // rows, blocks and curves from trace_, cluster_ and collapsed_nodes_
+    void onMouseDoubleClick(QMouseEvent* event);
     void updateSeparators();
 
     QCustomPlot* plot_;
@@ -111,6 +141,14 @@ private:
     int highlighted_device_ = -1;
     double shared_end_s_ = 0;  // setSharedEndTime
     QCPItemRect* row_highlight_ = nullptr;
+    QString device_noun_;
+    std::set<int> collapsed_nodes_;
+    std::vector<MemoryCurve> all_curves_;  // every device's, also those of collapsed nodes
+    QToolButton* collapse_button_ = nullptr;
+    QCPItemRect* span_rect_ = nullptr;
+    QCPItemText* span_label_ = nullptr;
+    std::optional<double> span_anchor_s_;  // a drag on the time axis in progress
+    double span_from_s_ = 0, span_to_s_ = 0;
 };
 
 }  // namespace hippie::widgets

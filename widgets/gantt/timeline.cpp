@@ -48,16 +48,15 @@ TimeWindow panWindow(TimeWindow w, double fraction, TimeWindow limits, double mi
 }
 
 int GanttRowLayout::rowOfDevice(int device) const {
-    for (size_t i = 0; i < rows.size(); ++i)
-        if (rows[i].device == device) return static_cast<int>(i);
-    return -1;
+    const auto it = std::lower_bound(device_rows_.begin(), device_rows_.end(), std::make_pair(device, -1));
+    return it != device_rows_.end() && it->first == device ? it->second : -1;
 }
 
 double GanttRowLayout::top() const { return rows.empty() ? 0.0 : rows.front().y - 0.5; }
 double GanttRowLayout::bottom() const { return rows.empty() ? 1.0 : rows.back().y + 0.5; }
 
 GanttRowLayout GanttRowLayout::build(const std::vector<int>& devices, const std::function<int(int)>& node_of,
-                                     double node_gap) {
+                                     double node_gap, const std::set<int>& collapsed) {
     std::vector<GanttRow> sorted;
     sorted.reserve(devices.size());
     for (int d : devices) sorted.push_back({d, node_of ? node_of(d) : 0, 0.0});
@@ -67,14 +66,23 @@ GanttRowLayout GanttRowLayout::build(const std::vector<int>& devices, const std:
     GanttRowLayout layout;
     double y = 0;
     for (size_t i = 0; i < sorted.size(); ++i) {
-        if (i > 0 && sorted[i].node != sorted[i - 1].node) {
+        const bool same_node = i > 0 && sorted[i].node == sorted[i - 1].node;
+        if (same_node && collapsed.contains(sorted[i].node)) {
+            // Drawn on the node's one row.
+            layout.rows.back().device_count += 1;
+            layout.device_rows_.emplace_back(sorted[i].device, static_cast<int>(layout.rows.size()) - 1);
+            continue;
+        }
+        if (i > 0 && !same_node) {
             layout.node_separators.push_back(y - 0.5 + node_gap / 2);
             y += node_gap;
         }
         sorted[i].y = y;
         y += 1.0;
+        layout.rows.push_back(sorted[i]);
+        layout.device_rows_.emplace_back(sorted[i].device, static_cast<int>(layout.rows.size()) - 1);
     }
-    layout.rows = std::move(sorted);
+    std::sort(layout.device_rows_.begin(), layout.device_rows_.end());
     return layout;
 }
 
@@ -83,9 +91,10 @@ GanttLane laneOf(InstrKind kind) { return isCompute(kind) ? GanttLane::Compute :
 std::vector<GanttBlock> placeBlocks(const Trace& trace, const GanttRowLayout& layout) {
     // Device id -> row, built once: traces have tens of thousands of events.
     int max_device = -1;
-    for (const GanttRow& r : layout.rows) max_device = std::max(max_device, r.device);
+    for (int d : trace.devices) max_device = std::max(max_device, d);
     std::vector<int> row_of(static_cast<size_t>(max_device + 1), -1);
-    for (size_t i = 0; i < layout.rows.size(); ++i) row_of[static_cast<size_t>(layout.rows[i].device)] = static_cast<int>(i);
+    for (int d : trace.devices)
+        if (d >= 0) row_of[static_cast<size_t>(d)] = layout.rowOfDevice(d);
 
     std::vector<GanttBlock> blocks;
     blocks.reserve(trace.events.size());
@@ -106,6 +115,7 @@ std::vector<GanttBlock> placeBlocks(const Trace& trace, const GanttRowLayout& la
         b.stage = e.stage;
         b.row = row;
         b.event = static_cast<int>(i);
+        b.shared_row = layout.rows[static_cast<size_t>(row)].device_count > 1;
         blocks.push_back(b);
     }
     return blocks;

@@ -3,6 +3,7 @@
 // window: time <-> pixel mapping, one row per device grouped by node, and where each
 // event's block goes.
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,9 +37,10 @@ TimeWindow zoomWindow(TimeWindow w, double anchor_s, double factor, TimeWindow l
 TimeWindow panWindow(TimeWindow w, double fraction, TimeWindow limits, double min_span_s);
 
 struct GanttRow {
-    int device = 0;   // global device id
+    int device = 0;   // global device id (a collapsed node's row: its first device)
     int node = 0;
     double y = 0;     // row centre in plot units; rows are one unit tall, top to bottom
+    int device_count = 1;  // devices drawn on this row: all of the node's when it is collapsed
 };
 
 // Rows ordered by node, then device id; a gap of `node_gap` rows between two nodes.
@@ -46,12 +48,17 @@ struct GanttRowLayout {
     std::vector<GanttRow> rows;
     std::vector<double> node_separators;  // y of the boundary between consecutive nodes
 
-    int rowOfDevice(int device) const;  // -1 if the device has no row
+    int rowOfDevice(int device) const;  // -1 if the device has no row; a collapsed node's row for its devices
     double top() const;                 // smallest y covered (first row's top edge)
     double bottom() const;              // largest y covered
 
+    // Nodes in `collapsed` get one row holding all their devices' blocks (16 or 32 devices stay
+    // readable: expand only the node being looked at).
     static GanttRowLayout build(const std::vector<int>& devices, const std::function<int(int)>& node_of,
-                                double node_gap = 0.6);
+                                double node_gap = 0.6, const std::set<int>& collapsed = {});
+
+private:
+    std::vector<std::pair<int, int>> device_rows_;  // (device, row), sorted by device
 };
 
 // Compute runs in the upper band of a row; sends, receives and all-reduces (which overlap
@@ -69,6 +76,7 @@ struct GanttBlock {
     int stage = -1;
     int row = 0;
     int event = 0;        // index into Trace::events
+    bool shared_row = false;  // on a collapsed node's row, over other devices' blocks: no label
 };
 
 // One block per trace event whose device has a row, in event order.

@@ -268,7 +268,12 @@ void GraphView::showCurrentMatch() {
     for (size_t i = 0; i < input_.nodes.size() && op >= 0; ++i)
         if (input_.nodes[i].op == op) {
             view_->centerOn(scene_->nodeRect(static_cast<int>(i)).center());
-            properties_->setText(QString::fromStdString(nodeProperties(graph_, input_.nodes[i], -1, ColorBy::Stage)));
+        {
+            // The same panel as a click: with the op's stage or device under the current plan.
+            const ColorBy by = currentColorBy(color_by_);
+            const std::vector<int> cat = nodeCategories(graph_, input_, plan_ ? &*plan_ : nullptr, by);
+            properties_->setText(QString::fromStdString(nodeProperties(graph_, input_.nodes[i], cat[i], by)));
+        }
         }
 }
 

@@ -61,11 +61,11 @@ std::string nodeTooltip(const Graph& graph, const LayoutNode& node, int category
     QString text;
     if (node.op >= 0) {
         const Op& op = graph.ops[static_cast<size_t>(node.op)];
-        text = QStringLiteral("%1 (%2), layer %3\nforward %4, backward %5\nparams %6, output %7")
+        text = QStringLiteral("%1 (%2), layer %3\nforward %4, backward %5\nparams %6, activation (output) %7, temporary %8")
                    .arg(QString::fromStdString(op.name), QString::fromStdString(op.kind))
                    .arg(op.layer)
                    .arg(formatFlops(op.fwd_flops), formatFlops(op.bwd_flops), formatBytes(op.param_bytes),
-                        formatBytes(op.output_bytes));
+                        formatBytes(op.output_bytes), formatBytes(op.temp_bytes));
     } else {
         text = QString::fromStdString(node.label) + QStringLiteral("\ndouble-click to expand");
     }

@@ -31,7 +31,13 @@ MemoryPlot::MemoryPlot(QCustomPlot* plot, QCPAxisRect* rect) : plot_(plot), rect
             if (plot_->plotLayout()->element(r, 0) == rect_) row = r;
         column = 1;
     }
-    plot_->plotLayout()->addElement(row, column, legend);
+    // With free space under it: a grid row is no taller than its smallest element allows, and
+    // the legend alone (a few devices, or none) would squash the curves to its height.
+    auto* side = new QCPLayoutGrid;
+    plot_->plotLayout()->addElement(row, column, side);
+    side->addElement(0, 0, legend);
+    side->addElement(1, 0, new QCPLayoutElement(plot_));
+    side->setRowStretchFactor(1, 1000);
     plot_->plotLayout()->setColumnStretchFactor(column, 0.001);
     legend->setFillOrder(QCPLayoutGrid::foRowsFirst);
     legend->setWrap(kLegendRowsPerColumn);

@@ -21,6 +21,7 @@
 #include <set>
 
 #include "app/dispatch/lost_runs.h"
+#include "app/studio/dispatch/run_comparison.h"
 #include "app/studio/message_label.h"
 #include "planners/cluster/cluster_json.h"
 #include "planners/common/error.h"
@@ -217,27 +218,6 @@ void HistoryPage::openSelected() {
                  });
 }
 
-namespace {
-// "gpu1:7469 ranks 0–3, local ranks 4–7" from the stored [{"host","port","first_rank","rank_count"}].
-QString workersText(const nlohmann::json& workers) {
-    if (!workers.is_array()) return QString::fromStdString(workers.dump());
-    QStringList parts;
-    for (const nlohmann::json& w : workers) {
-        if (!w.is_object()) {
-            parts << QString::fromStdString(w.dump());
-            continue;
-        }
-        const std::string host = w.value("host", std::string());
-        const int port = w.value("port", 0);
-        const int first = w.value("first_rank", 0), count = w.value("rank_count", 0);
-        const QString where = host.empty() ? QObject::tr("this machine")
-                                           : QString::fromStdString(host) + (port > 0 ? QStringLiteral(":%1").arg(port) : QString());
-        parts << (count > 1 ? QObject::tr("%1 ranks %2–%3").arg(where).arg(first).arg(first + count - 1)
-                            : QObject::tr("%1 rank %2").arg(where).arg(first));
-    }
-    return parts.join(QStringLiteral(", "));
-}
-}  // namespace
 
 void HistoryPage::compareSelected() {
     const std::vector<qint64> runs = selectedRuns();
@@ -254,36 +234,9 @@ void HistoryPage::compareSelected() {
                              message_->showError(r->error);
                              return;
                          }
-                     // Rows: the summary, then every metric either run stored.
-                     std::vector<std::pair<QString, std::pair<QString, QString>>> rows;
-                     auto add = [&rows](const QString& name, const QString& x, const QString& y) { rows.push_back({name, {x, y}}); };
+                     const std::vector<ComparedRow> rows = compareRuns(two.first, two.second);
                      const RunSummary& x = two.first.details.summary;
                      const RunSummary& y = two.second.details.summary;
-                     auto num = [](const std::optional<double>& v, int digits) { return v ? QString::number(*v, 'f', digits) : QStringLiteral("–"); };
-                     add(tr("state"), store::runStateName(x.state), store::runStateName(y.state));
-                     add(tr("model"), x.model, y.model);
-                     add(tr("cluster"), x.cluster, y.cluster);
-                     add(tr("planner"), x.planner, y.planner);
-                     add(tr("workers"), workersText(x.workers), workersText(y.workers));
-                     add(tr("predicted ms/step"), msText(x.predicted_step_s), msText(y.predicted_step_s));
-                     add(tr("measured ms/step"), msText(x.measured_step_s), msText(y.measured_step_s));
-                     add(tr("error %"), num(x.errorPercent(), 1), num(y.errorPercent(), 1));
-                     add(tr("samples/s"), num(x.measured_samples_per_s, 1), num(y.measured_samples_per_s, 1));
-                     add(tr("final loss"), num(x.final_loss, 4), num(y.final_loss, 4));
-                     std::map<QString, std::pair<QString, QString>> metrics;
-                     for (const auto& [n, v] : two.first.details.metrics) metrics[n].first = QString::number(v, 'g', 6);
-                     for (const auto& [n, v] : two.second.details.metrics) metrics[n].second = QString::number(v, 'g', 6);
-                     // The summary rows above already show these stored metrics under readable names.
-                     for (const char* shown : {store::kMetricStepS, store::kMetricSamplesPerS, store::kMetricFinalLoss})
-                         metrics.erase(QString::fromLatin1(shown));
-                     for (const auto& [n, v] : metrics) add(n, v.first.isEmpty() ? QStringLiteral("–") : v.first, v.second.isEmpty() ? QStringLiteral("–") : v.second);
-                     if (two.first.measured && two.second.measured) {
-                         const TraceMetrics& mx = two.first.measured->metrics;
-                         const TraceMetrics& my = two.second.measured->metrics;
-                         add(tr("measured bubble"), QString::number(mx.bubble_fraction, 'f', 3), QString::number(my.bubble_fraction, 'f', 3));
-                         add(tr("measured peak MiB"), QString::number(static_cast<double>(mx.max_peak_memory_bytes) / (1 << 20), 'f', 1),
-                             QString::number(static_cast<double>(my.max_peak_memory_bytes) / (1 << 20), 'f', 1));
-                     }
                      auto* d = new QDialog(this);
                      d->setAttribute(Qt::WA_DeleteOnClose);
                      d->setObjectName(QStringLiteral("compare-runs"));
@@ -292,9 +245,10 @@ void HistoryPage::compareSelected() {
                      t->setHorizontalHeaderLabels({tr("Run #%1").arg(x.id), tr("Run #%1").arg(y.id)});
                      QStringList names;
                      for (int i = 0; i < static_cast<int>(rows.size()); ++i) {
-                         names << rows[static_cast<size_t>(i)].first;
-                         t->setItem(i, 0, item(rows[static_cast<size_t>(i)].second.first));
-                         t->setItem(i, 1, item(rows[static_cast<size_t>(i)].second.second));
+                         const ComparedRow& r = rows[static_cast<size_t>(i)];
+                         names << r.name;
+                         t->setItem(i, 0, item(r.first));
+                         t->setItem(i, 1, item(r.second));
                      }
                      t->setVerticalHeaderLabels(names);
                      t->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);

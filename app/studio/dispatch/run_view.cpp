@@ -17,6 +17,8 @@
 #include "planners/common/error.h"
 #include "planners/sim/trace_json.h"
 #include "widgets/common/palette.h"
+#include "widgets/common/time_units.h"
+#include "widgets/common/units.h"
 #include "widgets/gantt/gantt_plottable.h"
 #include "widgets/gantt/schedule_view.h"
 
@@ -27,10 +29,9 @@ using jobs::JobState;
 
 namespace {
 
-constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kBarWidth = 0.38;
 constexpr double kBarOffset = 0.1;
-constexpr int kChartHeight = 170;
+constexpr int kChartHeight = 230;  // an axis rect tall enough for five tick labels
 constexpr double kRangeMargin = 1.02;
 constexpr int kLegendRowsPerColumn = 8;
 
@@ -52,7 +53,13 @@ QCustomPlot* makeChart(const QString& title, const QString& x_label, const QStri
     p->legend->setFont(QFont(QStringLiteral("sans"), 7));
     // The legend in a column of its own beside the axes: over the data it hid the latest steps.
     if (p->axisRect()->insetLayout()->take(p->legend)) p->axisRect()->insetLayout()->simplify();
-    p->plotLayout()->addElement(1, 1, p->legend);
+    // In a column of its own with free space under it: a grid row is no taller than its
+    // smallest element allows, and the legend alone would squash the axes to its height.
+    auto* side = new QCPLayoutGrid;
+    p->plotLayout()->addElement(1, 1, side);
+    side->addElement(0, 0, p->legend);
+    side->addElement(1, 0, new QCPLayoutElement(p));
+    side->setRowStretchFactor(1, 1000);
     p->plotLayout()->setColumnStretchFactor(1, 0.001);
     p->legend->setWrap(kLegendRowsPerColumn);
     p->legend->setFillOrder(QCPLayoutGrid::foRowsFirst);
@@ -66,7 +73,7 @@ RunView::RunView(QWidget* parent)
     : QWidget(parent), title_(new QLabel), state_(new QLabel), error_(new QLabel), cancel_(new QPushButton(tr("Cancel run"))),
       loss_plot_(makeChart(tr("Loss"), tr("step"), tr("loss"))),
       throughput_plot_(makeChart(tr("Throughput per rank"), tr("step"), tr("samples/s"))),
-      memory_plot_(makeChart(tr("Peak memory per rank"), tr("rank"), tr("MiB"))), predicted_title_(new QLabel),
+      memory_plot_(makeChart(tr("Peak memory per rank"), tr("rank"), tr("memory"))), predicted_title_(new QLabel),
       measured_title_(new QLabel), predicted_view_(new widgets::ScheduleView), measured_view_(new widgets::ScheduleView),
       log_title_(new QLabel(tr("stderr of failed ranks"))), log_(new QPlainTextEdit) {
     QFont bold = title_->font();
@@ -138,6 +145,7 @@ void RunView::reset(const QString& title) {
     error_->clear();
     steps_.clear();
     peak_rss_.clear();
+    rank_device_.clear();
     predicted_.reset();
     measured_.reset();
     cluster_.reset();
@@ -237,6 +245,8 @@ void RunView::feed(const json& ev) {
         p.loss = numberAt(ev, "loss");
         steps_[rank].push_back(p);
         updateCharts();
+    } else if (kind == "setup" && rank >= 0) {
+        rank_device_[rank] = QString::fromStdString(ev.value("device", std::string()));
     } else if (kind == "done" && rank >= 0) {
         if (const auto rss = numberAt(ev, "peak_rss_bytes")) peak_rss_[rank] = *rss;
         if (const auto st = numberAt(ev, "mean_step_s"); st && (!measured_step_s_ || *st > *measured_step_s_)) measured_step_s_ = st;
@@ -295,7 +305,13 @@ void RunView::setMeasured(const std::optional<Trace>& trace) {
         // The prediction's cluster labels the rows alike when the measured devices are in it.
         const bool fits = cluster_ && !trace->devices.empty() &&
                           *std::max_element(trace->devices.begin(), trace->devices.end()) < cluster_->deviceCount();
-        measured_view_->setTrace(*trace, fits ? &*cluster_ : nullptr);
+        // Ranks say where they ran ("setup"): on this machine's CPUs the rows read "CPU n",
+        // whatever GPU cluster the plan was made for.
+        const bool on_cpu = !rank_device_.empty() && std::all_of(rank_device_.begin(), rank_device_.end(), [](const auto& rd) {
+            return rd.second.startsWith(QLatin1String("cpu"), Qt::CaseInsensitive);
+        });
+        measured_view_->setDeviceNoun(on_cpu ? QStringLiteral("CPU") : QString());
+        measured_view_->setTrace(*trace, fits && !on_cpu ? &*cluster_ : nullptr);
         measured_title_->setText(tr("<b>Measured</b> (the last step of %1 ranks): %2 ms")
                                      .arg(trace->devices.size())
                                      .arg(trace->metrics.iteration_time_s * 1e3, 0, 'f', 2));
@@ -378,22 +394,30 @@ void RunView::updateCharts() {
         b->setBrush(c);
         return b;
     };
+    // In the unit of the largest bar: a tiny model's ranks read "0.2 MiB", not "0.0002 GiB".
+    double largest = 0;
+    for (const std::optional<Trace>* t : {&predicted_, &measured_})
+        if (*t)
+            for (int64_t bytes : (*t)->metrics.peak_memory_bytes) largest = std::max(largest, static_cast<double>(bytes));
+    const widgets::ByteUnit unit = widgets::byteUnitFor(largest);
+    memory_plot_->yAxis->setLabel(largest > 0 ? tr("memory (%1)").arg(QString::fromUtf8(unit.name)) : tr("memory"));
     if (predicted_) {
         QCPBars* b = bars(tr("predicted"), widgets::seriesColor(0));
         for (size_t i = 0; i < predicted_->devices.size() && i < predicted_->metrics.peak_memory_bytes.size(); ++i)
-            b->addData(predicted_->devices[i] - kBarOffset, static_cast<double>(predicted_->metrics.peak_memory_bytes[i]) / kMiB);
+            b->addData(predicted_->devices[i] - kBarOffset, static_cast<double>(predicted_->metrics.peak_memory_bytes[i]) * unit.per_byte);
     }
     if (measured_) {
         QCPBars* b = bars(tr("measured (tracked tensors)"), widgets::seriesColor(1));
         for (size_t i = 0; i < measured_->devices.size() && i < measured_->metrics.peak_memory_bytes.size(); ++i)
-            b->addData(measured_->devices[i] + kBarOffset, static_cast<double>(measured_->metrics.peak_memory_bytes[i]) / kMiB);
+            b->addData(measured_->devices[i] + kBarOffset, static_cast<double>(measured_->metrics.peak_memory_bytes[i]) * unit.per_byte);
     }
     // The engine processes' RSS (LibTorch itself included) is not what the cost model predicts:
     // it goes in the title, not beside the predicted bars.
     double rss = 0;
     for (const auto& [rank, bytes] : peak_rss_) rss = std::max(rss, bytes);
     if (auto* title = qobject_cast<QCPTextElement*>(memory_plot_->plotLayout()->element(0, 0)))
-        title->setText(rss > 0 ? tr("Peak MiB (RSS ≤ %1)").arg(rss / kMiB, 0, 'f', 0) : tr("Peak memory per rank"));
+        title->setText(rss > 0 ? tr("Peak memory per rank (process RSS up to %1)").arg(widgets::formatBytes(static_cast<int64_t>(rss)))
+                               : tr("Peak memory per rank"));
     // Whole steps and ranks, but as many as fit: a label per step merges into a bar past ~50.
     QSharedPointer<QCPAxisTickerFixed> integer(new QCPAxisTickerFixed);
     integer->setTickStep(1);

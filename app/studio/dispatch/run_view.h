@@ -49,6 +49,9 @@ public:
     QString errorText() const;
     QString logText() const;
     int lossPoints() const;  // steps with a loss shown
+    QCustomPlot* lossPlot() const { return loss_plot_; }
+    QCustomPlot* throughputPlot() const { return throughput_plot_; }
+    QCustomPlot* memoryPlot() const { return memory_plot_; }
 
 private:
     struct StepPoint {
@@ -85,6 +88,7 @@ private:
 
     std::map<int, std::vector<StepPoint>> steps_;  // rank -> its steps
     std::map<int, double> peak_rss_;               // rank -> bytes, from "done"
+    std::map<int, QString> rank_device_;           // rank -> "cpu", "cuda:0 (…)", from "setup"
     std::optional<Trace> predicted_, measured_;
     std::optional<Cluster> cluster_;
     std::optional<double> measured_step_s_, predicted_step_s_;
