@@ -32,6 +32,8 @@ ComparePage::ComparePage(ComparisonModel* model, QWidget* parent)
     table_->setSelectionMode(QAbstractItemView::SingleSelection);
     table_->verticalHeader()->hide();
     table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    // Notes can be long: they take the room that is left, and their tooltip holds all of them.
+    table_->horizontalHeader()->setSectionResizeMode(ComparisonModel::NotesColumn, QHeaderView::Stretch);
     table_->horizontalHeader()->setStretchLastSection(true);
     table_->setAlternatingRowColors(true);
 

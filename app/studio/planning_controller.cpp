@@ -6,6 +6,7 @@
 #include <QtConcurrent/QtConcurrentRun>
 
 #include "planners/algorithms/registry.h"
+#include "planners/algorithms/side_by_side.h"
 
 namespace hippie::studio {
 
@@ -48,7 +49,10 @@ void PlanningController::run(const Problem& problem, const QStringList& planners
             PlannerResult result;
             QString error;
             try {
+                // Planners share the cores: charge each its own CPU time, as `compare` does.
+                const double start = threadCpuSeconds();
                 result = makePlanner(name.toStdString())->plan(*shared_problem, *context);
+                result.planning_time_s = threadCpuSeconds() - start;
             } catch (const std::exception& e) {
                 error = QString::fromUtf8(e.what());
             }

@@ -16,13 +16,13 @@ std::vector<std::string> defaultComparedPlanners() {
     return names;
 }
 
-namespace {
-
 double threadCpuSeconds() {
     timespec t{};
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
     return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
 }
+
+namespace {
 
 PlannerResult runOne(Planner& planner, const Problem& problem) {
     PlanContext context(problem.time_budget_s);

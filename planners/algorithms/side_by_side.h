@@ -17,6 +17,10 @@ std::vector<std::string> defaultComparedPlanners();
 // once on shared cores, so wall-clock time would charge each for the others.
 std::vector<PlannerResult> runSideBySide(const Problem& problem, const std::vector<std::string>& planners);
 
+// CPU seconds the calling thread has used: what planning_time_s measures (the planners are
+// single-threaded).
+double threadCpuSeconds();
+
 // The yardstick of a comparison: the best feasible baseline (any planner but hippie and the
 // exhaustive oracle) under the problem's objective; for me-floor, the most ME among the
 // baselines within the floor of the best baseline throughput. -1 when no baseline is

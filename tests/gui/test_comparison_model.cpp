@@ -55,6 +55,21 @@ private slots:
         QCOMPARE(m.index(0, ComparisonModel::ThroughputColumn).data().toString(), QString("100.0"));
     }
 
+    // What a planner reports about its search (a fallback, idle devices) is shown in its row,
+    // one note per line in the tooltip; a planner with nothing to report shows nothing.
+    void notesShowInTheirRow() {
+        ComparisonModel m;
+        PlannerResult sct = result("m-sct", 100, 10);
+        sct.notes = {"LP time limit reached: fell back to m-ETF", "2 of 8 devices idle"};
+        m.setResult(sct);
+        m.setResult(result("m-etf", 90, 9));
+        const QModelIndex notes = m.index(m.rowOfPlanner("m-sct"), ComparisonModel::NotesColumn);
+        QCOMPARE(notes.data().toString(), QString("LP time limit reached: fell back to m-ETF; 2 of 8 devices idle"));
+        QCOMPARE(notes.data(Qt::ToolTipRole).toString(), QString("LP time limit reached: fell back to m-ETF\n2 of 8 devices idle"));
+        QCOMPARE(m.index(m.rowOfPlanner("m-etf"), ComparisonModel::NotesColumn).data().toString(), QString());
+        QCOMPARE(m.headerData(ComparisonModel::NotesColumn, Qt::Horizontal).toString(), QString("Notes"));
+    }
+
     // A planner that does not take the problem (too large to enumerate) is shown as skipped, in
     // grey, not as infeasible in red: it says nothing about the problem.
     void skippedIsNotInfeasible() {

@@ -2,6 +2,7 @@
 
 #include <QBrush>
 #include <QColor>
+#include <QStringList>
 
 #include "planners/algorithms/evaluate.h"
 #include "widgets/common/units.h"
@@ -110,7 +111,8 @@ QVariant ComparisonModel::headerData(int section, Qt::Orientation orientation, i
     // Units on a second line keep the table narrow enough for every column to show.
     static const char* const names[] = {"Planner",    "pp×dp",          "Micro-\nbatches", "Schedule",
                                         "Iteration",  "Throughput\n(samples/s)", "Peak\nmemory", "ME\n(samples/s/GiB)",
-                                        "Bubble",     "Planning\ntime", "Feasible",       "Status"};
+                                        "Bubble",     "Planning\ntime", "Feasible",       "Status",
+                                        "Notes"};
     static const char* const tips[] = {
         "The planner that produced the plan",
         "Pipeline stages × data-parallel replicas (or a placement of operators on devices)",
@@ -121,9 +123,10 @@ QVariant ComparisonModel::headerData(int section, Qt::Orientation orientation, i
         "Largest simulated peak memory of one device",
         "Memory efficiency: throughput per GiB of the largest device peak",
         "Share of device time spent idle in the pipeline bubble",
-        "Wall time the planner took",
+        "CPU time of the planner's own thread (planners run at once on shared cores)",
         "Whether every device's peak fits its memory",
-        "Running, done, failed or cancelled; the tooltip of a row says why"};
+        "Running, done, failed or cancelled; the tooltip of a row says why",
+        "What the planner reports about its search: a fallback taken, devices left idle, a time budget reached"};
     if (role == Qt::DisplayRole) return tr(names[section]);
     if (role == Qt::ToolTipRole) return tr(tips[section]);
     return {};
@@ -136,9 +139,11 @@ QVariant ComparisonModel::data(const QModelIndex& index, int role) const {
     case Qt::DisplayRole: return display(row, index.column());
     case SortRole: return sortKey(row, index.column());
     case ProgressRole: return row.state == State::Running ? row.progress : -1.0;
-    case Qt::ToolTipRole: return row.message.isEmpty() ? QVariant() : QVariant(row.message);
+    case Qt::ToolTipRole:
+        if (index.column() == NotesColumn && row.result && !row.result->notes.empty()) return notesText(*row.result, "\n");
+        return row.message.isEmpty() ? QVariant() : QVariant(row.message);
     case Qt::TextAlignmentRole:
-        return index.column() == PlannerColumn || index.column() == StatusColumn
+        return index.column() == PlannerColumn || index.column() == StatusColumn || index.column() == NotesColumn
                    ? QVariant(Qt::AlignLeft | Qt::AlignVCenter)
                    : QVariant(Qt::AlignRight | Qt::AlignVCenter);
     case Qt::ForegroundRole:
@@ -147,6 +152,12 @@ QVariant ComparisonModel::data(const QModelIndex& index, int role) const {
         return {};
     default: return {};
     }
+}
+
+QString ComparisonModel::notesText(const PlannerResult& result, const char* separator) {
+    QStringList notes;
+    for (const std::string& note : result.notes) notes << QString::fromStdString(note);
+    return notes.join(QString::fromLatin1(separator));
 }
 
 QVariant ComparisonModel::display(const Row& row, int column) const {
@@ -165,6 +176,7 @@ QVariant ComparisonModel::display(const Row& row, int column) const {
     }
     if (!row.result) return {};
     const PlannerResult& r = *row.result;
+    if (column == NotesColumn) return notesText(r, "; ");
     const TraceMetrics& m = r.metrics;
     if (!hasMetrics(r)) {
         if (column == FeasibleColumn) return r.skipped ? QStringLiteral("—") : tr("no");
@@ -189,6 +201,7 @@ QVariant ComparisonModel::display(const Row& row, int column) const {
 QVariant ComparisonModel::sortKey(const Row& row, int column) const {
     if (column == PlannerColumn) return row.planner;
     if (column == StatusColumn) return static_cast<int>(row.state);
+    if (column == NotesColumn) return row.result ? notesText(*row.result, "; ") : QString();
     if (!row.result) return -1.0;  // running and failed rows sort below every result
     const PlannerResult& r = *row.result;
     const TraceMetrics& m = r.metrics;

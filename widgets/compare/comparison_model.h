@@ -27,6 +27,7 @@ public:
         PlanningTimeColumn,
         FeasibleColumn,
         StatusColumn,
+        NotesColumn,          // what the planner reports it did (fallbacks, idle devices, budget)
         ColumnCount
     };
     enum class State { Running, Done, Failed, Cancelled };
@@ -49,6 +50,8 @@ public:
     int finishedCount() const;
     // True when the result carries simulated metrics (infeasible results may not).
     static bool hasMetrics(const PlannerResult& result);
+    // The planner's notes, joined by `separator`.
+    static QString notesText(const PlannerResult& result, const char* separator);
 
     int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;
