@@ -89,6 +89,9 @@ RunController::RunController(RunRequest request, QObject* parent) : QObject(pare
     db_path_ = request_.db_path.isEmpty() ? store::RunStore::defaultPath() : request_.db_path;
     graph_ = request_.graph;
     cluster_ = request_.cluster ? request_.cluster : clusterOfPlan(request_.plan);
+    // Known before start(), so that the Slurm script shown for confirmation is the one submitted.
+    if (request_.resume_run > 0) checkpoint_dir_ = request_.checkpoint_dir;
+    else if (request_.checkpoint_every > 0) checkpoint_dir_ = chooseCheckpointDir();
 }
 
 RunController::~RunController() {
@@ -204,7 +207,6 @@ void RunController::start() {
             fail(why);
             return;
         }
-        checkpoint_dir_ = request_.resume_run > 0 ? request_.checkpoint_dir : chooseCheckpointDir();
     }
     if (any_slurm) {
         try {

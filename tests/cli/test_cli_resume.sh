@@ -145,4 +145,15 @@ timeout 60 "$BIN" dispatch --plan "$OUT/plan.json" --worker 127.0.0.1:1 --token-
 [ $rc -eq 2 ] && grep -q "is an agent: an agent keeps each job in a work directory of its own" "$OUT/err" \
     && pass "agents refuse checkpoints" || fail "agent checkpoints: rc $rc $(cat "$OUT/err")"
 
+# Slurm: the batch script (shown before anything is submitted) writes the checkpoints beside the
+# job's files on the shared directory, or under the login host's home.
+"$BIN" dispatch --plan "$OUT/plan.json" --slurm --show-script --checkpoint-every 2 --db "$OUT/slurm.sqlite" \
+    --slurm-dir "$OUT/slurm" --slurm-engine /opt/hippie/hippie-engine >"$OUT/script" 2>"$OUT/err"; rc=$?
+[ $rc -eq 0 ] && grep -q -- "--checkpoint-dir '$OUT/slurm/run-[0-9a-f-]*/checkpoints' --checkpoint-every 2$" "$OUT/script" \
+    && pass "Slurm script with checkpoints" || fail "Slurm script: rc $rc $(cat "$OUT/script" "$OUT/err")"
+"$BIN" dispatch --plan "$OUT/plan.json" --slurm --login login.example --show-script --checkpoint-every 3 --db "$OUT/slurm.sqlite" \
+    >"$OUT/script" 2>"$OUT/err"; rc=$?
+[ $rc -eq 0 ] && grep -q -- "--checkpoint-dir \"\$HOME\"/'hippie-runs/run-[0-9a-f-]*/checkpoints' --checkpoint-every 3$" "$OUT/script" \
+    && pass "Slurm script through a login host" || fail "Slurm script (login): rc $rc $(cat "$OUT/script" "$OUT/err")"
+
 [ $failures -eq 0 ] && exit 0 || exit 1

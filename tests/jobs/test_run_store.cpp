@@ -175,7 +175,7 @@ private slots:
         QCOMPARE(raw.exec(QStringLiteral("PRAGMA journal_mode")), QStringLiteral("wal"));  // persistent
         QCOMPARE(raw.exec(QStringLiteral("PRAGMA user_version")).toInt(), RunStore::latestSchemaVersion());
         const QStringList tables = raw.column(QStringLiteral("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"));
-        QCOMPARE(tables, (QStringList{"clusters", "events", "logs", "metrics", "models", "plans", "runs", "slurm_jobs"}));
+        QCOMPARE(tables, (QStringList{"clusters", "events", "logs", "metrics", "models", "plans", "run_attempts", "runs", "slurm_jobs"}));
         const QStringList triggers = raw.column(QStringLiteral("SELECT name FROM sqlite_master WHERE type = 'trigger'"));
         QVERIFY(triggers.contains(QStringLiteral("runs_state_forward_only")));
         QVERIFY(triggers.contains(QStringLiteral("events_never_changed")));
