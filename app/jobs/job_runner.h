@@ -28,7 +28,7 @@ struct JobRunnerOptions {
     int kill_ms = 3000;
     // Checkpoints, for jobs of this machine only (RunController's local share): an agent's client
     // cannot name directories on the agent's host, so these are not part of JobSpec.
-    QString checkpoint_dir;    // absolute; empty: none
+    QString checkpoint_dir = {};  // absolute; empty: none
     int checkpoint_every = 0;
     bool resume = false;       // start from the newest checkpoint every rank has there
 };

@@ -182,16 +182,7 @@ msg=$(grep '"event":"finished"' "$WORK/time.out" | grep -o '"message":"[^"]*"')
     || fail "time limit above the partition's: exit $code, $msg"
 [ -z "$(squeue -h)" ] && pass "nothing left in the queue" || fail "left in the queue: $(squeue -h)"
 
-# 5. The studio follows a run: pending behind another job, running, the measured Gantt chart.
-if [ "$STUDIO" != none ]; then
-    HIPPIE_SLURM_BLOCKER=$(sbatch --parsable --exclusive -n 1 --output=/dev/null --wrap "sleep 300") \
-        timeout 400 "$STUDIO" "$ENGINE" "$WORK/p.json" "$WORK" > "$WORK/studio.out" 2>&1; code=$?
-    sed 's/^/    studio: /' "$WORK/studio.out" | grep -E 'ok:|FAIL:'
-    [ $code -eq 0 ] && pass "the studio followed a Slurm run" \
-        || fail "the studio following a Slurm run: exit $code: $(tail -3 "$WORK/studio.out"); rank 0: $(tail -n 3 "$WORK"/studio-work/slurm/*/rank-0.* 2>&1)"
-fi
-
-# 6. Checkpoints on the shared directory: a run whose rank 1 dies at step 5 (after checkpoints of
+# 5. Checkpoints on the shared directory: a run whose rank 1 dies at step 5 (after checkpoints of
 #    steps 1 and 3) is resumed by `dispatch --resume` as attempt 2 of the same run, a new Slurm job
 #    reading the first job's checkpoints, and ends with the losses of the same run left alone.
 step_losses() {  # OUTFILE: "step rank loss" of each step event with a loss, from step 4 on
@@ -224,6 +215,15 @@ if [ $code -eq 3 ] && [ -n "$RID" ]; then
         || fail "Slurm resume losses: reference [$ref] resumed [$got]"
 else
     fail "the run whose rank 1 dies: exit $code, run '$RID': $(tail -3 "$WORK/ck-a1.out")"
+fi
+
+# 6. The studio follows a run: pending behind another job, running, the measured Gantt chart.
+if [ "$STUDIO" != none ]; then
+    HIPPIE_SLURM_BLOCKER=$(sbatch --parsable --exclusive -n 1 --output=/dev/null --wrap "sleep 300") \
+        timeout 400 "$STUDIO" "$ENGINE" "$WORK/p.json" "$WORK" > "$WORK/studio.out" 2>&1; code=$?
+    sed 's/^/    studio: /' "$WORK/studio.out" | grep -E 'ok:|FAIL:'
+    [ $code -eq 0 ] && pass "the studio followed a Slurm run" \
+        || fail "the studio following a Slurm run: exit $code: $(tail -3 "$WORK/studio.out"); rank 0: $(tail -n 3 "$WORK"/studio-work/slurm/*/rank-0.* 2>&1)"
 fi
 
 [ "$FAILS" -eq 0 ] && echo "all passed" || echo "$FAILS failed"
