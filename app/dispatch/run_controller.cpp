@@ -385,7 +385,6 @@ void RunController::onStored(qint64 run_id, int attempt, const QString& error) {
     }
     run_id_ = run_id;
     attempt_ = attempt;
-
     writer_ = new store::EventWriter(db_path_);
     connect(writer_, &store::EventWriter::writeFailed, this, [this](const QString& m) {
         emit logReceived(-1, QStringLiteral("store"), tr("writing the run failed (will retry): %1").arg(m));

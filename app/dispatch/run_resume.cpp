@@ -159,7 +159,9 @@ RunRequest resumeRequest(const QString& db_path, qint64 run_id, const ResumeOver
     req.seed = run.options.value("seed", 0ULL);
     req.trace_every_step = run.options.value("trace_every_step", false);
     req.work_root = qstr(run.options.value("work_root", std::string()));
-    req.engine = !overrides.engine.isEmpty() ? overrides.engine : qstr(run.options.value("engine", std::string()));
+    // The engine the run used when it is still there, else the one found as for a new run.
+    const QString used = qstr(run.options.value("engine", std::string()));
+    req.engine = !overrides.engine.isEmpty() ? overrides.engine : QFileInfo(used).isExecutable() ? used : QString();
     req.db_path = db;
     req.workers = workersOf(run);
     req.checkpoint_every = run.checkpoint_every;
