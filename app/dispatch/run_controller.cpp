@@ -14,6 +14,7 @@
 #include <cmath>
 
 #include "app/dispatch/lost_runs.h"
+#include "app/dispatch/run_resume.h"
 #include "app/dispatch/slurm_job.h"
 #include "app/jobs/job_runner.h"
 #include "app/jobs/launcher.h"
@@ -88,6 +89,9 @@ RunController::RunController(RunRequest request, QObject* parent) : QObject(pare
     db_path_ = request_.db_path.isEmpty() ? store::RunStore::defaultPath() : request_.db_path;
     graph_ = request_.graph;
     cluster_ = request_.cluster ? request_.cluster : clusterOfPlan(request_.plan);
+    // Known before start(), so that the Slurm script shown for confirmation is the one submitted.
+    if (request_.resume_run > 0) checkpoint_dir_ = request_.checkpoint_dir;
+    else if (request_.checkpoint_every > 0) checkpoint_dir_ = chooseCheckpointDir();
 }
 
 RunController::~RunController() {
@@ -121,6 +125,9 @@ QString RunController::slurmScript() const {
         in.steps = request_.steps;
         in.seed = request_.seed;
         in.trace_every_step = request_.trace_every_step;
+        in.checkpoint_dir = checkpoint_dir_;
+        in.checkpoint_every = request_.checkpoint_every;
+        in.resume = request_.resume_run > 0;
         SlurmTarget t = *w.slurm;
         // Tasks start in the job's directory: an engine path relative to here would not be found.
         if (t.login_host.isEmpty() && t.engine.contains(QLatin1Char('/')) && QDir::isRelativePath(t.engine))
@@ -195,6 +202,12 @@ void RunController::start() {
         fail(tr("a Slurm cluster runs all of a plan's ranks itself: choose it as the only worker"));
         return;
     }
+    if (request_.checkpoint_every > 0 || request_.resume_run > 0) {
+        if (const QString why = checkpointRefusal(); !why.isEmpty()) {
+            fail(why);
+            return;
+        }
+    }
     if (any_slurm) {
         try {
             (void)slurmScript();
@@ -218,6 +231,22 @@ void RunController::start() {
     prepareGraph();
 }
 
+QString RunController::checkpointRefusal() const {
+    if (request_.checkpoint_every < 0) return tr("--checkpoint-every must not be negative");
+    if (request_.resume_run > 0 && request_.checkpoint_dir.isEmpty())
+        return tr("run %1 has no checkpoint directory to resume from").arg(request_.resume_run);
+    for (const WorkerTarget& w : request_.workers)
+        if (!w.local && !w.slurm)
+            return tr("checkpoints need local or Slurm workers, and %1 is an agent: %2").arg(w.label(), agentCheckpointsReason());
+    return {};
+}
+
+QString RunController::chooseCheckpointDir() const {
+    for (const WorkerTarget& w : request_.workers)
+        if (w.slurm) return slurmJobDir() + QStringLiteral("/checkpoints");  // beside the job's files, on the shared file system
+    return QDir(QDir(request_.work_root).absolutePath()).filePath(QStringLiteral("checkpoints/") + job_id_);
+}
+
 void RunController::prepareGraph() {
     if (!graph_) {
         try {
@@ -227,7 +256,8 @@ void RunController::prepareGraph() {
         }
     }
     const QString engine = engine_.isEmpty() ? jobs::findEngine(request_.engine) : engine_;
-    if (graph_ || request_.plan.model.zoo.empty() || engine.isEmpty()) {
+    // A resumed run was profiled when it first started: its prediction is stored with its plan.
+    if (graph_ || request_.plan.model.zoo.empty() || engine.isEmpty() || request_.resume_run > 0) {
         if (!graph_ && prediction_note_.isEmpty())
             prediction_note_ = tr("no prediction: the graph of model '%1' is not known here").arg(str(request_.plan.model.zoo));
         predict();
@@ -317,37 +347,55 @@ void RunController::storeRun() {
                                         : QStringLiteral("dispatched by %1").arg(QCoreApplication::applicationName().isEmpty()
                                                                                      ? QStringLiteral("hippie")
                                                                                      : QCoreApplication::applicationName());
+    run.checkpoint_dir = checkpoint_dir_;
+    run.checkpoint_every = checkpoint_dir_.isEmpty() ? 0 : request_.checkpoint_every;
+    run.options = runOptionsJson(request_, engine_);
     const QString db = db_path_;
+    const qint64 resume_run = request_.resume_run;
     QPointer<RunController> self(this);
-    pool_.start([self, db, plan, model, cluster, predicted, run]() mutable {
+    pool_.start([self, db, plan, model, cluster, predicted, run, resume_run]() mutable {
         qint64 id = 0;
+        int attempt = 1;
         QString error;
         try {
             store::RunStore s(db);
-            const qint64 model_id = s.saveModel(model);
-            const qint64 cluster_id = s.saveCluster(cluster);
-            run.plan_id = s.savePlan(plan, model_id, cluster_id, predicted);
-            id = s.createRun(run);
+            if (resume_run > 0) {
+                attempt = s.startNextAttempt(resume_run, run.job_id, run.workers);
+                id = resume_run;
+            } else {
+                const qint64 model_id = s.saveModel(model);
+                const qint64 cluster_id = s.saveCluster(cluster);
+                run.plan_id = s.savePlan(plan, model_id, cluster_id, predicted);
+                id = s.createRun(run);
+            }
         } catch (const std::exception& e) {
             error = QString::fromUtf8(e.what());
         }
-        QMetaObject::invokeMethod(QCoreApplication::instance(), [self, id, error] {
-            if (self) self->onStored(id, error);
+        QMetaObject::invokeMethod(QCoreApplication::instance(), [self, id, attempt, error] {
+            if (self) self->onStored(id, attempt, error);
         }, Qt::QueuedConnection);
     });
 }
 
-void RunController::onStored(qint64 run_id, const QString& error) {
+void RunController::onStored(qint64 run_id, int attempt, const QString& error) {
     if (!error.isEmpty()) {
-        fail(tr("the run could not be stored, so it was not started: %1").arg(error));
+        fail(request_.resume_run > 0 ? tr("run %1 could not start its next attempt, so nothing was started: %2").arg(request_.resume_run).arg(error)
+                                     : tr("the run could not be stored, so it was not started: %1").arg(error));
         return;
     }
     run_id_ = run_id;
+    attempt_ = attempt;
     writer_ = new store::EventWriter(db_path_);
     connect(writer_, &store::EventWriter::writeFailed, this, [this](const QString& m) {
         emit logReceived(-1, QStringLiteral("store"), tr("writing the run failed (will retry): %1").arg(m));
     });
     emit stored(run_id_);
+    if (request_.resume_run > 0) {
+        // The store moved it back to running; the engine says from which step once it starts.
+        state_ = JobState::Running;
+        message_ = tr("attempt %1, from its checkpoints").arg(attempt_);
+        emit stateChanged(state_, message_);
+    }
     if (cancelled_) {
         setState(JobState::Cancelled, tr("cancelled before it started"));
         finish();
@@ -462,6 +510,9 @@ void RunController::submit(int worker) {
     jobs::JobRunnerOptions o;
     o.work_root = request_.work_root;
     o.engine = engine_;
+    o.checkpoint_dir = checkpoint_dir_;
+    o.checkpoint_every = request_.checkpoint_every;
+    o.resume = request_.resume_run > 0;
     w.runner = new jobs::JobRunner(specFor(worker), o, this);
     connect(w.runner, &jobs::JobRunner::event, this, [this, worker](const QString&, qint64 seq, const json& ev) { onEvent(worker, seq, ev); });
     connect(w.runner, &jobs::JobRunner::finished, this, [this, worker](JobState s, const QString& m) { workerEnded(worker, s, m); });
@@ -542,7 +593,7 @@ void RunController::storeSlurmRecord() {
 }
 
 void RunController::onEvent(int worker, qint64 seq, const json& ev) {
-    if (writer_) writer_->postEvent(run_id_, store::StoredEvent{worker, seq, ev});
+    if (writer_) writer_->postEvent(run_id_, store::StoredEvent{worker, seq, ev, attempt_});
     const std::string kind = ev.is_object() && ev.contains("event") && ev["event"].is_string() ? ev["event"].get<std::string>() : "";
     const int rank = ev.is_object() && ev.contains("rank") && ev["rank"].is_number_integer() ? ev["rank"].get<int>() : -1;
     if (kind == "job-state") {

@@ -9,6 +9,14 @@
 // running -> succeeded | failed | cancelled | lost, and the measured metrics are stored when it
 // ends. Model, cluster and plan (with the predicted metrics) are saved first, off this thread.
 //
+// With checkpoint_every, every rank writes checkpoints into a directory of the run (local
+// workers: <work_root>/checkpoints/<job id>; Slurm: <job dir>/checkpoints on the shared file
+// system), which the store records with the options the run needs to start again. A request with
+// resume_run (dispatch/run_resume.h builds it) starts that stored run's next attempt from the
+// newest checkpoint every rank has: same plan, steps, options and kind of worker, a new job id,
+// the same run id; its events are stored under the new attempt. Agents are refused both: an
+// agent keeps each job in a directory of its own and cannot start a job from another's files.
+//
 // When the request has a graph and a cluster, the plan is simulated for the predicted Trace.
 // Without a graph, a plan for one of the engine's tiny models is profiled by `hippie-engine
 // profile` (measured per-layer times) when an engine is found here; without a cluster, the
@@ -69,6 +77,9 @@ struct RunRequest {
     bool trace_every_step = false;
     QString note;       // stored with the run; empty: who dispatched it
     QString job_id;     // empty: a fresh one (newJobId)
+    int checkpoint_every = 0;  // > 0: every rank writes a checkpoint every N steps and after the last
+    qint64 resume_run = 0;     // > 0: start this stored run's next attempt from its checkpoints
+    QString checkpoint_dir;    // with resume_run: the run's (as stored); otherwise chosen by start()
 };
 
 class RunController : public QObject {
@@ -92,6 +103,8 @@ public:
     const std::optional<store::SlurmRecord>& slurmRecord() const { return slurm_record_; }
     QString jobId() const { return job_id_; }
     qint64 runId() const { return run_id_; }
+    int attempt() const { return attempt_; }               // 1, or the attempt a resume started
+    QString checkpointDir() const { return checkpoint_dir_; }  // empty: no checkpoints
     QString dbPath() const { return db_path_; }
     jobs::JobState state() const { return state_; }
     QString message() const { return message_; }
@@ -138,7 +151,9 @@ private:
     void prepareGraph();                          // -> predict()
     void predict();
     void storeRun();
-    void onStored(qint64 run_id, const QString& error);
+    void onStored(qint64 run_id, int attempt, const QString& error);
+    QString checkpointRefusal() const;  // why this request cannot have checkpoints, or empty
+    QString chooseCheckpointDir() const;
     void connectWorkers();
     void onWorkerReady(int worker);
     void submit(int worker);
@@ -159,6 +174,8 @@ private:
     int master_port_ = 0;
     QString master_addr_;
     qint64 run_id_ = 0;
+    int attempt_ = 1;
+    QString checkpoint_dir_;
     store::EventWriter* writer_ = nullptr;
     jobs::JobState state_ = jobs::JobState::Queued;
     QString message_;

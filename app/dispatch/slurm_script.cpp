@@ -1,5 +1,7 @@
 #include "app/dispatch/slurm_script.h"
 
+#include <QDir>
+
 #include <algorithm>
 #include <map>
 
@@ -83,6 +85,13 @@ QString slurmBatchScript(const SlurmTarget& t, const SlurmScriptInput& in) {
                       .arg(in.steps)
                       .arg(in.seed);
     if (in.trace_every_step) run += QStringLiteral(" --trace-every-step");
+    if (!in.checkpoint_dir.isEmpty()) {
+        const QString dir = QDir::isRelativePath(in.checkpoint_dir) ? QStringLiteral("\"$HOME\"/") + shellQuote(in.checkpoint_dir)
+                                                                     : shellQuote(in.checkpoint_dir);
+        run += QStringLiteral(" \\\n    --checkpoint-dir %1").arg(dir);
+        if (in.checkpoint_every > 0) run += QStringLiteral(" --checkpoint-every %1").arg(in.checkpoint_every);
+        if (in.resume) run += QStringLiteral(" --resume");
+    }
     s << run;
     return s.join(QLatin1Char('\n')) + QLatin1Char('\n');
 }

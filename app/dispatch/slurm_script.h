@@ -47,6 +47,9 @@ struct SlurmScriptInput {
     int steps = 1;
     unsigned long long seed = 0;
     bool trace_every_step = false;
+    QString checkpoint_dir;    // empty: none; relative: to the login host's home (the tasks start in the job's directory)
+    int checkpoint_every = 0;
+    bool resume = false;
 };
 
 QString slurmBatchScript(const SlurmTarget& target, const SlurmScriptInput& in);

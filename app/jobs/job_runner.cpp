@@ -161,6 +161,9 @@ void JobRunner::start() {
     ls.op_timeout_s = spec_.op_timeout_s;
     ls.trace_every_step = spec_.trace_every_step;
     ls.dump_params = dump_params_;
+    ls.checkpoint_dir = options_.checkpoint_dir;
+    ls.checkpoint_every = options_.checkpoint_every;
+    ls.resume = options_.resume;
     ls.grace_ms = options_.grace_ms;
     ls.kill_ms = options_.kill_ms;
 

@@ -32,6 +32,9 @@ QStringList LaunchSpec::arguments(int rank) const {
     if (op_timeout_s > 0) a << QStringLiteral("--op-timeout") << number(op_timeout_s);
     if (trace_every_step) a << QStringLiteral("--trace-every-step");
     if (!dump_params.isEmpty()) a << QStringLiteral("--dump-params") << dump_params;
+    if (!checkpoint_dir.isEmpty()) a << QStringLiteral("--checkpoint-dir") << checkpoint_dir;
+    if (!checkpoint_dir.isEmpty() && checkpoint_every > 0) a << QStringLiteral("--checkpoint-every") << QString::number(checkpoint_every);
+    if (!checkpoint_dir.isEmpty() && resume) a << QStringLiteral("--resume");
     return a;
 }
 

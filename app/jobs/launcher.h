@@ -36,6 +36,9 @@ struct LaunchSpec {
     double op_timeout_s = 0;
     bool trace_every_step = false;
     QString dump_params;  // absolute; "{rank}" allowed
+    QString checkpoint_dir;    // absolute; empty: no checkpoints
+    int checkpoint_every = 0;  // steps between checkpoints (with checkpoint_dir)
+    bool resume = false;       // continue from the newest checkpoint every rank has in checkpoint_dir
     int grace_ms = 5000;  // after a rank fails, time the others get to report
     int kill_ms = 3000;   // after SIGTERM, time before SIGKILL
 

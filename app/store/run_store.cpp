@@ -398,6 +398,9 @@ qint64 RunStore::createRun(const NewRun& run) {
     if (!run.workers.is_array())
         throw Error(str(path_) + ": a run's workers must be a JSON array (got " + run.workers.type_name() + ")");
     if (run.steps < 0) throw Error(str(path_) + ": a run's steps must be >= 0 (got " + std::to_string(run.steps) + ")");
+    if (run.checkpoint_every < 0 || (run.checkpoint_every > 0) == run.checkpoint_dir.isEmpty())
+        throw Error(str(path_) + ": a run writes checkpoints with both a directory and checkpoint_every > 0, or neither");
+    if (!run.options.is_object()) throw Error(str(path_) + ": a run's options must be a JSON object (got " + run.options.type_name() + ")");
     const Sql sql(connection_, path_);
     if (!run.job_id.isEmpty()) {
         if (const auto existing = runByJob(run.job_id))
@@ -405,9 +408,11 @@ qint64 RunStore::createRun(const NewRun& run) {
                                  std::to_string(*existing) + "; each run needs its own job id", false);
     }
     try {
-        QSqlQuery q = sql.run(QStringLiteral("INSERT INTO runs (plan_id, job_id, workers, steps, state, message, created_ms, note) "
-                                             "VALUES (?, ?, ?, ?, 'queued', '', ?, COALESCE(?, ''))"),
-                              {run.plan_id, nullIfEmpty(run.job_id), jsonText(run.workers), run.steps, nowMs(), run.note},
+        QSqlQuery q = sql.run(QStringLiteral("INSERT INTO runs (plan_id, job_id, workers, steps, state, message, created_ms, note, "
+                                             "checkpoint_dir, checkpoint_every, options) "
+                                             "VALUES (?, ?, ?, ?, 'queued', '', ?, COALESCE(?, ''), COALESCE(?, ''), ?, ?)"),
+                              {run.plan_id, nullIfEmpty(run.job_id), jsonText(run.workers), run.steps, nowMs(), run.note,
+                               run.checkpoint_dir, run.checkpoint_every, jsonText(run.options)},
                               "creating a run");
         return q.lastInsertId().toLongLong();
     } catch (const WriteError& e) {
@@ -445,6 +450,34 @@ bool RunStore::setRunState(qint64 run, RunState state, const QString& message) {
     return q.numRowsAffected() == 1;  // 0: another connection moved it first
 }
 
+int RunStore::startNextAttempt(qint64 run, const QString& job_id, const json& workers) {
+    if (!workers.is_array()) throw Error(str(path_) + ": a run's workers must be a JSON array (got " + workers.type_name() + ")");
+    const std::string what = str(path_) + ": run " + std::to_string(run);
+    int next = 0;
+    inTransaction([&] {
+        const Sql sql(connection_, path_);
+        QSqlQuery q = sql.run(QStringLiteral("SELECT state, attempt, job_id, message, started_ms, ended_ms, workers FROM runs WHERE id = ?"),
+                              {run}, "reading a run to resume");
+        if (!q.next()) throw WriteError(str(path_) + ": there is no run " + std::to_string(run), false);
+        const QString state = q.value(0).toString();
+        const auto from = runStateFromName(state);
+        if (!from || !isFinalState(*from) || *from == RunState::Succeeded)
+            throw WriteError(what + " is " + str(state) + ": only a failed, cancelled or lost run starts another attempt", false);
+        const int attempt = q.value(1).toInt();
+        if (!job_id.isEmpty() && job_id != q.value(2).toString())
+            if (const auto existing = runByJob(job_id))
+                throw WriteError(str(path_) + ": job id '" + str(job_id) + "' is already used by run " + std::to_string(*existing), false);
+        sql.run(QStringLiteral("INSERT INTO run_attempts (run_id, attempt, job_id, workers, state, message, started_ms, ended_ms) "
+                               "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
+                {run, attempt, q.value(2), q.value(6), state, q.value(3), q.value(4), q.value(5)}, "keeping a run's attempt");
+        sql.run(QStringLiteral("UPDATE runs SET state = 'running', attempt = ?, job_id = ?, workers = ?, message = '', "
+                               "started_ms = ?, ended_ms = NULL WHERE id = ? AND state = ?"),
+                {attempt + 1, nullIfEmpty(job_id), jsonText(workers), nowMs(), run, state}, "starting a run's next attempt");
+        next = attempt + 1;
+    });
+    return next;
+}
+
 void RunStore::appendEvents(qint64 run, const std::vector<StoredEvent>& events) {
     if (events.empty()) return;
     for (const StoredEvent& e : events)
@@ -452,8 +485,8 @@ void RunStore::appendEvents(qint64 run, const std::vector<StoredEvent>& events) 
     inTransaction([&] {
         const Sql sql(connection_, path_);
         QSqlQuery q(QSqlDatabase::database(connection_, false));
-        if (!q.prepare(QStringLiteral("INSERT INTO events (run_id, source, seq, rank, kind, json, time_ms) "
-                                      "VALUES (?, ?, ?, ?, COALESCE(?, ''), ?, ?) ON CONFLICT (run_id, source, seq) DO NOTHING")))
+        if (!q.prepare(QStringLiteral("INSERT INTO events (run_id, attempt, source, seq, rank, kind, json, time_ms) "
+                                      "VALUES (?, ?, ?, ?, ?, COALESCE(?, ''), ?, ?) ON CONFLICT (run_id, attempt, source, seq) DO NOTHING")))
             sql.fail(q.lastError(), "storing events");
         const qint64 now = nowMs();
         for (const StoredEvent& e : events) {
@@ -463,12 +496,13 @@ void RunStore::appendEvents(qint64 run, const std::vector<StoredEvent>& events) 
             if (ev.is_object() && ev.contains("event") && ev["event"].is_string())
                 kind = QString::fromStdString(ev["event"].get<std::string>());
             q.bindValue(0, run);
-            q.bindValue(1, e.source);
-            q.bindValue(2, e.seq);
-            q.bindValue(3, rank);
-            q.bindValue(4, kind);
-            q.bindValue(5, jsonText(ev));
-            q.bindValue(6, now);
+            q.bindValue(1, std::max(1, e.attempt));
+            q.bindValue(2, e.source);
+            q.bindValue(3, e.seq);
+            q.bindValue(4, rank);
+            q.bindValue(5, kind);
+            q.bindValue(6, jsonText(ev));
+            q.bindValue(7, now);
             if (!q.exec()) {
                 const QSqlError err = q.lastError();
                 throw WriteError(str(path_) + ": storing an event of run " + std::to_string(run) + " failed: " +
@@ -534,7 +568,7 @@ namespace {
 
 const QString kSummarySelect = QStringLiteral(
     "SELECT r.id, r.plan_id, r.job_id, r.workers, r.state, r.message, r.created_ms, r.started_ms, r.ended_ms, "
-    "p.planner, p.json, p.predicted_metrics, m.name, c.name "
+    "p.planner, p.json, p.predicted_metrics, m.name, c.name, r.attempt, r.checkpoint_dir, r.checkpoint_every, r.options, r.steps "
     "FROM runs r JOIN plans p ON p.id = r.plan_id "
     "LEFT JOIN models m ON m.id = p.model_id LEFT JOIN clusters c ON c.id = p.cluster_id ");
 
@@ -570,6 +604,11 @@ RunSummary summaryFromRow(const QSqlQuery& q, const std::string& where) {
                            ? QString::fromStdString(plan["cluster"].get<std::string>())
                            : QString())
                     : q.value(13).toString();
+    s.attempt = q.value(14).toInt();
+    s.checkpoint_dir = q.value(15).toString();
+    s.checkpoint_every = q.value(16).toInt();
+    s.options = parseStored(q.value(17).toString(), run + " options");
+    s.steps = q.value(18).toInt();
     s.predicted_step_s = numberAt(predicted, "iteration_time_s");
     if (!s.predicted_step_s && predicted.is_object() && predicted.contains("metrics"))
         s.predicted_step_s = numberAt(predicted["metrics"], "iteration_time_s");
@@ -594,8 +633,9 @@ void fillMeasured(const Sql& sql, RunSummary& s, const std::vector<std::pair<QSt
                   const std::string& where) {
     std::optional<double> step, samples, loss_sum;
     int losses = 0;
-    QSqlQuery q = sql.run(QStringLiteral("SELECT json FROM events WHERE run_id = ? AND kind = 'done' ORDER BY source, seq"),
-                          {s.id}, "reading done events");
+    QSqlQuery q = sql.run(QStringLiteral("SELECT json FROM events WHERE run_id = ? AND kind = 'done' AND attempt = ? "
+                                         "ORDER BY source, seq"),
+                          {s.id, s.attempt}, "reading done events");
     while (q.next()) {
         const json done = parseStored(q.value(0).toString(), where + ": a done event of run " + std::to_string(s.id));
         // The step is as slow as the slowest rank.
@@ -668,15 +708,35 @@ RunDetails RunStore::runDetails(qint64 run) const {
     }
     std::vector<json> traces;
     {
-        QSqlQuery q = sql.run(QStringLiteral("SELECT source, seq, kind, json FROM events WHERE run_id = ? ORDER BY source, seq"),
+        QSqlQuery q = sql.run(QStringLiteral("SELECT source, seq, kind, json, attempt FROM events WHERE run_id = ? "
+                                             "ORDER BY attempt, source, seq"),
                               {run}, "reading a run's events");
         while (q.next()) {
             StoredEvent e;
             e.source = q.value(0).toInt();
             e.seq = q.value(1).toLongLong();
-            e.event = parseStored(q.value(3).toString(), where + " event " + std::to_string(e.source) + "/" + std::to_string(e.seq));
-            if (q.value(2).toString() == u"trace") traces.push_back(e.event);
+            e.attempt = q.value(4).toInt();
+            e.event = parseStored(q.value(3).toString(), where + " event " + std::to_string(e.attempt) + "/" +
+                                                             std::to_string(e.source) + "/" + std::to_string(e.seq));
+            // The measured trace is the latest attempt's: its last step is the run's.
+            if (q.value(2).toString() == u"trace" && e.attempt == d.summary.attempt) traces.push_back(e.event);
             d.events.push_back(std::move(e));
+        }
+    }
+    {
+        QSqlQuery q = sql.run(QStringLiteral("SELECT attempt, job_id, state, message, started_ms, ended_ms, workers FROM run_attempts "
+                                             "WHERE run_id = ? ORDER BY attempt"),
+                              {run}, "reading a run's attempts");
+        while (q.next()) {
+            RunAttempt a;
+            a.attempt = q.value(0).toInt();
+            a.job_id = q.value(1).toString();
+            a.state = runStateFromName(q.value(2).toString()).value_or(RunState::Lost);
+            a.message = q.value(3).toString();
+            a.started_ms = q.value(4).toLongLong();
+            a.ended_ms = q.value(5).toLongLong();
+            a.workers = parseStored(q.value(6).toString(), where + " attempt " + std::to_string(a.attempt) + " workers");
+            d.attempts.push_back(std::move(a));
         }
     }
     d.metrics = latestMetrics(sql, run);

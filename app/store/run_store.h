@@ -5,8 +5,10 @@
 // (NNN_name.sql, each applied once, in its own transaction).
 //
 // Runs move forward only: queued -> running -> succeeded | failed | cancelled | lost. A run in a
-// final state never changes again, and nothing written is rewritten or deleted: events are
-// appended with INSERT OR IGNORE on (run, source, seq), so a replayed event is stored once.
+// final state never changes again, except that a failed, cancelled or lost run may start its
+// next attempt (startNextAttempt: resumed from its checkpoints), which keeps what the previous
+// attempt was in run_attempts. Nothing written is rewritten or deleted: events are appended with
+// INSERT OR IGNORE on (run, attempt, source, seq), so a replayed event is stored once.
 //
 // A RunStore is one connection and belongs to the thread that opened it. Errors (a file that is
 // not a database, a newer schema than this build knows, a full disk) throw hippie::Error naming
@@ -54,12 +56,26 @@ struct NewRun {
     nlohmann::json workers = nlohmann::json::array();  // [{"host","port","first_rank","rank_count"}]
     int steps = 0;
     QString note;
+    QString checkpoint_dir;         // where the ranks write checkpoints, as the workers see it; empty: none
+    int checkpoint_every = 0;       // steps between checkpoints; 0: none
+    nlohmann::json options = nlohmann::json::object();  // what running it again needs (dispatch/run_resume.h)
 };
 
 struct StoredEvent {
     int source = 0;                 // index of the worker in the run's workers
     qint64 seq = 0;                 // the agent's seq
     nlohmann::json event;           // as received; "rank" and "event" are also kept as columns
+    int attempt = 1;                // the run's attempt that sent it (seq starts again in each)
+};
+
+// An earlier attempt of a run that was resumed, as it was when the next one started.
+struct RunAttempt {
+    int attempt = 1;
+    QString job_id;
+    nlohmann::json workers;         // as runs.workers said during that attempt
+    RunState state = RunState::Failed;
+    QString message;
+    qint64 started_ms = 0, ended_ms = 0;
 };
 
 struct RunSummary {
@@ -73,6 +89,11 @@ struct RunSummary {
     QString message;                // why it failed / was lost
     qint64 created_ms = 0, started_ms = 0, ended_ms = 0;  // epoch ms; 0 = not yet
     nlohmann::json workers;
+    int steps = 0;
+    int attempt = 1;                // 1 + the times it was resumed
+    QString checkpoint_dir;         // empty: it writes no checkpoints
+    int checkpoint_every = 0;
+    nlohmann::json options = nlohmann::json::object();
     std::optional<double> predicted_step_s, measured_step_s, measured_samples_per_s, final_loss;
     std::optional<double> errorPercent() const;  // (measured - predicted) / predicted x 100
 };
@@ -103,7 +124,8 @@ struct RunFilter {
 struct RunDetails {
     RunSummary summary;
     nlohmann::json plan, cluster, model, predicted_metrics;
-    std::vector<StoredEvent> events;                       // in (source, seq) order
+    std::vector<StoredEvent> events;                       // in (attempt, source, seq) order
+    std::vector<RunAttempt> attempts;                      // the earlier attempts, oldest first
     std::vector<std::pair<QString, double>> metrics;       // name -> value
     struct Log { int rank; QString stream; QString text; };
     std::vector<Log> logs;
@@ -138,6 +160,11 @@ public:
     // Entering running sets started_ms, entering a final state ended_ms; a non-empty message is kept.
     // Throws for an unknown run.
     bool setRunState(qint64 run, RunState state, const QString& message = {});
+    // A failed, cancelled or lost run starts its next attempt under a new job id, driven by the
+    // workers now given: the current attempt is kept in run_attempts, and the run becomes running
+    // with attempt + 1 (the message and end time are cleared, started_ms is now). Returns the new
+    // attempt. Throws WriteError for an unknown run or one in another state.
+    int startNextAttempt(qint64 run, const QString& job_id, const nlohmann::json& workers);
     void appendEvents(qint64 run, const std::vector<StoredEvent>& events);  // one transaction
     void appendLog(qint64 run, int rank, const QString& stream, const QString& text);
     void setMetric(qint64 run, const QString& name, double value);

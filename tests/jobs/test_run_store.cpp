@@ -175,13 +175,110 @@ private slots:
         QCOMPARE(raw.exec(QStringLiteral("PRAGMA journal_mode")), QStringLiteral("wal"));  // persistent
         QCOMPARE(raw.exec(QStringLiteral("PRAGMA user_version")).toInt(), RunStore::latestSchemaVersion());
         const QStringList tables = raw.column(QStringLiteral("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"));
-        QCOMPARE(tables, (QStringList{"clusters", "events", "logs", "metrics", "models", "plans", "runs", "slurm_jobs"}));
+        QCOMPARE(tables, (QStringList{"clusters", "events", "logs", "metrics", "models", "plans", "run_attempts", "runs", "slurm_jobs"}));
         const QStringList triggers = raw.column(QStringLiteral("SELECT name FROM sqlite_master WHERE type = 'trigger'"));
         QVERIFY(triggers.contains(QStringLiteral("runs_state_forward_only")));
         QVERIFY(triggers.contains(QStringLiteral("events_never_changed")));
         // A second open finds nothing to do.
         RunStore again(p);
         QCOMPARE(again.schemaVersion(), RunStore::latestSchemaVersion());
+    }
+
+    void migratesAVersion3DatabaseKeepingItsEvents() {
+        const QString p = path("v3.sqlite");
+        {
+            RawDb raw(p);
+            for (int v = 1; v <= 3; ++v)
+                for (const QString& stmt : hippie::store::splitSqlScript(migrationText(v))) QCOMPARE(raw.exec(stmt), QString());
+            QCOMPARE(raw.exec(QStringLiteral("PRAGMA user_version = 3")), QString());
+            QCOMPARE(raw.exec(QStringLiteral("INSERT INTO plans (id, planner, json, hash, created_ms) VALUES (1, 'p', '{}', 'h', 1)")), QString());
+            QCOMPARE(raw.exec(QStringLiteral("INSERT INTO runs (id, plan_id, job_id, steps, state, created_ms) VALUES (1, 1, 'j', 3, 'failed', 1)")),
+                     QString());
+            for (int seq = 1; seq <= 2; ++seq)
+                QCOMPARE(raw.exec(QStringLiteral("INSERT INTO events (id, run_id, source, seq, rank, kind, json, time_ms) "
+                                                 "VALUES (%1, 1, 0, %1, 0, 'step', '{\"event\":\"step\",\"rank\":0,\"step\":%1}', 5)")
+                                      .arg(seq)),
+                         QString());
+        }
+        RunStore s(p);
+        QCOMPARE(s.schemaVersion(), RunStore::latestSchemaVersion());
+        const RunDetails d = s.runDetails(1);
+        QCOMPARE(d.events.size(), size_t(2));
+        QCOMPARE(d.events[1].seq, qint64(2));
+        QCOMPARE(d.events[1].attempt, 1);
+        QCOMPARE(d.events[1].event.value("step", 0), 2);
+        QCOMPARE(d.summary.attempt, 1);
+        QCOMPARE(d.summary.checkpoint_every, 0);
+        QVERIFY(d.summary.checkpoint_dir.isEmpty());
+        // The guards came back with the copied table.
+        RawDb raw(p);
+        QVERIFY(raw.exec(QStringLiteral("DELETE FROM events")).contains(QStringLiteral("never deleted")));
+        QVERIFY(raw.exec(QStringLiteral("UPDATE events SET seq = 9")).contains(QStringLiteral("never rewritten")));
+        QCOMPARE(raw.exec(QStringLiteral("SELECT COUNT(*) FROM events")), QStringLiteral("2"));
+    }
+
+    void nextAttemptKeepsTheEarlierOne() {
+        RunStore s(path("attempts.sqlite"));
+        const qint64 plan = s.savePlan(kPlan, s.saveModel(kModel), s.saveCluster(kCluster), kPredicted);
+        hippie::store::NewRun r;
+        r.plan_id = plan;
+        r.job_id = QStringLiteral("job-a1");
+        r.steps = 6;
+        r.workers = json::array({{{"host", "local"}, {"port", 0}, {"pid", 1}, {"first_rank", 0}, {"rank_count", 2}}});
+        r.checkpoint_dir = QStringLiteral("/tmp/ckpt");
+        r.checkpoint_every = 2;
+        r.options = {{"seed", 3}};
+        const qint64 id = s.createRun(r);
+        QVERIFY(errorOf([&] {
+                    hippie::store::NewRun half = r;
+                    half.job_id.clear();
+                    half.checkpoint_dir.clear();
+                    s.createRun(half);
+                }).contains(QStringLiteral("checkpoint")));
+        s.appendEvents(id, {ev(0, 1, {{"event", "step"}, {"rank", 1}, {"step", 0}})});
+        QVERIFY(s.setRunState(id, RunState::Running));
+        // Only a failed, cancelled or lost run starts another attempt.
+        QVERIFY(errorOf([&] { s.startNextAttempt(id, QStringLiteral("job-a2"), json::array()); }).contains(QStringLiteral("is running")));
+        QVERIFY(s.setRunState(id, RunState::Failed, QStringLiteral("rank 1 died")));
+        const json workers = json::array({{{"host", "local"}, {"port", 0}, {"pid", 2}, {"first_rank", 0}, {"rank_count", 2}}});
+        QCOMPARE(s.startNextAttempt(id, QStringLiteral("job-a2"), workers), 2);
+        // The same (source, seq) again, from the new job: stored under attempt 2.
+        StoredEvent again = ev(0, 1, {{"event", "step"}, {"rank", 1}, {"step", 4}});
+        again.attempt = 2;
+        s.appendEvents(id, {again});
+        QVERIFY(!s.setRunState(id, RunState::Running));  // it is running already
+        QVERIFY(s.setRunState(id, RunState::Succeeded));
+        const RunDetails d = s.runDetails(id);
+        QCOMPARE(d.summary.state, RunState::Succeeded);
+        QCOMPARE(d.summary.attempt, 2);
+        QCOMPARE(d.summary.job_id, QStringLiteral("job-a2"));
+        QVERIFY(d.summary.workers == workers);
+        QCOMPARE(d.summary.checkpoint_every, 2);
+        QCOMPARE(d.summary.steps, 6);
+        QCOMPARE(d.summary.options.value("seed", 0), 3);
+        QCOMPARE(d.attempts.size(), size_t(1));
+        QCOMPARE(d.attempts[0].attempt, 1);
+        QCOMPARE(d.attempts[0].job_id, QStringLiteral("job-a1"));
+        QCOMPARE(d.attempts[0].state, RunState::Failed);
+        QCOMPARE(d.attempts[0].message, QStringLiteral("rank 1 died"));
+        QVERIFY(d.attempts[0].started_ms > 0 && d.attempts[0].ended_ms >= d.attempts[0].started_ms);
+        QCOMPARE(d.attempts[0].workers.at(0).value("pid", 0), 1);
+        QCOMPARE(d.events.size(), size_t(2));
+        QCOMPARE(d.events[0].attempt, 1);
+        QCOMPARE(d.events[1].attempt, 2);
+        QCOMPARE(d.events[1].event.value("step", 0), 4);
+        // A succeeded run is final; the database refuses a next attempt that skips run_attempts.
+        QVERIFY(errorOf([&] { s.startNextAttempt(id, QStringLiteral("job-a3"), workers); }).contains(QStringLiteral("is succeeded")));
+        const qint64 other = s.createRun([&] {
+            hippie::store::NewRun o = r;
+            o.job_id = QStringLiteral("job-b1");
+            return o;
+        }());
+        QVERIFY(s.setRunState(other, RunState::Cancelled));
+        RawDb raw(path("attempts.sqlite"));
+        QVERIFY(raw.exec(QStringLiteral("UPDATE runs SET state = 'running', attempt = 2 WHERE id = %1").arg(other))
+                    .contains(QStringLiteral("final state never changes")));
+        QVERIFY(raw.exec(QStringLiteral("DELETE FROM run_attempts")).contains(QStringLiteral("never deleted")));
     }
 
     void migratesAVersion1Database() {

@@ -6,7 +6,8 @@
 # Ctrl-C of hippie-plan cancels the job and ends the run cancelled;
 # a task killed mid-run fails the run with srun's word on that task; a job Slurm cannot run (more
 # nodes than exist, a time limit above the partition's) fails with Slurm's reason instead of
-# hanging. Skips (exit 77) only when the daemons cannot start at all, and says why.
+# hanging; a run with checkpoints whose task dies is resumed from them as attempt 2 of the same
+# run. Skips (exit 77) only when the daemons cannot start at all, and says why.
 # With a third argument (slurm_studio_follow, or none), the studio follows one more run there.
 # Usage: test_slurm.sh HIPPIE_PLAN HIPPIE_ENGINE [SLURM_STUDIO_FOLLOW|none]
 set -u
@@ -181,7 +182,42 @@ msg=$(grep '"event":"finished"' "$WORK/time.out" | grep -o '"message":"[^"]*"')
     || fail "time limit above the partition's: exit $code, $msg"
 [ -z "$(squeue -h)" ] && pass "nothing left in the queue" || fail "left in the queue: $(squeue -h)"
 
-# 5. The studio follows a run: pending behind another job, running, the measured Gantt chart.
+# 5. Checkpoints on the shared directory: a run whose rank 1 dies at step 5 (after checkpoints of
+#    steps 1 and 3) is resumed by `dispatch --resume` as attempt 2 of the same run, a new Slurm job
+#    reading the first job's checkpoints, and ends with the losses of the same run left alone.
+step_losses() {  # OUTFILE: "step rank loss" of each step event with a loss, from step 4 on
+    python3 -c '
+import json, sys
+rows = set()
+for line in open(sys.argv[1]):
+    try:
+        ev = json.loads(line).get("event")
+    except (ValueError, AttributeError):
+        continue
+    if isinstance(ev, dict) and ev.get("event") == "step" and ev.get("loss") is not None and ev["step"] >= 4:
+        rows.add((ev["step"], ev["rank"], round(ev["loss"], 6)))
+print("\n".join("%d %d %.6f" % r for r in sorted(rows)))' "$1"
+}
+dispatch --steps 6 --seed 3 --checkpoint-every 2 > "$WORK/ck-ref.out" 2>&1; code=$?
+[ $code -eq 0 ] || fail "uninterrupted run with checkpoints: exit $code: $(tail -3 "$WORK/ck-ref.out")"
+HIPPIE_ENGINE_TEST_KILL=1:5 dispatch --steps 6 --seed 3 --checkpoint-every 2 > "$WORK/ck-a1.out" 2>&1; code=$?
+RID=$(grep '"event":"stored"' "$WORK/ck-a1.out" | grep -o '"run":[0-9]*' | cut -d: -f2)
+if [ $code -eq 3 ] && [ -n "$RID" ]; then
+    timeout 300 "$PLAN_BIN" dispatch --resume "$RID" --db "$DB" > "$WORK/ck-a2.out" 2>&1; code=$?
+    ref=$(step_losses "$WORK/ck-ref.out")
+    got=$(step_losses "$WORK/ck-a2.out")
+    [ $code -eq 0 ] && [ "$(q "SELECT state, attempt FROM runs WHERE id = $RID")" = "succeeded|2" ] \
+        && [ "$(q "SELECT state FROM run_attempts WHERE run_id = $RID")" = failed ] \
+        && grep -q '"resumed_from":{[^}]*"step":3' "$WORK/ck-a2.out" \
+        && pass "a failed Slurm run resumed from step 3 as attempt 2 of run $RID" \
+        || fail "Slurm resume: exit $code, $(q "SELECT state, attempt, message FROM runs WHERE id = $RID"): $(tail -3 "$WORK/ck-a2.out")"
+    [ -n "$ref" ] && [ "$ref" = "$got" ] && pass "resumed losses equal the uninterrupted run's" \
+        || fail "Slurm resume losses: reference [$ref] resumed [$got]"
+else
+    fail "the run whose rank 1 dies: exit $code, run '$RID': $(tail -3 "$WORK/ck-a1.out")"
+fi
+
+# 6. The studio follows a run: pending behind another job, running, the measured Gantt chart.
 if [ "$STUDIO" != none ]; then
     HIPPIE_SLURM_BLOCKER=$(sbatch --parsable --exclusive -n 1 --output=/dev/null --wrap "sleep 300") \
         timeout 400 "$STUDIO" "$ENGINE" "$WORK/p.json" "$WORK" > "$WORK/studio.out" 2>&1; code=$?

@@ -1,5 +1,6 @@
 // hippie-plan dispatch --plan FILE --worker HOST:PORT|local [--worker ...] [--token-file F] [--db FILE]
-//                      [--steps N] [--seed S] [--progress]
+//                      [--steps N] [--seed S] [--checkpoint-every N] [--progress]
+// hippie-plan dispatch --resume RUN [--db FILE] [--engine PATH] [--progress]
 // hippie-plan dispatch --plan FILE --slurm [--login HOST] [--partition P --account A --time T
 //                      --extra-sbatch '...'] [--show-script]
 #include "app/cli/dispatch/cmd_dispatch.h"
@@ -7,9 +8,12 @@
 #include <QCoreApplication>
 #include <QFile>
 
+#include <algorithm>
 #include <csignal>
+#include <limits>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +21,7 @@
 
 #include "app/cli/dispatch/interrupt_notifier.h"
 #include "app/dispatch/run_controller.h"
+#include "app/dispatch/run_resume.h"
 #include "app/jobs/launcher.h"
 #include "app/jobs/protocol.h"
 #include "planners/cluster/cluster_json.h"
@@ -42,6 +47,8 @@ struct DispatchOptions {
     std::string cluster;
     int steps = 5;
     unsigned long long seed = 0;
+    int checkpoint_every = 0;
+    long long resume_run = 0;
     bool progress = false;
     // A Slurm cluster instead of workers.
     bool slurm = false;
@@ -120,7 +127,9 @@ std::string stepLine(const json& ev) {
     return line;
 }
 
-int runDispatch(const DispatchOptions& o) {
+// A new run of --plan on --worker or --slurm.
+dispatch::RunRequest newRunRequest(const DispatchOptions& o) {
+    if (o.plan_file.empty()) throw Error("give --plan FILE (a plan to run) or --resume RUN (a stored run to continue)");
     dispatch::RunRequest req;
     req.plan = loadPlanFile(o.plan_file);
     if (!o.graph_file.empty()) req.graph = loadGraphFile(o.graph_file);
@@ -142,6 +151,14 @@ int runDispatch(const DispatchOptions& o) {
         if (o.token_file.empty()) throw Error("--worker " + w.address.display().toStdString() + " is an agent: give its token with --token-file");
         w.address.token = QString::fromStdString(readToken(o.token_file));
     }
+    req.checkpoint_every = o.checkpoint_every;
+    return req;
+}
+
+int runDispatch(const DispatchOptions& o) {
+    const bool resuming = o.resume_run != 0;
+    std::optional<dispatch::RunRequest> fresh;
+    if (!resuming) fresh = newRunRequest(o);
 
     int argc = 1;
     char name[] = "hippie-plan";
@@ -150,10 +167,17 @@ int runDispatch(const DispatchOptions& o) {
     QCoreApplication::setApplicationName(QStringLiteral("hippie-studio"));  // the studio's data directory and run store
     QCoreApplication::setOrganizationName(QStringLiteral("hippie"));
 
+    // The store's default path needs the application's name: a resumed run is read from it now.
+    const dispatch::RunRequest req = resuming ? dispatch::resumeRequest(QString::fromStdString(o.db), o.resume_run,
+                                                                         {QString::fromStdString(o.engine)})
+                                              : *fresh;
+    const bool slurm = std::any_of(req.workers.begin(), req.workers.end(), [](const dispatch::WorkerTarget& w) { return w.slurm.has_value(); });
+    if (o.show_script && !slurm) throw Error("--show-script is for runs on a Slurm cluster");
+
     dispatch::RunController run(req);
     int exit_code = kExitInternal;
     const bool progress = o.progress;
-    if (o.slurm) {
+    if (slurm) {
         // The script is shown before it is submitted (and kept with the run).
         const QString script = run.slurmScript();
         if (o.show_script) {
@@ -167,8 +191,14 @@ int runDispatch(const DispatchOptions& o) {
         const json line = {{"event", "stored"}, {"run", id}, {"job", run.jobId().toStdString()}, {"db", run.dbPath().toStdString()},
                            {"predicted_step_s", run.predictedStepSeconds() ? json(*run.predictedStepSeconds()) : json(nullptr)},
                            {"prediction_note", run.predictionNote().toStdString()}};
-        if (progress) std::cout << "run " << id << " (job " << run.jobId().toStdString() << ") stored in " << run.dbPath().toStdString() << std::endl;
-        else std::cout << line.dump() << std::endl;
+        json out = line;
+        if (resuming) out["attempt"] = run.attempt();
+        if (!run.checkpointDir().isEmpty()) out["checkpoint_dir"] = run.checkpointDir().toStdString();
+        if (!progress) std::cout << out.dump() << std::endl;
+        else if (resuming)
+            std::cout << "run " << id << " resumed (attempt " << run.attempt() << ", job " << run.jobId().toStdString()
+                      << ") from the checkpoints in " << run.checkpointDir().toStdString() << std::endl;
+        else std::cout << "run " << id << " (job " << run.jobId().toStdString() << ") stored in " << run.dbPath().toStdString() << std::endl;
     });
     QObject::connect(&run, &dispatch::RunController::engineEvent, [&](int worker, qint64 seq, const json& ev) {
         if (!progress) {
@@ -209,7 +239,7 @@ int runDispatch(const DispatchOptions& o) {
         const std::string slurm_id = run.slurmRecord() ? run.slurmRecord()->slurm_job_id.toStdString() : std::string();
         if (count == 1) {
             std::string how;
-            if (o.slurm) how = slurm_id.empty() ? " (its Slurm job is cancelled as soon as sbatch answers)" : " (scancel " + slurm_id + ")";
+            if (slurm) how = slurm_id.empty() ? " (its Slurm job is cancelled as soon as sbatch answers)" : " (scancel " + slurm_id + ")";
             std::cerr << "hippie-plan: " << what << ": cancelling the run" << how
                       << "; it will be recorded cancelled. Interrupt again to leave without waiting.\n";
             run.cancel();
@@ -232,7 +262,7 @@ int runDispatch(const DispatchOptions& o) {
 Command addDispatchCommand(CLI::App& app) {
     auto opts = std::make_shared<DispatchOptions>();
     CLI::App* cmd = app.add_subcommand("dispatch", "Run a plan on local and remote workers and record the run");
-    cmd->add_option("--plan", opts->plan_file, "plan JSON file")->required()->check(CLI::ExistingFile);
+    CLI::Option* plan = cmd->add_option("--plan", opts->plan_file, "plan JSON file (or --resume)")->check(CLI::ExistingFile);
     cmd->add_option("--worker", opts->workers, "HOST:PORT of a hippie-agent, or local (repeat; rank 0 on the first)");
     cmd->add_option("--token-file", opts->token_file, "file holding the agents' token");
     cmd->add_option("--fingerprint", opts->fingerprint, "SHA-256 fingerprint of the agents' TLS certificate (pins it)");
@@ -243,6 +273,14 @@ Command addDispatchCommand(CLI::App& app) {
     cmd->add_option("--work-dir", opts->work_dir, "work directory of local jobs");
     cmd->add_option("--graph", opts->graph_file, "the plan's model graph, for the prediction")->check(CLI::ExistingFile);
     cmd->add_option("--cluster", opts->cluster, "cluster preset or file for the prediction (default: the plan's)");
+    CLI::Option* every = cmd->add_option("--checkpoint-every", opts->checkpoint_every,
+                                         "every rank writes a checkpoint every N steps (and after the last) into a directory "
+                                         "of the run, so that it can be resumed (local and Slurm workers)")
+                             ->check(CLI::Range(1, 1000000));
+    CLI::Option* resume = cmd->add_option("--resume", opts->resume_run,
+                                          "continue failed/cancelled/lost run RUN from the newest checkpoint every rank has, "
+                                          "with its stored plan, steps, options and workers")
+                              ->check(CLI::Range(1LL, std::numeric_limits<long long>::max()));
     cmd->add_flag("--progress", opts->progress, "one line per step instead of JSON lines");
     cmd->add_flag("--slurm", opts->slurm, "run on a Slurm cluster (sbatch here, or on --login through ssh) instead of --worker");
     cmd->add_option("--login", opts->login, "Slurm: login host to run sbatch/squeue/scancel on through ssh (your ssh config and keys)");
@@ -259,6 +297,13 @@ Command addDispatchCommand(CLI::App& app) {
     cmd->add_option("--gpus-per-node", opts->gpus_per_node, "Slurm: GPUs per node (default: from the plan's cluster; 0 for CPUs)")
         ->check(CLI::Range(0, 100000));
     cmd->add_flag("--show-script", opts->show_script, "Slurm: print the batch script and exit without submitting it");
+    for (CLI::Option* o : {plan, every, cmd->get_option("--worker"), cmd->get_option("--slurm"), cmd->get_option("--steps"),
+                           cmd->get_option("--seed"), cmd->get_option("--graph"), cmd->get_option("--cluster"),
+                           cmd->get_option("--work-dir"), cmd->get_option("--login"), cmd->get_option("--slurm-dir"),
+                           cmd->get_option("--slurm-engine"), cmd->get_option("--partition"), cmd->get_option("--account"),
+                           cmd->get_option("--time"), cmd->get_option("--extra-sbatch"), cmd->get_option("--nodes"),
+                           cmd->get_option("--tasks-per-node"), cmd->get_option("--gpus-per-node")})
+        resume->excludes(o);  // a resumed run keeps what is stored for it
     cmd->footer("Exit status: 0 the run succeeded, 2 bad arguments or a run that could not start, 3 the run failed, was "
                 "cancelled or lost (the message is on stderr).");
     return {cmd, [opts] { return runDispatch(*opts); }};

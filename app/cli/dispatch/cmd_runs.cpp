@@ -104,6 +104,9 @@ json summaryJson(const RunSummary& r) {
             {"started_ms", msJson(r.started_ms)},
             {"ended_ms", msJson(r.ended_ms)},
             {"workers", r.workers},
+            {"attempt", r.attempt},
+            {"checkpoint_every", r.checkpoint_every},
+            {"checkpoint_dir", r.checkpoint_dir.isEmpty() ? json(nullptr) : json(str(r.checkpoint_dir))},
             {"predicted_step_s", optionalJson(r.predicted_step_s)},
             {"measured_step_s", optionalJson(r.measured_step_s)},
             {"measured_samples_per_s", optionalJson(r.measured_samples_per_s)},
@@ -135,7 +138,12 @@ void printRunTable(const std::vector<RunSummary>& runs, const QString& path) {
 
 json detailsJson(const RunDetails& d) {
     json events = json::array();
-    for (const auto& e : d.events) events.push_back({{"source", e.source}, {"seq", e.seq}, {"event", e.event}});
+    for (const auto& e : d.events) events.push_back({{"attempt", e.attempt}, {"source", e.source}, {"seq", e.seq}, {"event", e.event}});
+    json attempts = json::array();
+    for (const auto& a : d.attempts)
+        attempts.push_back({{"attempt", a.attempt}, {"job_id", str(a.job_id)}, {"workers", a.workers},
+                            {"state", str(store::runStateName(a.state))}, {"message", str(a.message)},
+                            {"started_ms", msJson(a.started_ms)}, {"ended_ms", msJson(a.ended_ms)}});
     json metrics = json::object();
     for (const auto& [name, value] : d.metrics) metrics[str(name)] = value;
     json logs = json::array();
@@ -147,6 +155,7 @@ json detailsJson(const RunDetails& d) {
     out["predicted_metrics"] = d.predicted_metrics;
     out["metrics"] = metrics;
     out["events"] = events;
+    out["attempts"] = attempts;
     out["logs"] = logs;
     out["measured_trace"] = d.measured_trace;
     out["measured_trace_error"] = d.measured_trace_error.isEmpty() ? json(nullptr) : json(str(d.measured_trace_error));
@@ -174,6 +183,15 @@ void printDetails(const RunDetails& d) {
         {"samples/s", r.measured_samples_per_s ? fixed(*r.measured_samples_per_s, 1) : "-"},
         {"final loss", r.final_loss ? fixed(*r.final_loss, 4) : "-"}};
     if (!r.message.isEmpty()) fields.emplace_back("message", str(r.message));
+    if (r.checkpoint_every > 0)
+        fields.emplace_back("checkpoints", "every " + std::to_string(r.checkpoint_every) + " steps in " + str(r.checkpoint_dir));
+    if (r.attempt > 1) {
+        std::string earlier;
+        for (const auto& a : d.attempts)
+            earlier += "; " + std::to_string(a.attempt) + " " + str(store::runStateName(a.state)) +
+                       (a.message.isEmpty() ? "" : " (" + str(a.message) + ")");
+        fields.emplace_back("attempt", std::to_string(r.attempt) + earlier);
+    }
     printFields(std::cout, fields);
 
     if (!d.metrics.empty()) {

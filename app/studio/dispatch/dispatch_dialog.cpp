@@ -21,7 +21,7 @@ constexpr int kMaxSteps = 100000;
 DispatchDialog::DispatchDialog(const Plan& plan, const std::optional<Graph>& graph, const WorkersPanel* workers, QWidget* parent)
     : QDialog(parent), plan_(plan), graph_(graph), engine_(askEngine(workers->engine())),
       share_(new QCheckBox(tr("Let ranks share devices"))), run_(nullptr), workers_(workers), list_(new QListWidget),
-      steps_(new QSpinBox), seed_(new QSpinBox), split_(new QLabel) {
+      steps_(new QSpinBox), seed_(new QSpinBox), checkpoint_every_(new QSpinBox), split_(new QLabel) {
     setWindowTitle(tr("Run on workers"));
     auto* what = new QLabel(tr("<b>%1</b> plan of <b>%2</b>: %3 ranks (pp %4 × dp %5), %6 schedule, %7 micro-batches")
                                 .arg(QString::fromStdString(plan.planner),
@@ -42,10 +42,16 @@ DispatchDialog::DispatchDialog(const Plan& plan, const std::optional<Graph>& gra
     steps_->setRange(1, kMaxSteps);
     steps_->setValue(kDefaultSteps);
     seed_->setRange(0, std::numeric_limits<int>::max());
+    checkpoint_every_->setRange(0, kMaxSteps);
+    checkpoint_every_->setSpecialValueText(tr("no checkpoints"));
+    checkpoint_every_->setSuffix(tr(" steps"));
+    checkpoint_every_->setToolTip(tr("Every rank writes a checkpoint this often (and after the last step), so that a failed or "
+                                     "cancelled run can be resumed from it (local and Slurm workers; agents cannot resume)"));
     split_->setWordWrap(true);
     auto* form = new QFormLayout;
     form->addRow(tr("Steps"), steps_);
     form->addRow(tr("Seed"), seed_);
+    form->addRow(tr("Checkpoint every"), checkpoint_every_);
     auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
     run_ = buttons->button(QDialogButtonBox::Ok);
     run_->setText(tr("Run"));
@@ -77,6 +83,7 @@ std::vector<int> DispatchDialog::chosenWorkers() const {
 
 int DispatchDialog::steps() const { return steps_->value(); }
 unsigned long long DispatchDialog::seed() const { return static_cast<unsigned long long>(seed_->value()); }
+int DispatchDialog::checkpointEvery() const { return checkpoint_every_->value(); }
 
 void DispatchDialog::setChecked(int row, bool checked) { list_->item(row)->setCheckState(checked ? Qt::Checked : Qt::Unchecked); }
 void DispatchDialog::setAcceptSharing(bool accept) { share_->setChecked(accept); }

@@ -30,6 +30,7 @@ public:
     std::vector<int> chosenWorkers() const;  // rows of the workers panel, in order
     int steps() const;
     unsigned long long seed() const;
+    int checkpointEvery() const;  // 0: no checkpoints
     const DispatchCheck& check() const { return check_; }
     QString whatWillHappen() const;  // the text shown: problems first, then the steps
     bool canRun() const;             // what the Run button says
@@ -49,6 +50,7 @@ private:
     QListWidget* list_;
     QSpinBox* steps_;
     QSpinBox* seed_;
+    QSpinBox* checkpoint_every_;
     QLabel* split_;
 };
 

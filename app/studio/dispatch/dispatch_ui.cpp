@@ -9,6 +9,7 @@
 #include <QTabWidget>
 
 #include "app/dispatch/run_controller.h"
+#include "app/dispatch/run_resume.h"
 #include "app/studio/dispatch/dispatch_dialog.h"
 #include "app/studio/dispatch/history_page.h"
 #include "app/studio/dispatch/run_view.h"
@@ -45,6 +46,7 @@ DispatchUi::DispatchUi(MainWindow* window, QTabWidget* tabs, StudioSession* sess
     connect(workers_, &WorkersPanel::useAsCluster, this, [this](const Cluster& c, const QString& name) { session_->setCluster(c, name); });
     connect(history_, &HistoryPage::useCluster, this, [this](const Cluster& c, const QString& name) { session_->setCluster(c, name); });
     connect(history_, &HistoryPage::openRun, this, &DispatchUi::showStoredRun);
+    connect(run_view_, &RunView::resumeRequested, this, &DispatchUi::resumeRun);
     connect(tabs, &QTabWidget::currentChanged, this, [this](int index) {
         if (tabs_->widget(index) == history_) history_->refresh();
     });
@@ -59,13 +61,14 @@ void DispatchUi::setDbPath(const QString& path) {
 
 dispatch::RunController* DispatchUi::dispatchPlan(const Plan& plan, const std::optional<Graph>& graph, const std::optional<Cluster>& cluster,
                                                   const std::vector<int>& workers, int steps, unsigned long long seed,
-                                                  bool confirm_scripts) {
+                                                  bool confirm_scripts, int checkpoint_every) {
     dispatch::RunRequest req;
     req.plan = plan;
     req.graph = graph;
     req.cluster = cluster;
     req.steps = steps;
     req.seed = seed;
+    req.checkpoint_every = checkpoint_every;
     for (int w : workers) req.workers.push_back(workers_->target(w));
     req.engine = workers_->engine();
     req.work_root = work_root_;
@@ -85,6 +88,23 @@ dispatch::RunController* DispatchUi::dispatchPlan(const Plan& plan, const std::o
             return nullptr;
         }
     }
+    return startRun(run);
+}
+
+dispatch::RunController* DispatchUi::resumeRun(qint64 run_id) {
+    const QString db = db_path_.isEmpty() ? history_->dbPath() : db_path_;
+    dispatch::RunRequest req;
+    try {
+        req = dispatch::resumeRequest(db, run_id, {workers_->engine()});
+    } catch (const Error& e) {
+        QMessageBox::warning(window_, tr("Resume run #%1").arg(run_id), QString::fromUtf8(e.what()));
+        history_->refresh();
+        return nullptr;
+    }
+    return startRun(new dispatch::RunController(req, this));
+}
+
+dispatch::RunController* DispatchUi::startRun(dispatch::RunController* run) {
     current_ = run;
     connect(run, &dispatch::RunController::workerStateChanged, this, [this, run](int worker, const QString& text) {
         if (current_ == run) window_->statusBar()->showMessage(tr("%1: %2").arg(run->request().workers[static_cast<size_t>(worker)].label(), text));
@@ -105,7 +125,7 @@ dispatch::RunController* DispatchUi::dispatchPlan(const Plan& plan, const std::o
 void DispatchUi::askAndRun(const Plan& plan, const std::optional<Graph>& graph, const std::optional<Cluster>& cluster) {
     DispatchDialog d(plan, graph, workers_, window_);
     if (d.exec() != QDialog::Accepted) return;
-    dispatchPlan(plan, graph, cluster, d.chosenWorkers(), d.steps(), d.seed(), /*confirm_scripts=*/true);
+    dispatchPlan(plan, graph, cluster, d.chosenWorkers(), d.steps(), d.seed(), /*confirm_scripts=*/true, d.checkpointEvery());
 }
 
 void DispatchUi::runSelectedPlan() {

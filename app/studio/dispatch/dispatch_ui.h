@@ -48,10 +48,14 @@ public:
     // Starts a run of `plan` on the workers panel's rows `workers` (rank 0 on the first) and
     // shows it. `graph` and `cluster` are for the prediction (see RunController). With
     // confirm_scripts, a Slurm run's batch script is shown first and nothing starts (nullptr)
-    // unless the user submits it.
+    // unless the user submits it. checkpoint_every > 0: the ranks write checkpoints, so that the
+    // run can be resumed (resumeRun).
     dispatch::RunController* dispatchPlan(const Plan& plan, const std::optional<Graph>& graph, const std::optional<Cluster>& cluster,
                                           const std::vector<int>& workers, int steps, unsigned long long seed,
-                                          bool confirm_scripts = false);
+                                          bool confirm_scripts = false, int checkpoint_every = 0);
+    // Starts the next attempt of stored run `run_id` from its checkpoints, as `hippie-plan dispatch
+    // --resume` does, and shows it; nullptr (after saying why) when it cannot be resumed.
+    dispatch::RunController* resumeRun(qint64 run_id);
     dispatch::RunController* currentRun() const { return current_; }
 
     void runSelectedPlan();   // the dialog, for the comparison's selected plan
@@ -64,6 +68,7 @@ signals:
 private:
     void askAndRun(const Plan& plan, const std::optional<Graph>& graph, const std::optional<Cluster>& cluster);
     void showStoredRun(const StoredRun& run);
+    dispatch::RunController* startRun(dispatch::RunController* run);  // follows and shows it
 
     MainWindow* window_;
     QTabWidget* tabs_;

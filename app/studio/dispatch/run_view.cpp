@@ -13,6 +13,7 @@
 #include <cmath>
 
 #include "app/dispatch/run_controller.h"
+#include "app/dispatch/run_resume.h"
 #include "app/store/run_store.h"
 #include "planners/common/error.h"
 #include "planners/sim/trace_json.h"
@@ -71,6 +72,7 @@ QCustomPlot* makeChart(const QString& title, const QString& x_label, const QStri
 
 RunView::RunView(QWidget* parent)
     : QWidget(parent), title_(new QLabel), state_(new QLabel), error_(new QLabel), cancel_(new QPushButton(tr("Cancel run"))),
+      resume_(new QPushButton(tr("Resume run"))),
       loss_plot_(makeChart(tr("Loss"), tr("step"), tr("loss"))),
       throughput_plot_(makeChart(tr("Throughput per rank"), tr("step"), tr("samples/s"))),
       memory_plot_(makeChart(tr("Peak memory per rank"), tr("rank"), tr("memory"))), predicted_title_(new QLabel),
@@ -87,6 +89,7 @@ RunView::RunView(QWidget* parent)
     auto* head = new QHBoxLayout;
     head->addWidget(title_, 1);
     head->addWidget(cancel_);
+    head->addWidget(resume_);
 
     auto* charts = new QHBoxLayout;
     charts->addWidget(loss_plot_);
@@ -134,6 +137,11 @@ RunView::RunView(QWidget* parent)
         cancel_->setEnabled(false);
         state_->setText(tr("Cancelling…"));
     });
+    connect(resume_, &QPushButton::clicked, this, [this] {
+        if (resume_run_ <= 0) return;
+        resume_->setEnabled(false);  // the next attempt is shown live once it starts
+        emit resumeRequested(resume_run_);
+    });
     reset(tr("No run yet: select a plan and use Run ▸ Run on workers…"));
 }
 
@@ -161,7 +169,17 @@ void RunView::reset(const QString& title) {
     log_->setVisible(false);
     log_title_->setVisible(false);
     cancel_->setEnabled(false);
+    setResumable(0, tr("No run is shown."));
     updateCharts();
+}
+
+void RunView::setResumable(qint64 run_id, const QString& refusal) {
+    resume_run_ = refusal.isEmpty() ? run_id : 0;
+    resume_->setEnabled(resume_run_ > 0);
+    resume_->setToolTip(refusal.isEmpty() ? tr("Start run #%1 again from the newest checkpoint every rank wrote, with the same plan, "
+                                               "steps, options and workers")
+                                                .arg(run_id)
+                                          : refusal);
 }
 
 void RunView::showLive(dispatch::RunController* run) {
@@ -203,7 +221,14 @@ void RunView::showLive(dispatch::RunController* run) {
     connect(run, &dispatch::RunController::finished, this, [this](JobState s, const QString& m) {
         cancel_->setEnabled(false);
         setStateText(s, m);
-        if (run_) showLogs(s, run_->stderrByRank(), failed_ranks_);
+        if (!run_) return;
+        showLogs(s, run_->stderrByRank(), failed_ranks_);
+        // What resumeRefusal() would say of the stored run, from what the controller knows.
+        if (run_->runId() <= 0) setResumable(0, tr("The run was not stored."));
+        else if (s == JobState::Succeeded) setResumable(0, tr("run %1 completed (succeeded): there is nothing to resume").arg(run_->runId()));
+        else if (run_->checkpointDir().isEmpty())
+            setResumable(0, tr("run %1 was dispatched without checkpoints; nothing to resume from").arg(run_->runId()));
+        else setResumable(run_->runId(), {});
     });
 }
 
@@ -231,6 +256,8 @@ void RunView::showStored(const store::RunDetails& d, const std::optional<Trace>&
     for (const auto& l : d.logs)
         if (l.stream == QLatin1String("stderr")) logs[l.rank] += l.text;
     showLogs(s.state, logs, failed_ranks_);
+    setResumable(s.id, dispatch::resumeRefusal(s));
+    if (s.attempt > 1) title_->setText(title_->text() + tr(" · attempt %1").arg(s.attempt));
 }
 
 void RunView::feed(const json& ev) {
@@ -243,7 +270,11 @@ void RunView::feed(const json& ev) {
         p.time_s = numberAt(ev, "time_s").value_or(0);
         p.samples_per_s = numberAt(ev, "samples_per_s").value_or(0);
         p.loss = numberAt(ev, "loss");
-        steps_[rank].push_back(p);
+        // A resumed attempt runs the steps after its checkpoint again: its values are the run's.
+        std::vector<StepPoint>& points = steps_[rank];
+        const auto same = std::find_if(points.begin(), points.end(), [&](const StepPoint& q) { return q.step == p.step; });
+        if (same != points.end()) *same = p;
+        else points.push_back(p);
         updateCharts();
     } else if (kind == "setup" && rank >= 0) {
         rank_device_[rank] = QString::fromStdString(ev.value("device", std::string()));

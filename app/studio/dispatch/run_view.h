@@ -2,7 +2,9 @@
 // The run view: one run, live or reopened from the store. Loss per step, throughput per rank per
 // step and peak memory per rank (predicted beside measured), the predicted and the measured
 // Gantt charts side by side on one time scale (zooming one moves the other), the predicted-vs-
-// measured step time and its error, Cancel, and the stderr of the ranks that failed.
+// measured step time and its error, Cancel, and the stderr of the ranks that failed. Resume
+// (for a failed, cancelled or lost run that wrote checkpoints) asks for the run's next attempt
+// from its last checkpoint: resumeRequested, which DispatchUi starts (dispatch/run_resume.h).
 #include <QPointer>
 #include <QWidget>
 
@@ -48,10 +50,14 @@ public:
     QString stateText() const;
     QString errorText() const;
     QString logText() const;
+    QPushButton* resumeButton() const { return resume_; }
     int lossPoints() const;  // steps with a loss shown
     QCustomPlot* lossPlot() const { return loss_plot_; }
     QCustomPlot* throughputPlot() const { return throughput_plot_; }
     QCustomPlot* memoryPlot() const { return memory_plot_; }
+
+signals:
+    void resumeRequested(qint64 run_id);
 
 private:
     struct StepPoint {
@@ -69,6 +75,7 @@ private:
     void updateCharts();
     void updateError();
     void syncTimeAxes();
+    void setResumable(qint64 run_id, const QString& refusal);  // empty refusal: Resume is enabled
     void showLogs(jobs::JobState state, const std::map<int, QString>& stderr_by_rank, const std::vector<int>& failed_ranks);
 
     QPointer<dispatch::RunController> run_;
@@ -76,6 +83,8 @@ private:
     QLabel* state_;
     QLabel* error_;
     QPushButton* cancel_;
+    QPushButton* resume_;
+    qint64 resume_run_ = 0;
     QCustomPlot* loss_plot_;
     QCustomPlot* throughput_plot_;
     QCustomPlot* memory_plot_;
