@@ -94,6 +94,9 @@ std::vector<CLI::Option*> addShapeOptions(CLI::App& sub, SimulateCommand& cmd) {
     shape.insert(shape.end(),
                  {positive("--virtual-stages", o.virtual_stages, "model chunks per device (interleaved)"),
                   sub.add_flag("--recompute", o.recompute, "recompute every layer but the last of each stage"),
+                  sub.add_option("--zero", o.zero_stage,
+                                 "ZeRO sharding over each stage's dp replicas: 0 none, 1 optimizer state, 2 + gradients, 3 + parameters")
+                      ->check(CLI::Range(0, kMaxZeroStage)),
                   sub.add_option("--optimizer", o.optimizer, "sgd, sgd-momentum, adam or adamw")->capture_default_str()});
     return shape;
 }

@@ -52,6 +52,7 @@ void printPlanSummary(std::ostream& out, const SimulationSetup& s) {
         << toString(p.schedule) << ", stages " << joined(stages, " | ") << '\n';
     out << "      global batch " << p.global_batch << ", optimizer " << toString(p.optimizer) << ", recompute "
         << (p.recompute_layers.empty() ? std::string("none") : std::to_string(p.recompute_layers.size()) + " layers")
+        << (p.zero_stage > 0 ? ", ZeRO " + std::to_string(p.zero_stage) + " (" + zeroStageMeaning(p.zero_stage) + ")" : std::string())
         << ", planner " << p.planner << '\n';
 }
 

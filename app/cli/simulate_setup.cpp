@@ -62,6 +62,7 @@ SimulationSetup setupFromFlags(const SimulateOptions& opts) {
                     std::to_string(graph.layerCount()) + " layers of '" + graph.name + "'");
     plan.stages = balancedStages(graph, opts.pp * opts.virtual_stages);
     if (opts.recompute) plan.recompute_layers = recomputeAllButLast(plan.stages);
+    plan.zero_stage = opts.zero_stage;
     return {std::move(plan), std::move(graph), std::move(cluster)};
 }
 

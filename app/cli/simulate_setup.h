@@ -22,6 +22,7 @@ struct SimulateOptions {
     int virtual_stages = 1;
     bool recompute = false;
     std::string optimizer = "adam";
+    int zero_stage = 0;  // --zero: ZeRO sharding stage of the data-parallel groups
     // Outputs.
     std::string trace_file;
     std::string chrome_trace_file;

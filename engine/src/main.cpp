@@ -50,6 +50,7 @@ struct PlanFlags {
     std::string schedule = "1f1b", optimizer = "sgd", precision = "fp32", out;
     std::vector<int> recompute;
     long long bucket_bytes = 0;
+    int zero_stage = 0;
 };
 
 // A pipeline plan for a tiny model with even stages: tests and benchmarks write their plans
@@ -84,6 +85,7 @@ int makePlan(const PlanFlags& f) {
         p.recompute_layers = f.recompute;
         p.virtual_stages = f.virtual_stages;
         if (f.bucket_bytes > 0) p.bucket_bytes = f.bucket_bytes;
+        p.zero_stage = f.zero_stage;
         const hippie::Graph g = zoo ? hippie::buildZooModel(p.model) : cfg ? he::buildTinyGraph(*cfg, p.model) : from_file;
         const int layers = g.layerCount();
         const int chunks = f.pp * f.virtual_stages;  // interleaved: chunk c of device i is stage c * pp + i
@@ -176,6 +178,7 @@ int main(int argc, char** argv) {
     plan_cmd->add_option("--precision", pf.precision, "fp32, or mixed precision: bf16 (CPU, CUDA), fp16 (CUDA)");
     plan_cmd->add_option("--recompute", pf.recompute, "layers to recompute")->delimiter(',');
     plan_cmd->add_option("--bucket-bytes", pf.bucket_bytes, "gradient bucket size");
+    plan_cmd->add_option("--zero", pf.zero_stage, "ZeRO stage of the data-parallel groups: 0 none, 1 optimizer state, 2 + gradients, 3 + parameters");
     plan_cmd->add_option("--out", pf.out, "plan file to write (default: stdout)");
 
     std::string ref;

@@ -16,6 +16,7 @@
 #include "planners/algorithms/device_mapping.h"
 #include "planners/algorithms/equal_params.h"
 #include "planners/algorithms/uniform.h"
+#include "planners/algorithms/zero_planner.h"
 #include "planners/algorithms/evaluate.h"
 #include "planners/algorithms/hybrid_candidates.h"
 #include "planners/algorithms/partition.h"
@@ -169,6 +170,14 @@ std::vector<Candidate> neighbours(const Candidate& c, const std::vector<int64_t>
     addHandOvers(out, c);
     addRecomputeSwitches(out, c);
     addMicroBatchNeighbours(out, c, micro_batch_counts);
+    // The next and previous ZeRO stage: less memory for more communication, or the reverse.
+    for (int step : {-1, 1}) {
+        const int zero = c.shape.zero + step;
+        if (c.shape.dp < 2 || zero < 0 || zero > kMaxZeroStage) continue;
+        Candidate n = c;
+        n.shape.zero = zero;
+        out.push_back(std::move(n));
+    }
     return out;
 }
 
@@ -307,7 +316,8 @@ private:
         DataParallelPlanner data_parallel;
         UniformPlanner uniform;
         EqualParamsPlanner equal_params;
-        for (Planner* baseline : std::initializer_list<Planner*>{&data_parallel, &uniform, &equal_params}) {
+        ZeroPlanner zero;
+        for (Planner* baseline : std::initializer_list<Planner*>{&data_parallel, &uniform, &equal_params, &zero}) {
             if (context_.shouldStop()) return;
             PlanContext own(problem_.time_budget_s);
             // The baseline reports to its own context (its progress is not ours); a cancel or

@@ -46,7 +46,8 @@ std::vector<Shape> searchShapes(const Problem& problem) {
     for (int pp = 1; pp <= deepest; ++pp)
         for (int dp = 1; pp * dp <= devices; ++dp)
             if (problem.global_batch % dp == 0)
-                for (int m : microBatchCounts(problem, dp)) out.push_back({pp, dp, m});
+                for (int m : microBatchCounts(problem, dp))
+                    for (int zero = 0; zero <= (dp > 1 ? kMaxZeroStage : 0); ++zero) out.push_back({pp, dp, m, zero});
     return out;
 }
 
@@ -71,7 +72,8 @@ bool operator==(const Candidate& a, const Candidate& b) {
 }
 
 std::string candidateKey(const Candidate& c) {
-    std::string k = std::to_string(c.shape.pp) + "," + std::to_string(c.shape.dp) + "," + std::to_string(c.shape.m) + ":";
+    std::string k = std::to_string(c.shape.pp) + "," + std::to_string(c.shape.dp) + "," + std::to_string(c.shape.m) + "," +
+                    std::to_string(c.shape.zero) + ":";
     for (size_t s = 0; s < c.stages.size(); ++s) k += std::to_string(c.stages[s].last_layer) + (c.recompute[s] ? "r," : ",");
     return k;
 }
@@ -81,7 +83,8 @@ std::string describe(const Candidate& c) {
     for (size_t s = 0; s < c.stages.size(); ++s)
         stages += (stages.empty() ? "" : " | ") + std::to_string(c.stages[s].first_layer) + "-" +
                   std::to_string(c.stages[s].last_layer) + (c.recompute[s] ? "*" : "");
-    return "pp " + std::to_string(c.shape.pp) + " x dp " + std::to_string(c.shape.dp) + ", m " + std::to_string(c.shape.m) +
+    return "pp " + std::to_string(c.shape.pp) + " x dp " + std::to_string(c.shape.dp) +
+           (c.shape.zero > 0 ? " z" + std::to_string(c.shape.zero) : std::string()) + ", m " + std::to_string(c.shape.m) +
            ", stages " + stages;
 }
 
@@ -90,6 +93,7 @@ Plan candidatePlan(const Problem& problem, const std::string& planner, const Can
     plan.stages = c.stages;
     plan.dp = c.shape.dp;
     plan.micro_batches = c.shape.m;
+    plan.zero_stage = c.shape.dp > 1 ? c.shape.zero : 0;
     plan.schedule = ScheduleKind::Hippie;
     plan.recompute_layers = recomputeLayers(c);
     plan.device_map = mapDevices(problem, plan);
@@ -425,6 +429,17 @@ Estimator::Estimator(const Problem& problem) : problem_(problem), costs_(problem
     }
 }
 
+int64_t Estimator::zeroStateBytes(int64_t param_bytes, const Shape& shape) const {
+    const CostModel& cost = costs_.cost();
+    const int64_t count = param_bytes / activationElementBytes(cost.precision());
+    const int64_t master = isMixed(cost.precision()) ? count * 4 : 0;  // fp32 copy, as the cost model counts it
+    const int64_t optimizer = count * optimizerStateBytesPerParam(problem_.optimizer);
+    const auto shard = [&](int64_t bytes) { return (bytes + shape.dp - 1) / shape.dp; };
+    const int64_t params = shape.zero >= 3 ? shard(param_bytes) + param_bytes : param_bytes;  // ZeRO-3: shard + the stage gathered
+    const int64_t grads = shape.zero >= 2 ? shard(param_bytes) : param_bytes;
+    return params + grads + shard(master) + shard(optimizer);
+}
+
 Estimator::StageCost Estimator::stageCost(const StageRange& r, bool recompute, int stage, const Shape& shape, double samples) const {
     const CostModel& cost = costs_.cost();
     const size_t a = static_cast<size_t>(r.first_layer), b = static_cast<size_t>(r.last_layer);
@@ -436,7 +451,8 @@ Estimator::StageCost Estimator::stageCost(const StageRange& r, bool recompute, i
     s.recompute_s = recompute ? (fwd_prefix_s_[b] - fwd_prefix_s_[a]) * samples : 0.0;
     s.params = costs_.paramBytes(r.first_layer, r.last_layer);
     const int64_t buckets = shape.dp > 1 ? std::min(s.params, 2 * Plan{}.bucket_bytes) : 0;  // the cost model's two in flight
-    s.static_bytes = state_prefix_[b + 1] - state_prefix_[a] + buckets + (last_stage ? 0 : costs_.boundaryBytes(r.last_layer, samples));
+    const int64_t states = shape.dp > 1 && shape.zero > 0 ? zeroStateBytes(s.params, shape) : state_prefix_[b + 1] - state_prefix_[a];
+    s.static_bytes = states + buckets + (last_stage ? 0 : costs_.boundaryBytes(r.last_layer, samples));
     const int64_t outputs = activation_prefix_[b + 1] - activation_prefix_[recompute ? b : a];
     s.kept = cost.scaled(input_bytes_[at(r.first_layer, r.last_layer)] + outputs, samples);
     s.recomputed = recompute ? cost.scaled(activation_prefix_[b] - activation_prefix_[a], samples) : 0;
@@ -519,14 +535,20 @@ Estimate Estimator::estimate(const Candidate& c, const ShapeTopology& topology) 
         const StageCost& sc = stages[s];
         const double backward_end = backward_ends[s];
         double reduced_end = backward_end;
+        const int zero = c.shape.dp > 1 ? c.shape.zero : 0;
+        double gather_s = 0;  // ZeRO: all-gathers of the parameters (after the step, or before the first compute)
         if (c.shape.dp > 1 && sc.params > 0) {
-            // The last backward runs bucket by bucket, each bucket's all-reduce after its part.
+            // The last backward runs bucket by bucket, each bucket's all-reduce (ZeRO 2/3:
+            // reduce-scatter, half of it) after its part.
             const double buckets = std::max(1.0, std::ceil(static_cast<double>(sc.params) / static_cast<double>(Plan{}.bucket_bytes)));
             const double each = topology.reduce_fixed_s[s] + topology.reduce_per_byte_s[s] * static_cast<double>(sc.params) / buckets;
-            reduced_end = std::max(backward_end - sc.bwd_s + sc.bwd_s / buckets + buckets * each, backward_end + each);
+            const double reduce_each = zero >= 2 ? each / 2 : each;
+            reduced_end = std::max(backward_end - sc.bwd_s + sc.bwd_s / buckets + buckets * reduce_each, backward_end + reduce_each);
+            if (zero > 0) gather_s = buckets * each / 2;
         }
-        const int64_t params = sc.params / activationElementBytes(cost.precision());
-        e.iteration_s = std::max(e.iteration_s, reduced_end + cost.optimizerTime(params, problem_.optimizer, 0));
+        int64_t params = sc.params / activationElementBytes(cost.precision());
+        if (zero > 0) params = (params + c.shape.dp - 1) / c.shape.dp;
+        e.iteration_s = std::max(e.iteration_s, reduced_end + cost.optimizerTime(params, problem_.optimizer, 0) + gather_s);
 
         pace = std::max({pace, sc.fwd_s, s > 0 ? hop[s - 1] : 0.0});
         const int64_t activations = activationPeak(sc, std::min(pp - static_cast<int>(s), m), hop[s], pace);

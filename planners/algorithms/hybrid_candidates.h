@@ -9,8 +9,9 @@
 // global batch with pp * dp <= devices (fewer devices than the cluster has are allowed);
 // micro-batch count m dividing the per-replica batch (so every micro-batch holds a whole
 // number of samples); contiguous non-empty stages; per stage, either keep every activation
-// or recompute every layer but the last; the `hippie` schedule; the default gradient bucket;
-// the device map from mapDevices().
+// or recompute every layer but the last; the ZeRO stage 0..3 of the data-parallel groups
+// (dp > 1 only); the `hippie` schedule; the default gradient bucket; the device map from
+// mapDevices().
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -27,10 +28,11 @@ struct Shape {
     int pp = 1;  // pipeline stages
     int dp = 1;  // replicas of each stage
     int m = 1;   // micro-batches per pipeline per iteration
+    int zero = 0;  // ZeRO stage of the data-parallel groups (0 when dp == 1)
     bool operator==(const Shape&) const = default;
 };
 
-// Every (pp, dp, m) of the space for this problem, by pp, then dp, then m.
+// Every (pp, dp, m, zero) of the space for this problem, by pp, then dp, then m, then zero.
 std::vector<Shape> searchShapes(const Problem& problem);
 double microBatchSize(const Problem& problem, const Shape& shape);  // samples
 
@@ -47,7 +49,7 @@ bool operator==(const Candidate& a, const Candidate& b);
 inline bool canRecompute(const StageRange& s) { return s.last_layer > s.first_layer; }
 std::vector<int> recomputeLayers(const Candidate& c);
 std::string candidateKey(const Candidate& c);   // compact and unique, for memoising
-std::string describe(const Candidate& c);       // "pp 2 x dp 4, m 8, stages 0-5 | 6-11*" (* recomputes)
+std::string describe(const Candidate& c);       // "pp 2 x dp 4 z1, m 8, stages 0-5 | 6-11*" (* recomputes)
 
 // The candidate as a Plan under the hippie schedule, with its topology-aware device map.
 Plan candidatePlan(const Problem& problem, const std::string& planner, const Candidate& c);
@@ -163,6 +165,9 @@ private:
     double transferSeconds(const Link& link, int last_layer, double samples) const;
     static int64_t activationPeak(const StageCost& sc, int64_t held, double send_s, double pace_s);
     StageCost stageCost(const StageRange& r, bool recompute, int stage, const Shape& shape, double samples) const;
+    // Parameters, gradients, master weights and optimizer state of `param_bytes` of parameters
+    // under shape.zero over shape.dp replicas, as the cost model counts them (no buffers).
+    int64_t zeroStateBytes(int64_t param_bytes, const Shape& shape) const;
     size_t at(int first, int last) const { return static_cast<size_t>(first) * static_cast<size_t>(layers_) + static_cast<size_t>(last); }
 
     const Problem& problem_;

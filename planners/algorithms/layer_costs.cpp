@@ -88,8 +88,9 @@ std::span<const int> LayerCosts::ops(int first, int last) const {
     return std::span<const int>(ops_by_layer_).subspan(a, b - a);
 }
 
-int64_t LayerCosts::staticBytes(int first, int last, int dp) const {
-    return cost_.staticMemory(ops(first, last), problem_.optimizer, dp, Plan{}.bucket_bytes, 0).total();
+int64_t LayerCosts::staticBytes(int first, int last, int dp, int zero) const {
+    const int64_t gathered = zero >= 3 && dp > 1 ? paramBytes(first, last) : 0;
+    return cost_.staticMemory(ops(first, last), problem_.optimizer, dp, Plan{}.bucket_bytes, 0, zero, gathered).total();
 }
 
 int64_t LayerCosts::layerStateBytes(int layer) const { return staticBytes(layer, layer, 1); }

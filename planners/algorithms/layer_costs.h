@@ -26,8 +26,9 @@ public:
     std::span<const int> ops(int first, int last) const;  // the layers' ops, layer by layer
 
     // Parameters, gradients, master weights, optimizer state and gradient buckets of a stage
-    // replica with `dp` replicas (the cost model's static memory).
-    int64_t staticBytes(int first, int last, int dp) const;
+    // replica with `dp` replicas (the cost model's static memory), under ZeRO stage `zero`
+    // (stage 3: with the stage's full parameters gathered, as the engine gathers them).
+    int64_t staticBytes(int first, int last, int dp, int zero = 0) const;
     // Model states of one layer alone (no buffers): torchgpipe's "parameter size x scale".
     int64_t layerStateBytes(int layer) const;
     // Activations one micro-batch of `samples` keeps for backward in a stage: its layers'

@@ -76,7 +76,8 @@ std::string describePlan(const Plan& p) {
     std::string stages;
     for (const StageRange& s : p.stages)
         stages += (stages.empty() ? "" : " | ") + std::to_string(s.first_layer) + "-" + std::to_string(s.last_layer);
-    return "pp " + std::to_string(p.pipelineDepth()) + " x dp " + std::to_string(p.dp) + ", m " + std::to_string(p.micro_batches) +
+    return "pp " + std::to_string(p.pipelineDepth()) + " x dp " + std::to_string(p.dp) +
+           (p.zero_stage > 0 ? " z" + std::to_string(p.zero_stage) : std::string()) + ", m " + std::to_string(p.micro_batches) +
            ", " + toString(p.schedule) + ", stages " + stages;
 }
 

@@ -7,6 +7,7 @@
 #include "planners/algorithms/gpipe_balance.h"
 #include "planners/algorithms/pipedream.h"
 #include "planners/algorithms/uniform.h"
+#include "planners/algorithms/zero_planner.h"
 
 namespace hippie {
 
@@ -27,6 +28,7 @@ std::vector<PlannerInfo> hybridPlanners() {
         entry<UniformPlanner>(),
         entry<PipeDreamPlanner>(),
         entry<GPipeBalancePlanner>(),
+        entry<ZeroPlanner>(),
     };
 }
 

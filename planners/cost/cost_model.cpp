@@ -130,12 +130,6 @@ double CostModel::p2pTime(int64_t bytes, int from, int to, int sharing) const {
 }
 
 namespace {
-// Ring all-reduce of `bytes` over n members at `bandwidth` per member.
-double ringAllReduce(double bytes, int n, double bandwidth, double latency_s) {
-    if (n <= 1) return 0.0;
-    return 2.0 * (n - 1) / n * bytes / bandwidth + 2.0 * (n - 1) * latency_s;
-}
-double ringAllReduce(double bytes, int n, const Link& l) { return ringAllReduce(bytes, n, l.bandwidth_bytes_per_s, l.latency_s); }
 // Ring reduce-scatter (or all-gather): half of an all-reduce.
 double ringHalf(double bytes, int n, const Link& l) {
     if (n <= 1) return 0.0;
@@ -143,17 +137,19 @@ double ringHalf(double bytes, int n, const Link& l) {
 }
 }  // namespace
 
-double CostModel::allReduceTime(int64_t bytes, std::span<const int> group, int sharing) const {
+double CostModel::ringCollectiveTime(int64_t bytes, std::span<const int> group, int sharing, int phases) const {
     const int n = static_cast<int>(group.size());
     if (n <= 1 || bytes <= 0) return 0.0;
     std::map<int, int> per_node;
     for (int d : group) ++per_node[cluster_.nodeOf(d)];
     const double b = static_cast<double>(bytes);
-    if (per_node.size() == 1) return ringAllReduce(b, n, cluster_.link(group[0], group[1]));
+    const Link& first = cluster_.link(group[0], group[1]);
+    if (per_node.size() == 1) return phases * ringHalf(b, n, first);
     // Hierarchical: reduce-scatter inside each node, all-reduce of each shard across nodes
-    // (k rings in parallel, one per local rank), all-gather inside each node. The slowest
-    // node sets the pace. The k rings of a node, and any other collective leaving it at the
-    // same time, share its network ports.
+    // (k rings in parallel, one per local rank), all-gather inside. The slowest node sets the
+    // pace. The k rings of a node, and any other collective leaving it at the same time,
+    // share its network ports. A reduce-scatter (all-gather) is the first (second) half of
+    // each: inside the node, then across (across, then inside).
     int k = 0;
     const Link* intra = nullptr;
     for (const auto& [node, count] : per_node) {
@@ -165,8 +161,21 @@ double CostModel::allReduceTime(int64_t bytes, std::span<const int> group, int s
     double ring_bandwidth = cluster_.inter.bandwidth_bytes_per_s;
     for (const auto& [node, count] : per_node) ring_bandwidth = std::min(ring_bandwidth, portShare(node, count * std::max(sharing, 1)));
     const int nodes = static_cast<int>(per_node.size());
-    const double local = k > 1 ? 2.0 * ringHalf(b, k, *intra) : 0.0;
-    return local + ringAllReduce(b / k, nodes, ring_bandwidth, cluster_.inter.latency_s);
+    const double local = k > 1 ? phases * ringHalf(b, k, *intra) : 0.0;
+    const Link across{ring_bandwidth, cluster_.inter.latency_s};
+    return local + phases * ringHalf(b / k, nodes, across);
+}
+
+double CostModel::allReduceTime(int64_t bytes, std::span<const int> group, int sharing) const {
+    return ringCollectiveTime(bytes, group, sharing, 2);
+}
+
+double CostModel::reduceScatterTime(int64_t bytes, std::span<const int> group, int sharing) const {
+    return ringCollectiveTime(bytes, group, sharing, 1);
+}
+
+double CostModel::allGatherTime(int64_t bytes, std::span<const int> group, int sharing) const {
+    return ringCollectiveTime(bytes, group, sharing, 1);
 }
 
 int64_t CostModel::scaled(int64_t bytes_at_batch, double samples) const {
@@ -174,7 +183,7 @@ int64_t CostModel::scaled(int64_t bytes_at_batch, double samples) const {
 }
 
 StaticMemory CostModel::staticMemory(std::span<const int> ops, Optimizer o, int dp, int64_t bucket_bytes,
-                                     int64_t p2p_buffer_bytes) const {
+                                     int64_t p2p_buffer_bytes, int zero_stage, int64_t gathered_bytes) const {
     StaticMemory m;
     for (int op : ops) m.params += graph_.ops[static_cast<size_t>(op)].param_bytes;
     const int64_t count = m.params / activationElementBytes(precision());
@@ -183,6 +192,17 @@ StaticMemory CostModel::staticMemory(std::span<const int> ops, Optimizer o, int 
     m.optimizer_state = count * optimizerStateBytesPerParam(o);
     m.comm_buffers = p2p_buffer_bytes;
     if (dp > 1) m.comm_buffers += std::min(m.grads, kBucketsInFlight * bucket_bytes);
+    if (dp > 1 && zero_stage > 0) {
+        // Each replica keeps its 1/dp shard (padded: the last shard is rounded up).
+        const auto shard = [dp](int64_t bytes) { return (bytes + dp - 1) / dp; };
+        m.master_params = shard(m.master_params);
+        m.optimizer_state = shard(m.optimizer_state);
+        if (zero_stage >= 2) m.grads = shard(m.grads);
+        if (zero_stage >= 3) {
+            m.params = shard(m.params);
+            m.gathered = gathered_bytes;
+        }
+    }
     return m;
 }
 

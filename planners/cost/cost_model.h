@@ -22,7 +22,8 @@ struct StaticMemory {
     int64_t master_params = 0;  // fp32 copy under mixed precision
     int64_t optimizer_state = 0;
     int64_t comm_buffers = 0;   // gradient buckets in flight and p2p receive buffers
-    int64_t total() const { return params + grads + master_params + optimizer_state + comm_buffers; }
+    int64_t gathered = 0;       // ZeRO-3: full parameters gathered for the compute in use
+    int64_t total() const { return params + grads + master_params + optimizer_state + comm_buffers + gathered; }
 };
 
 class CostModel {
@@ -55,18 +56,28 @@ public:
     // rank), all-gather inside. The rings across nodes share each node's network ports with
     // each other and with `sharing` - 1 other collectives leaving the node at the same time.
     double allReduceTime(int64_t bytes, std::span<const int> group, int sharing = 1) const;
+    // Ring reduce-scatter and all-gather of `bytes` (the whole buffer, not a shard): each
+    // (n-1)/n * bytes / bandwidth + (n-1) latency, hierarchical across nodes as allReduceTime
+    // (an all-reduce is a reduce-scatter followed by an all-gather).
+    double reduceScatterTime(int64_t bytes, std::span<const int> group, int sharing = 1) const;
+    double allGatherTime(int64_t bytes, std::span<const int> group, int sharing = 1) const;
 
     // Bytes a sample's activations take: ops scale linearly from the graph's batch size.
     int64_t scaled(int64_t bytes_at_batch, double samples) const;
 
     // Parameters, gradients, master weights and optimizer state for `ops`, plus bucket and
-    // receive buffers (`dp` > 1 adds in-flight gradient buckets).
+    // receive buffers (`dp` > 1 adds in-flight gradient buckets). ZeRO over `dp` replicas:
+    // stage >= 1 keeps 1/dp of the optimizer state and master weights, >= 2 of the gradients,
+    // 3 of the parameters, plus `gathered_bytes` of full parameters gathered for use.
     StaticMemory staticMemory(std::span<const int> ops, Optimizer o, int dp, int64_t bucket_bytes,
-                              int64_t p2p_buffer_bytes) const;
+                              int64_t p2p_buffer_bytes, int zero_stage = 0, int64_t gathered_bytes = 0) const;
 
 private:
     // One pass over an op: `flops` in `kernels` kernels moving `moved_bytes`.
     double passSeconds(double flops, double moved_bytes, int kernels, int device) const;
+    // Ring collective of `bytes` over `group`, `phases` halves (reduce-scatter or all-gather 1,
+    // all-reduce 2): hierarchical across nodes.
+    double ringCollectiveTime(int64_t bytes, std::span<const int> group, int sharing, int phases) const;
     // Bandwidth a flow crossing node boundaries gets when `flows` flows leave `node` at once.
     double portShare(int node, int flows) const;
 

@@ -27,13 +27,17 @@ struct CollectiveInstance {
     std::vector<std::pair<int, size_t>> members;  // (stream, instruction index)
     double ready = 0;                             // latest time a member's gradients were ready
     bool resolved = false;
+    double end = 0;
 };
 
 struct StreamState {
     size_t pc = 0;
     double compute_free = 0;       // when the compute stream is idle again
     double last_compute_end = 0;   // end of the latest compute instruction issued
+    double last_compute_start = 0;
+    bool last_compute_was_step = false;
     std::vector<size_t> pending_recvs;
+    std::vector<std::pair<int, int>> pending_gathers;  // all-gathers (group, instance) the next compute waits for
     double collective_free = 0;
     std::deque<std::pair<int, int>> collective_queue;  // posted, unresolved: (group, instance)
     int collectives_unresolved = 0;
@@ -86,7 +90,7 @@ private:
                 t.end = t.start + durations_.transfer(in, device, in.peer);
                 link_free = t.end;
                 sends_[key] = {t.start, t.end};
-            } else if (in.kind == InstrKind::AllReduce) {
+            } else if (isCollective(in.kind)) {
                 post(s, in);
             } else {
                 if (!tryCompute(s, in, t)) break;
@@ -111,6 +115,12 @@ private:
             if (st.collectives_unresolved > 0) return false;
             ready = std::max(ready, st.collective_free);
         }
+        for (const auto& [g, k] : st.pending_gathers) {
+            const CollectiveInstance& inst = instances_[static_cast<size_t>(g)][static_cast<size_t>(k)];
+            if (!inst.resolved) return false;
+            ready = std::max(ready, inst.end);
+        }
+        st.pending_gathers.clear();
         for (size_t idx : st.pending_recvs) {
             const Instr& r = program_.streams[static_cast<size_t>(s)][idx];
             const Transfer& x = sends_[p2pKey(r.kind == InstrKind::RecvGrad, r.segment, r.mb, r.peer, device)];
@@ -121,6 +131,8 @@ private:
         t.end = ready + durations_.compute(s, in);
         st.compute_free = t.end;
         st.last_compute_end = t.end;
+        st.last_compute_start = t.start;
+        st.last_compute_was_step = in.kind == InstrKind::OptimizerStep;
         return true;
     }
 
@@ -131,7 +143,11 @@ private:
         if (static_cast<int>(list.size()) <= k) list.resize(static_cast<size_t>(k) + 1);
         CollectiveInstance& inst = list[static_cast<size_t>(k)];
         inst.members.emplace_back(s, st.pc);
-        inst.ready = std::max(inst.ready, st.last_compute_end);
+        // An all-gather prefetches parameters while the compute before it runs; after the
+        // optimizer step it gathers the updated shards.
+        const bool prefetch = in.kind == InstrKind::AllGather && !st.last_compute_was_step;
+        inst.ready = std::max(inst.ready, prefetch ? st.last_compute_start : st.last_compute_end);
+        if (in.kind == InstrKind::AllGather) st.pending_gathers.emplace_back(in.group, k);
         st.collective_queue.emplace_back(in.group, k);
         ++st.collectives_unresolved;
     }
@@ -167,6 +183,7 @@ private:
                     --ms.collectives_unresolved;
                 }
                 inst.resolved = true;
+                inst.end = end;
                 changed = any = true;
             }
         }
@@ -185,7 +202,8 @@ private:
                 why += ", waiting for " + r.str() + " from device " + std::to_string(r.peer);
         }
         if (in.kind == InstrKind::OptimizerStep && st.collectives_unresolved > 0)
-            why += ", waiting for " + std::to_string(st.collectives_unresolved) + " all-reduce(s)";
+            why += ", waiting for " + std::to_string(st.collectives_unresolved) + " collective(s)";
+        if (!st.pending_gathers.empty()) why += ", waiting for its parameters' all-gathers";
         return why;
     }
 

@@ -301,8 +301,14 @@ private:
 };
 
 // Adds recomputation before each segment's first backward of a micro-batch, and the
-// gradient all-reduces and optimizer step at the end (hippie: bucket by bucket during the
-// last backward, so they overlap it).
+// gradient collectives and optimizer step at the end (hippie: bucket by bucket during the
+// last backward, so they overlap it). ZeRO (prog.zero_stage):
+// - 1: all-reduce as stage 0, the step updates the shard, then an all-gather of every bucket.
+// - 2: each micro-batch's gradients are reduce-scattered after its backward (so only the
+//   shard accumulates), the step updates the shard, then an all-gather of every bucket.
+// - 3: as 2, without the all-gather after the step: a segment's parameters are gathered
+//   before its first compute instruction, prefetched while the compute before it runs, and
+//   released after its last compute before another segment's (zeroGathers).
 std::vector<Instr> finishComputeOrder(const std::vector<Instr>& order, const Plan& plan, const Program& prog,
                                       const std::vector<std::vector<int>>& buckets_of, const std::vector<int>& group_of_segment,
                                       const std::vector<bool>& segment_recomputes) {
@@ -315,14 +321,18 @@ std::vector<Instr> finishComputeOrder(const std::vector<Instr>& order, const Pla
     }
     const bool reduce = plan.dp > 1;
     const bool overlap = plan.schedule == ScheduleKind::Hippie && reduce;
+    const int zero = prog.zero_stage;
+    const bool scatter = zero >= 2;
     std::set<std::pair<int, int>> recomputed;
-    auto allReduce = [&](int bucket) {
-        Instr ar;
-        ar.kind = InstrKind::AllReduce;
-        ar.bucket = bucket;
-        ar.group = group_of_segment[static_cast<size_t>(prog.buckets[static_cast<size_t>(bucket)].segment)];
-        return ar;
+    auto collective = [&](InstrKind kind, int bucket, int mb) {
+        Instr c;
+        c.kind = kind;
+        c.bucket = bucket;
+        c.mb = mb;
+        c.group = group_of_segment[static_cast<size_t>(prog.buckets[static_cast<size_t>(bucket)].segment)];
+        return c;
     };
+    auto hasBytes = [&](int b) { return prog.buckets[static_cast<size_t>(b)].bytes > 0; };
     for (const Instr& in : order) {
         const bool backward = in.kind == InstrKind::Backward || in.kind == InstrKind::BackwardInput;
         if (backward && segment_recomputes[static_cast<size_t>(in.segment)] && recomputed.insert({in.segment, in.mb}).second) {
@@ -335,20 +345,71 @@ std::vector<Instr> finishComputeOrder(const std::vector<Instr>& order, const Pla
                 Instr part = in;
                 part.bucket = b;
                 out.push_back(part);
-                if (prog.buckets[static_cast<size_t>(b)].bytes > 0) out.push_back(allReduce(b));
+                if (hasBytes(b)) out.push_back(scatter ? collective(InstrKind::ReduceScatter, b, in.mb) : collective(InstrKind::AllReduce, b, -1));
             }
             continue;
         }
         out.push_back(in);
+        // ZeRO 2/3: the weight gradients of this micro-batch are complete; reduce-scatter them.
+        const bool weights_done = (in.kind == InstrKind::Backward && in.bucket < 0) || in.kind == InstrKind::BackwardWeight;
+        if (scatter && reduce && weights_done)
+            for (int b : buckets_of[static_cast<size_t>(in.segment)])
+                if (hasBytes(b)) out.push_back(collective(InstrKind::ReduceScatter, b, in.mb));
     }
-    if (reduce && !overlap) {
+    if (reduce && !overlap && !scatter) {
         for (int s : hosted)
             for (int b : buckets_of[static_cast<size_t>(s)])
-                if (prog.buckets[static_cast<size_t>(b)].bytes > 0) out.push_back(allReduce(b));
+                if (hasBytes(b)) out.push_back(collective(InstrKind::AllReduce, b, -1));
     }
     Instr opt;
     opt.kind = InstrKind::OptimizerStep;
     out.push_back(opt);
+    if (reduce && (zero == 1 || zero == 2))
+        for (int s : hosted)
+            for (int b : buckets_of[static_cast<size_t>(s)])
+                if (hasBytes(b)) out.push_back(collective(InstrKind::AllGather, b, -1));
+    return out;
+}
+
+// ZeRO-3: before the first compute instruction of each run of one segment's compute
+// instructions, all-gathers of that segment's buckets, placed right after the compute
+// instruction before the run (so they overlap it: a prefetch one compute ahead).
+std::vector<Instr> zeroGathers(const std::vector<Instr>& in, const Program& prog, const std::vector<std::vector<int>>& buckets_of,
+                               const std::vector<int>& group_of_segment) {
+    std::vector<Instr> out;
+    int current = -1;
+    auto gathers = [&](int segment, int mb) {
+        for (int b : buckets_of[static_cast<size_t>(segment)]) {
+            if (prog.buckets[static_cast<size_t>(b)].bytes <= 0) continue;
+            Instr ag;
+            ag.kind = InstrKind::AllGather;
+            ag.bucket = b;
+            ag.mb = mb;
+            ag.group = group_of_segment[static_cast<size_t>(segment)];
+            out.push_back(ag);
+        }
+    };
+    size_t i = 0;
+    // The first run's gathers go before everything.
+    for (const Instr& x : in)
+        if (isCompute(x.kind) && x.kind != InstrKind::OptimizerStep) {
+            current = x.segment;
+            gathers(x.segment, x.mb);
+            break;
+        }
+    for (; i < in.size(); ++i) {
+        out.push_back(in[i]);
+        if (!isCompute(in[i].kind) || in[i].kind == InstrKind::OptimizerStep) continue;
+        // Prefetch the next run's segment right after this compute instruction.
+        for (size_t j = i + 1; j < in.size(); ++j) {
+            if (!isCompute(in[j].kind) || in[j].kind == InstrKind::OptimizerStep) continue;
+            if (in[j].segment != current) {
+                current = in[j].segment;
+                gathers(in[j].segment, in[j].mb);
+            }
+            break;
+        }
+    }
     return out;
 }
 
@@ -392,6 +453,11 @@ void checkPlan(const Plan& plan, const Graph& graph, int cluster_devices) {
             throw Error(planError("recompute_layers", "layer " + std::to_string(layer) + " is not in the model (0.." +
                                                           std::to_string(layers - 1) + ")"));
     if (plan.bucket_bytes <= 0) throw Error(planError("bucket_bytes", "must be positive"));
+    if (plan.zero_stage < 0 || plan.zero_stage > kMaxZeroStage)
+        throw Error(planError("zero_stage", "is " + std::to_string(plan.zero_stage) +
+                                                "; ZeRO stages are 0 (none), 1 (optimizer state), 2 (+ gradients) and 3 (+ parameters)"));
+    if (plan.zero_stage != 0 && plan.isPlacement())
+        throw Error(planError("zero_stage", "placement plans have no data-parallel replicas to shard over; use 0"));
 }
 
 Program lower(const Plan& plan, const Graph& graph) {
@@ -400,6 +466,8 @@ Program lower(const Plan& plan, const Graph& graph) {
     prog.micro_batches = plan.micro_batches;
     prog.pipelines = plan.dp;
     prog.micro_batch_size = plan.microBatchSize();
+    // ZeRO shards over the replicas of a stage: with one replica there is nothing to shard.
+    prog.zero_stage = plan.dp > 1 && !plan.isPlacement() ? plan.zero_stage : 0;
 
     const bool placement = plan.isPlacement();
     const auto device_map = plan.device_map.empty() ? defaultDeviceMap(plan.pipelineDepth(), plan.dp) : plan.device_map;
@@ -442,7 +510,8 @@ Program lower(const Plan& plan, const Graph& graph) {
 
     CommunicationDeriver deriver(graph, layout, prog.micro_batch_size / graph.batch_size);
     for (size_t pos = 0; pos < orders.size(); ++pos) {
-        const auto full = finishComputeOrder(orders[pos], plan, prog, buckets_of, group_of_segment, segment_recomputes);
+        auto full = finishComputeOrder(orders[pos], plan, prog, buckets_of, group_of_segment, segment_recomputes);
+        if (prog.zero_stage >= 3) full = zeroGathers(full, prog, buckets_of, group_of_segment);
         for (size_t r = 0; r < position_devices[pos].size(); ++r) {
             const int device = position_devices[pos][r];
             prog.devices.push_back(device);

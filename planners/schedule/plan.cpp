@@ -9,6 +9,16 @@
 
 namespace hippie {
 
+const char* zeroStageMeaning(int stage) {
+    switch (stage) {
+    case 0: return "no sharding (plain data parallelism)";
+    case 1: return "optimizer state sharded";
+    case 2: return "optimizer state and gradients sharded";
+    case 3: return "optimizer state, gradients and parameters sharded (FSDP)";
+    default: return "not a ZeRO stage (0..3)";
+    }
+}
+
 namespace {
 
 constexpr std::array<std::pair<ScheduleKind, const char*>, 5> kScheduleNames = {{

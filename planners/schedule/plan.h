@@ -23,6 +23,13 @@ enum class Optimizer { SGD, SGDMomentum, Adam, AdamW };  // AdamW: Adam with dec
 const char* toString(Optimizer o);  // "sgd", "sgd-momentum", "adam", "adamw"
 Optimizer optimizerFromString(const std::string& s);
 
+// ZeRO sharding stage of the data-parallel groups (Rajbhandari et al. 2020): what each of
+// the dp replicas of a pipeline stage keeps only a 1/dp shard of. 0: nothing (plain data
+// parallelism); 1: optimizer state (and fp32 master weights); 2: + gradients; 3: +
+// parameters, gathered before each use (FSDP).
+constexpr int kMaxZeroStage = 3;
+const char* zeroStageMeaning(int stage);  // "optimizer state sharded", ...
+
 struct StageRange {
     int first_layer = 0;  // inclusive
     int last_layer = 0;   // inclusive
@@ -49,6 +56,7 @@ struct Plan {
     Optimizer optimizer = Optimizer::Adam;
     std::vector<int> recompute_layers;  // layers whose activations are recomputed in backward
     int64_t bucket_bytes = 25 * 1024 * 1024;  // gradient all-reduce bucket size (DDP's default)
+    int zero_stage = 0;  // ZeRO sharding over each stage's dp replicas (0..kMaxZeroStage); pipeline plans only
 
     // device_map[pipeline stage][replica] = global device id. For interleaved plans the
     // pipeline stages are the first pp entries of `stages`; chunk c of device position i is

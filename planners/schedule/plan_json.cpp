@@ -16,8 +16,10 @@ using namespace json_read;
 namespace {
 
 constexpr const char* kFormat = "hippie-plan";
-// Version 2 adds model.overrides; a plan without them is still written as version 1.
-constexpr int kVersion = 2;
+// Version 2 adds model.overrides, version 3 zero_stage; a plan without them is still written
+// with the lowest version that holds it, so older readers read it.
+constexpr int kVersion = 3;
+constexpr int kZeroStageVersion = 3;
 // Most devices a plan may use: as for clusters (cluster_json.cpp), far above any the planners
 // search, and it bounds what the device map allocates before any cluster is consulted.
 constexpr int64_t kMaxDevices = 1 << 20;
@@ -136,6 +138,9 @@ void checkShape(const Plan& p, const std::string& where) {
     if (p.schedule == ScheduleKind::Interleaved && p.stages.size() % static_cast<size_t>(p.virtual_stages) != 0)
         failField(where, "virtual_stages", "is " + std::to_string(p.virtual_stages) + " but 'stages' has " +
                                                std::to_string(p.stages.size()) + " entries; it must be a multiple");
+    if (p.isPlacement() && p.zero_stage != 0)
+        failField(where, "zero_stage", "is " + std::to_string(p.zero_stage) +
+                                           " but placement plans have no data-parallel replicas to shard over; use 0");
 }
 
 void checkDeviceMap(const Plan& p, const std::string& where) {
@@ -163,7 +168,7 @@ void checkDeviceMap(const Plan& p, const std::string& where) {
 
 json planToJson(const Plan& p) {
     return {{"format", kFormat},
-            {"version", modelSpecFormatVersion(p.model)},
+            {"version", p.zero_stage != 0 ? kZeroStageVersion : modelSpecFormatVersion(p.model)},
             {"model", modelToJson(p.model)},
             {"cluster", p.cluster},
             {"planner", p.planner},
@@ -178,6 +183,7 @@ json planToJson(const Plan& p) {
             {"optimizer", toString(p.optimizer)},
             {"recompute_layers", p.recompute_layers},
             {"bucket_bytes", p.bucket_bytes},
+            {"zero_stage", p.zero_stage},
             {"device_map", p.device_map},
             {"groups", {{"pipelines", p.pipelineGroups()}, {"stages", p.stageGroups()}}}};
 }
@@ -199,6 +205,10 @@ Plan planFromJson(const json& j, const std::string& where) {
     p.optimizer = readEnum(j, "optimizer", where, Optimizer::Adam, optimizerFromString);
     p.recompute_layers = readIntArray(j, "recompute_layers", where, Bound::NonNegative);
     p.bucket_bytes = optionalInt64(j, "bucket_bytes", where, Bound::Positive).value_or(p.bucket_bytes);
+    p.zero_stage = optionalInt(j, "zero_stage", where, Bound::NonNegative).value_or(0);
+    if (p.zero_stage > kMaxZeroStage)
+        failField(where, "zero_stage", "is " + std::to_string(p.zero_stage) + "; ZeRO stages are 0 (none), 1 (optimizer state), 2 (+ gradients) "
+                                       "and 3 (+ parameters)");
     checkShape(p, where);
     checkCounts(p, where);
     p.device_map = readDeviceMap(j, where);

@@ -16,9 +16,15 @@ const char* toString(InstrKind k) {
     case InstrKind::SendGrad: return "send-grad";
     case InstrKind::RecvGrad: return "recv-grad";
     case InstrKind::AllReduce: return "all-reduce";
+    case InstrKind::ReduceScatter: return "reduce-scatter";
+    case InstrKind::AllGather: return "all-gather";
     case InstrKind::OptimizerStep: return "optimizer-step";
     }
     return "?";
+}
+
+bool isCollective(InstrKind k) {
+    return k == InstrKind::AllReduce || k == InstrKind::ReduceScatter || k == InstrKind::AllGather;
 }
 
 bool isCompute(InstrKind k) {
@@ -50,6 +56,8 @@ std::string Instr::str() const {
     case InstrKind::SendGrad: return s + "SEND_B" + m;
     case InstrKind::RecvGrad: return s + "RECV_B" + m;
     case InstrKind::AllReduce: return "AR" + std::to_string(bucket);
+    case InstrKind::ReduceScatter: return "RS" + std::to_string(bucket) + (mb >= 0 ? "@" + m : "");
+    case InstrKind::AllGather: return "AG" + std::to_string(bucket) + (mb >= 0 ? "@" + m : "");
     case InstrKind::OptimizerStep: return "OPT";
     }
     return "?";

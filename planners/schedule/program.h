@@ -12,7 +12,13 @@
 // - AllReduce starts when every device of its group has reached it and its bucket's
 //   gradients are ready (the compute instruction before it has ended); a device's
 //   collectives run in program order on a collective stream beside compute.
-// - OptimizerStep waits for every AllReduce of its device posted before it.
+// - OptimizerStep waits for every collective of its device posted before it.
+// - ZeRO (Plan::zero_stage): ReduceScatter is posted like AllReduce (each member keeps its
+//   1/n shard of the bucket's summed gradients). AllGather (each member's shard of a
+//   bucket's parameters to all) starts when every member has reached it and the compute
+//   instruction before it has started (a prefetch of the parameters the next compute needs),
+//   or ended when that instruction is the OptimizerStep (it gathers the updated shards).
+//   A compute instruction waits for every AllGather of its device posted before it.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -32,9 +38,12 @@ enum class InstrKind {
     SendGrad,
     RecvGrad,
     AllReduce,
-    OptimizerStep
+    ReduceScatter,   // ZeRO 2/3: gradient bucket summed, each member keeps its shard
+    AllGather,       // ZeRO 1-3: parameter bucket gathered from the members' shards
+    OptimizerStep    // last: loops over every kind run up to it
 };
 const char* toString(InstrKind k);
+bool isCollective(InstrKind k);  // AllReduce, ReduceScatter, AllGather
 bool isCompute(InstrKind k);
 bool isSend(InstrKind k);
 bool isRecv(InstrKind k);
@@ -62,11 +71,13 @@ struct Instr {
     int mb = -1;       // micro-batch (within the device's pipeline); -1 for step-wide instructions
     int peer = -1;     // p2p: the device sent to or received from
     int64_t bytes = 0; // p2p: bytes moved (for one micro-batch)
-    int bucket = -1;   // AllReduce: index into Program::buckets; Backward/BackwardWeight: the
+    int bucket = -1;   // collectives: index into Program::buckets; Backward/BackwardWeight: the
                        // bucket whose gradients this part completes (-1: whole segment)
-    int group = -1;    // AllReduce: index into Program::groups
+    int group = -1;    // collectives: index into Program::groups
+    // ReduceScatter: the micro-batch whose gradients it reduces (-1: all, at the end).
+    // AllGather: the micro-batch of the compute it gathers for (-1: after the optimizer step).
 
-    std::string str() const;  // compact form: "0F3", "1B2", "AR0", "S0F3>2", ...
+    std::string str() const;  // compact form: "0F3", "1B2", "AR0", "RS3", "RS3@1", "AG3", "AG3@1", ...
     bool operator==(const Instr&) const = default;
 };
 
@@ -75,6 +86,7 @@ struct Program {
     double micro_batch_size = 1;   // samples per micro-batch
     int micro_batches = 1;         // per pipeline
     int pipelines = 1;             // data-parallel replicas
+    int zero_stage = 0;            // Plan::zero_stage as lowered (0 when pipelines == 1)
     std::vector<Segment> segments;
     std::vector<Bucket> buckets;
     std::vector<std::vector<int>> groups;        // all-reduce groups of global device ids

@@ -124,6 +124,16 @@ private:
         std::map<std::pair<int, int>, int> parts;
         std::set<P2PKey> received;
         std::set<int> grads_ready_buckets;
+        std::set<std::pair<int, int>> bucket_mb_ready;  // (bucket, mb): that micro-batch's gradients computed
+        std::map<int, int> gathered;                    // ZeRO-3: segment -> buckets gathered since its release
+        bool stepped = false;
+        const std::vector<size_t> compute_at = [&] {
+            std::vector<size_t> c;
+            for (size_t i = 0; i < stream.size(); ++i)
+                if (isCompute(stream[i].kind) && stream[i].kind != InstrKind::OptimizerStep) c.push_back(i);
+            return c;
+        }();
+        size_t compute_index = 0;
         for (size_t i = 0; i < stream.size(); ++i) {
             const Instr& in = stream[i];
             if (isRecv(in.kind)) {
@@ -131,9 +141,9 @@ private:
                 continue;
             }
             if (isSend(in.kind)) continue;  // checked with the compute instruction it follows
-            if (in.kind == InstrKind::AllReduce || in.kind == InstrKind::OptimizerStep) {
-                if (in.kind == InstrKind::AllReduce && !grads_ready_buckets.count(in.bucket))
-                    problem(at(s, i) + ": all-reduce of bucket " + std::to_string(in.bucket) + " before its gradients are computed");
+            if (isCollective(in.kind) || in.kind == InstrKind::OptimizerStep) {
+                checkCollective(s, i, grads_ready_buckets, bucket_mb_ready, gathered, stepped);
+                if (in.kind == InstrKind::OptimizerStep) stepped = true;
                 continue;
             }
             const int r = replicaOf(in.segment, dev);
@@ -142,6 +152,16 @@ private:
                 continue;
             }
             const auto key = std::make_pair(in.segment, in.mb);
+            if (p_.zero_stage >= 3) {
+                // Its parameters must be gathered; they are released after the last compute of
+                // a run of this segment's instructions.
+                if (gathered[in.segment] < dataBucketsWithBytes(in.segment))
+                    problem(at(s, i) + ": ZeRO-3 parameters of segment " + std::to_string(in.segment) + " are not all-gathered before use");
+                ++compute_index;
+                const bool last_of_run = compute_index >= compute_at.size() ||
+                                         stream[compute_at[compute_index]].segment != in.segment;
+                if (last_of_run) gathered[in.segment] = 0;
+            }
             switch (in.kind) {
             case InstrKind::Forward:
                 if (!forwarded.insert(key).second) problem(at(s, i) + ": forward runs twice");
@@ -168,12 +188,15 @@ private:
                 const int n = ++parts[key];
                 const bool whole = in.kind == InstrKind::BackwardInput || in.bucket < 0 || n == bucketsOf(in.segment);
                 if (in.kind == InstrKind::Backward && in.bucket >= 0) grads_ready_buckets.insert(in.bucket);
+                if (in.kind == InstrKind::Backward && in.bucket >= 0) bucket_mb_ready.insert({in.bucket, in.mb});
+                if (in.kind == InstrKind::Backward && in.bucket < 0) markBucketsOfMicroBatch(in.segment, in.mb, bucket_mb_ready);
                 if (whole && !input_grad_done.insert(key).second) problem(at(s, i) + ": backward runs twice");
                 if (in.kind == InstrKind::Backward && whole) markWeightGrads(in.segment, grads_ready_buckets, weight_grad_done, key);
                 break;
             }
             case InstrKind::BackwardWeight:
                 if (!input_grad_done.count(key)) problem(at(s, i) + ": weight gradient before input gradient");
+                markBucketsOfMicroBatch(in.segment, in.mb, bucket_mb_ready);
                 markWeightGrads(in.segment, grads_ready_buckets, weight_grad_done, key);
                 break;
             default: break;
@@ -197,6 +220,57 @@ private:
         }
     }
 
+    int dataBucketsWithBytes(int segment) const {
+        return static_cast<int>(std::count_if(p_.buckets.begin(), p_.buckets.end(), [&](const Bucket& b) {
+            return b.segment == segment && b.tied_segment < 0 && b.bytes > 0;
+        }));
+    }
+
+    void markBucketsOfMicroBatch(int segment, int mb, std::set<std::pair<int, int>>& ready) const {
+        for (size_t b = 0; b < p_.buckets.size(); ++b)
+            if (p_.buckets[b].segment == segment && p_.buckets[b].tied_segment < 0) ready.insert({static_cast<int>(b), mb});
+    }
+
+    // A collective (or the optimizer step) at stream s, position i: the kind fits the plan's
+    // ZeRO stage and what it moves exists by then.
+    void checkCollective(int s, size_t i, const std::set<int>& grads_ready, const std::set<std::pair<int, int>>& bucket_mb_ready,
+                         std::map<int, int>& gathered, bool stepped) {
+        const Instr& in = p_.streams[static_cast<size_t>(s)][i];
+        if (in.kind == InstrKind::OptimizerStep) return;
+        if (in.bucket < 0 || in.bucket >= static_cast<int>(p_.buckets.size()) || in.group < 0 ||
+            in.group >= static_cast<int>(p_.groups.size())) {
+            problem(at(s, i) + ": names no bucket or group of the program");
+            return;
+        }
+        const std::string b = std::to_string(in.bucket);
+        const Bucket& bk = p_.buckets[static_cast<size_t>(in.bucket)];
+        switch (in.kind) {
+        case InstrKind::AllReduce:
+            if (p_.zero_stage >= 2 && bk.tied_segment < 0)
+                problem(at(s, i) + ": all-reduce of bucket " + b + " under ZeRO stage " + std::to_string(p_.zero_stage) +
+                        ", which reduce-scatters gradients");
+            if (!grads_ready.count(in.bucket)) problem(at(s, i) + ": all-reduce of bucket " + b + " before its gradients are computed");
+            break;
+        case InstrKind::ReduceScatter:
+            if (p_.zero_stage < 2) problem(at(s, i) + ": reduce-scatter of bucket " + b + " under ZeRO stage " + std::to_string(p_.zero_stage));
+            if (in.mb < 0 ? !grads_ready.count(in.bucket) : !bucket_mb_ready.count({in.bucket, in.mb}))
+                problem(at(s, i) + ": reduce-scatter of bucket " + b + " before its gradients are computed");
+            break;
+        case InstrKind::AllGather:
+            if (p_.zero_stage < 1) problem(at(s, i) + ": all-gather of bucket " + b + " without ZeRO");
+            if (in.mb < 0) {
+                if (p_.zero_stage >= 3) problem(at(s, i) + ": ZeRO-3 gathers parameters before use, not after the step");
+                if (!stepped) problem(at(s, i) + ": all-gather of bucket " + b + " after the step, but before the optimizer step");
+            } else {
+                if (p_.zero_stage < 3) problem(at(s, i) + ": all-gather before use of bucket " + b + " under ZeRO stage " +
+                                               std::to_string(p_.zero_stage) + ", which keeps whole parameters");
+                ++gathered[bk.segment];
+            }
+            break;
+        default: break;
+        }
+    }
+
     void markWeightGrads(int segment, std::set<int>& buckets_ready, std::set<std::pair<int, int>>& done, std::pair<int, int> key) {
         done.insert(key);
         // Buckets are ready once every micro-batch's weight gradients are in; checked per
@@ -213,18 +287,18 @@ private:
 
     void checkCollectives() {
         for (size_t g = 0; g < p_.groups.size(); ++g) {
-            std::vector<int> reference;
+            std::vector<std::tuple<InstrKind, int, int>> reference;
             bool first = true;
             for (int dev : p_.groups[g]) {
                 const int s = p_.streamOf(dev);
-                std::vector<int> seq;
+                std::vector<std::tuple<InstrKind, int, int>> seq;
                 if (s >= 0)
                     for (const Instr& in : p_.streams[static_cast<size_t>(s)])
-                        if (in.kind == InstrKind::AllReduce && in.group == static_cast<int>(g)) seq.push_back(in.bucket);
+                        if (isCollective(in.kind) && in.group == static_cast<int>(g)) seq.emplace_back(in.kind, in.bucket, in.mb);
                 if (first) reference = seq;
                 else if (seq != reference)
                     problem("all-reduce group " + std::to_string(g) + ": device " + std::to_string(dev) +
-                            " posts a different sequence of buckets than device " + std::to_string(p_.groups[g][0]));
+                            " posts a different sequence of collectives than device " + std::to_string(p_.groups[g][0]));
                 first = false;
             }
         }

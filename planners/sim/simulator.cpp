@@ -77,8 +77,14 @@ public:
         d.compute = [this](int s, const Instr& in) { return computeTime(prog_.devices[static_cast<size_t>(s)], in); };
         d.transfer = [this](const Instr& in, int from, int to) { return cost_.p2pTime(in.bytes, from, to, sendSharing(from, to)); };
         d.collective = [this](const Instr& in) {
-            return cost_.allReduceTime(prog_.buckets[static_cast<size_t>(in.bucket)].bytes, prog_.groups[static_cast<size_t>(in.group)],
-                                       group_sharing_[static_cast<size_t>(in.group)]);
+            const int64_t bytes = prog_.buckets[static_cast<size_t>(in.bucket)].bytes;
+            const auto& group = prog_.groups[static_cast<size_t>(in.group)];
+            const int sharing = group_sharing_[static_cast<size_t>(in.group)];
+            switch (in.kind) {
+            case InstrKind::ReduceScatter: return cost_.reduceScatterTime(bytes, group, sharing);
+            case InstrKind::AllGather: return cost_.allGatherTime(bytes, group, sharing);
+            default: return cost_.allReduceTime(bytes, group, sharing);
+            }
         };
         const ExecutionResult res = execute(prog_, d);
         if (!res.finished) throw Error("the program deadlocks: " + res.stuck.front());
@@ -171,10 +177,32 @@ private:
         return ops;
     }
 
+    // Parameters the device's optimizer step updates: under ZeRO, its shard only.
     int64_t paramCount(int device) const {
         int64_t bytes = 0;
         for (int op : hostedOps(device)) bytes += cost_.graph().ops[static_cast<size_t>(op)].param_bytes;
-        return bytes / activationElementBytes(cost_.precision());
+        const int64_t count = bytes / activationElementBytes(cost_.precision());
+        return prog_.zero_stage > 0 ? (count + prog_.pipelines - 1) / prog_.pipelines : count;
+    }
+
+    int64_t segmentParamBytes(int segment) const {
+        int64_t bytes = 0;
+        for (int op : prog_.segments[static_cast<size_t>(segment)].ops) bytes += cost_.graph().ops[static_cast<size_t>(op)].param_bytes;
+        return bytes;
+    }
+
+    // ZeRO-3: the most full parameters stream s holds at once: the segment of a compute
+    // instruction and, while it runs, the next segment's, whose all-gather it overlaps.
+    int64_t gatheredBytes(size_t s) const {
+        if (prog_.zero_stage < 3) return 0;
+        std::vector<int> runs;  // segments of the stream's runs of compute instructions
+        for (const Instr& in : prog_.streams[s])
+            if (isCompute(in.kind) && in.kind != InstrKind::OptimizerStep && (runs.empty() || runs.back() != in.segment))
+                runs.push_back(in.segment);
+        int64_t most = 0;
+        for (size_t i = 0; i < runs.size(); ++i)
+            most = std::max(most, segmentParamBytes(runs[i]) + (i + 1 < runs.size() ? segmentParamBytes(runs[i + 1]) : 0));
+        return most;
     }
 
     void recordEvents(const ExecutionResult& res, Trace& t) const {
@@ -186,10 +214,10 @@ private:
                 e.start_s = res.timing[s][i].start;
                 e.end_s = res.timing[s][i].end;
                 e.kind = in.kind;
-                e.stage = in.kind == InstrKind::AllReduce ? prog_.buckets[static_cast<size_t>(in.bucket)].segment : in.segment;
+                e.stage = isCollective(in.kind) ? prog_.buckets[static_cast<size_t>(in.bucket)].segment : in.segment;
                 e.mb = in.mb;
                 e.peer = in.peer;
-                e.bytes = in.kind == InstrKind::AllReduce ? prog_.buckets[static_cast<size_t>(in.bucket)].bytes : in.bytes;
+                e.bytes = isCollective(in.kind) ? prog_.buckets[static_cast<size_t>(in.bucket)].bytes : in.bytes;
                 t.events.push_back(e);
             }
         }
@@ -207,7 +235,9 @@ private:
             for (const Instr& in : prog_.streams[s])
                 if (in.kind == InstrKind::RecvGrad) grad_recv_buffer = std::max(grad_recv_buffer, in.bytes);
             const auto ops = hostedOps(dev);
-            deltas.emplace_back(0.0, cost_.staticMemory(ops, plan_.optimizer, prog_.pipelines, plan_.bucket_bytes, grad_recv_buffer).total());
+            deltas.emplace_back(0.0, cost_.staticMemory(ops, plan_.optimizer, prog_.pipelines, plan_.bucket_bytes, grad_recv_buffer,
+                                                        prog_.zero_stage, gatheredBytes(s))
+                                         .total());
             std::map<std::pair<int, int>, int> parts;
             std::map<std::pair<int, int>, double> last_send;
             for (size_t i = 0; i < prog_.streams[s].size(); ++i) {
@@ -278,7 +308,7 @@ private:
             for (size_t i = 0; i < prog_.streams[s].size(); ++i) {
                 const InstrKind k = prog_.streams[s][i].kind;
                 if (isModelCompute(k)) busy.push_back(res.timing[s][i]);
-                else if (k == InstrKind::AllReduce) reduce.push_back(res.timing[s][i]);
+                else if (isCollective(k)) reduce.push_back(res.timing[s][i]);
             }
             double busy_s = 0;
             for (const auto& b : busy) busy_s += b.end - b.start;

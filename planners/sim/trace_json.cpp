@@ -125,14 +125,16 @@ std::string eventPrefix(InstrKind k) {
     case InstrKind::SendGrad: return "SEND_B";
     case InstrKind::RecvGrad: return "RECV_B";
     case InstrKind::AllReduce: return "AR";
+    case InstrKind::ReduceScatter: return "RS";
+    case InstrKind::AllGather: return "AG";
     case InstrKind::OptimizerStep: return "OPT";
     }
     return "?";
 }
 
-// "F3" (forward of micro-batch 3), "AR0" (all-reduce of stage 0's gradients), "OPT".
+// "F3" (forward of micro-batch 3), "AR0" (all-reduce of stage 0's gradients; RS, AG alike), "OPT".
 std::string eventName(const TraceEvent& e) {
-    const int n = e.kind == InstrKind::AllReduce ? e.stage : e.mb;
+    const int n = isCollective(e.kind) ? e.stage : e.mb;
     return eventPrefix(e.kind) + (n >= 0 ? std::to_string(n) : "");
 }
 

@@ -17,7 +17,7 @@ using namespace hippie::test;
 
 namespace {
 
-const std::vector<std::string> kBaselines = {"data-parallel", "equal-params", "uniform", "pipedream", "gpipe-balance"};
+const std::vector<std::string> kBaselines = {"data-parallel", "equal-params", "uniform", "pipedream", "gpipe-balance", "zero"};
 
 PlannerResult run(const std::string& planner, const Problem& problem, double budget_s = 60) {
     PlanContext context(budget_s);
@@ -41,6 +41,13 @@ Problem twoStageMemoryProblem() {
 }
 
 bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+
+// Four layers of 1 GiB fp32 weights (P = 1 Gi parameters), no activations, Adam (16 bytes a
+// parameter: weights 4, gradients 4, exp_avg and exp_avg_sq 8), four devices of `memory`.
+Problem shardingProblem(int64_t memory) {
+    const std::vector<int64_t> params(4, kGiB);
+    return makeProblem(layeredChain(std::vector<double>(4, 1.0), params, 0), exactCluster(1, 4, memory), 4, Optimizer::Adam);
+}
 
 std::string joined(const std::vector<std::string>& lines) {
     std::string s;
@@ -176,6 +183,46 @@ private slots:
         const PlannerResult r = run("data-parallel", twoStageMemoryProblem());
         QVERIFY(!r.feasible);
         QVERIFY2(contains(r.reason, "memory") && contains(r.reason, "16.0 GiB") && contains(r.reason, "12.0 GiB"), r.reason.c_str());
+    }
+
+    // The predicted peak of pure data parallelism over 4 replicas under each ZeRO stage, from
+    // the formulas (fp32 Adam, 4 GiB of weights): 16 GiB unsharded; stage 1: weights 4 +
+    // gradients 4 + states 8 / 4 = 10 GiB; stage 2: 4 + (4 + 8) / 4 = 7 GiB; stage 3: (4 + 4 +
+    // 8) / 4 + the whole stage's 4 GiB gathered = 8 GiB (the engine gathers a segment at a
+    // time); each plus two 25 MiB gradient buckets in flight.
+    void zeroMemoryPerStageIsExact() {
+        const Problem problem = shardingProblem(64 * kGiB);
+        Plan plan = basePlan(problem, "test");
+        plan.stages = {{0, 3}};
+        plan.dp = 4;
+        plan.micro_batches = 1;
+        plan.schedule = ScheduleKind::Hippie;
+        const int64_t buckets = 2 * (int64_t(25) << 20);
+        const std::vector<int64_t> expected{16 * kGiB, 10 * kGiB, 7 * kGiB, 8 * kGiB};
+        for (int zero = 0; zero <= 3; ++zero) {
+            plan.zero_stage = zero;
+            QCOMPARE(evaluate(problem, plan).max_peak_memory_bytes, expected[static_cast<size_t>(zero)] + buckets);
+        }
+    }
+
+    // `zero` takes the lowest stage that fits: none needed on 20 GiB devices, stage 1 on 12
+    // GiB (16 GiB unsharded does not fit), stage 2 on 9 GiB (stage 1's 10 GiB does not), and
+    // nothing on 6 GiB (stage 2 needs 7, stage 3 8).
+    void zeroPicksTheLowestStageThatFits() {
+        const std::vector<std::pair<int64_t, int>> cases{{20 * kGiB, 0}, {12 * kGiB, 1}, {9 * kGiB, 2}};
+        for (const auto& [memory, stage] : cases) {
+            const Problem problem = shardingProblem(memory);
+            const PlannerResult r = run("zero", problem);
+            QVERIFY2(r.feasible, r.reason.c_str());
+            QCOMPARE(r.plan.zero_stage, stage);
+            QCOMPARE(r.plan.dp, 4);
+            QCOMPARE(r.plan.pipelineDepth(), 1);
+            QCOMPARE(checkFeasiblePlan(problem, r), std::string());
+            QVERIFY2(contains(joined(r.log), "ZeRO stage " + std::to_string(stage) + " is the lowest that fits"), joined(r.log).c_str());
+        }
+        const PlannerResult none = run("zero", shardingProblem(6 * kGiB));
+        QVERIFY(!none.feasible);
+        QVERIFY2(contains(none.reason, "ZeRO stage 3"), none.reason.c_str());
     }
 
     // Data parallelism sweeps its micro-batch count (gradient accumulation) under the

@@ -164,6 +164,51 @@ private slots:
         QCOMPARE(m.total(), int64_t(16'000'000));
     }
 
+    // ZeRO over N_d = 4 replicas of P = 1M parameters, Adam, mixed precision (Rajbhandari et
+    // al. 2020, figure 1): 2P + 2P + 12P/N_d (stage 1), 2P + 14P/N_d (stage 2), 16P/N_d (stage
+    // 3, plus the parameters gathered for use), each with the gradient buckets in flight.
+    void zeroMemoryFollowsThePaper() {
+        Graph g = chainGraph(1, 1, 2, 2'000'000);  // P = 1M parameters in fp16
+        g.source.precision = Precision::FP16;
+        const Cluster c = exactCluster(1, 4);
+        const std::vector<int> ops{0};
+        const CostModel cost(g, c);
+        const int64_t P = 1'000'000, buckets = 2'000'000;  // two 1 MB buckets of fp16 gradients in flight
+        auto states = [&](int zero, int64_t gathered) {
+            return cost.staticMemory(ops, Optimizer::Adam, 4, 1'000'000, 0, zero, gathered).total() - buckets;
+        };
+        QCOMPARE(states(0, 0), 16 * P);
+        QCOMPARE(states(1, 0), 2 * P + 2 * P + 12 * P / 4);
+        QCOMPARE(states(2, 0), 2 * P + 14 * P / 4);
+        QCOMPARE(states(3, 0), 16 * P / 4);
+        QCOMPARE(states(3, 2 * P), 16 * P / 4 + 2 * P);  // one layer's fp16 parameters gathered
+        const StaticMemory m = cost.staticMemory(ops, Optimizer::Adam, 4, 1'000'000, 0, 2, 0);
+        QCOMPARE(m.grads, 2 * P / 4);
+        QCOMPARE(m.optimizer_state, 8 * P / 4);
+        QCOMPARE(m.master_params, 4 * P / 4);
+        // One replica: nothing to shard.
+        QCOMPARE(cost.staticMemory(ops, Optimizer::Adam, 1, 1'000'000, 0, 3, 0).total(), 16 * P);
+    }
+
+    // A ring reduce-scatter and a ring all-gather are each half an all-reduce, inside a node
+    // and hierarchically across nodes.
+    void reduceScatterAndAllGatherAreHalfAnAllReduce() {
+        const Graph g = chainGraph(1);
+        const Cluster one(exactCluster(1, 4, int64_t(1) << 40, 1e10, 1e-5));
+        const std::vector<int> group{0, 1, 2, 3};
+        // (n-1)/n * B / bw + (n-1) * latency = 0.75 * 0.1 + 3e-5
+        QVERIFY(std::abs(CostModel(g, one).reduceScatterTime(1'000'000'000, group) - (0.075 + 3e-5)) < 1e-12);
+        QVERIFY(std::abs(CostModel(g, one).allGatherTime(1'000'000'000, group) - (0.075 + 3e-5)) < 1e-12);
+        const Cluster two = exactCluster(2, 4, int64_t(1) << 40, 1e11, 0, 1e10);
+        const std::vector<int> all{0, 1, 2, 3, 4, 5, 6, 7};
+        const double half = 0.75 * 1e9 / 1e11 + 0.5 * 2.5e8 / 1e10;
+        const CostModel cost(g, two);
+        QVERIFY(std::abs(cost.reduceScatterTime(1'000'000'000, all) - half) < 1e-12);
+        QVERIFY(std::abs(cost.allGatherTime(1'000'000'000, all) - half) < 1e-12);
+        QVERIFY(std::abs(cost.reduceScatterTime(1'000'000'000, all) + cost.allGatherTime(1'000'000'000, all) -
+                         cost.allReduceTime(1'000'000'000, all)) < 1e-12);
+    }
+
     void staticMemoryFp32() {
         const Graph g = chainGraph(1, 1, 2, 4'000'000);  // 1M parameters in fp32
         const Cluster c = exactCluster(1, 1);

@@ -124,6 +124,7 @@ class TestPlanJson : public QObject {
         QCOMPARE(a.optimizer, b.optimizer);
         QCOMPARE(a.recompute_layers, b.recompute_layers);
         QCOMPARE(a.bucket_bytes, b.bucket_bytes);
+        QCOMPARE(a.zero_stage, b.zero_stage);
         QCOMPARE(a.device_map, b.device_map);
     }
 
@@ -223,6 +224,22 @@ private slots:
         QCOMPARE(hippie::planFromJson(fractional).model.overrides, (std::map<std::string, double>{{"width_mult", 0.5}}));
     }
 
+    // ZeRO makes a version 3 file (an older build refuses it rather than plan without the
+    // sharding); without it the plan keeps its old version, and a file without the field reads
+    // as stage 0.
+    void zeroStageIsVersionThree() {
+        Plan p = pipelinePlan();
+        p.zero_stage = 2;
+        const json j = hippie::planToJson(p);
+        QCOMPARE(j["version"].get<int>(), 3);
+        QCOMPARE(j["zero_stage"].get<int>(), 2);
+        comparePlans(p, hippie::planFromJson(j));
+        QCOMPARE(hippie::planToJson(pipelinePlan())["version"].get<int>(), 1);
+        json old = hippie::planToJson(pipelinePlan());
+        old.erase("zero_stage");
+        QCOMPARE(hippie::planFromJson(old).zero_stage, 0);
+    }
+
     void rejectsBadOverrides() {
         const Plan base = overridePlan();
         expectRejected("override type", [](json& j) { j["model"]["overrides"]["layers"] = "2"; },
@@ -262,11 +279,15 @@ private slots:
         QCOMPARE(p.planner, std::string("manual"));
         QCOMPARE(p.device_map, hippie::defaultDeviceMap(2, 1));
         QVERIFY(p.model.overrides.empty());
+        QCOMPARE(p.zero_stage, 0);
     }
 
     void rejectsInvalidFields() {
         expectRejected("format", [](json& j) { j["format"] = "hippie-trace"; }, {"'format'", "hippie-plan"});
-        expectRejected("version", [](json& j) { j["version"] = 3; }, {"'version'", "up to version 2"});
+        expectRejected("version", [](json& j) { j["version"] = 4; }, {"'version'", "up to version 3"});
+        expectRejected("zero stage", [](json& j) { j["zero_stage"] = 4; }, {"'zero_stage'", "0 (none)", "3 (+ parameters)"});
+        expectRejected("negative zero stage", [](json& j) { j["zero_stage"] = -1; }, {"'zero_stage'"});
+        expectRejected("zero on a placement", [](json& j) { j["zero_stage"] = 1; }, {"'zero_stage'", "placement"}, placementPlan());
         expectRejected("no micro_batches", [](json& j) { j.erase("micro_batches"); }, {"'micro_batches'", "missing"});
         expectRejected("zero micro_batches", [](json& j) { j["micro_batches"] = 0; }, {"'micro_batches'", "positive"});
         expectRejected("global_batch type", [](json& j) { j["global_batch"] = "64"; }, {"'global_batch'"});

@@ -19,6 +19,12 @@ std::string computeOnly(const Program& p, int stream) {
     return out;
 }
 
+std::string streamText(const Program& p, int stream) {
+    std::string out;
+    for (const Instr& in : p.streams[static_cast<size_t>(stream)]) out += (out.empty() ? "" : " ") + in.str();
+    return out;
+}
+
 int count(const Program& p, InstrKind k) {
     int n = 0;
     for (const auto& s : p.streams)
@@ -99,6 +105,101 @@ private slots:
         QVERIFY2(s1.find("0B1 AR0 AR1 OPT") != std::string::npos, s1.c_str());
     }
 
+    // ZeRO over dp 2, one stage of 2 layers with 1 MiB buckets (2 buckets), 2 micro-batches.
+    void zeroStagesLowerTheirCollectives() {
+        const Graph g = chainGraph(2);
+        Plan plan = pipelinePlan(2, 1, 2, 2, ScheduleKind::OneFOneB);
+        plan.bucket_bytes = 1 << 20;
+        // Stage 1: all-reduce as stage 0, the step on the shard, then all-gathers.
+        plan.zero_stage = 1;
+        Program p = lower(plan, g);
+        QCOMPARE(p.zero_stage, 1);
+        QCOMPARE(streamText(p, 0), std::string("0F0 0B0 0F1 0B1 AR0 AR1 OPT AG0 AG1"));
+        // Stage 2: each micro-batch's gradients reduce-scattered after its backward.
+        plan.zero_stage = 2;
+        p = lower(plan, g);
+        QCOMPARE(streamText(p, 0), std::string("0F0 0B0 RS0@0 RS1@0 0F1 0B1 RS0@1 RS1@1 OPT AG0 AG1"));
+        // Stage 3: gathered before the segment's first compute, no all-gather after the step.
+        plan.zero_stage = 3;
+        p = lower(plan, g);
+        QCOMPARE(streamText(p, 0), std::string("AG0@0 AG1@0 0F0 0B0 RS0@0 RS1@0 0F1 0B1 RS0@1 RS1@1 OPT"));
+        QVERIFY(validate(p, g).ok);
+        // The hippie schedule reduce-scatters the last backward bucket by bucket.
+        plan.schedule = ScheduleKind::Hippie;
+        plan.zero_stage = 2;
+        p = lower(plan, g);
+        QCOMPARE(streamText(p, 0), std::string("0F0 0B0 RS0@0 RS1@0 0F1 0B1.0 RS0@1 0B1.1 RS1@1 OPT AG0 AG1"));
+        QVERIFY(validate(p, g).ok);
+        // dp 1: nothing to shard, the program is stage 0's.
+        Plan single = pipelinePlan(2, 1, 1, 2, ScheduleKind::OneFOneB);
+        single.zero_stage = 3;
+        const Program q = lower(single, g);
+        QCOMPARE(q.zero_stage, 0);
+        QCOMPARE(streamText(q, 0), std::string("0F0 0B0 0F1 0B1 OPT"));
+    }
+
+    // Interleaved chunks under ZeRO-3: each run of one chunk's instructions gathers it first,
+    // prefetched right after the compute before the run.
+    void zeroThreeGathersEachRunOfAChunk() {
+        const Graph g = chainGraph(4);
+        Plan plan = pipelinePlan(4, 2, 2, 2, ScheduleKind::Interleaved, 2);
+        plan.zero_stage = 3;
+        const Program p = lower(plan, g);
+        const ValidationResult r = validate(p, g);
+        QVERIFY2(r.ok, r.problems.empty() ? "" : r.problems.front().c_str());
+        const std::string s = streamText(p, 0);
+        QVERIFY2(s.rfind("AG0@0 0F0 ", 0) == 0, s.c_str());
+        QVERIFY2(s.find("AG2@") != std::string::npos && s.find("RS") != std::string::npos, s.c_str());
+        QCOMPARE(count(p, InstrKind::AllReduce), 0);
+    }
+
+    void validatorChecksZeroCollectives() {
+        const Graph g = chainGraph(2);
+        Plan plan = pipelinePlan(2, 1, 2, 1, ScheduleKind::OneFOneB);
+        plan.zero_stage = 2;
+        auto problems = [&](const Program& p) {
+            std::string all;
+            for (const std::string& s : validate(p, g).problems) all += s + "\n";
+            return all;
+        };
+        // An all-gather of updated parameters moved before the step.
+        Program p = lower(plan, g);
+        auto& s0 = p.streams[0];
+        const auto opt = std::find_if(s0.begin(), s0.end(), [](const Instr& in) { return in.kind == InstrKind::OptimizerStep; });
+        std::iter_swap(opt, opt + 1);
+        QVERIFY2(problems(p).find("before the optimizer step") != std::string::npos, problems(p).c_str());
+        // A reduce-scatter before the gradients exist.
+        p = lower(plan, g);
+        auto& t0 = p.streams[0];
+        const auto rs = std::find_if(t0.begin(), t0.end(), [](const Instr& in) { return in.kind == InstrKind::ReduceScatter; });
+        const Instr moved = *rs;
+        t0.erase(rs);
+        t0.insert(t0.begin(), moved);
+        QVERIFY2(problems(p).find("before its gradients are computed") != std::string::npos, problems(p).c_str());
+        // Replicas disagreeing on the sequence of collectives.
+        p = lower(plan, g);
+        p.streams[1].pop_back();
+        QVERIFY2(problems(p).find("different sequence of collectives") != std::string::npos, problems(p).c_str());
+        // ZeRO-3 compute without its gathers.
+        plan.zero_stage = 3;
+        p = lower(plan, g);
+        auto& u0 = p.streams[0];
+        u0.erase(std::remove_if(u0.begin(), u0.end(), [](const Instr& in) { return in.kind == InstrKind::AllGather; }), u0.end());
+        QVERIFY2(problems(p).find("not all-gathered before use") != std::string::npos, problems(p).c_str());
+    }
+
+    void checkPlanRefusesBadZeroStages() {
+        const Graph g = chainGraph(2);
+        Plan plan = pipelinePlan(2, 1, 2, 1, ScheduleKind::OneFOneB);
+        plan.zero_stage = 4;
+        QVERIFY(expectThrow([&] { checkPlan(plan, g, 2); }).find("'zero_stage'") != std::string::npos);
+        Plan placed;
+        placed.placement = {0, 1};
+        placed.schedule = ScheduleKind::GPipe;
+        placed.zero_stage = 1;
+        QVERIFY(expectThrow([&] { checkPlan(placed, g, 2); }).find("placement") != std::string::npos);
+    }
+
     void dataParallelReplicasGetTheirOwnPeers() {
         const Program p = lower(pipelinePlan(4, 2, 2, 2, ScheduleKind::OneFOneB), chainGraph(4));
         // Default map: replica r of stage s on device r * pp + s.
@@ -134,13 +235,15 @@ private slots:
         QTest::addColumn<int>("pp");
         QTest::addColumn<int>("dp");
         QTest::addColumn<int>("m");
+        QTest::addColumn<int>("zero");
         for (ScheduleKind k : allScheduleKinds()) {
             for (int pp : {1, 2, 4})
                 for (int dp : {1, 2})
-                    for (int m : {1, 4, 8}) {
-                        if (k == ScheduleKind::Interleaved && (pp < 2 || m % pp != 0)) continue;
-                        QTest::addRow("%s pp%d dp%d m%d", toString(k), pp, dp, m) << int(k) << pp << dp << m;
-                    }
+                    for (int m : {1, 4, 8})
+                        for (int zero = 0; zero <= (dp > 1 ? kMaxZeroStage : 0); ++zero) {
+                            if (k == ScheduleKind::Interleaved && (pp < 2 || m % pp != 0)) continue;
+                            QTest::addRow("%s pp%d dp%d m%d z%d", toString(k), pp, dp, m, zero) << int(k) << pp << dp << m << zero;
+                        }
         }
     }
     void everyScheduleValidates() {
@@ -148,11 +251,13 @@ private slots:
         QFETCH(int, pp);
         QFETCH(int, dp);
         QFETCH(int, m);
+        QFETCH(int, zero);
         const auto k = static_cast<ScheduleKind>(kind);
         const int v = k == ScheduleKind::Interleaved ? 2 : 1;
         const Graph g = chainGraph(8);
         Plan plan = pipelinePlan(8, pp, dp, m, k, v);
         plan.bucket_bytes = 1 << 20;
+        plan.zero_stage = zero;
         plan.recompute_layers = {0, 3};
         checkPlan(plan, g, pp * dp);
         const ValidationResult r = validate(lower(plan, g), g);

@@ -33,6 +33,8 @@ QColor instrColor(InstrKind kind) {
     case InstrKind::SendGrad:
     case InstrKind::RecvGrad: return QColor(0xeeca3b);
     case InstrKind::AllReduce: return QColor(0xb279a2);
+    case InstrKind::ReduceScatter: return QColor(0xd4a6c8);
+    case InstrKind::AllGather: return QColor(0x8c6d8c);
     case InstrKind::OptimizerStep: return QColor(0x555555);
     }
     return Qt::gray;

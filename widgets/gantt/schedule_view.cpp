@@ -36,6 +36,7 @@ QString legendHtml() {
                                         {InstrKind::BackwardInput, "input grad (B)"}, {InstrKind::BackwardWeight, "weight grad (W)"},
                                         {InstrKind::Recompute, "recompute"},     {InstrKind::SendActivation, "send/recv act."},
                                         {InstrKind::SendGrad, "send/recv grad"}, {InstrKind::AllReduce, "all-reduce"},
+                                        {InstrKind::ReduceScatter, "reduce-scatter"}, {InstrKind::AllGather, "all-gather"},
                                         {InstrKind::OptimizerStep, "optimizer"}};
     QString html;
     for (const Entry& e : entries)

@@ -134,6 +134,8 @@ std::string blockLabel(const GanttBlock& block) {
     case InstrKind::RecvActivation:
     case InstrKind::RecvGrad: return "R" + mb;
     case InstrKind::AllReduce: return "AR";
+    case InstrKind::ReduceScatter: return "RS";
+    case InstrKind::AllGather: return "AG";
     case InstrKind::OptimizerStep: return "OPT";
     }
     return {};

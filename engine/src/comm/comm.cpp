@@ -168,6 +168,28 @@ Pending Comm::allReduceSum(const torch::Tensor& t, int group) {
     return Pending(impl);
 }
 
+Pending Comm::allGather(const torch::Tensor& shard, const torch::Tensor& out, int group) {
+    auto impl = std::make_shared<Pending::Impl>();
+    const int64_t n = static_cast<int64_t>(s_->members.at(group).size());
+    TORCH_CHECK(out.numel() == n * shard.numel(), "allGather: the output holds ", out.numel(), " elements, not ", n, " x ", shard.numel());
+    const torch::Tensor host_out = s_->staged ? out.to(torch::kCPU) : out;
+    std::vector<torch::Tensor> outputs;
+    for (int64_t i = 0; i < n; ++i) outputs.push_back(host_out.narrow(0, i * shard.numel(), shard.numel()));
+    impl->keep = {s_->staged ? shard.to(torch::kCPU) : shard.contiguous(), host_out};
+    if (s_->staged) impl->after = [out, host_out]() mutable { out.copy_(host_out); };
+    std::string ranks;
+    for (int m : s_->members.at(group)) ranks += (ranks.empty() ? "" : ",") + std::to_string(m);
+    impl->what = "all-gather in group " + std::to_string(group) + " (ranks " + ranks + ")";
+    try {
+        std::vector<std::vector<torch::Tensor>> out_lists{outputs};
+        std::vector<torch::Tensor> in{impl->keep[0]};
+        impl->work = s_->groups.at(group)->allgather(out_lists, in);
+    } catch (const std::exception& e) {
+        throw CommError(impl->what + " failed: " + e.what());
+    }
+    return Pending(impl);
+}
+
 void Comm::barrier() {
     try {
         s_->world->barrier()->wait();

@@ -68,6 +68,10 @@ public:
     Pending send(const torch::Tensor& t, int peer, int tag);
     Pending recv(torch::Tensor& t, int peer, int tag);
     Pending allReduceSum(const torch::Tensor& t, int group);
+    // Every member's `shard` (the same numel on all) into `out` (numel = members x shard), in
+    // the group's member order. Gloo and NCCL both have all-gather; Gloo in LibTorch 1.13 has
+    // no reduce-scatter, which the executor composes from allReduceSum (ZeRO 2/3).
+    Pending allGather(const torch::Tensor& shard, const torch::Tensor& out, int group);
     void barrier();
 
     void storeSet(const std::string& key, const std::string& value);

@@ -104,7 +104,8 @@ Executor::Executor(const Plan& plan, const Graph& graph, const Program& program,
       training_(training),
       total_steps_(total_steps),
       precision_(plan.model.precision),
-      scaler_(plan.model.precision == Precision::FP16) {
+      scaler_(plan.model.precision == Precision::FP16),
+      zero_stage_(program.zero_stage) {
     checkPrecision(precision_, device_);
     const int stream = program.streamOf(rank_);
     if (stream < 0) throw Error("the plan gives rank " + std::to_string(rank_) + " nothing to run");
@@ -121,6 +122,8 @@ Executor::Executor(const Plan& plan, const Graph& graph, const Program& program,
     table_[static_cast<size_t>(InstrKind::RecvActivation)] = &Executor::onRecvActivation;
     table_[static_cast<size_t>(InstrKind::RecvGrad)] = &Executor::onRecvGrad;
     table_[static_cast<size_t>(InstrKind::AllReduce)] = &Executor::onAllReduce;
+    table_[static_cast<size_t>(InstrKind::ReduceScatter)] = &Executor::onReduceScatter;
+    table_[static_cast<size_t>(InstrKind::AllGather)] = &Executor::onAllGather;
     table_[static_cast<size_t>(InstrKind::OptimizerStep)] = &Executor::onOptimizerStep;
 
     link_order_problem_ = checkLinkOrder(program, rank_);
@@ -128,6 +131,17 @@ Executor::Executor(const Plan& plan, const Graph& graph, const Program& program,
         throw Error("this plan's " + std::string(toString(plan.schedule)) + " program cannot run on NCCL, which matches transfers by order: " +
                     link_order_problem_ + "; use --comm gloo");
     buildStages(graph);
+    if (zero_stage_ >= 3) {
+        // A segment's parameters go after the last compute instruction of each run of its own.
+        release_after_.assign(stream_->size(), false);
+        auto model_compute = [](const Instr& in) { return isCompute(in.kind) && in.kind != InstrKind::OptimizerStep; };
+        for (size_t i = 0; i < stream_->size(); ++i) {
+            if (!model_compute((*stream_)[i])) continue;
+            size_t j = i + 1;
+            while (j < stream_->size() && !model_compute((*stream_)[j])) ++j;
+            release_after_[i] = j == stream_->size() || (*stream_)[j].segment != (*stream_)[i].segment;
+        }
+    }
     // All-reduce groups this rank belongs to, created in id order on every rank.
     for (size_t g = 0; g < program.groups.size(); ++g) {
         const auto& members = program.groups[g];
@@ -205,6 +219,7 @@ void Executor::bindTiedWeights(const Graph& graph) {
             const torch::Tensor* w = params.find(param);
             TORCH_CHECK(w, "layer ", op.layer, " has no parameter ", param, " for the tied weight of op ", op.name);
             tied_tensor_[bucket] = *w;
+            tied_owner_.insert(w->unsafeGetTensorImpl());
         } else if (hosts(bk.tied_segment)) {
             TORCH_CHECK(tied_replicas_.size() == 1, "one tied weight copy expected on rank ", rank_);
             tied_tensor_[bucket] = tied_replicas_.front();
@@ -253,6 +268,7 @@ void Executor::agreeShapes() {
 
 void Executor::buildBuckets(const Graph& graph) {
     buckets_ = std::make_unique<GradBuckets>(comm_, plan_.dp, [this] { return now(); });
+    std::map<int, std::vector<Tensor>> all_params_of_bucket;
     for (auto& [s, st] : stages_) {
         std::vector<int> ids;
         for (size_t b = 0; b < program_.buckets.size(); ++b)
@@ -278,7 +294,120 @@ void Executor::buildBuckets(const Graph& graph) {
                 if (program_.groups[g] == program_.segment_devices[static_cast<size_t>(s)]) return static_cast<int>(g);
             return -1;
         }();
-        for (int b : ids) buckets_->addBucket(b, s, group, params_of_bucket[b]);
+        for (int b : ids) {
+            // ZeRO 2/3 reduce-scatter instead: the bucket is not all-reduced.
+            if (zero_stage_ < 2) buckets_->addBucket(b, s, group, params_of_bucket[b]);
+            all_params_of_bucket[b] = params_of_bucket[b];
+        }
+    }
+    if (zero()) buildZero(all_params_of_bucket);
+}
+
+void Executor::buildZero(const std::map<int, std::vector<Tensor>>& params_of_bucket) {
+    torch::NoGradGuard no_grad;
+    const int64_t dp = plan_.dp;
+    for (const auto& [b, params] : params_of_bucket) {
+        if (params.empty()) continue;
+        const Bucket& bk = program_.buckets[static_cast<size_t>(b)];
+        TORCH_CHECK(bk.bytes > 0, "bucket ", b, " holds parameters but the Program gives it no bytes to shard");
+        ZeroBucket z;
+        z.segment = bk.segment;
+        for (size_t g = 0; g < program_.groups.size(); ++g)
+            if (program_.groups[g] == program_.segment_devices[static_cast<size_t>(bk.segment)]) z.group = static_cast<int>(g);
+        z.params = params;
+        for (const Tensor& p : params) {
+            z.offsets.push_back(z.numel);
+            z.numel += p.numel();
+        }
+        z.shard = (z.numel + dp - 1) / dp;
+        Tensor flat = torch::zeros({z.shard * dp}, torch::TensorOptions().dtype(torch::kFloat).device(device_));
+        for (size_t i = 0; i < params.size(); ++i) flat.narrow(0, z.offsets[i], params[i].numel()).copy_(params[i].detach().reshape({-1}));
+        z.master = flat.narrow(0, replica_ * z.shard, z.shard).clone().requires_grad_(true);
+        zero_.emplace(b, std::move(z));
+    }
+}
+
+Tensor Executor::flatGrads(const ZeroBucket& z) const {
+    torch::NoGradGuard no_grad;
+    Tensor flat = torch::zeros({z.shard * plan_.dp}, torch::TensorOptions().dtype(torch::kFloat).device(device_));
+    for (size_t i = 0; i < z.params.size(); ++i)
+        if (z.params[i].grad().defined()) flat.narrow(0, z.offsets[i], z.params[i].numel()).copy_(z.params[i].grad().reshape({-1}));
+    return flat;
+}
+
+void Executor::finishReduceScatter(ZeroBucket& z) {
+    if (!z.reducing.valid()) return;
+    z.reducing.wait();
+    trace_.events[z.event].end_s = now();
+    torch::NoGradGuard no_grad;
+    const Tensor mine = z.reduced.narrow(0, replica_ * z.shard, z.shard) / plan_.dp;
+    z.shard_grad = z.shard_grad.defined() ? z.shard_grad + mine : mine.clone();
+    z.reducing = Pending();
+    z.reduced = Tensor();
+}
+
+void Executor::gatherBucket(ZeroBucket& z) {
+    torch::NoGradGuard no_grad;
+    if (z.released) {
+        for (const Tensor& p : z.params) {
+            c10::StorageImpl* s = p.storage().unsafeGetStorageImpl();
+            const size_t bytes = static_cast<size_t>(p.numel()) * p.element_size();
+            s->set_data_ptr_noswap(s->allocator()->allocate(bytes));
+            s->set_nbytes(bytes);
+        }
+        z.released = false;
+    }
+    Tensor out = torch::empty({z.shard * plan_.dp}, torch::TensorOptions().dtype(torch::kFloat).device(device_));
+    comm_.allGather(z.master.detach(), out, z.group).wait();
+    // Through .data(): a copy that autograd does not count as a change of a tensor it saved
+    // (the values of a parameter do not change between a forward and its backward).
+    for (size_t i = 0; i < z.params.size(); ++i)
+        z.params[i].data().copy_(out.narrow(0, z.offsets[i], z.params[i].numel()).view_as(z.params[i]));
+}
+
+void Executor::releaseSegment(int segment) {
+    // The storage itself goes (autograd's saved views of a weight share it, and find it again
+    // when the all-gather reallocates it); the tensors and their shapes stay.
+    for (auto& [b, z] : zero_) {
+        if (z.segment != segment || z.released) continue;
+        for (const Tensor& p : z.params) {
+            // Only parameters that own their storage alone (every element theirs) can go.
+            TORCH_CHECK(p.storage().nbytes() == static_cast<size_t>(p.numel()) * p.element_size() && p.storage_offset() == 0,
+                        "ZeRO-3: a parameter shares its storage; it cannot be released");
+            c10::StorageImpl* s = p.storage().unsafeGetStorageImpl();
+            s->set_data_ptr_noswap(at::DataPtr(nullptr, p.device()));
+            s->set_nbytes(0);
+        }
+        z.released = true;
+    }
+}
+
+void Executor::gatherParameters() {
+    if (zero_stage_ < 3) return;
+    for (auto& [b, z] : zero_) gatherBucket(z);
+}
+
+void Executor::prepareShardGradients() {
+    torch::NoGradGuard no_grad;
+    const int64_t base = replica_;
+    for (auto& [b, z] : zero_) {
+        Tensor g;
+        if (zero_stage_ == 1) {
+            g = flatGrads(z).narrow(0, base * z.shard, z.shard).clone();
+        } else {
+            g = z.shard_grad.defined() ? z.shard_grad : torch::zeros({z.shard}, z.master.options());
+            // A tied weight's owner kept its whole gradient for the tied sum: its part of the
+            // shard comes from that sum.
+            for (size_t i = 0; i < z.params.size(); ++i) {
+                const Tensor& p = z.params[i];
+                if (!tied_owner_.count(p.unsafeGetTensorImpl()) || !p.grad().defined()) continue;
+                const int64_t lo = std::max(z.offsets[i], base * z.shard);
+                const int64_t hi = std::min(z.offsets[i] + p.numel(), (base + 1) * z.shard);
+                if (lo < hi) g.narrow(0, lo - base * z.shard, hi - lo).copy_(p.grad().reshape({-1}).narrow(0, lo - z.offsets[i], hi - lo));
+            }
+        }
+        z.master.mutable_grad() = g;
+        z.shard_grad = Tensor();
     }
 }
 
@@ -288,22 +417,38 @@ void Executor::buildOptimizer() {
         for (const Tensor& p : st->parameters()) params.push_back(p);
     for (const Tensor& p : tied_replicas_) params.push_back(p);
     const int64_t param_bytes = bytesOf(params);
+    // ZeRO: the optimizer steps this replica's shards (and tied copies, which are not sharded).
+    std::vector<Tensor> stepped;
+    for (auto& [b, z] : zero_) stepped.push_back(z.master);
+    const int64_t shard_bytes = bytesOf(stepped);
+    for (const Tensor& p : tied_replicas_) stepped.push_back(p);
     base_lr_ = training_.lr > 0 ? training_.lr : defaultLearningRate(plan_.optimizer);
-    optimizer_ = makeOptimizer(plan_.optimizer, params, base_lr_, training_.weight_decay);
+    optimizer_ = makeOptimizer(plan_.optimizer, zero() ? stepped : params, base_lr_, training_.weight_decay);
     // Parameters and gradients, plus the optimizer's state per parameter.
+    const int64_t state_of = zero() ? bytesOf(stepped) : param_bytes;
+    int64_t states = 0;
     switch (plan_.optimizer) {
-    case Optimizer::SGD: static_bytes_ = 2 * param_bytes; break;
-    case Optimizer::SGDMomentum: static_bytes_ = 3 * param_bytes; break;
+    case Optimizer::SGD: states = 0; break;
+    case Optimizer::SGDMomentum: states = state_of; break;
     case Optimizer::Adam:
-    case Optimizer::AdamW: static_bytes_ = 4 * param_bytes; break;
+    case Optimizer::AdamW: states = 2 * state_of; break;
     }
+    // ZeRO: the module's parameters (stage 3: released between uses; counted whole), the
+    // gradients (stages 2, 3: the shards), the fp32 shards and their state.
+    const int64_t grads = zero_stage_ >= 2 ? shard_bytes : param_bytes;
+    static_bytes_ = param_bytes + grads + (zero() ? shard_bytes : 0) + states;
 }
 
 bool Executor::prepareGradients(StepResult& r) {
     // The norm counts each parameter once (a tied replica holds its owner's summed gradient, so
     // it is left out of the norm); unscaling and clipping apply to the replicas too.
+    // ZeRO: the shards' gradients, each element on one replica only.
     const std::vector<Tensor> params = [this] {
         std::vector<Tensor> out;
+        if (zero()) {
+            for (auto& [b, z] : zero_) out.push_back(z.master);
+            return out;
+        }
         for (auto& [s, st] : stages_)
             for (const Tensor& p : st->parameters()) out.push_back(p);
         return out;
@@ -319,7 +464,7 @@ bool Executor::prepareGradients(StepResult& r) {
     if (training_.clip_grad_norm <= 0 && !scaler_.enabled()) return true;
     // After the buckets, every replica of a stage holds the same (averaged) gradients, so the
     // sum over all ranks counts each stage dp times.
-    double local[2] = {squaredGradNorm(params) / plan_.dp, 0};
+    double local[2] = {squaredGradNorm(params) / (zero() ? 1 : plan_.dp), 0};
     if (scaler_.enabled())
         for (const Tensor& p : params)
             if (p.grad().defined() && !torch::isfinite(p.grad()).all().item<bool>()) local[1] = 1;
@@ -355,11 +500,11 @@ size_t Executor::record(const Instr& in, double start, double end) {
     e.start_s = start;
     e.end_s = end;
     e.kind = in.kind;
-    e.stage = in.kind == InstrKind::AllReduce ? program_.buckets[static_cast<size_t>(in.bucket)].segment : in.segment;
+    e.stage = isCollective(in.kind) ? program_.buckets[static_cast<size_t>(in.bucket)].segment : in.segment;
     e.mb = in.mb;
     e.peer = in.peer;
     e.bytes = in.bytes;
-    if (in.kind == InstrKind::AllReduce) e.bytes = program_.buckets[static_cast<size_t>(in.bucket)].bytes;
+    if (isCollective(in.kind)) e.bytes = program_.buckets[static_cast<size_t>(in.bucket)].bytes;
     trace_.events.push_back(e);
     return trace_.events.size() - 1;
 }
@@ -503,9 +648,10 @@ void Executor::onBackward(const Instr& in) {
     }
     Stage& st = stage(in.segment);
     const Live og = outputGrad(in.segment, in.mb);
-    if (in.bucket >= 0) buckets_->arm(in.segment);
+    const bool arm = in.bucket >= 0 && zero_stage_ < 2;  // ZeRO 2/3 reduce-scatter at their instructions
+    if (arm) buckets_->arm(in.segment);
     const Live ig = st.backward(in.mb, og);
-    if (in.bucket >= 0) buckets_->disarm(in.segment);
+    if (arm) buckets_->disarm(in.segment);
     storeInputGrad(st, in.mb, ig);
 }
 
@@ -521,15 +667,28 @@ void Executor::onBackwardWeight(const Instr& in) {
         noop_ = true;
         return;
     }
-    if (in.bucket >= 0) buckets_->arm(in.segment);
+    const bool arm = in.bucket >= 0 && zero_stage_ < 2;
+    if (arm) buckets_->arm(in.segment);
     stage(in.segment).backwardWeight(in.mb);
-    if (in.bucket >= 0) buckets_->disarm(in.segment);
+    if (arm) buckets_->disarm(in.segment);
 }
 
 void Executor::onOptimizerStep(const Instr&) {
     for (const auto& [bucket, end] : buckets_->finish()) {
         auto it = allreduce_event_.find(bucket);
         if (it != allreduce_event_.end()) trace_.events[it->second].end_s = end;
+    }
+    for (auto& [b, z] : zero_) {
+        finishReduceScatter(z);
+        if (zero_stage_ < 2) continue;
+        // ZeRO 2/3: a tied weight's owner kept its whole gradient (not released at the
+        // reduce-scatter); it is averaged here for the tied sum below, outside the Program.
+        for (Tensor& p : z.params) {
+            if (!tied_owner_.count(p.unsafeGetTensorImpl())) continue;
+            Tensor g = p.grad().defined() ? p.grad() : torch::zeros_like(p);
+            comm_.allReduceSum(g, z.group).wait();
+            p.mutable_grad() = g / plan_.dp;
+        }
     }
     // Tied weights: every copy, in every replica, gets the sum of the owner's and the user's
     // gradients averaged over the replicas. The owner's gradient is already averaged by its
@@ -545,6 +704,7 @@ void Executor::onOptimizerStep(const Instr&) {
     tied_pending_.clear();
     pending_.lr = learningRate(training_, base_lr_, step_index_, total_steps_);
     setLearningRate(*optimizer_, pending_.lr);
+    if (zero()) prepareShardGradients();
     if (prepareGradients(pending_)) optimizer_->step();
 }
 
@@ -600,6 +760,26 @@ void Executor::onAllReduce(const Instr& in) {
     allreduce_event_[in.bucket] = record(in, buckets_->launchTime(in.bucket), -1);
 }
 
+void Executor::onReduceScatter(const Instr& in) {
+    ZeroBucket& z = zero_.at(in.bucket);
+    finishReduceScatter(z);  // the previous micro-batch's, if still in flight
+    z.reduced = flatGrads(z);
+    // Only the shard stays: the full gradients go (a tied weight's owner keeps its own for the
+    // tied sum at the step).
+    for (Tensor& p : z.params)
+        if (!tied_owner_.count(p.unsafeGetTensorImpl())) p.mutable_grad() = Tensor();
+    z.event = record(in, now(), -1);
+    // Gloo in LibTorch 1.13 has no reduce-scatter: all-reduce the bucket, keep the shard.
+    z.reducing = comm_.allReduceSum(z.reduced, z.group);
+}
+
+void Executor::onAllGather(const Instr& in) {
+    ZeroBucket& z = zero_.at(in.bucket);
+    const size_t ev = record(in, now(), -1);
+    gatherBucket(z);
+    trace_.events[ev].end_s = now();
+}
+
 // ---- the step ---------------------------------------------------------------------------------
 
 StepResult Executor::step(int index) {
@@ -628,7 +808,8 @@ StepResult Executor::step(int index) {
     targets_ = batch.targets.narrow(0, replica_ * per_replica, per_replica).to(device_);
     sampleMemory();
 
-    for (const Instr& in : *stream_) {
+    for (pc_ = 0; pc_ < stream_->size(); ++pc_) {
+        const Instr& in = (*stream_)[pc_];
         const Handler h = table_[static_cast<size_t>(in.kind)];
         if (isCompute(in.kind)) {
             waitPostedReceives();
@@ -637,6 +818,7 @@ StepResult Executor::step(int index) {
             (this->*h)(in);
             synchronizeDevice(device_);  // CUDA: the event ends when its kernels have
             record(in, start, noop_ ? start : now());  // a bucket part whose backward already ran
+            if (!release_after_.empty() && release_after_[pc_]) releaseSegment(in.segment);
             sampleMemory();
         } else {
             (this->*h)(in);
@@ -705,6 +887,13 @@ void Executor::loadState(torch::serialize::InputArchive& a) {
         for (const auto& [name, t] : st->namedBuffers()) restore("buffer/" + name, t);
     }
     for (size_t i = 0; i < tied_replicas_.size(); ++i) restore("tied/" + std::to_string(i), tied_replicas_[i]);
+    // ZeRO: this replica's shards are the restored parameters' (the checkpoint holds the whole
+    // parameters and this rank's optimizer state, of its shards only).
+    for (auto& [b, z] : zero_) {
+        Tensor flat = torch::zeros({z.shard * plan_.dp}, z.master.options().requires_grad(false));
+        for (size_t i = 0; i < z.params.size(); ++i) flat.narrow(0, z.offsets[i], z.params[i].numel()).copy_(z.params[i].detach().reshape({-1}));
+        z.master.copy_(flat.narrow(0, replica_ * z.shard, z.shard));
+    }
     torch::serialize::InputArchive opt;
     if (!a.try_read("optimizer", opt)) throw Error("the checkpoint has no optimizer state");
     optimizer_->load(opt);

@@ -11,6 +11,16 @@
 // the first poll that saw it complete; a send spans its post to the first confirmation, which
 // Gloo gives only when the send is waited for, at the end of the step: read send bars as
 // "in flight at most until". A bucket part whose backward already ran is a zero-length event.
+//
+// ZeRO (Plan::zero_stage, dp > 1): each bucket's parameters are one flat vector cut into dp
+// equal shards (the last padded); replica r owns shard r as an fp32 leaf tensor, the only
+// thing the optimizer steps, so the optimizer state of the other shards does not exist here.
+// Stage 1 all-reduces gradients as stage 0 and takes its shard at the step; stages 2 and 3
+// reduce-scatter each micro-batch's gradients (Gloo in LibTorch 1.13 has no reduce-scatter:
+// an all-reduce of the bucket whose shard is kept, and the full gradients released); AllGather
+// copies every replica's shard into the module's parameters. Stage 3 also releases a segment's
+// parameter storage after its last compute instruction of a run and reallocates it at the
+// all-gather before the next run (autograd's saved views share that storage).
 #include <array>
 #include <map>
 #include <memory>
@@ -70,10 +80,13 @@ public:
     // loss scale.
     void saveState(torch::serialize::OutputArchive& a) const;
     void loadState(torch::serialize::InputArchive& a);
+    // ZeRO-3: gathers every hosted segment's parameters (a collective: every rank calls it at
+    // the same point), before namedParameters() or saveState() read them. No-op otherwise.
+    void gatherParameters();
 
 private:
     using Handler = void (Executor::*)(const Instr&);
-    static constexpr size_t kKinds = static_cast<size_t>(InstrKind::OptimizerStep) + 1;
+    static constexpr size_t kKinds = static_cast<size_t>(InstrKind::OptimizerStep) + 1;  // OptimizerStep is the last kind
 
     void buildStages(const Graph& graph);
     void agreeShapes();
@@ -94,7 +107,33 @@ private:
     void onRecvActivation(const Instr& in);
     void onRecvGrad(const Instr& in);
     void onAllReduce(const Instr& in);
+    void onReduceScatter(const Instr& in);
+    void onAllGather(const Instr& in);
     void onOptimizerStep(const Instr& in);
+
+    // ZeRO: one bucket's parameters, sharded over the replicas.
+    struct ZeroBucket {
+        int segment = 0;
+        int group = -1;
+        std::vector<torch::Tensor> params;  // the module's parameters of the bucket, in order
+        std::vector<int64_t> offsets;       // of each in the flat vector
+        int64_t numel = 0;                  // unpadded
+        int64_t shard = 0;                  // elements a replica owns
+        torch::Tensor master;               // this replica's shard (fp32 leaf): what the optimizer steps
+        torch::Tensor shard_grad;           // its gradient, summed over micro-batches (stages 2, 3)
+        Pending reducing;                   // a reduce-scatter in flight
+        torch::Tensor reduced;              // its buffer
+        size_t event = 0;
+        bool released = false;              // stage 3: parameter storage released
+    };
+    void buildZero(const std::map<int, std::vector<torch::Tensor>>& params_of_bucket);
+    torch::Tensor flatGrads(const ZeroBucket& z) const;  // padded to dp x shard
+    void finishReduceScatter(ZeroBucket& z);
+    void gatherBucket(ZeroBucket& z);
+    void releaseSegment(int segment);
+    // The gradient each master shard steps on, after the collectives and the tied-weight sums.
+    void prepareShardGradients();
+    bool zero() const { return zero_stage_ > 0; }
 
     Stage& stage(int segment);
     bool hosts(int segment) const { return stages_.count(segment) > 0; }
@@ -144,6 +183,11 @@ private:
     int step_index_ = 0;
     StepResult pending_;    // what the optimizer step learnt, for step()'s result
     int64_t static_bytes_ = 0;  // parameters, gradients, optimizer state
+    int zero_stage_ = 0;        // as lowered: 0 when dp == 1
+    std::map<int, ZeroBucket> zero_;  // by Program bucket id
+    std::set<const void*> tied_owner_;  // TensorImpls of weights a tied copy elsewhere sums with
+    std::vector<bool> release_after_;   // stage 3, by stream position: the last compute of a run of its segment
+    size_t pc_ = 0;                     // stream position being executed
 
     // Per step.
     struct Posted {

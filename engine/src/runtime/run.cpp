@@ -65,7 +65,7 @@ void fillMetrics(Trace& t, double step_s, int global_batch) {
     m.bubble_fraction = last_backward_end > 0 ? std::max(0.0, 1.0 - busy / last_backward_end) : 0;
     double ar = 0, hidden = 0;
     for (const TraceEvent& a : t.events) {
-        if (a.kind != InstrKind::AllReduce || a.end_s <= a.start_s) continue;
+        if (!isCollective(a.kind) || a.end_s <= a.start_s) continue;
         ar += a.end_s - a.start_s;
         for (const TraceEvent& c : t.events)
             if (isComputeEvent(c)) hidden += std::max(0.0, std::min(a.end_s, c.end_s) - std::max(a.start_s, c.start_s));
@@ -287,6 +287,7 @@ int runRank(const RunOptions& o) {
             }
             emit(ev);
             if (o.checkpoint_every > 0 && ((step + 1) % o.checkpoint_every == 0 || last)) {
+                ex.gatherParameters();  // ZeRO-3: the checkpoint holds whole parameters
                 writeCheckpoint(o.checkpoint_dir, o.rank, step, plan.global_batch, ex);
                 pruneCheckpoints(o.checkpoint_dir, o.rank, 2);
                 emit({{"event", "checkpoint"}, {"rank", o.rank}, {"step", step}, {"path", checkpointPath(o.checkpoint_dir, o.rank, step)}});
@@ -298,6 +299,7 @@ int runRank(const RunOptions& o) {
             }
         }
         step = -1;
+        ex.gatherParameters();  // ZeRO-3: whole parameters for the dump and the final state
         comm->barrier();
         json stashed = json::object();
         for (const auto& [s, n] : ex.maxStashed()) stashed[std::to_string(s)] = n;
