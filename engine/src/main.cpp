@@ -187,6 +187,8 @@ int main(int argc, char** argv) {
     auto* cmp_cmd = app.add_subcommand("compare-params", "Compare parameter dumps with a reference dump");
     cmp_cmd->add_option("--reference", ref, "reference dump")->required();
     cmp_cmd->add_option("--tol", tol, "largest absolute difference allowed");
+    std::vector<std::string> loose;
+    cmp_cmd->add_option("--loose", loose, "NAME=TOL: parameters whose name contains NAME within TOL instead");
     cmp_cmd->add_option("dumps", dumps, "dumps of the ranks")->required();
 
     he::ProbeOptions probe;
@@ -272,7 +274,7 @@ int main(int argc, char** argv) {
         return he::launchLocal(launch);
     }
     if (*plan_cmd) return makePlan(pf);
-    if (*cmp_cmd) return he::compareParams(ref, dumps, tol);
+    if (*cmp_cmd) return he::compareParams(ref, dumps, tol, loose);
     if (*probe_cmd) {
         probe.loopback_bandwidth = !no_loopback;
         return he::probeCommand(probe);

@@ -83,7 +83,7 @@ PlannerResult ExhaustivePlanner::plan(const Problem& problem, PlanContext& conte
         if (!finished) break;
     }
     std::vector<std::string> log{"simulated " + std::to_string(simulated) + " plans over " + std::to_string(shapes.size()) +
-                                 " (pp, dp, m) shapes"};
+                                 " (pp, dp, m, ZeRO stage) shapes"};
     context.progress(1.0, "done");
     return hybrid::searchOutcome(kName, problem, found, context, std::move(log), stopReason(context));
 }

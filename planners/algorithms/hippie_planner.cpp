@@ -298,7 +298,7 @@ public:
         }
         if (!context_.cancelled() && found_.best() == nullptr && simulated_.empty()) simulateFallback();
         log_.push_back("estimated " + std::to_string(estimated_) + " candidates over " + std::to_string(shapes_.size()) +
-                       " (pp, dp, m) shapes; pruned " + std::to_string(pruned_) + " of the " + std::to_string(pooled_) +
+                       " (pp, dp, m, ZeRO stage) shapes; pruned " + std::to_string(pruned_) + " of the " + std::to_string(pooled_) +
                        " seeded and refined ones without simulating them; simulated " + std::to_string(simulated_.size()) + " (" +
                        std::to_string(instructions_) + " instructions)");
         logWinnersPerDepth();

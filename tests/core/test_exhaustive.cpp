@@ -25,8 +25,9 @@ PlannerResult run(const Problem& problem, double budget_s = 120) {
 
 bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 
-// Plans of the documented space: per (pp, dp, m), the splits of the layers into pp stages,
-// each stage of two or more layers recomputing or not. splits[l][p]: ways for l layers.
+// Plans of the documented space: per (pp, dp, m) and ZeRO stage (0-3 when dp > 1), the splits
+// of the layers into pp stages, each stage of two or more layers recomputing or not.
+// splits[l][p]: ways for l layers.
 int64_t spaceSize(int layers, int devices, int global_batch) {
     const size_t n = static_cast<size_t>(layers);
     std::vector<std::vector<int64_t>> splits(n + 1, std::vector<int64_t>(n + 1, 0));
@@ -40,7 +41,8 @@ int64_t spaceSize(int layers, int devices, int global_batch) {
             if (global_batch % dp != 0) continue;
             int micro_batch_counts = 0;
             for (int m = 1; m <= global_batch / dp; ++m) micro_batch_counts += (global_batch / dp) % m == 0;
-            total += micro_batch_counts * splits[n][static_cast<size_t>(pp)];
+            const int zero_stages = dp > 1 ? kMaxZeroStage + 1 : 1;
+            total += micro_batch_counts * zero_stages * splits[n][static_cast<size_t>(pp)];
         }
     return total;
 }

@@ -36,7 +36,8 @@ bool readDump(const std::string& path, json& out, std::string& error) {
 
 }  // namespace
 
-int compareParams(const std::string& reference, const std::vector<std::string>& files, double tolerance) {
+int compareParams(const std::string& reference, const std::vector<std::string>& files, double tolerance,
+                  const std::vector<std::string>& loose) {
     json ref;
     std::string error;
     auto bad = [](const std::string& message) {
@@ -44,7 +45,23 @@ int compareParams(const std::string& reference, const std::vector<std::string>& 
         return 2;
     };
     if (!readDump(reference, ref, error)) return bad(error);
-    double max_diff = 0;
+    std::vector<std::pair<std::string, double>> looser;
+    for (const std::string& l : loose) {
+        const size_t eq = l.find('=');
+        try {
+            if (eq == std::string::npos || eq == 0) throw std::invalid_argument(l);
+            looser.emplace_back(l.substr(0, eq), std::stod(l.substr(eq + 1)));
+        } catch (const std::exception&) {
+            return bad("--loose '" + l + "': expected NAME=TOLERANCE");
+        }
+    }
+    auto looseFor = [&](const std::string& name) -> const std::pair<std::string, double>* {
+        for (const auto& entry : looser)
+            if (name.find(entry.first) != std::string::npos) return &entry;
+        return nullptr;
+    };
+    double max_diff = 0, max_loose_diff = 0;
+    bool loose_ok = true;
     std::string worst;
     std::set<std::string> covered;
     std::vector<std::string> problems, notes;
@@ -71,8 +88,14 @@ int compareParams(const std::string& reference, const std::vector<std::string>& 
                 continue;
             }
             covered.insert(name);
+            const auto* lax = looseFor(name);
             for (size_t i = 0; i < r.size(); ++i) {
                 const double diff = std::fabs(values[i].get<double>() - r[i].get<double>());
+                if (lax) {
+                    max_loose_diff = std::max(max_loose_diff, diff);
+                    loose_ok = loose_ok && diff <= lax->second;
+                    continue;
+                }
                 if (diff > max_diff) {
                     max_diff = diff;
                     worst = name + "[" + std::to_string(i) + "]";
@@ -82,7 +105,10 @@ int compareParams(const std::string& reference, const std::vector<std::string>& 
     }
     for (const auto& [name, values] : ref["params"].items())
         if (!covered.count(name)) problems.push_back("reference parameter '" + name + "' is in none of the dumps");
-    const bool ok = problems.empty() && max_diff <= tolerance;
+    for (const auto& [name, tol] : looser)
+        notes.push_back("parameters named *" + name + "* compared within " + json(tol).dump() + " (largest difference " +
+                        json(max_loose_diff).dump() + ")");
+    const bool ok = problems.empty() && max_diff <= tolerance && loose_ok;
     std::cout << json{{"event", "compare"}, {"ok", ok},          {"max_abs_diff", max_diff}, {"worst", worst},
                       {"tolerance", tolerance}, {"parameters", covered.size()}, {"problems", problems}, {"notes", notes}}
                      .dump()

@@ -761,7 +761,15 @@ void Executor::onAllReduce(const Instr& in) {
 }
 
 void Executor::onReduceScatter(const Instr& in) {
-    ZeroBucket& z = zero_.at(in.bucket);
+    // A bucket may hold no parameters here (a layer's parameters go to the last bucket holding
+    // one of its ops): the same on every replica, so nothing to do.
+    auto it = zero_.find(in.bucket);
+    if (it == zero_.end()) {
+        const double t = now();
+        record(in, t, t);
+        return;
+    }
+    ZeroBucket& z = it->second;
     finishReduceScatter(z);  // the previous micro-batch's, if still in flight
     z.reduced = flatGrads(z);
     // Only the shard stays: the full gradients go (a tied weight's owner keeps its own for the
@@ -774,8 +782,13 @@ void Executor::onReduceScatter(const Instr& in) {
 }
 
 void Executor::onAllGather(const Instr& in) {
-    ZeroBucket& z = zero_.at(in.bucket);
+    auto it = zero_.find(in.bucket);
     const size_t ev = record(in, now(), -1);
+    if (it == zero_.end()) {
+        trace_.events[ev].end_s = trace_.events[ev].start_s;
+        return;
+    }
+    ZeroBucket& z = it->second;
     gatherBucket(z);
     trace_.events[ev].end_s = now();
 }
