@@ -20,10 +20,12 @@ names = [r["planner"] for r in results]
 assert doc["objective"] == "me-floor" and doc["throughput_floor"] == 0.9, doc["objective"]
 assert doc["reference"] not in ("hippie", "exhaustive", None), doc["reference"]
 # Every hybrid planner of the issue is registered and runs by default.
-for name in ["hippie", "data-parallel", "equal-params", "uniform", "pipedream", "gpipe-balance"]:
+for name in ["hippie", "data-parallel", "equal-params", "uniform", "pipedream", "gpipe-balance", "zero"]:
     assert name in names, f"{name} missing from {names}"
 for r in results:
-    assert set(r) == {"planner", "plan", "metrics", "planning_time_s", "feasible", "skipped", "reason", "notes"}, r.keys()
+    assert set(r) == {"planner", "plan", "metrics", "planning_time_s", "feasible", "skipped", "reason", "notes", "zero_stage"}, r.keys()
+    # The ZeRO stage is shown beside the plan, and is the plan's.
+    assert r["zero_stage"] == (r["plan"]["zero_stage"] if r["plan"] else None), r
     assert isinstance(r["notes"], list), r["notes"]
     # gpt2-small has 14 layers: beyond the exhaustive search, which skips it (no verdict).
     assert r["skipped"] == (r["planner"] == "exhaustive"), r

@@ -85,4 +85,17 @@ grep -q "^d0: " "$OUT/report.txt" || fail "--program output has no 'd0:' line"
 grep -q "^bubble  *27\.[0-9]%$" "$OUT/report.txt" || fail "report lacks the bubble line: $(cat "$OUT/report.txt")"
 grep -q "stages 0 | 1 | 2 | 3" "$OUT/report.txt" || fail "report lacks the stage ranges"
 
+# --zero: the ZeRO stage of the data-parallel groups, in the report, the program and the plan
+# file; sharding lowers the predicted peak; stages above 3 are refused.
+ZERO=(--model "$OUT/equal.graph.json" --cluster cpu-local --pp 2 --dp 2 --microbatches 2 --global-batch 64 --schedule 1f1b)
+plan simulate "${ZERO[@]}" --zero 2 --program --save-plan "$OUT/z2.plan.json" >"$OUT/z2.txt"
+grep -q "ZeRO 2 (optimizer state and gradients sharded)" "$OUT/z2.txt" || fail "the report does not name ZeRO 2: $(head -3 "$OUT/z2.txt")"
+grep -q "^d0: .*RS0@0.* OPT AG0" "$OUT/z2.txt" || fail "ZeRO 2 program lacks reduce-scatter and all-gather: $(grep '^d0:' "$OUT/z2.txt")"
+check "__import__('json').load(open('$OUT/z2.plan.json'))['zero_stage'] == 2" "the saved plan does not record zero_stage 2"
+plan simulate --plan "$OUT/z2.plan.json" --json >"$OUT/z2.json"
+plan simulate "${ZERO[@]}" --json >"$OUT/z0.json"
+check "$(field "$OUT/z2.json" max_peak_memory_bytes) < $(field "$OUT/z0.json" max_peak_memory_bytes)" "ZeRO 2 does not lower the peak memory"
+if "$BIN" simulate "${ZERO[@]}" --zero 4 >"$OUT/z4.out" 2>"$OUT/z4.err"; then fail "--zero 4 accepted"; fi
+grep -q -- "--zero" "$OUT/z4.err" || fail "--zero 4: the error does not name the flag: $(cat "$OUT/z4.err")"
+
 echo "PASS"
