@@ -173,7 +173,7 @@ std::vector<Candidate> neighbours(const Candidate& c, const std::vector<int64_t>
     // The next and previous ZeRO stage: less memory for more communication, or the reverse.
     for (int step : {-1, 1}) {
         const int zero = c.shape.zero + step;
-        if (c.shape.dp < 2 || zero < 0 || zero > kMaxZeroStage) continue;
+        if (c.shape.dp < 2 || zero < 0 || zero > hybrid::kHighestSearchedZeroStage) continue;
         Candidate n = c;
         n.shape.zero = zero;
         out.push_back(std::move(n));

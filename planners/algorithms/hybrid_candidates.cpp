@@ -47,7 +47,7 @@ std::vector<Shape> searchShapes(const Problem& problem) {
         for (int dp = 1; pp * dp <= devices; ++dp)
             if (problem.global_batch % dp == 0)
                 for (int m : microBatchCounts(problem, dp))
-                    for (int zero = 0; zero <= (dp > 1 ? kMaxZeroStage : 0); ++zero) out.push_back({pp, dp, m, zero});
+                    for (int zero = 0; zero <= (dp > 1 ? kHighestSearchedZeroStage : 0); ++zero) out.push_back({pp, dp, m, zero});
     return out;
 }
 

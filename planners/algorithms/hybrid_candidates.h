@@ -9,8 +9,8 @@
 // global batch with pp * dp <= devices (fewer devices than the cluster has are allowed);
 // micro-batch count m dividing the per-replica batch (so every micro-batch holds a whole
 // number of samples); contiguous non-empty stages; per stage, either keep every activation
-// or recompute every layer but the last; the ZeRO stage 0..3 of the data-parallel groups
-// (dp > 1 only); the `hippie` schedule; the default gradient bucket; the device map from
+// or recompute every layer but the last; the ZeRO stage 0..2 of the data-parallel groups
+// (dp > 1 only; 3 is left out, see kHighestSearchedZeroStage); the `hippie` schedule; the default gradient bucket; the device map from
 // mapDevices().
 #include <cstdint>
 #include <optional>
@@ -23,6 +23,11 @@
 namespace hippie::hybrid {
 
 // ---- The space ------------------------------------------------------------------------------
+
+// The highest ZeRO stage of the space. Under the hippie schedule a device runs one segment, so
+// ZeRO-3 (which gathers a whole segment, planners.md) keeps it gathered through the step: 2P/dp
+// more memory than ZeRO-2 for one more all-gather, never better on any objective.
+constexpr int kHighestSearchedZeroStage = 2;
 
 struct Shape {
     int pp = 1;  // pipeline stages

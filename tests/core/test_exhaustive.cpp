@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "planners/algorithms/exhaustive_planner.h"
+#include "planners/algorithms/hybrid_candidates.h"
 #include "planners/algorithms/registry.h"
 #include "planner_fixtures.h"
 
@@ -25,7 +26,7 @@ PlannerResult run(const Problem& problem, double budget_s = 120) {
 
 bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 
-// Plans of the documented space: per (pp, dp, m) and ZeRO stage (0-3 when dp > 1), the splits
+// Plans of the documented space: per (pp, dp, m) and ZeRO stage (0-2 when dp > 1), the splits
 // of the layers into pp stages, each stage of two or more layers recomputing or not.
 // splits[l][p]: ways for l layers.
 int64_t spaceSize(int layers, int devices, int global_batch) {
@@ -41,7 +42,7 @@ int64_t spaceSize(int layers, int devices, int global_batch) {
             if (global_batch % dp != 0) continue;
             int micro_batch_counts = 0;
             for (int m = 1; m <= global_batch / dp; ++m) micro_batch_counts += (global_batch / dp) % m == 0;
-            const int zero_stages = dp > 1 ? kMaxZeroStage + 1 : 1;
+            const int zero_stages = dp > 1 ? hybrid::kHighestSearchedZeroStage + 1 : 1;
             total += micro_batch_counts * zero_stages * splits[n][static_cast<size_t>(pp)];
         }
     return total;

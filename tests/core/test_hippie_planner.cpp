@@ -62,6 +62,22 @@ Q_DECLARE_METATYPE(SmallCase)
 class TestHippiePlanner : public QObject {
     Q_OBJECT
 private slots:
+    // One layer of 4 GiB fp32 weights with Adam (16 GiB of model states) on four 12 GiB
+    // devices: no pipeline can split it and no replica holds it whole, so every plan that fits
+    // shards it (ZeRO); hippie searches the stage and finds one, at least as good on its
+    // objective as the zero baseline's, which it offers to its own search.
+    void searchesTheZeroStage() {
+        const Problem problem = makeProblem(layeredChain({1.0}, {4 * kGiB}, 0), exactCluster(1, 4, 12 * kGiB), 4, Optimizer::Adam);
+        const PlannerResult r = run("hippie", problem);
+        QVERIFY2(r.feasible, r.reason.c_str());
+        QVERIFY(r.plan.dp > 1);
+        QVERIFY(r.plan.zero_stage > 0);
+        QVERIFY(r.metrics.fits_memory);
+        const PlannerResult z = run("zero", problem);
+        QVERIFY2(z.feasible, z.reason.c_str());
+        QVERIFY(value(r, problem.objective) >= value(z, problem.objective) * (1 - 1e-9));
+    }
+
     void registered() {
         const PlannerInfo* info = findPlanner("hippie");
         QVERIFY(info);
