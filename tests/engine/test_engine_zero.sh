@@ -106,6 +106,28 @@ else
     fail "interleaved ZeRO-3 runs: $(tail -2 "$WORK/i0.out.err" "$WORK/i3.out.err" 2>/dev/null)"
 fi
 
+# Global-norm clipping under ZeRO-2: the norm is summed over the shards (each element on one
+# replica) and the tied copy left out, as without ZeRO: the same norm and parameters.
+cc=("${common[@]}" --pp 2 --dp 2 --microbatches 4 --schedule 1f1b)
+rm -f "$WORK"/c*.json
+plan "$WORK/c0.json" "${cc[@]}"
+plan "$WORK/c2.json" "${cc[@]}" --zero 2
+if launch "$WORK/c0.json" 4 $STEPS "$WORK/c0.out" --threads 1 --clip-grad-norm 0.5 --dump-params "$WORK/c0.{rank}.json" &&
+   launch "$WORK/c2.json" 4 $STEPS "$WORK/c2.out" --threads 1 --clip-grad-norm 0.5 --dump-params "$WORK/c2.{rank}.json"; then
+    n0=$(grep -o '"grad_norm":[^,]*' "$WORK/c0.out" | head -1 | cut -d: -f2)
+    n2=$(grep -o '"grad_norm":[^,]*' "$WORK/c2.out" | head -1 | cut -d: -f2)
+    awk -v a="$n0" -v b="$n2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 0.5 && d < 1e-5 * a) }' \
+        || fail "ZeRO-2 global gradient norm $n2, without ZeRO $n0"
+    ok=1
+    for r in 0 1 2 3; do
+        "$ENGINE" compare-params "${LOOSE[@]}" --reference "$WORK/c0.$r.json" --tol 2e-6 "$WORK/c2.$r.json" > "$WORK/cmp.out" \
+            || { ok=0; fail "clipped ZeRO-2 rank $r: $(cat "$WORK/cmp.out")"; }
+    done
+    [ $ok = 1 ] && pass "gradient clipping under ZeRO-2: norm $n2 (without ZeRO $n0), parameters match"
+else
+    fail "clipped runs: $(tail -2 "$WORK/c0.out.err" "$WORK/c2.out.err" 2>/dev/null)"
+fi
+
 # The plan says what runs: the stream printed by each rank has the ZeRO collectives.
 "$ENGINE" plan --out "$WORK/z2.json" "${common[@]}" --pp 1 --dp 2 --microbatches 2 --schedule 1f1b --zero 2
 grep -q '"zero_stage": 2' "$WORK/z2.json" || fail "the plan file does not record zero_stage 2"
