@@ -6,6 +6,9 @@ namespace hippie::widgets {
 
 namespace {
 
+// All-reduce, or ZeRO's reduce-scatter: gradients reduced once computed, before the step.
+bool reducesGradients(InstrKind k) { return k == InstrKind::AllReduce || k == InstrKind::ReduceScatter; }
+
 bool isBackwardWork(InstrKind k) {
     return k == InstrKind::Backward || k == InstrKind::BackwardInput || k == InstrKind::BackwardWeight;
 }
@@ -80,7 +83,7 @@ EventDependencies dependenciesOf(const Trace& t, int event) {
         if (isBackwardWork(e.kind))
             for (int i = 0; i < n; ++i) {
                 const TraceEvent& a = t.events[static_cast<size_t>(i)];
-                if (a.kind == InstrKind::AllReduce && a.device == e.device && previousCompute(t, e.device, a.start_s, -1) == event)
+                if (reducesGradients(a.kind) && a.device == e.device && previousCompute(t, e.device, a.start_s, -1) == event)
                     addUnique(d.waited_by, i);
             }
     } else if (isSendEvent(e.kind)) {
@@ -99,17 +102,22 @@ EventDependencies dependenciesOf(const Trace& t, int event) {
             if (consumer < 0 || c.start_s < t.events[static_cast<size_t>(consumer)].start_s) consumer = i;
         }
         addUnique(d.waited_by, consumer);
-    } else if (e.kind == InstrKind::AllReduce) {
+    } else if (reducesGradients(e.kind)) {
         addUnique(d.waits_on, previousCompute(t, e.device, e.start_s, -1));
         for (int i = 0; i < n; ++i) {
             const TraceEvent& o = t.events[static_cast<size_t>(i)];
             if (o.kind == InstrKind::OptimizerStep && o.device == e.device && o.start_s >= e.start_s) addUnique(d.waited_by, i);
         }
+    } else if (e.kind == InstrKind::AllGather) {
+        // ZeRO: parameters gathered after the step (its shards) or before use (the compute that
+        // starts once it has ended).
+        addUnique(d.waits_on, previousCompute(t, e.device, e.start_s, -1));
+        if (e.mb >= 0) addUnique(d.waited_by, nextCompute(t, e.device, e.end_s, -1));
     }
     if (e.kind == InstrKind::OptimizerStep)
         for (int i = 0; i < n; ++i) {
             const TraceEvent& a = t.events[static_cast<size_t>(i)];
-            if (a.kind == InstrKind::AllReduce && a.device == e.device && a.start_s <= e.start_s) addUnique(d.waits_on, i);
+            if (reducesGradients(a.kind) && a.device == e.device && a.start_s <= e.start_s) addUnique(d.waits_on, i);
         }
     return d;
 }
