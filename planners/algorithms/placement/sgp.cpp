@@ -2,148 +2,274 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <numeric>
+#include <optional>
 
-#include "planners/algorithms/placement/list_scheduler.h"
+#include "planners/algorithms/placement/step_estimate.h"
 
 namespace hippie::placement {
 
 namespace {
 
-// How far a cut may move, as a share of the two segments around it.
-constexpr double kAdjustWindowShare = 0.25;
-
-// Costs by position of the topological order.
-struct Profile {
-    std::vector<int> unit;              // unit at each position
-    std::vector<double> combined_s;     // computation plus communication cost
-    std::vector<double> prefix_s;       // combined cost of positions [0, i)
-    std::vector<int64_t> crossing;      // bytes on edges across a cut before position i
-    std::vector<bool> chain_break;      // positions i - 1 and i are not a link of a plain chain
-};
-
-// Position i breaks the chain unless unit i - 1 feeds only unit i and unit i reads only it.
-std::vector<bool> chainBreaks(const PlacementModel& m, const std::vector<int>& unit) {
-    std::vector<bool> out(unit.size() + 1, true);
-    for (size_t i = 1; i < unit.size(); ++i) {
-        const auto& in = m.preds(unit[i]);
-        out[i] = !(in.size() == 1 && in.front().unit == unit[i - 1] && m.succs(unit[i - 1]).size() == 1);
+// Per unit: the transfer time of its largest output (forward and gradient, typical link),
+// the cost of cutting right after it.
+std::vector<double> outputCommSeconds(const PlacementModel& m) {
+    std::vector<double> out(static_cast<size_t>(m.units()), 0.0);
+    for (int u = 0; u < m.units(); ++u) {
+        int64_t largest = 0;
+        for (const Arc& a : m.succs(u)) largest = std::max(largest, a.bytes);
+        if (!m.succs(u).empty()) out[static_cast<size_t>(u)] = m.typicalCommSeconds(largest);
     }
     return out;
 }
 
-Profile profile(const PlacementModel& m) {
-    Profile p;
-    p.unit = m.topoOrder();
-    const size_t n = p.unit.size();
+// Bytes crossing a cut before each position of the topological order: every producer's
+// largest output, from its position to its last consumer's.
+std::vector<int64_t> crossingBytes(const PlacementModel& m) {
+    const auto& topo = m.topoOrder();
+    const size_t n = topo.size();
     std::vector<int> position(n);
-    for (size_t i = 0; i < n; ++i) position[static_cast<size_t>(p.unit[i])] = static_cast<int>(i);
-    p.combined_s.resize(n);
-    p.prefix_s.assign(n + 1, 0.0);
+    for (size_t i = 0; i < n; ++i) position[static_cast<size_t>(topo[i])] = static_cast<int>(i);
     std::vector<int64_t> diff(n + 2, 0);
     for (size_t i = 0; i < n; ++i) {
-        const int u = p.unit[i];
         int64_t largest = 0;
-        for (const Arc& a : m.succs(u)) {
+        int last = static_cast<int>(i);
+        for (const Arc& a : m.succs(topo[i])) {
             largest = std::max(largest, a.bytes);
-            diff[i + 1] += a.bytes;
-            diff[static_cast<size_t>(position[static_cast<size_t>(a.unit)]) + 1] -= a.bytes;
+            last = std::max(last, position[static_cast<size_t>(a.unit)]);
         }
-        const double compute = m.meanComputeSeconds(u);
-        const double comm = m.succs(u).empty() ? 0.0 : m.typicalCommSeconds(largest);
-        p.combined_s[i] = compute + comm;
-        p.prefix_s[i + 1] = p.prefix_s[i] + p.combined_s[i];
+        diff[i + 1] += largest;
+        diff[static_cast<size_t>(last) + 1] -= largest;
     }
-    p.crossing.assign(n + 1, 0);
-    for (size_t i = 1; i <= n; ++i) p.crossing[i] = p.crossing[i - 1] + diff[i];
-    p.chain_break = chainBreaks(m, p.unit);
-    return p;
+    std::vector<int64_t> crossing(n + 1, 0);
+    for (size_t i = 1; i <= n; ++i) crossing[i] = crossing[i - 1] + diff[i];
+    return crossing;
 }
 
-// Segment k holds positions [cuts[k], cuts[k + 1]). A segment ends before it would exceed
-// `target` combined cost (load balance), and at a chain break (where parallel branches start
-// or join) once it holds `least`; no empty segments.
-std::vector<int> balancedCuts(const Profile& p, double target, double least) {
-    const size_t n = p.unit.size();
-    std::vector<int> cuts{0};
-    for (size_t c = 1; c < n; ++c) {
-        const double held = p.prefix_s[c] - p.prefix_s[static_cast<size_t>(cuts.back())];
-        if ((p.chain_break[c] && held >= least) || held + p.combined_s[c] > target) cuts.push_back(static_cast<int>(c));
-    }
-    cuts.push_back(static_cast<int>(n));
-    return cuts;
+// Devices by decreasing capacity (ties by index): homes of segments 0, 1, ...
+std::vector<int> devicesByCapacity(const std::vector<int64_t>& capacity) {
+    std::vector<int> d(capacity.size());
+    std::iota(d.begin(), d.end(), 0);
+    std::stable_sort(d.begin(), d.end(), [&](int a, int b) { return capacity[static_cast<size_t>(a)] > capacity[static_cast<size_t>(b)]; });
+    return d;
 }
 
-// Moves each cut, left to right, within its window to where transfer time plus the combined
-// cost shifted between its two segments is smallest.
-void adjustCuts(const PlacementModel& m, const Profile& p, std::vector<int>& cuts) {
-    for (size_t k = 1; k + 1 < cuts.size(); ++k) {
-        const int left = cuts[k - 1], here = cuts[k], right = cuts[k + 1];
-        const int window = std::max(1, static_cast<int>(kAdjustWindowShare * (right - left)));
-        auto score = [&](int c) {
-            return m.typicalCommSeconds(p.crossing[static_cast<size_t>(c)]) +
-                   std::abs(p.prefix_s[static_cast<size_t>(c)] - p.prefix_s[static_cast<size_t>(here)]);
-        };
-        int best = here;
-        bool best_breaks = p.chain_break[static_cast<size_t>(here)];
-        for (int c = std::max(left + 1, here - window); c <= std::min(right - 1, here + window); ++c) {
-            const bool breaks = p.chain_break[static_cast<size_t>(c)];
-            if ((breaks && !best_breaks) || (breaks == best_breaks && score(c) < score(best))) {
-                best = c;
-                best_breaks = breaks;
+struct Homes {
+    std::vector<int> device;  // by unit
+    std::vector<int> cuts;    // positions of the topological order where a segment starts (after the first)
+    int segments = 1;
+};
+
+// Home segments: as many as memory needs, cut at equal shares of the memory prefix, each cut
+// moved within its window to the fewest crossing bytes.
+Homes homeSegments(const PlacementModel& m, const std::vector<int64_t>& capacity, const SgpOptions& o) {
+    const auto& topo = m.topoOrder();
+    const int n = m.units();
+    std::vector<double> prefix(static_cast<size_t>(n) + 1, 0.0);
+    for (int i = 0; i < n; ++i)
+        prefix[static_cast<size_t>(i) + 1] = prefix[static_cast<size_t>(i)] + static_cast<double>(m.residentBytes(topo[static_cast<size_t>(i)]));
+    const double total = prefix.back();
+    const std::vector<int> by_capacity = devicesByCapacity(capacity);
+    double held = 0;
+    Homes h;
+    h.segments = 0;
+    while (h.segments < m.devices() && held < total) held += o.memory_fill * static_cast<double>(capacity[static_cast<size_t>(by_capacity[static_cast<size_t>(h.segments++)])]);
+    h.segments = std::max(1, std::min(h.segments, n));
+    const std::vector<int64_t> crossing = crossingBytes(m);
+    const int window = static_cast<int>(o.cut_window * n / h.segments);
+    int previous = 0;
+    for (int k = 1; k < h.segments; ++k) {
+        const double share = total * k / h.segments;
+        const int target = static_cast<int>(std::lower_bound(prefix.begin(), prefix.end(), share) - prefix.begin());
+        const int lo = std::max(previous + 1, target - window), hi = std::min(n - (h.segments - k), target + window);
+        int best = std::clamp(target, lo, std::max(lo, hi));
+        for (int c = lo; c <= hi; ++c) {
+            const auto cs = static_cast<size_t>(c), bs = static_cast<size_t>(best);
+            if (crossing[cs] < crossing[bs] || (crossing[cs] == crossing[bs] && std::abs(c - target) < std::abs(best - target))) best = c;
+        }
+        h.cuts.push_back(best);
+        previous = best;
+    }
+    h.device.assign(static_cast<size_t>(n), by_capacity.front());
+    size_t k = 0;
+    for (int i = 0; i < n; ++i) {
+        while (k < h.cuts.size() && h.cuts[k] <= i) ++k;
+        h.device[static_cast<size_t>(topo[static_cast<size_t>(i)])] = by_capacity[k];
+    }
+    return h;
+}
+
+// Units by depth (longest path in edges from an input), each level in topological order:
+// the units of one level never depend on each other.
+std::vector<std::vector<int>> depthLevels(const PlacementModel& m) {
+    std::vector<int> depth(static_cast<size_t>(m.units()), 0);
+    int deepest = 0;
+    for (int u : m.topoOrder()) {
+        deepest = std::max(deepest, depth[static_cast<size_t>(u)]);
+        for (const Arc& a : m.succs(u)) depth[static_cast<size_t>(a.unit)] = std::max(depth[static_cast<size_t>(a.unit)], depth[static_cast<size_t>(u)] + 1);
+    }
+    std::vector<std::vector<int>> levels(static_cast<size_t>(deepest) + 1);
+    for (int u : m.topoOrder()) levels[static_cast<size_t>(depth[static_cast<size_t>(u)])].push_back(u);
+    return levels;
+}
+
+struct Balanced {
+    std::vector<int> device;  // by unit; empty when a unit fits nowhere
+    std::string reason;
+    int moved_for_parallelism = 0, moved_for_memory = 0;
+};
+
+// One pass, level by level (units of one level are independent), largest computation first:
+// each unit goes to the device where it would finish first (device free, inputs arrived over
+// the links, its computation there), plus, off its home, its output's transfer back. A
+// branch thus leaves its home only where the parallel work pays for the transfers, and then
+// stays (its next unit's input is there). Devices without room are skipped.
+Balanced balanceLevels(const PlacementModel& m, const std::vector<int64_t>& capacity, const std::vector<std::vector<int>>& levels,
+                       const Homes& homes, PlanContext& context) {
+    const std::vector<double> out_s = outputCommSeconds(m);
+    DeviceMemory mem(m);
+    Balanced b;
+    b.device.assign(static_cast<size_t>(m.units()), -1);
+    std::vector<double> free_at(static_cast<size_t>(m.devices()), 0.0), finish(static_cast<size_t>(m.units()), 0.0);
+    size_t placed = 0;
+    for (std::vector<int> level : levels) {
+        std::stable_sort(level.begin(), level.end(), [&](int x, int y) { return m.meanComputeSeconds(x) > m.meanComputeSeconds(y); });
+        for (int u : level) {
+            const int home = homes.device[static_cast<size_t>(u)];
+            int best = -1;
+            double best_s = std::numeric_limits<double>::infinity();
+            for (int i = 0; i < m.devices(); ++i) {
+                const int d = i == 0 ? home : (i <= home ? i - 1 : i);  // home first: it wins ties
+                if (!mem.fits(u, d, capacity)) continue;
+                double arrive = 0;
+                for (const Arc& p : m.preds(u)) {
+                    const auto pu = static_cast<size_t>(p.unit);
+                    arrive = std::max(arrive, finish[pu] + m.commSeconds(p.bytes, b.device[pu], d));
+                }
+                const double s = std::max(free_at[static_cast<size_t>(d)], arrive) + m.computeSeconds(u, d) +
+                                 (d == home ? 0.0 : out_s[static_cast<size_t>(u)]);
+                if (s < best_s) {
+                    best_s = s;
+                    best = d;
+                }
             }
+            if (best < 0) {
+                b.reason = "after placing " + std::to_string(placed) + " of " + std::to_string(m.units()) + " ops, '" + m.unitName(u) +
+                           "' (" + gib(m.residentBytes(u)) + ") fits on no device";
+                b.device.clear();
+                return b;
+            }
+            if (best != home) ++(mem.fits(u, home, capacity) ? b.moved_for_parallelism : b.moved_for_memory);
+            mem.place(u, best);
+            b.device[static_cast<size_t>(u)] = best;
+            finish[static_cast<size_t>(u)] = free_at[static_cast<size_t>(best)] = best_s - (best == home ? 0.0 : out_s[static_cast<size_t>(u)]);
+            ++placed;
         }
-        cuts[k] = best;
+        if (context.cancelled()) {
+            b.reason = "cancelled after placing " + std::to_string(placed) + " of " + std::to_string(m.units()) + " ops";
+            b.device.clear();
+            return b;
+        }
     }
+    return b;
 }
 
-// The problem's ops grouped by segment, so the segments can be scheduled as units.
-Grouping segmentGrouping(const PlacementModel& m, const Profile& p, const std::vector<int>& cuts) {
-    std::vector<int> label(m.problem().graph.ops.size());
-    for (size_t k = 0; k + 1 < cuts.size(); ++k)
-        for (int i = cuts[k]; i < cuts[k + 1]; ++i)
-            for (int op : m.grouping().members[static_cast<size_t>(p.unit[static_cast<size_t>(i)])]) label[static_cast<size_t>(op)] = static_cast<int>(k);
-    return groupByLabel(m.problem().graph, label);
-}
-
-// The device of each of the model's units: its segment's.
-std::vector<int> unitDevices(const PlacementModel& m, const PlacementModel& segments, const std::vector<int>& segment_device) {
-    std::vector<int> device(static_cast<size_t>(m.units()));
-    for (int u = 0; u < m.units(); ++u) {
-        const int s = segments.grouping().group_of[static_cast<size_t>(m.grouping().members[static_cast<size_t>(u)].front())];
-        device[static_cast<size_t>(u)] = segment_device[static_cast<size_t>(s)];
+// The execution order of the fixed placement, from one pass over `sequence` (a topological
+// order) that estimates when each unit's inputs are ready (its producers' finish; a producer
+// starts when its device is free and its own inputs have arrived): units by that time, those
+// on another device than their last producer first. A unit then never waits for work its
+// producer's device does after the producer (the simulator runs each maximal run of the order
+// on one device as a whole). Ties go by depth, which keeps the order topological (a consumer
+// is ready no earlier than its producer). Returns the order (topological) and the estimated makespan.
+std::pair<std::vector<int>, double> readyOrder(const PlacementModel& m, const std::vector<int>& device, const std::vector<int>& sequence) {
+    const auto n = static_cast<size_t>(m.units());
+    std::vector<double> ready(n, 0.0), finish(n, 0.0);
+    std::vector<int> remote(n, 0), depth(n, 0);
+    std::vector<double> free_at(static_cast<size_t>(m.devices()), 0.0);
+    double makespan = 0;
+    for (int u : sequence) {
+        const auto uu = static_cast<size_t>(u);
+        const int d = device[uu];
+        double arrived = 0;
+        for (const Arc& p : m.preds(u)) {
+            const auto pu = static_cast<size_t>(p.unit);
+            if (finish[pu] >= ready[uu]) {
+                ready[uu] = finish[pu];
+                remote[uu] = device[pu] != d;
+            }
+            depth[uu] = std::max(depth[uu], depth[pu] + 1);
+            arrived = std::max(arrived, finish[pu] + m.commSeconds(p.bytes, device[pu], d));
+        }
+        finish[uu] = free_at[static_cast<size_t>(d)] = std::max(free_at[static_cast<size_t>(d)], arrived) + m.computeSeconds(u, d);
+        makespan = std::max(makespan, finish[uu]);
     }
-    return device;
+    std::vector<int> order = m.topoOrder();
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+        const auto x = static_cast<size_t>(a), y = static_cast<size_t>(b);
+        if (ready[x] != ready[y]) return ready[x] < ready[y];
+        if (depth[x] != depth[y]) return depth[x] < depth[y];  // a producer before its free consumers
+        return remote[x] > remote[y];
+    });
+    return {std::move(order), makespan};
 }
 
 }  // namespace
 
 SgpPlanner::SgpPlanner(SgpOptions options)
     : PlacementPlanner("sgp",
-                       "SGP: per-op compute/communication costs, equal-cost segments of the topological order with "
-                       "communication-aware cuts, list-scheduled on devices; non-iterative",
+                       "SGP: per-op compute/communication/memory costs; memory-sized home segments of the topological order "
+                       "cut where little crosses; parallel branches spread by load balancing level by level; no search",
                        options.placement),
       options_(std::move(options)) {}
 
 CoreOutcome SgpPlanner::place(const PlacementModel& model, const std::vector<int64_t>& capacity, PlanContext& context,
                               std::vector<std::string>& log) const {
-    context.progress(0.1, "costing operators");
-    const Profile p = profile(model);
-    context.progress(0.3, "segmenting the topological order");
-    const double total = p.prefix_s.back();
-    auto cuts = balancedCuts(p, total / (options_.segments_per_device * model.devices()), total / options_.max_segments);
-    adjustCuts(model, p, cuts);
-    const PlacementModel segments(model.problem(), segmentGrouping(model, p, cuts));
-    log.push_back("sgp: " + std::to_string(segments.units()) + " segments");
-    context.progress(0.6, "scheduling segments");
-    ScheduleOutcome s = listSchedule(segments, capacity, SchedulingRule{}, context);
-    if (!s.schedule) return {std::nullopt, s.reason, {}, {}};
-    log.push_back("sgp: segment schedule makespan " + std::to_string(s.schedule->makespan_s) + " s");
-    // Ops run in the start-time order of their own schedule on the chosen devices, so a
-    // device does not wait for a whole segment's inputs before starting it.
-    const std::vector<int> device = unitDevices(model, segments, s.schedule->assignment.device);
-    ScheduleOutcome ops = listSchedule(model, capacity, SchedulingRule{}, context, device);
-    log.push_back("sgp: estimated makespan " + std::to_string(ops.schedule->makespan_s) + " s");
-    return {std::move(ops.schedule->assignment), {}, {}, {}};
+    context.progress(0.1, "cutting home segments");
+    const Homes homes = homeSegments(model, capacity, options_);
+    std::string cuts;
+    for (int c : homes.cuts) cuts += (cuts.empty() ? "" : ", ") + std::to_string(c);
+    log.push_back("sgp: " + std::to_string(homes.segments) + " home segment(s)" + (cuts.empty() ? "" : ", cut before positions " + cuts));
+    context.progress(0.3, "balancing parallel branches");
+    const auto levels = depthLevels(model);
+    const Balanced b = balanceLevels(model, capacity, levels, homes, context);
+    if (b.device.empty()) return {std::nullopt, b.reason, {}, {}};
+    log.push_back("sgp: " + std::to_string(levels.size()) + " levels; " + std::to_string(b.moved_for_parallelism) +
+                  " units off their home for parallel branches, " + std::to_string(b.moved_for_memory) + " for memory");
+    context.progress(0.8, "ordering");
+    std::vector<int> sequence;
+    sequence.reserve(static_cast<size_t>(model.units()));
+    for (const auto& level : levels) sequence.insert(sequence.end(), level.begin(), level.end());
+    // Candidates, each estimated once by the step estimate every placement planner's plan is
+    // checked with (step_estimate.h): the balanced placement and the home segments alone
+    // (branches kept home), each in its ready order and in the topological order. The
+    // fastest that fits memory wins.
+    struct Candidate {
+        const char* name;
+        Assignment a;
+    };
+    std::vector<Candidate> candidates;
+    for (const auto& [name, device] : {std::pair<const char*, const std::vector<int>*>{"balanced", &b.device}, {"home segments", &homes.device}}) {
+        candidates.push_back({name, Assignment{*device, readyOrder(model, *device, sequence).first}});
+        candidates.push_back({name, Assignment{*device, model.topoOrder()}});
+    }
+    std::optional<Assignment> best;
+    double best_s = std::numeric_limits<double>::infinity();
+    std::string chosen;
+    for (Candidate& c : candidates) {
+        const StepEstimate e = estimateStep(model, c.a.device, c.a.order);
+        const auto over = overflow(e.memory, capacity);
+        if (std::any_of(over.begin(), over.end(), [](int64_t x) { return x > 0; }) || e.step_s >= best_s) continue;
+        best_s = e.step_s;
+        chosen = c.name + std::string(&c == &candidates[0] || &c == &candidates[2] ? ", ready order" : ", topological order");
+        best = std::move(c.a);
+    }
+    if (!best) best = std::move(candidates.front().a);  // none fits by the estimate: exact accounting decides
+    else log.push_back("sgp: " + chosen + ", estimated step " + std::to_string(best_s) + " s");
+    std::vector<std::string> notes;
+    if (b.moved_for_memory > 0)
+        notes.push_back(std::to_string(b.moved_for_memory) + " units did not fit their home segment's device and went to another");
+    return {std::move(best), {}, {}, std::move(notes)};
 }
 
 }  // namespace hippie::placement
