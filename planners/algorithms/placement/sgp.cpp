@@ -114,14 +114,31 @@ std::vector<std::vector<int>> depthLevels(const PlacementModel& m) {
     return levels;
 }
 
+// The order the balancing pass takes units in, as groups placed largest computation first.
+// Wide graphs (on average at least one unit per device in each depth level): the depth
+// levels, each balanced as a whole. Narrow ones: one unit at a time by earliest possible
+// start (longest computation path from an input), which follows the critical path and the
+// branches beside it in time.
+std::vector<std::vector<int>> passOrder(const PlacementModel& m, bool& wide) {
+    std::vector<std::vector<int>> levels = depthLevels(m);
+    wide = static_cast<double>(m.units()) >= static_cast<double>(levels.size()) * m.devices();
+    if (wide) return levels;
+    std::vector<double> top(static_cast<size_t>(m.units()), 0.0);
+    for (int u : m.topoOrder())
+        for (const Arc& a : m.succs(u))
+            top[static_cast<size_t>(a.unit)] = std::max(top[static_cast<size_t>(a.unit)], top[static_cast<size_t>(u)] + m.meanComputeSeconds(u));
+    levels.clear();
+    for (int u : orderBy(m, top)) levels.push_back({u});
+    return levels;
+}
+
 struct Balanced {
     std::vector<int> device;  // by unit; empty when a unit fits nowhere
     std::string reason;
     int moved_for_parallelism = 0, moved_for_memory = 0;
 };
 
-// One pass, level by level (units of one level are independent), largest computation first:
-// each unit goes to the device where it would finish first (device free, inputs arrived over
+// One pass over the groups of passOrder, each largest computation first: each unit goes to the device where it would finish first (device free, inputs arrived over
 // the links, its computation there), plus, off its home, its output's transfer back. A
 // branch thus leaves its home only where the parallel work pays for the transfers, and then
 // stays (its next unit's input is there). Devices without room are skipped.
@@ -231,10 +248,12 @@ CoreOutcome SgpPlanner::place(const PlacementModel& model, const std::vector<int
     for (int c : homes.cuts) cuts += (cuts.empty() ? "" : ", ") + std::to_string(c);
     log.push_back("sgp: " + std::to_string(homes.segments) + " home segment(s)" + (cuts.empty() ? "" : ", cut before positions " + cuts));
     context.progress(0.3, "balancing parallel branches");
-    const auto levels = depthLevels(model);
+    bool wide = false;
+    const auto levels = passOrder(model, wide);
     const Balanced b = balanceLevels(model, capacity, levels, homes, context);
     if (b.device.empty()) return {std::nullopt, b.reason, {}, {}};
-    log.push_back("sgp: " + std::to_string(levels.size()) + " levels; " + std::to_string(b.moved_for_parallelism) +
+    log.push_back(std::string("sgp: ") + (wide ? "wide graph, balanced by depth level (" + std::to_string(levels.size()) + " levels)" : "narrow graph, units by earliest start") +
+                  "; " + std::to_string(b.moved_for_parallelism) +
                   " units off their home for parallel branches, " + std::to_string(b.moved_for_memory) + " for memory");
     context.progress(0.8, "ordering");
     std::vector<int> sequence;
@@ -250,7 +269,9 @@ CoreOutcome SgpPlanner::place(const PlacementModel& model, const std::vector<int
     };
     std::vector<Candidate> candidates;
     for (const auto& [name, device] : {std::pair<const char*, const std::vector<int>*>{"balanced", &b.device}, {"home segments", &homes.device}}) {
-        candidates.push_back({name, Assignment{*device, readyOrder(model, *device, sequence).first}});
+        auto [order, makespan] = readyOrder(model, *device, sequence);
+        log.push_back(std::string("sgp: ") + name + ": one-pass makespan " + std::to_string(makespan) + " s");
+        candidates.push_back({name, Assignment{*device, std::move(order)}});
         candidates.push_back({name, Assignment{*device, model.topoOrder()}});
     }
     std::optional<Assignment> best;
