@@ -4,9 +4,6 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
-#include <optional>
-
-#include "planners/algorithms/placement/step_estimate.h"
 
 namespace hippie::placement {
 
@@ -138,38 +135,47 @@ struct Balanced {
     int moved_for_parallelism = 0, moved_for_memory = 0;
 };
 
-// One pass over the groups of passOrder, each largest computation first: each unit goes to the device where it would finish first (device free, inputs arrived over
-// the links, its computation there), plus, off its home, its output's transfer back. A
-// branch thus leaves its home only where the parallel work pays for the transfers, and then
-// stays (its next unit's input is there). Devices without room are skipped.
-Balanced balanceLevels(const PlacementModel& m, const std::vector<int64_t>& capacity, const std::vector<std::vector<int>>& levels,
-                       const Homes& homes, PlanContext& context) {
+// One pass over the groups of passOrder, each largest computation first: each unit goes to
+// the device where it would finish first (device free, inputs arrived over a typical link,
+// its computation there), plus, off its home, its output's transfer back. A branch thus
+// leaves its home only where the parallel work pays for the transfers, and then stays (its
+// next unit's input is there). A device without room for it (DeviceMemory, as the other
+// placement planners count) gives way to the next best.
+Balanced balance(const PlacementModel& m, const std::vector<int64_t>& capacity, const std::vector<std::vector<int>>& groups,
+                 const Homes& homes, PlanContext& context) {
     const std::vector<double> out_s = outputCommSeconds(m);
+    const auto devices = static_cast<size_t>(m.devices());
     DeviceMemory mem(m);
     Balanced b;
     b.device.assign(static_cast<size_t>(m.units()), -1);
-    std::vector<double> free_at(static_cast<size_t>(m.devices()), 0.0), finish(static_cast<size_t>(m.units()), 0.0);
+    std::vector<double> free_at(devices, 0.0), finish(static_cast<size_t>(m.units()), 0.0), arrive(devices), score(devices);
+    std::vector<int> group;
     size_t placed = 0;
-    for (std::vector<int> level : levels) {
-        std::stable_sort(level.begin(), level.end(), [&](int x, int y) { return m.meanComputeSeconds(x) > m.meanComputeSeconds(y); });
-        for (int u : level) {
-            const int home = homes.device[static_cast<size_t>(u)];
+    for (const std::vector<int>& g : groups) {
+        group = g;
+        if (group.size() > 1)
+            std::stable_sort(group.begin(), group.end(), [&](int x, int y) { return m.meanComputeSeconds(x) > m.meanComputeSeconds(y); });
+        for (int u : group) {
+            const auto uu = static_cast<size_t>(u);
+            const int home = homes.device[uu];
+            std::fill(arrive.begin(), arrive.end(), 0.0);
+            for (const Arc& p : m.preds(u)) {
+                const auto pu = static_cast<size_t>(p.unit);
+                const double here = finish[pu], there = here + m.typicalCommSeconds(p.bytes);
+                for (size_t d = 0; d < devices; ++d) arrive[d] = std::max(arrive[d], static_cast<int>(d) == b.device[pu] ? here : there);
+            }
+            for (size_t d = 0; d < devices; ++d)
+                score[d] = std::max(free_at[d], arrive[d]) + m.computeSeconds(u, static_cast<int>(d)) + (static_cast<int>(d) == home ? 0.0 : out_s[uu]);
+            // Best score first (home on ties), skipping devices without room.
             int best = -1;
-            double best_s = std::numeric_limits<double>::infinity();
-            for (int i = 0; i < m.devices(); ++i) {
-                const int d = i == 0 ? home : (i <= home ? i - 1 : i);  // home first: it wins ties
-                if (!mem.fits(u, d, capacity)) continue;
-                double arrive = 0;
-                for (const Arc& p : m.preds(u)) {
-                    const auto pu = static_cast<size_t>(p.unit);
-                    arrive = std::max(arrive, finish[pu] + m.commSeconds(p.bytes, b.device[pu], d));
-                }
-                const double s = std::max(free_at[static_cast<size_t>(d)], arrive) + m.computeSeconds(u, d) +
-                                 (d == home ? 0.0 : out_s[static_cast<size_t>(u)]);
-                if (s < best_s) {
-                    best_s = s;
-                    best = d;
-                }
+            bool first = true;
+            for (size_t tried = 0; tried < devices && best < 0; ++tried) {
+                int pick = home;
+                for (size_t d = 0; d < devices; ++d)
+                    if (score[d] < score[static_cast<size_t>(pick)]) pick = static_cast<int>(d);
+                if (mem.fits(u, pick, capacity)) best = pick;
+                else first = false;
+                score[static_cast<size_t>(pick)] = std::numeric_limits<double>::infinity();
             }
             if (best < 0) {
                 b.reason = "after placing " + std::to_string(placed) + " of " + std::to_string(m.units()) + " ops, '" + m.unitName(u) +
@@ -177,10 +183,11 @@ Balanced balanceLevels(const PlacementModel& m, const std::vector<int64_t>& capa
                 b.device.clear();
                 return b;
             }
-            if (best != home) ++(mem.fits(u, home, capacity) ? b.moved_for_parallelism : b.moved_for_memory);
+            if (best != home) ++(first ? b.moved_for_parallelism : b.moved_for_memory);
             mem.place(u, best);
-            b.device[static_cast<size_t>(u)] = best;
-            finish[static_cast<size_t>(u)] = free_at[static_cast<size_t>(best)] = best_s - (best == home ? 0.0 : out_s[static_cast<size_t>(u)]);
+            b.device[uu] = best;
+            const auto bd = static_cast<size_t>(best);
+            finish[uu] = free_at[bd] = std::max(free_at[bd], arrive[bd]) + m.computeSeconds(u, best);
             ++placed;
         }
         if (context.cancelled()) {
@@ -192,43 +199,57 @@ Balanced balanceLevels(const PlacementModel& m, const std::vector<int64_t>& capa
     return b;
 }
 
-// The execution order of the fixed placement, from one pass over `sequence` (a topological
-// order) that estimates when each unit's inputs are ready (its producers' finish; a producer
-// starts when its device is free and its own inputs have arrived): units by that time, those
-// on another device than their last producer first. A unit then never waits for work its
-// producer's device does after the producer (the simulator runs each maximal run of the order
-// on one device as a whole). Ties go by depth, which keeps the order topological (a consumer
-// is ready no earlier than its producer). Returns the order (topological) and the estimated makespan.
-std::pair<std::vector<int>, double> readyOrder(const PlacementModel& m, const std::vector<int>& device, const std::vector<int>& sequence) {
+// Times of a fixed placement in one pass over `sequence` (a topological order): a unit starts
+// when its device is free and its inputs have arrived (over the actual links).
+struct Timing {
+    std::vector<double> ready;  // its producers' last finish
+    std::vector<int> remote;    // 1: that producer is on another device
+    std::vector<int> depth;     // longest path in edges from an input
+    double makespan_s = 0;
+};
+
+Timing timing(const PlacementModel& m, const std::vector<int>& device, const std::vector<int>& sequence) {
     const auto n = static_cast<size_t>(m.units());
-    std::vector<double> ready(n, 0.0), finish(n, 0.0);
-    std::vector<int> remote(n, 0), depth(n, 0);
-    std::vector<double> free_at(static_cast<size_t>(m.devices()), 0.0);
-    double makespan = 0;
+    Timing t{std::vector<double>(n, 0.0), std::vector<int>(n, 0), std::vector<int>(n, 0), 0.0};
+    std::vector<double> finish(n, 0.0), free_at(static_cast<size_t>(m.devices()), 0.0);
     for (int u : sequence) {
         const auto uu = static_cast<size_t>(u);
         const int d = device[uu];
         double arrived = 0;
         for (const Arc& p : m.preds(u)) {
             const auto pu = static_cast<size_t>(p.unit);
-            if (finish[pu] >= ready[uu]) {
-                ready[uu] = finish[pu];
-                remote[uu] = device[pu] != d;
+            if (finish[pu] >= t.ready[uu]) {
+                t.ready[uu] = finish[pu];
+                t.remote[uu] = device[pu] != d;
             }
-            depth[uu] = std::max(depth[uu], depth[pu] + 1);
+            t.depth[uu] = std::max(t.depth[uu], t.depth[pu] + 1);
             arrived = std::max(arrived, finish[pu] + m.commSeconds(p.bytes, device[pu], d));
         }
         finish[uu] = free_at[static_cast<size_t>(d)] = std::max(free_at[static_cast<size_t>(d)], arrived) + m.computeSeconds(u, d);
-        makespan = std::max(makespan, finish[uu]);
+        t.makespan_s = std::max(t.makespan_s, finish[uu]);
     }
+    return t;
+}
+
+// The execution order: units by the time their inputs are ready, those on another device
+// than their last producer first, so that a unit never waits for work its producer's device
+// does after the producer (the simulator runs each maximal run of the order on one device as
+// a whole). Ties go by depth, which keeps the order topological (a consumer is ready no
+// earlier than its producer).
+std::vector<int> readyOrder(const PlacementModel& m, const Timing& t) {
     std::vector<int> order = m.topoOrder();
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
         const auto x = static_cast<size_t>(a), y = static_cast<size_t>(b);
-        if (ready[x] != ready[y]) return ready[x] < ready[y];
-        if (depth[x] != depth[y]) return depth[x] < depth[y];  // a producer before its free consumers
-        return remote[x] > remote[y];
+        if (t.ready[x] != t.ready[y]) return t.ready[x] < t.ready[y];
+        if (t.depth[x] != t.depth[y]) return t.depth[x] < t.depth[y];
+        return t.remote[x] > t.remote[y];
     });
-    return {std::move(order), makespan};
+    return order;
+}
+
+bool fitsAll(const PlacementModel& m, const std::vector<int>& device, const std::vector<int64_t>& capacity) {
+    const auto over = overflow(deviceLoads(m, device), capacity);
+    return std::all_of(over.begin(), over.end(), [](int64_t x) { return x == 0; });
 }
 
 }  // namespace
@@ -249,48 +270,31 @@ CoreOutcome SgpPlanner::place(const PlacementModel& model, const std::vector<int
     log.push_back("sgp: " + std::to_string(homes.segments) + " home segment(s)" + (cuts.empty() ? "" : ", cut before positions " + cuts));
     context.progress(0.3, "balancing parallel branches");
     bool wide = false;
-    const auto levels = passOrder(model, wide);
-    const Balanced b = balanceLevels(model, capacity, levels, homes, context);
+    const auto groups = passOrder(model, wide);
+    const Balanced b = balance(model, capacity, groups, homes, context);
     if (b.device.empty()) return {std::nullopt, b.reason, {}, {}};
-    log.push_back(std::string("sgp: ") + (wide ? "wide graph, balanced by depth level (" + std::to_string(levels.size()) + " levels)" : "narrow graph, units by earliest start") +
-                  "; " + std::to_string(b.moved_for_parallelism) +
-                  " units off their home for parallel branches, " + std::to_string(b.moved_for_memory) + " for memory");
+    log.push_back(std::string("sgp: ") + (wide ? "wide graph, balanced by depth level (" + std::to_string(groups.size()) + " levels)" : "narrow graph, units by earliest start") +
+                  "; " + std::to_string(b.moved_for_parallelism) + " units off their home for parallel branches, " + std::to_string(b.moved_for_memory) +
+                  " for memory");
     context.progress(0.8, "ordering");
     std::vector<int> sequence;
     sequence.reserve(static_cast<size_t>(model.units()));
-    for (const auto& level : levels) sequence.insert(sequence.end(), level.begin(), level.end());
-    // Candidates, each estimated once by the step estimate every placement planner's plan is
-    // checked with (step_estimate.h): the balanced placement and the home segments alone
-    // (branches kept home), each in its ready order and in the topological order. The
-    // fastest that fits memory wins.
-    struct Candidate {
-        const char* name;
-        Assignment a;
-    };
-    std::vector<Candidate> candidates;
-    for (const auto& [name, device] : {std::pair<const char*, const std::vector<int>*>{"balanced", &b.device}, {"home segments", &homes.device}}) {
-        auto [order, makespan] = readyOrder(model, *device, sequence);
-        log.push_back(std::string("sgp: ") + name + ": one-pass makespan " + std::to_string(makespan) + " s");
-        candidates.push_back({name, Assignment{*device, std::move(order)}});
-        candidates.push_back({name, Assignment{*device, model.topoOrder()}});
+    for (const auto& g : groups) sequence.insert(sequence.end(), g.begin(), g.end());
+    // The balanced placement, or the home segments alone where they are not slower by the
+    // same one-pass timing (on chains spreading only adds transfers) and fit.
+    Timing t = timing(model, b.device, sequence);
+    const std::vector<int>* device = &b.device;
+    const Timing home_t = timing(model, homes.device, sequence);
+    log.push_back("sgp: one-pass makespan " + std::to_string(t.makespan_s) + " s balanced, " + std::to_string(home_t.makespan_s) + " s home segments alone");
+    if (home_t.makespan_s <= t.makespan_s && fitsAll(model, homes.device, capacity)) {
+        device = &homes.device;
+        t = home_t;
+        log.push_back("sgp: home segments alone");
     }
-    std::optional<Assignment> best;
-    double best_s = std::numeric_limits<double>::infinity();
-    std::string chosen;
-    for (Candidate& c : candidates) {
-        const StepEstimate e = estimateStep(model, c.a.device, c.a.order);
-        const auto over = overflow(e.memory, capacity);
-        if (std::any_of(over.begin(), over.end(), [](int64_t x) { return x > 0; }) || e.step_s >= best_s) continue;
-        best_s = e.step_s;
-        chosen = c.name + std::string(&c == &candidates[0] || &c == &candidates[2] ? ", ready order" : ", topological order");
-        best = std::move(c.a);
-    }
-    if (!best) best = std::move(candidates.front().a);  // none fits by the estimate: exact accounting decides
-    else log.push_back("sgp: " + chosen + ", estimated step " + std::to_string(best_s) + " s");
     std::vector<std::string> notes;
-    if (b.moved_for_memory > 0)
+    if (device == &b.device && b.moved_for_memory > 0)
         notes.push_back(std::to_string(b.moved_for_memory) + " units did not fit their home segment's device and went to another");
-    return {std::move(best), {}, {}, std::move(notes)};
+    return {Assignment{*device, readyOrder(model, t)}, {}, {}, std::move(notes)};
 }
 
 }  // namespace hippie::placement
