@@ -4,6 +4,9 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <queue>
+
+#include "planners/algorithms/placement/step_estimate.h"
 
 namespace hippie::placement {
 
@@ -231,11 +234,9 @@ Timing timing(const PlacementModel& m, const std::vector<int>& device, const std
     return t;
 }
 
-// The execution order: units by the time their inputs are ready, those on another device
-// than their last producer first, so that a unit never waits for work its producer's device
-// does after the producer (the simulator runs each maximal run of the order on one device as
-// a whole). Ties go by depth, which keeps the order topological (a consumer is ready no
-// earlier than its producer).
+// Units by the time their inputs are ready, ties shallower first, then those on another device
+// than their last producer (so that a branch does not wait for the home branch's run): fewer
+// interleaved runs than runAwareOrder, for when that one's memory does not fit.
 std::vector<int> readyOrder(const PlacementModel& m, const Timing& t) {
     std::vector<int> order = m.topoOrder();
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
@@ -244,6 +245,71 @@ std::vector<int> readyOrder(const PlacementModel& m, const Timing& t) {
         if (t.depth[x] != t.depth[y]) return t.depth[x] < t.depth[y];
         return t.remote[x] > t.remote[y];
     });
+    return order;
+}
+
+// The execution order. The simulator runs each maximal run of the order on one device as a
+// whole: the run starts when all its inputs have arrived and its tensors leave when it ends.
+// So units go by the time their inputs are ready (ties: shallower first, then those on their
+// producer's device), but a unit does not join the run on its device when it has an input
+// from another device or the run feeds another device: a ready unit of another device (among
+// the next kRunBreakLookahead) goes between. The result is a topological order (Kahn's).
+constexpr int kRunBreakLookahead = 8;
+
+std::vector<int> runAwareOrder(const PlacementModel& m, const std::vector<int>& device, const Timing& t) {
+    const auto n = static_cast<size_t>(m.units());
+    std::vector<int> position(n), waiting(n);
+    for (size_t i = 0; i < n; ++i) position[static_cast<size_t>(m.topoOrder()[i])] = static_cast<int>(i);
+    auto later = [&](int a, int b) {  // priority queue: true when a goes after b
+        const auto x = static_cast<size_t>(a), y = static_cast<size_t>(b);
+        if (t.ready[x] != t.ready[y]) return t.ready[x] > t.ready[y];
+        if (t.depth[x] != t.depth[y]) return t.depth[x] > t.depth[y];
+        if (t.remote[x] != t.remote[y]) return t.remote[x] > t.remote[y];
+        return position[x] > position[y];
+    };
+    std::priority_queue<int, std::vector<int>, decltype(later)> ready(later);
+    for (size_t u = 0; u < n; ++u) {
+        waiting[u] = static_cast<int>(m.preds(static_cast<int>(u)).size());
+        if (waiting[u] == 0) ready.push(static_cast<int>(u));
+    }
+    auto remoteInput = [&](int u) {
+        for (const Arc& p : m.preds(u))
+            if (device[static_cast<size_t>(p.unit)] != device[static_cast<size_t>(u)]) return true;
+        return false;
+    };
+    auto remoteOutput = [&](int u) {
+        for (const Arc& c : m.succs(u))
+            if (device[static_cast<size_t>(c.unit)] != device[static_cast<size_t>(u)]) return true;
+        return false;
+    };
+    std::vector<int> order, held;
+    order.reserve(n);
+    int last_device = -1;
+    bool run_feeds_others = false;
+    while (!ready.empty()) {
+        int u = ready.top();
+        ready.pop();
+        if (device[static_cast<size_t>(u)] == last_device && (run_feeds_others || remoteInput(u))) {
+            held.clear();
+            while (!ready.empty() && static_cast<int>(held.size()) < kRunBreakLookahead) {
+                const int v = ready.top();
+                ready.pop();
+                if (device[static_cast<size_t>(v)] != last_device) {
+                    held.push_back(u);
+                    u = v;
+                    break;
+                }
+                held.push_back(v);
+            }
+            for (int h : held) ready.push(h);
+        }
+        if (device[static_cast<size_t>(u)] != last_device) run_feeds_others = false;
+        last_device = device[static_cast<size_t>(u)];
+        run_feeds_others = run_feeds_others || remoteOutput(u);
+        order.push_back(u);
+        for (const Arc& c : m.succs(u))
+            if (--waiting[static_cast<size_t>(c.unit)] == 0) ready.push(c.unit);
+    }
     return order;
 }
 
@@ -291,10 +357,28 @@ CoreOutcome SgpPlanner::place(const PlacementModel& model, const std::vector<int
         t = home_t;
         log.push_back("sgp: home segments alone");
     }
+    // Runs that interleave hold tensors from other runs of their own device too: when the
+    // step estimate's memory (as the simulator counts it) overflows, the topological order,
+    // with fewer runs, and then the home segments alone, are the fallbacks.
     std::vector<std::string> notes;
-    if (device == &b.device && b.moved_for_memory > 0)
-        notes.push_back(std::to_string(b.moved_for_memory) + " units did not fit their home segment's device and went to another");
-    return {Assignment{*device, readyOrder(model, t)}, {}, {}, std::move(notes)};
+    Assignment a{*device, runAwareOrder(model, *device, t)};
+    auto fits = [&](const Assignment& x) {
+        const auto over = overflow(estimateStep(model, x.device, x.order).memory, capacity);
+        return std::all_of(over.begin(), over.end(), [](int64_t v) { return v == 0; });
+    };
+    if (!fits(a)) {
+        const std::pair<const char*, Assignment> fallbacks[] = {{"the ready-time order", Assignment{*device, readyOrder(model, t)}},
+                                                                {"the topological order", Assignment{*device, model.topoOrder()}},
+                                                                {"the home segments alone in the topological order", Assignment{homes.device, model.topoOrder()}}};
+        for (const auto& [what, fallback] : fallbacks) {
+            if (!fits(fallback)) continue;
+            notes.push_back(std::string("the run-aware order needs more memory than the devices have: ") + what + " taken instead");
+            log.push_back("sgp: " + notes.back());
+            a = std::move(fallback);
+            break;
+        }
+    }
+    return {std::move(a), {}, {}, std::move(notes)};
 }
 
 }  // namespace hippie::placement
