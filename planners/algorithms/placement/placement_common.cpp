@@ -1,7 +1,6 @@
 #include "planners/algorithms/placement/placement_common.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <iomanip>
 #include <limits>
@@ -12,6 +11,7 @@
 #include <sstream>
 
 #include "planners/algorithms/evaluate.h"
+#include "planners/algorithms/side_by_side.h"
 #include "planners/common/error.h"
 #include "planners/schedule/lower.h"
 
@@ -477,9 +477,9 @@ Calibrated calibrate(const std::string& name, const PlacementModel& model, const
     auto budget = true_capacity;
     Calibrated c;
     for (int round = 0; round < kCalibrationRounds; ++round) {
-        const auto started = std::chrono::steady_clock::now();
+        const double started = threadCpuSeconds();
         CoreOutcome out = core(model, budget, context, log);
-        c.core_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        c.core_s += threadCpuSeconds() - started;
         c.convergence = std::move(out.convergence);
         for (std::string& n : out.notes)
             if (std::find(c.notes.begin(), c.notes.end(), n) == c.notes.end()) c.notes.push_back(std::move(n));

@@ -323,7 +323,7 @@ bool fitsAll(const PlacementModel& m, const std::vector<int>& device, const std:
 SgpPlanner::SgpPlanner(SgpOptions options)
     : PlacementPlanner("sgp",
                        "SGP: per-op compute/communication/memory costs; memory-sized home segments of the topological order "
-                       "cut where little crosses; parallel branches spread by load balancing level by level; no search",
+                       "cut where little crosses; parallel branches spread by one earliest-finish load-balancing pass; no search",
                        options.placement),
       options_(std::move(options)) {}
 
