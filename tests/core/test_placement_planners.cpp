@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 
 #include "planners/algorithms/evaluate.h"
 #include "planners/algorithms/placement/placement_common.h"
@@ -375,12 +376,15 @@ private slots:
             QVERIFY2(tga.metrics.iteration_time_s <= planWith(baechi, p).metrics.iteration_time_s, baechi);
     }
 
-    void sgpPlansTwentyThousandOpsInSeconds() {
+    // Its speed is bench_placement's to measure; here, that the 20,000-op DAG is planned, fits,
+    // and uses more than one device (its branches are wide enough to pay for transfers).
+    void sgpPlansTwentyThousandOps() {
         const Problem p = problemOf(randomLayeredDag(), dgx(4), 4, 60);
         const PlannerResult r = planWith("sgp", p);
         checkPlacementResult(p, r);
-        // Planning includes lowering and simulating the 20,000-op plan.
-        QVERIFY2(r.planning_time_s < 10, qPrintable(QString::number(r.planning_time_s)));
+        QVERIFY(r.feasible);
+        const std::set<int> used(r.plan.placement.begin(), r.plan.placement.end());
+        QVERIFY2(used.size() > 1, qPrintable(QString::number(used.size())));
     }
 };
 

@@ -56,7 +56,7 @@ void publishedSize(const hippie::ZooEntry& e) {
         check(he::zooLayerName(arch, i) == gl.name, e.name + " layer " + std::to_string(i) + ": engine '" + he::zooLayerName(arch, i) +
                                                         "', graph '" + gl.name + "'");
         torch::NoGradGuard no_grad;
-        const int64_t n = paramCount(he::buildZooLayer(arch, i));  // freed at the end of the statement
+        const int64_t n = paramCount(he::buildZooLayer(arch, i, he::LayerInit::Constructed));  // freed at the end of the statement
         total += n;
         check(n * kFp32Bytes == gl.param_bytes, e.name + " layer " + gl.name + ": engine " + std::to_string(n) + " parameters, graph " +
                                                     std::to_string(gl.param_bytes / kFp32Bytes));

@@ -289,7 +289,10 @@ static LayerPtr gptLayerUninitialised(const GptArch& a, int layer) {
     return std::make_shared<GptHead>(a, prev);
 }
 
-LayerPtr gptLayer(const GptArch& a, int layer) { return normalInit(gptLayerUninitialised(a, layer), kInitStd, a.layers); }
+LayerPtr gptLayer(const GptArch& a, int layer, LayerInit init) {
+    LayerPtr l = gptLayerUninitialised(a, layer);
+    return init == LayerInit::Published ? normalInit(std::move(l), kInitStd, a.layers) : l;
+}
 
 std::vector<std::string> bertLayerNames(const BertArch& a) {
     std::vector<std::string> n{"embed"};
@@ -309,7 +312,10 @@ static LayerPtr bertLayerUninitialised(const BertArch& a, int layer) {
     return std::make_shared<BertHead>(a, prev);
 }
 
-LayerPtr bertLayer(const BertArch& a, int layer) { return normalInit(bertLayerUninitialised(a, layer), kInitStd, a.layers); }
+LayerPtr bertLayer(const BertArch& a, int layer, LayerInit init) {
+    LayerPtr l = bertLayerUninitialised(a, layer);
+    return init == LayerInit::Published ? normalInit(std::move(l), kInitStd, a.layers) : l;
+}
 
 std::vector<std::string> transformerLayerNames(const TransformerArch& a) {
     std::vector<std::string> n{"embed"};
@@ -319,8 +325,11 @@ std::vector<std::string> transformerLayerNames(const TransformerArch& a) {
     return n;
 }
 
-LayerPtr transformerLayer(const TransformerArch& a, int layer) {
-    if (layer == 0) return transformerEmbedInit(std::make_shared<TransformerEmbed>(a), a.d_model);
+LayerPtr transformerLayer(const TransformerArch& a, int layer, LayerInit init) {
+    if (layer == 0) {
+        LayerPtr embed = std::make_shared<TransformerEmbed>(a);
+        return init == LayerInit::Published ? transformerEmbedInit(std::move(embed), a.d_model) : embed;
+    }
     const int enc = layer - 1, dec = layer - 1 - a.layers;
     const std::string memory = "enc" + std::to_string(a.layers - 1) + ".mlp_norm";
     if (enc < a.layers) {
