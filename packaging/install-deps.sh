@@ -46,4 +46,13 @@ fi
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
+# The daemons among these (munge, slurmctld, slurmd, sshd) are for tests that start private
+# instances of their own on 127.0.0.1: none is started as a system service at install. Debian's
+# policy-rc.d says so to invoke-rc.d and deb-systemd-invoke; one already there is left as it is.
+policy=/usr/sbin/policy-rc.d
+if [[ ! -e $policy ]]; then
+  printf '#!/bin/sh\n# hippie-studio install-deps: no service starts while packages install\nexit 101\n' | $sudo tee "$policy" > /dev/null
+  $sudo chmod 755 "$policy"
+  trap '$sudo rm -f "$policy"' EXIT
+fi
 $sudo apt-get install -y -qq "${missing[@]}"

@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
     CLI::App cli{"hippie-agent: runs hippie-engine ranks for Hippie Studio on this host"};
     std::string listen = "127.0.0.1:" + std::to_string(hj::kDefaultAgentPort);
     std::string token_file, tls_cert, tls_key, work_dir, engine;
-    int max_jobs = 4, max_ranks = hj::defaultMaxRanks(), heartbeat_ms = hj::kDefaultHeartbeatMs;
+    int max_jobs = 4, max_ranks = hj::defaultMaxRanks(), heartbeat_ms = hj::kDefaultHeartbeatMs, keep_finished = 100;
     cli.add_option("--listen", listen, "HOST:PORT to listen on (default 127.0.0.1:7469; port 0: any free one)");
     cli.add_option("--token-file", token_file, "file holding the token clients must present")->required();
     cli.add_option("--tls-cert", tls_cert, "PEM certificate: serve TLS (clients pin its SHA-256 fingerprint)");
@@ -93,6 +93,9 @@ int main(int argc, char** argv) {
     cli.add_option("--max-ranks", max_ranks,
                    "engine ranks running at once over all jobs; a job asking more is rejected (default: one per CPU core, at least 8)")
         ->check(CLI::Range(1, 100000));
+    cli.add_option("--keep-finished", keep_finished,
+                   "finished jobs held for status and attach; older ones are released, their files kept (default 100)")
+        ->check(CLI::Range(0, 1000000));
     cli.add_option("--engine", engine, "hippie-engine binary (default: beside this binary, else on PATH)");
     cli.add_option("--heartbeat-ms", heartbeat_ms, "heartbeat interval")->check(CLI::Range(50, 600000));
     cli.set_version_flag("--version", HIPPIE_VERSION);
@@ -110,6 +113,7 @@ int main(int argc, char** argv) {
         o.tls_key = QString::fromStdString(tls_key);
         o.max_jobs = max_jobs;
         o.max_ranks = max_ranks;
+        o.keep_finished = keep_finished;
         o.heartbeat_ms = heartbeat_ms;
         if (!engine.empty()) {
             o.engine = hj::findEngine(QString::fromStdString(engine));

@@ -3,6 +3,7 @@
 #include <QDateTime>
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QHostAddress>
 #include <QProcess>
 #include <QSslCertificate>
@@ -17,6 +18,7 @@
 #include <QThread>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 
 #include "app/jobs/job_runner.h"
@@ -440,6 +442,8 @@ void AgentServer::handleSubmit(Client& c, const json& m) {
     connect(runner, &JobRunner::event, this, &AgentServer::onJobEvent);
     connect(runner, &JobRunner::finished, this, [this, qid](JobState state, const QString& message) {
         log(QStringLiteral("job '%1' %2: %3").arg(qid, QString::fromLatin1(toString(state)), message));
+        finished_.push_back(qid);
+        releaseFinished();
         checkStopped();
     });
     send(c, {{"type", "accepted"}, {"job", spec.id}, {"master_port", runner->masterPort()}});
@@ -462,7 +466,7 @@ void AgentServer::handleAttach(Client& c, const json& m) {
     const int64_t after = jr::requireInt64(m, "after_seq", "attach", jr::Bound::NonNegative);
     const QString qid = QString::fromStdString(id);
     const auto it = jobs_.find(qid);
-    if (it == jobs_.end()) throw Error("attach: no job '" + id + "' on this agent");
+    if (it == jobs_.end()) noSuchJob("attach", id);
     c.sent[qid] = std::min<qint64>(after, it->second->lastSeq());
     pump(c);
 }
@@ -506,7 +510,7 @@ void AgentServer::pump(Client& c) {
 void AgentServer::handleCancel(Client& c, const json& m) {
     const std::string id = jr::requireString(m, "job", "cancel");
     const auto it = jobs_.find(QString::fromStdString(id));
-    if (it == jobs_.end()) throw Error("cancel: no job '" + id + "' on this agent");
+    if (it == jobs_.end()) noSuchJob("cancel", id);
     log(QStringLiteral("%1: cancel job '%2'").arg(c.peer, QString::fromStdString(id)));
     it->second->cancel();
 }
@@ -518,7 +522,7 @@ void AgentServer::handleStatus(Client& c, const json& m) {
         return;
     }
     const auto it = jobs_.find(QString::fromStdString(*id));
-    if (it == jobs_.end()) throw Error("status: no job '" + *id + "' on this agent");
+    if (it == jobs_.end()) noSuchJob("status", *id);
     send(c, {{"type", "status"}, {"jobs", json::array({it->second->statusJson()})}});
 }
 
@@ -575,6 +579,37 @@ void AgentServer::handleProbe(Client& c) {
     });
     timeout->start(kProbeTimeoutMs);
     p->start();
+}
+
+void AgentServer::releaseFinished() {
+    while (static_cast<int>(finished_.size()) > std::max(options_.keep_finished, 0)) {
+        const QString id = finished_.front();
+        const auto it = jobs_.find(id);
+        if (it != jobs_.end()) {
+            // A client still behind on this job's events keeps it (it is released after a later job ends).
+            for (const auto& [socket, c] : clients_) {
+                const auto sent = c->sent.find(id);
+                if (sent != c->sent.end() && sent->second < it->second->lastSeq()) return;
+            }
+            for (auto& [socket, c] : clients_) c->sent.erase(id);
+            it->second->deleteLater();
+            jobs_.erase(it);
+        }
+        finished_.pop_front();
+    }
+}
+
+void AgentServer::noSuchJob(const char* request, const std::string& id) const {
+    // Ids are checked on submit (letters, digits, '_' and '-'); anything else was never a job here.
+    const bool plain = !id.empty() && std::all_of(id.begin(), id.end(), [](char ch) {
+        return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-';
+    });
+    if (plain && !options_.work_dir.isEmpty() &&
+        QFileInfo::exists(options_.work_dir + QStringLiteral("/jobs/") + QString::fromStdString(id)))
+        throw Error(std::string(request) + ": job '" + id + "' finished and is no longer held by this agent (it keeps the " +
+                    std::to_string(options_.keep_finished) + " newest finished jobs, --keep-finished); its events are in " +
+                    "jobs/" + id + "/events.jsonl under the agent's work directory");
+    throw Error(std::string(request) + ": no job '" + id + "' on this agent");
 }
 
 void AgentServer::onJobEvent(const QString& job, qint64, const json&) {

@@ -12,6 +12,7 @@
 #include <QString>
 #include <QTimer>
 
+#include <deque>
 #include <map>
 #include <memory>
 
@@ -42,6 +43,10 @@ struct AgentOptions {
     qint64 max_message_bytes = kMaxMessageBytes;
     int hello_timeout_ms = 10000;  // a connection that does not authenticate in time is closed
     int grace_ms = 5000;           // see JobRunnerOptions
+    // Finished jobs held for status and attach (a client coming back for a run's last events);
+    // older ones are released, their files staying in <work_dir>/jobs/<id>/. Memory and each
+    // heartbeat stay bounded however many jobs a long-lived agent has run.
+    int keep_finished = 100;
 };
 
 // Constant-time comparison: the time taken depends on the lengths only, not on where the
@@ -106,7 +111,13 @@ private:
     AgentOptions options_;
     QTcpServer* server_ = nullptr;
     std::map<QTcpSocket*, std::unique_ptr<Client>> clients_;
-    std::map<QString, JobRunner*> jobs_;  // every job since start, by id
+    // Releases the oldest finished jobs beyond keep_finished that no client is still reading.
+    void releaseFinished();
+    // "no job" for an id this agent never held, or one it released (its files named).
+    [[noreturn]] void noSuchJob(const char* request, const std::string& id) const;
+
+    std::map<QString, JobRunner*> jobs_;  // running jobs and the newest finished ones, by id
+    std::deque<QString> finished_;        // finished jobs still held, oldest first
     QTimer heartbeat_;
     bool stopping_ = false;
     int probes_running_ = 0;

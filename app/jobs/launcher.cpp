@@ -44,6 +44,8 @@ QString findEngine(const QString& explicit_path) {
         return f.isFile() && f.isExecutable();
     };
     if (!explicit_path.isEmpty()) return usable(explicit_path) ? QFileInfo(explicit_path).absoluteFilePath() : QString();
+    if (const QString configured = qEnvironmentVariable("HIPPIE_ENGINE"); !configured.isEmpty())
+        return usable(configured) ? QFileInfo(configured).absoluteFilePath() : QString();
     if (QCoreApplication::instance()) {
         const QString beside = QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("hippie-engine"));
         if (usable(beside)) return beside;

@@ -45,8 +45,10 @@ struct LaunchSpec {
     QStringList arguments(int rank) const;  // the `hippie-engine run ...` arguments of one rank
 };
 
-// hippie-engine: `explicit_path` when given (it must exist), else next to the running binary,
-// else on PATH. Empty when none is found.
+// hippie-engine: `explicit_path` when given (it must exist), else $HIPPIE_ENGINE when set (it
+// must exist), else next to the running binary, else on PATH. Empty when none is found. The
+// studio's other uses of the engine (TorchScript import, plans of engine models) follow the
+// same rule (TorchScriptImport::enginePath).
 QString findEngine(const QString& explicit_path = {});
 QString engineMissingMessage();
 

@@ -8,6 +8,7 @@
 #include <QProcess>
 #include <QStandardPaths>
 
+#include "app/studio/torchscript_import.h"
 #include "planners/algorithms/evaluate.h"
 #include "planners/cluster/cluster_json.h"
 #include "planners/common/error.h"
@@ -29,18 +30,14 @@ std::string resolveBeside(const std::string& file, const QString& plan_path) {
 
 constexpr int kEngineProfileTimeoutMs = 60000;
 
-QString findEngineBinary() {
-    const QString beside = QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("hippie-engine"));
-    if (QFileInfo(beside).isExecutable()) return beside;
-    return QStandardPaths::findExecutable(QStringLiteral("hippie-engine"));
-}
+QString findEngineBinary() { return TorchScriptImport::enginePath(); }
 
 // The graph of a model only the engine trains, from `hippie-engine profile` (one repetition),
 // cached as a graph JSON file so that the Model panel opens it like any graph file.
 Graph engineModelGraph(const ModelSpec& spec, const std::string& zoo_error, QString* cached_file) {
     const QString engine = findEngineBinary();
     if (engine.isEmpty())
-        throw Error(zoo_error + "; if an engine model, install hippie-engine (beside the studio or on PATH) so that the "
+        throw Error(zoo_error + "; if an engine model, install hippie-engine (beside the studio or on PATH, or set HIPPIE_ENGINE) so that the "
                                 "studio can describe it");
     const QString dir = QStandardPaths::writableLocation(QStandardPaths::CacheLocation) + QStringLiteral("/engine-models");
     QDir().mkpath(dir);

@@ -6,6 +6,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QStandardPaths>
 #include <QTemporaryDir>
 
 namespace hippie::studio {
@@ -51,9 +52,15 @@ QString engineError(const QByteArray& out, const QByteArray& err) {
 }  // namespace
 
 QString TorchScriptImport::enginePath() {
-    const QString configured = qEnvironmentVariable(kEngineVariable);
-    const QFileInfo engine(!configured.isEmpty() ? configured : QCoreApplication::applicationDirPath() + QStringLiteral("/hippie-engine"));
-    return engine.isFile() && engine.isExecutable() ? engine.absoluteFilePath() : QString();
+    const auto usable = [](const QString& p) {
+        const QFileInfo f(p);
+        return f.isFile() && f.isExecutable();
+    };
+    if (const QString configured = qEnvironmentVariable(kEngineVariable); !configured.isEmpty())
+        return usable(configured) ? QFileInfo(configured).absoluteFilePath() : QString();
+    const QString beside = QCoreApplication::applicationDirPath() + QStringLiteral("/hippie-engine");
+    if (usable(beside)) return QFileInfo(beside).absoluteFilePath();
+    return QStandardPaths::findExecutable(QStringLiteral("hippie-engine"));
 }
 
 bool TorchScriptImport::canStart(const QString& file) {

@@ -17,7 +17,8 @@ public:
     ~TorchScriptImport() override;
 
     // $HIPPIE_ENGINE when set (and "" if that is not an executable), else hippie-engine beside
-    // hippie-studio, or "" when it is not built or installed.
+    // hippie-studio, else on PATH; "" when it is not built or installed. The studio's one rule
+    // for finding the engine (dispatch's jobs::findEngine adds an explicit path before it).
     static QString enginePath();
     // Asks for the example input shape (dialog parented to `dialog_parent`) and starts.
     void start(const QString& file, QWidget* dialog_parent);

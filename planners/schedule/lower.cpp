@@ -175,12 +175,12 @@ std::vector<std::vector<int>> makeBuckets(const Graph& graph, const Layout& l, i
     return of_segment;
 }
 
-// Bytes sent from `producer` to the segments of `consumers`: one tensor per producing op,
-// however many of the consumers read it.
-int64_t transferBytes(const Graph& graph, const Layout& l, int producer, const std::set<int>& consumers) {
+// Bytes sent from a producer segment to the segments of `consumers`: one tensor per producing
+// op, however many of the consumers read it. `out_edges`: the edges leaving the producer.
+int64_t transferBytes(const Graph& graph, const Layout& l, const std::vector<int>& out_edges, const std::set<int>& consumers) {
     std::map<int, int64_t> tensor;
-    for (const Edge& e : graph.edges) {
-        if (l.op_segment[static_cast<size_t>(e.src)] != producer) continue;
+    for (int i : out_edges) {
+        const Edge& e = graph.edges[static_cast<size_t>(i)];
         if (!consumers.count(l.op_segment[static_cast<size_t>(e.dst)])) continue;
         tensor[e.src] = std::max(tensor[e.src], e.bytes);
     }
@@ -197,12 +197,15 @@ public:
         const size_t n = l.segments.size();
         producers_.resize(n);
         consumers_.resize(n);
-        for (const Edge& e : graph.edges) {
+        out_edges_.resize(n);
+        for (size_t i = 0; i < graph.edges.size(); ++i) {
+            const Edge& e = graph.edges[i];
             const int a = l.op_segment[static_cast<size_t>(e.src)];
             const int b = l.op_segment[static_cast<size_t>(e.dst)];
             if (a == b) continue;
             consumers_[static_cast<size_t>(a)].insert(b);
             producers_[static_cast<size_t>(b)].insert(a);
+            out_edges_[static_cast<size_t>(a)].push_back(static_cast<int>(i));
         }
     }
 
@@ -277,7 +280,7 @@ private:
         std::set<int> on_device;
         for (int c : consumers_[static_cast<size_t>(producer)])
             if (dev(c, replica) == device) on_device.insert(c);
-        const int64_t b = static_cast<int64_t>(static_cast<double>(transferBytes(graph_, l_, producer, on_device)) * scale_);
+        const int64_t b = static_cast<int64_t>(static_cast<double>(transferBytes(graph_, l_, out_edges_[static_cast<size_t>(producer)], on_device)) * scale_);
         bytes_cache_[key] = b;
         return b;
     }
@@ -297,6 +300,7 @@ private:
     double scale_;
     std::vector<std::set<int>> producers_;
     std::vector<std::set<int>> consumers_;
+    std::vector<std::vector<int>> out_edges_;  // by segment: indices of the edges leaving it
     std::map<std::pair<int, int>, int64_t> bytes_cache_;  // (producer, device): same for every replica
 };
 

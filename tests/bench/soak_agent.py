@@ -5,7 +5,9 @@ kills, client disconnects and reconnects (attach after the last seq held) and ca
 It checks what a user relies on: every job's events arrive once each, seq 1.. with no gap, no
 duplicate, across reconnects; every job ends in one final state (succeeded, failed or
 cancelled) and none is left running; the agent's memory stays bounded (its RSS is sampled and
-printed as a curve).
+printed as a curve; with --max-kib-per-job, its growth from the end of the first third of the jobs
+to the largest sample after it, per job submitted in between, must stay under that bound: a
+leak of a job's buffers or files shows as tens of KiB per job).
 
 The engine is a stand-in script (prints step events with short sleeps, then "done"), so the
 soak needs no LibTorch and measures the agent, not training.
@@ -101,6 +103,9 @@ def main():
     ap.add_argument("--kill-prob", type=float, default=0.1, help="chance a running job gets a rank killed")
     ap.add_argument("--cancel-prob", type=float, default=0.1, help="chance a running job is cancelled")
     ap.add_argument("--reconnect-prob", type=float, default=0.02, help="chance per received message of reconnecting")
+    ap.add_argument("--keep-finished", type=int, default=None, help="the agent's --keep-finished (default: its own)")
+    ap.add_argument("--max-kib-per-job", type=float, default=None,
+                    help="fail when the agent's RSS grows by more than this per job after the first third")
     args = ap.parse_args()
     rnd = random.Random(args.seed)
 
@@ -114,7 +119,8 @@ def main():
     os.chmod(engine, 0o700)
     agent = subprocess.Popen([args.agent, "--listen", "127.0.0.1:0", "--token-file", token_file, "--work-dir",
                               os.path.join(work, "agent"), "--engine", engine, "--max-jobs", str(args.concurrent),
-                              "--heartbeat-ms", "200"],
+                              "--heartbeat-ms", "200"]
+                             + ([] if args.keep_finished is None else ["--keep-finished", str(args.keep_finished)]),
                              stdout=subprocess.PIPE, stderr=open(os.path.join(work, "agent.log"), "w"), text=True)
     port = json.loads(agent.stdout.readline())["port"]
 
@@ -137,7 +143,7 @@ def main():
         while time.time() - start < args.seconds:
             now = time.time()
             if now - last_sample >= 1.0:
-                rss.append((round(now - start, 1), rss_kib(agent.pid)))
+                rss.append((round(now - start, 1), rss_kib(agent.pid), submitted))
                 last_sample = now
             if submitted < args.jobs and len(running) < args.concurrent:
                 job = f"soak{submitted:05d}"
@@ -199,10 +205,33 @@ def main():
                 break
             if m.get("type") == "status":
                 status = m
+        # A job released after --keep-finished later ones ended is named as such, with its files.
+        released = None
+        if args.keep_finished is not None and len(finals) > args.keep_finished + args.concurrent:
+            conn.send({"type": "status", "job": "soak00000"})
+            while released is None:
+                m = conn.recv(10)
+                if m is None:
+                    break
+                if m.get("type") in ("error", "status"):
+                    released = m
+            if released is None or "no longer held" not in released.get("message", "") \
+                    or "jobs/soak00000/events.jsonl" not in released.get("message", ""):
+                failures.append(f"the first job, long finished, is not reported as released: {released}")
     finally:
         conn.close()
         agent.send_signal(signal.SIGTERM)
         agent.wait(30)
+
+    growth = None
+    warm = [(k, n) for _, k, n in rss if n >= args.jobs // 3]
+    if len(warm) >= 2 and submitted > warm[0][1]:
+        growth = (max(k for k, _ in warm) - warm[0][0]) / (submitted - warm[0][1])
+        if args.max_kib_per_job is not None and growth > args.max_kib_per_job:
+            failures.append(f"agent RSS grew {growth:.1f} KiB per job after the first third "
+                            f"(bound {args.max_kib_per_job} KiB)")
+    elif args.max_kib_per_job is not None:
+        failures.append("too few RSS samples after the first third of the jobs to bound the growth")
 
     if status is None:
         failures.append("no status answer at the end")
@@ -226,10 +255,10 @@ def main():
     print(f"jobs {len(finals)} final of {submitted} submitted in {elapsed:.0f} s ({accepted} accepted, "
           f"{rejected} rejected while full and resubmitted); states {by_state}")
     print(f"rank kills {kills}, cancels {cancels}, reconnects {reconnects}; events {sum(len(s) for s in seqs.values())}")
-    print("agent RSS (s, MiB): " + " ".join(f"{t:.0f}:{k / 1024:.1f}" for t, k in rss[:: max(1, len(rss) // 30)]))
+    print("agent RSS (s, MiB): " + " ".join(f"{t:.0f}:{k / 1024:.1f}" for t, k, _ in rss[:: max(1, len(rss) // 30)]))
     if rss:
-        print(f"agent RSS first {rss[0][1] / 1024:.1f} MiB, max {max(k for _, k in rss) / 1024:.1f} MiB, "
-              f"last {rss[-1][1] / 1024:.1f} MiB")
+        print(f"agent RSS first {rss[0][1] / 1024:.1f} MiB, max {max(k for _, k, _ in rss) / 1024:.1f} MiB, "
+              f"last {rss[-1][1] / 1024:.1f} MiB" + ("" if growth is None else f"; {growth:.1f} KiB per job after the first third"))
     for f in failures[:20]:
         print("FAIL:", f)
     print(f"work directory: {work}")

@@ -134,6 +134,11 @@ CRUN="$(run_id "$OUT/c1.out")"
 if tail -1 "$OUT/c1.out" | grep -q '"state":"succeeded"'; then
     echo "SKIP: the run ended before the interrupt reached it (this machine is fast); the cancel path is not checked"
 elif [ $rc -eq 3 ] && tail -1 "$OUT/c1.out" | grep -q '"state":"cancelled"'; then
+    # A cancelled run keeps what its steps measured (its ranks stopped before their "done").
+    [ "$(sql "$OUT/cancel.sqlite" "SELECT COUNT(*) FROM metrics WHERE run_id = $CRUN AND name = 'measured_step_s' AND value > 0")" = 1 ] \
+        && grep -q '"message":"by the user after [0-9]* step' "$OUT/c1.out" \
+        && pass "the cancelled run kept its measured step time and says after how many steps" \
+        || fail "cancelled run: $(sql "$OUT/cancel.sqlite" "SELECT name, value FROM metrics WHERE run_id = $CRUN") $(tail -1 "$OUT/c1.out")"
     dispatch "$OUT/cancel.sqlite" "$OUT/c2.out" --resume "$CRUN"; rc=$?
     [ $rc -eq 0 ] && grep -q '"step":99' "$OUT/c2.out" \
         && [ "$(sql "$OUT/cancel.sqlite" "SELECT r.state || ' ' || r.attempt || ' ' || a.state FROM runs r JOIN run_attempts a ON a.run_id = r.id")" = "succeeded 2 cancelled" ] \

@@ -4,7 +4,8 @@
 // and each layer's parameters equal the Graph's parameters of that layer. For every model at a
 // small size: a forward through all layers produces, under each crossing op's name, a tensor
 // of exactly the bytes the Graph's edges say leave that op for later layers (what the
-// Program's sends carry), and the loss is finite.
+// Program's sends carry), and the loss is finite (for token models, within 0.5 of a uniform
+// guess over the vocabulary: the published initialisations).
 // Args: [MODEL...] (default: every zoo model).
 #include <algorithm>
 #include <cmath>
@@ -55,7 +56,7 @@ void publishedSize(const hippie::ZooEntry& e) {
         check(he::zooLayerName(arch, i) == gl.name, e.name + " layer " + std::to_string(i) + ": engine '" + he::zooLayerName(arch, i) +
                                                         "', graph '" + gl.name + "'");
         torch::NoGradGuard no_grad;
-        const int64_t n = paramCount(he::buildZooLayer(arch, i));  // freed at the end of the statement
+        const int64_t n = paramCount(he::buildZooLayer(arch, i, he::LayerInit::Constructed));  // freed at the end of the statement
         total += n;
         check(n * kFp32Bytes == gl.param_bytes, e.name + " layer " + gl.name + ": engine " + std::to_string(n) + " parameters, graph " +
                                                     std::to_string(gl.param_bytes / kFp32Bytes));
@@ -125,6 +126,23 @@ void wiring(const hippie::ZooEntry& e) {
     }
     const double loss = model->loss(live, batch.targets).item<double>();
     check(std::isfinite(loss) && loss > 0, e.name + ": loss " + std::to_string(loss));
+    // Token models start as their papers' initialisation does: near a uniform guess over the
+    // vocabulary (BERT adds its two-way next-sentence guess), not an order of magnitude above it.
+    const auto arch = hippie::resolveArchitecture(spec);
+    double uniform = 0;
+    if (const auto* a = std::get_if<hippie::GptArch>(&arch)) uniform = std::log(static_cast<double>(a->vocab));
+    if (const auto* a = std::get_if<hippie::BertArch>(&arch)) uniform = std::log(static_cast<double>(a->vocab)) + std::log(2.0);
+    double tolerance = 0.5;
+    if (const auto* a = std::get_if<hippie::TransformerArch>(&arch)) {
+        uniform = std::log(static_cast<double>(a->vocab));
+        // Its one embedding table scales tokens by sqrt(d_model) into the residual stream and
+        // scores the output with the same rows: the decoder's own input token starts ahead.
+        tolerance = 1.5;
+    }
+    if (const auto* a = std::get_if<hippie::GnmtArch>(&arch)) uniform = std::log(static_cast<double>(a->vocab));
+    if (uniform > 0)
+        check(std::abs(loss - uniform) < tolerance,
+              e.name + ": initial loss " + std::to_string(loss) + ", a uniform guess is " + std::to_string(uniform));
 }
 
 }  // namespace

@@ -256,6 +256,35 @@ private slots:
         QCOMPARE(w.session()->graph().layerCount(), 5);
     }
 
+    // The plan `hippie-engine plan` writes for one of its test models opens like any other
+    // (issue 18: it was refused as "unknown zoo model 'gpt-tiny'"): the engine profiles the model
+    // for its graph, and the plan is selected and simulated.
+    void opensAPlanTheEngineWrote() {
+        const QString engine = findEngine();
+        if (engine.isEmpty()) QSKIP("hippie-engine is not built (set HIPPIE_ENGINE or HIPPIE_BIN_DIR)");
+        EnvGuard guard("HIPPIE_ENGINE");
+        qputenv("HIPPIE_ENGINE", engine.toLocal8Bit());
+        QTemporaryDir dir;
+        const QString plan_path = dir.filePath("gpt-tiny.plan.json");
+        QProcess planner;
+        planner.start(engine, {"plan", "--model", "gpt-tiny", "--pp", "2", "--dp", "1", "--microbatches", "2", "--global-batch", "8",
+                               "--out", plan_path});
+        QVERIFY(planner.waitForFinished(120000));
+        QVERIFY2(planner.exitCode() == 0, planner.readAllStandardError().constData());
+        MainWindow w(false);
+        w.resize(1400, 900);
+        w.show();
+        QVERIFY(w.start(zooStart("gpt2-small", "dgx-a100-1x8")));
+        QSignalSpy shown(&w, &MainWindow::traceShown);
+        const QString error = w.openPlanFile(plan_path);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        QCOMPARE(w.session()->graph().name, std::string("gpt-tiny"));
+        QCOMPARE(w.comparison()->rowCount(), 1);
+        QCOMPARE(w.comparison()->state(0), ComparisonModel::State::Done);
+        QVERIFY(w.shownTrace() || shown.wait(120000));
+        QCOMPARE(int(w.shownTrace()->devices.size()), 2);
+    }
+
     void opensAPlanSelectedAndSimulated() {
         QTemporaryDir dir;
         const QString plan_path = writePlan(dir);

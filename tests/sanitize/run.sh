@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The sanitizer build: the planning core, hippie-plan, the agent, the job and store libraries
 # built with clang, AddressSanitizer and UndefinedBehaviorSanitizer (-O1), and run: the CLI
-# suites, the short agent soak and each libFuzzer harness of tests/fuzz for HIPPIE_FUZZ_SECONDS
-# (20 s); SANITIZE_ALL=1 also the core and jobs unit suites. SANITIZE=1 ./dev.sh test runs this after the
-# main suites (opt-in until its time on a clean 2-core machine is measured).
+# suites, the short agent soak and each libFuzzer harness of tests/fuzz on a fixed seed and number
+# of inputs (tests/fuzz/CMakeLists.txt); SANITIZE_ALL=1 also the core and jobs unit suites.
+# ./dev.sh test (CI) runs this after the main suites; SANITIZE=0 skips it.
 # The engine and the studio stay out (LibTorch and the GUI libraries are not built with them).
 # Usage: tests/sanitize/run.sh [BUILD_DIR]   (default: build-sanitize beside build; JOBS as dev.sh)
 set -euo pipefail

@@ -16,6 +16,7 @@ ENGINE="$2"
 STUDIO="${3:-none}"
 here="$(cd "$(dirname "$0")" && pwd)"
 source "$here/slurm_cluster.sh"
+source "$here/ssh_login.sh"
 WORK="$(mktemp -d /tmp/hippie-slurm-test.XXXXXX)"
 FAILS=0
 BG=()
@@ -29,6 +30,7 @@ cleanup() {
         timeout 10 squeue -h -o %i 2>/dev/null | xargs -r timeout 10 scancel 2>/dev/null
         for _ in $(seq 60); do [ -z "$(timeout 5 squeue -h -o %i 2>/dev/null)" ] && break; sleep 0.5; done
     fi
+    ssh_login_stop
     slurm_cluster_stop
     rm -rf "$WORK"
 }
@@ -215,6 +217,32 @@ if [ $code -eq 3 ] && [ -n "$RID" ]; then
         || fail "Slurm resume losses: reference [$ref] resumed [$got]"
 else
     fail "the run whose rank 1 dies: exit $code, run '$RID': $(tail -3 "$WORK/ck-a1.out")"
+fi
+
+# 5b. Through a login host over ssh: a private sshd on 127.0.0.1 (ssh_login.sh) is the login
+#     host "hippie-login"; the ssh on PATH is the real one with that host's client config. The
+#     run submits, follows and stores the job through ssh alone; an unknown login host fails
+#     with ssh's own words, not a hang.
+if ssh_login_start "$WORK/ssh"; then
+    PATH="$SSH_LOGIN_BIN:$PATH" dispatch --steps 3 --login hippie-login --slurm-dir "$WORK/login-jobs" \
+        --slurm-engine "$ENGINE" > "$WORK/login.out" 2> "$WORK/login.err"; code=$?
+    RID=$(grep '"event":"stored"' "$WORK/login.out" | grep -o '"run":[0-9]*' | cut -d: -f2)
+    steps=$(grep -c '"event":"step"' "$WORK/login.out")
+    [ $code -eq 0 ] && [ -n "$RID" ] \
+        && [ "$(q "SELECT r.state, s.login_host, s.state FROM runs r JOIN slurm_jobs s ON s.run_id = r.id WHERE r.id = $RID")" = "succeeded|hippie-login|COMPLETED" ] \
+        && [ "$steps" -ge 3 ] && ls "$WORK"/login-jobs/*/rank-0.* > /dev/null 2>&1 \
+        && pass "a run through the login host over ssh succeeded ($steps step events streamed back)" \
+        || fail "login host over ssh: exit $code, run '$RID' $(q "SELECT state, message FROM runs WHERE id = ${RID:-0}"): $(tail -3 "$WORK/login.err")"
+    start=$(date +%s)
+    PATH="$SSH_LOGIN_BIN:$PATH" dispatch --steps 1 --login nosuch-login.invalid --slurm-dir "$WORK/login-jobs" \
+        --slurm-engine "$ENGINE" > "$WORK/nologin.out" 2>&1; code=$?
+    took=$(( $(date +%s) - start ))
+    [ $code -ne 0 ] && [ $took -lt 120 ] && grep -q 'nosuch-login.invalid' "$WORK/nologin.out" \
+        && pass "an unknown login host fails in ${took} s: $(grep -o 'ssh: [^"]*' "$WORK/nologin.out" | head -1)" \
+        || fail "unknown login host: exit $code after ${took} s: $(tail -3 "$WORK/nologin.out")"
+    ssh_login_stop
+else
+    echo "SKIP (login host over ssh only): $SSH_LOGIN_WHY"
 fi
 
 # 6. The studio follows a run: pending behind another job, running, the measured Gantt chart.

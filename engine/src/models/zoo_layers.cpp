@@ -26,9 +26,10 @@ int zooLayerCount(const Architecture& arch) { return static_cast<int>(layerNames
 
 std::string zooLayerName(const Architecture& arch, int layer) { return layerNames(arch).at(static_cast<size_t>(layer)); }
 
-LayerPtr buildZooLayer(const Architecture& arch, int layer) {
-    return std::visit(Overloaded{[&](const GptArch& a) { return gptLayer(a, layer); }, [&](const BertArch& a) { return bertLayer(a, layer); },
-                                 [&](const TransformerArch& a) { return transformerLayer(a, layer); },
+LayerPtr buildZooLayer(const Architecture& arch, int layer, LayerInit init) {
+    return std::visit(Overloaded{[&](const GptArch& a) { return gptLayer(a, layer, init); },
+                                 [&](const BertArch& a) { return bertLayer(a, layer, init); },
+                                 [&](const TransformerArch& a) { return transformerLayer(a, layer, init); },
                                  [&](const ResNetArch& a) { return resnetLayer(a, layer); },
                                  [&](const VggArch& a) { return vggLayer(a, layer); },
                                  [&](const InceptionArch& a) { return inceptionLayer(a, layer); },

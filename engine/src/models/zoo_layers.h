@@ -13,16 +13,21 @@ namespace hippie::engine {
 
 int zooLayerCount(const Architecture& arch);
 std::string zooLayerName(const Architecture& arch, int layer);
+// How a built layer's parameters start: as the published model initialises them, or as the
+// LibTorch modules construct them (enough for counting parameters: the extra pass over
+// gpt3-13b's 13e9 parameters is minutes on a CPU).
+enum class LayerInit { Published, Constructed };
+
 // Layer `layer`, freshly initialised from the global torch generator.
-LayerPtr buildZooLayer(const Architecture& arch, int layer);
+LayerPtr buildZooLayer(const Architecture& arch, int layer, LayerInit init = LayerInit::Published);
 
 // Per family (zoo_transformer_layers.cpp, zoo_cnn_layers.cpp, zoo_rnn_layers.cpp).
 std::vector<std::string> gptLayerNames(const GptArch& a);
-LayerPtr gptLayer(const GptArch& a, int layer);
+LayerPtr gptLayer(const GptArch& a, int layer, LayerInit init = LayerInit::Published);
 std::vector<std::string> bertLayerNames(const BertArch& a);
-LayerPtr bertLayer(const BertArch& a, int layer);
+LayerPtr bertLayer(const BertArch& a, int layer, LayerInit init = LayerInit::Published);
 std::vector<std::string> transformerLayerNames(const TransformerArch& a);
-LayerPtr transformerLayer(const TransformerArch& a, int layer);
+LayerPtr transformerLayer(const TransformerArch& a, int layer, LayerInit init = LayerInit::Published);
 std::vector<std::string> resnetLayerNames(const ResNetArch& a);
 LayerPtr resnetLayer(const ResNetArch& a, int layer);
 std::vector<std::string> vggLayerNames(const VggArch& a);

@@ -228,6 +228,45 @@ private:
     std::string input_;
 };
 
+// ---- initialisation ---------------------------------------------------------------------------
+
+bool endsWith(const std::string& s, const std::string& tail) {
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// GPT-2 and BERT initialise every matrix (embeddings, projections, heads) from N(0, 0.02) and
+// every bias to zero (Radford et al. 2019; BERT's initializer_range); GPT-2 scales the
+// projections that write into the residual stream by 1/sqrt(2 x blocks). LayerNorm stays (1, 0).
+// LibTorch's defaults instead (N(0, 1) embeddings tied to the LM head) start the loss near 20
+// for a vocabulary of 100, not at ln(vocab).
+LayerPtr normalInit(LayerPtr layer, double std, int blocks) {
+    torch::NoGradGuard no_grad;
+    const double residual_std = std / std::sqrt(2.0 * std::max(blocks, 1));
+    for (auto& p : layer->named_parameters(/*recurse=*/true)) {
+        Tensor& t = p.value();
+        if (t.dim() >= 2) {
+            const bool residual = endsWith(p.key(), "attn_proj.weight") || endsWith(p.key(), "cross_proj.weight") ||
+                                  endsWith(p.key(), "mlp_fc2.weight");
+            t.normal_(0.0, residual ? residual_std : std);
+        } else if (endsWith(p.key(), "bias")) {
+            t.zero_();
+        }
+    }
+    return layer;
+}
+
+// The Transformer (Vaswani et al. 2017) scales its shared embedding by sqrt(d_model) on the way
+// in and uses it as the output projection: entries of N(0, 1/d_model) give unit-variance inputs
+// and logits of about unit scale. Its other layers keep LibTorch's (fan-in scaled) defaults.
+LayerPtr transformerEmbedInit(LayerPtr layer, int64_t d_model) {
+    torch::NoGradGuard no_grad;
+    for (auto& p : layer->named_parameters(/*recurse=*/true))
+        if (endsWith(p.key(), "embed.weight")) p.value().normal_(0.0, 1.0 / std::sqrt(static_cast<double>(d_model)));
+    return layer;
+}
+
+constexpr double kInitStd = 0.02;
+
 }  // namespace
 
 // ---- builders -------------------------------------------------------------------------------
@@ -239,7 +278,8 @@ std::vector<std::string> gptLayerNames(const GptArch& a) {
     return n;
 }
 
-LayerPtr gptLayer(const GptArch& a, int layer) {
+// Layers as LibTorch constructs them; gptLayer() initialises them as the published model does.
+static LayerPtr gptLayerUninitialised(const GptArch& a, int layer) {
     if (layer == 0) return std::make_shared<GptEmbed>(a);
     const std::string prev = layer == 1 ? "embed.sum" : blockName(layer - 2) + ".mlp_residual";
     if (layer <= a.layers) {
@@ -249,6 +289,11 @@ LayerPtr gptLayer(const GptArch& a, int layer) {
     return std::make_shared<GptHead>(a, prev);
 }
 
+LayerPtr gptLayer(const GptArch& a, int layer, LayerInit init) {
+    LayerPtr l = gptLayerUninitialised(a, layer);
+    return init == LayerInit::Published ? normalInit(std::move(l), kInitStd, a.layers) : l;
+}
+
 std::vector<std::string> bertLayerNames(const BertArch& a) {
     std::vector<std::string> n{"embed"};
     for (int i = 0; i < a.layers; ++i) n.push_back(blockName(i));
@@ -256,7 +301,8 @@ std::vector<std::string> bertLayerNames(const BertArch& a) {
     return n;
 }
 
-LayerPtr bertLayer(const BertArch& a, int layer) {
+// Layers as LibTorch constructs them; bertLayer() initialises them as the published model does.
+static LayerPtr bertLayerUninitialised(const BertArch& a, int layer) {
     if (layer == 0) return std::make_shared<BertEmbed>(a);
     const std::string prev = layer == 1 ? "embed.norm" : blockName(layer - 2) + ".mlp_norm";
     if (layer <= a.layers) {
@@ -264,6 +310,11 @@ LayerPtr bertLayer(const BertArch& a, int layer) {
         return std::make_shared<Block>(s, blockName(layer - 1), prev, "");
     }
     return std::make_shared<BertHead>(a, prev);
+}
+
+LayerPtr bertLayer(const BertArch& a, int layer, LayerInit init) {
+    LayerPtr l = bertLayerUninitialised(a, layer);
+    return init == LayerInit::Published ? normalInit(std::move(l), kInitStd, a.layers) : l;
 }
 
 std::vector<std::string> transformerLayerNames(const TransformerArch& a) {
@@ -274,8 +325,11 @@ std::vector<std::string> transformerLayerNames(const TransformerArch& a) {
     return n;
 }
 
-LayerPtr transformerLayer(const TransformerArch& a, int layer) {
-    if (layer == 0) return std::make_shared<TransformerEmbed>(a);
+LayerPtr transformerLayer(const TransformerArch& a, int layer, LayerInit init) {
+    if (layer == 0) {
+        LayerPtr embed = std::make_shared<TransformerEmbed>(a);
+        return init == LayerInit::Published ? transformerEmbedInit(std::move(embed), a.d_model) : embed;
+    }
     const int enc = layer - 1, dec = layer - 1 - a.layers;
     const std::string memory = "enc" + std::to_string(a.layers - 1) + ".mlp_norm";
     if (enc < a.layers) {

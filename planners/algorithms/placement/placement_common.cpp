@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "planners/algorithms/evaluate.h"
+#include "planners/algorithms/side_by_side.h"
 #include "planners/common/error.h"
 #include "planners/schedule/lower.h"
 
@@ -445,11 +446,28 @@ std::optional<std::string> idleDevicesNote(const Problem& problem, const Plan& p
     return "uses " + std::to_string(used.size()) + " of " + std::to_string(devices) + " devices; the others stay idle";
 }
 
+}  // namespace
+
+std::string coreTimeLine(double seconds) {
+    std::ostringstream s;
+    s << kCoreTimePrefix << std::fixed << std::setprecision(9) << seconds << " s";
+    return s.str();
+}
+
+double coreSeconds(const PlannerResult& r) {
+    for (const std::string& line : r.log)
+        if (line.rfind(kCoreTimePrefix, 0) == 0) return std::stod(line.substr(std::string(kCoreTimePrefix).size()));
+    return -1;
+}
+
+namespace {
+
 struct Calibrated {
     std::optional<Plan> plan;
     std::string reason;
     std::vector<double> convergence;
     std::vector<std::string> notes;
+    double core_s = 0;  // in the core, all rounds
 };
 
 // Runs the core until its plan fits by exact accounting, shrinking overflowing budgets.
@@ -459,7 +477,9 @@ Calibrated calibrate(const std::string& name, const PlacementModel& model, const
     auto budget = true_capacity;
     Calibrated c;
     for (int round = 0; round < kCalibrationRounds; ++round) {
+        const double started = threadCpuSeconds();
         CoreOutcome out = core(model, budget, context, log);
+        c.core_s += threadCpuSeconds() - started;
         c.convergence = std::move(out.convergence);
         for (std::string& n : out.notes)
             if (std::find(c.notes.begin(), c.notes.end(), n) == c.notes.end()) c.notes.push_back(std::move(n));
@@ -498,6 +518,7 @@ PlannerResult runPlacementPlanner(const std::string& name, const PlacementOption
     std::vector<std::string> log{"placing " + std::to_string(model.units()) + " units (" + std::to_string(problem.graph.ops.size()) +
                                  " ops) on " + std::to_string(model.devices()) + " devices"};
     Calibrated c = calibrate(name, model, core, context, log);
+    log.push_back(coreTimeLine(c.core_s));
     if (!c.plan) {
         PlannerResult r = infeasibleResult(name, c.reason, context);
         r.notes = c.notes;

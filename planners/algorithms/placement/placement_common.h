@@ -164,6 +164,13 @@ double simulatedStepSeconds(const PlacementModel& model, const Assignment& a);
 PlannerResult runPlacementPlanner(const std::string& name, const PlacementOptions& options, const PlacementCore& core,
                                   const Problem& problem, PlanContext& context);
 
+// The log line runPlacementPlanner adds: the CPU time spent in the core itself (all
+// calibration rounds), without co-placement, exact memory checks and simulation, which every
+// placement planner shares; and that time read back from a result's log (-1 when absent).
+inline constexpr const char* kCoreTimePrefix = "placement core: ";
+std::string coreTimeLine(double seconds);
+double coreSeconds(const PlannerResult& r);
+
 // A placement planner: a name, a description and a core run inside runPlacementPlanner.
 class PlacementPlanner : public Planner {
 public:

@@ -2,148 +2,383 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <numeric>
+#include <queue>
 
-#include "planners/algorithms/placement/list_scheduler.h"
+#include "planners/algorithms/placement/step_estimate.h"
 
 namespace hippie::placement {
 
 namespace {
 
-// How far a cut may move, as a share of the two segments around it.
-constexpr double kAdjustWindowShare = 0.25;
-
-// Costs by position of the topological order.
-struct Profile {
-    std::vector<int> unit;              // unit at each position
-    std::vector<double> combined_s;     // computation plus communication cost
-    std::vector<double> prefix_s;       // combined cost of positions [0, i)
-    std::vector<int64_t> crossing;      // bytes on edges across a cut before position i
-    std::vector<bool> chain_break;      // positions i - 1 and i are not a link of a plain chain
-};
-
-// Position i breaks the chain unless unit i - 1 feeds only unit i and unit i reads only it.
-std::vector<bool> chainBreaks(const PlacementModel& m, const std::vector<int>& unit) {
-    std::vector<bool> out(unit.size() + 1, true);
-    for (size_t i = 1; i < unit.size(); ++i) {
-        const auto& in = m.preds(unit[i]);
-        out[i] = !(in.size() == 1 && in.front().unit == unit[i - 1] && m.succs(unit[i - 1]).size() == 1);
+// Per unit: the transfer time of its largest output (forward and gradient, typical link),
+// the cost of cutting right after it.
+std::vector<double> outputCommSeconds(const PlacementModel& m) {
+    std::vector<double> out(static_cast<size_t>(m.units()), 0.0);
+    for (int u = 0; u < m.units(); ++u) {
+        int64_t largest = 0;
+        for (const Arc& a : m.succs(u)) largest = std::max(largest, a.bytes);
+        if (!m.succs(u).empty()) out[static_cast<size_t>(u)] = m.typicalCommSeconds(largest);
     }
     return out;
 }
 
-Profile profile(const PlacementModel& m) {
-    Profile p;
-    p.unit = m.topoOrder();
-    const size_t n = p.unit.size();
+// Bytes crossing a cut before each position of the topological order: every producer's
+// largest output, from its position to its last consumer's.
+std::vector<int64_t> crossingBytes(const PlacementModel& m) {
+    const auto& topo = m.topoOrder();
+    const size_t n = topo.size();
     std::vector<int> position(n);
-    for (size_t i = 0; i < n; ++i) position[static_cast<size_t>(p.unit[i])] = static_cast<int>(i);
-    p.combined_s.resize(n);
-    p.prefix_s.assign(n + 1, 0.0);
+    for (size_t i = 0; i < n; ++i) position[static_cast<size_t>(topo[i])] = static_cast<int>(i);
     std::vector<int64_t> diff(n + 2, 0);
     for (size_t i = 0; i < n; ++i) {
-        const int u = p.unit[i];
         int64_t largest = 0;
-        for (const Arc& a : m.succs(u)) {
+        int last = static_cast<int>(i);
+        for (const Arc& a : m.succs(topo[i])) {
             largest = std::max(largest, a.bytes);
-            diff[i + 1] += a.bytes;
-            diff[static_cast<size_t>(position[static_cast<size_t>(a.unit)]) + 1] -= a.bytes;
+            last = std::max(last, position[static_cast<size_t>(a.unit)]);
         }
-        const double compute = m.meanComputeSeconds(u);
-        const double comm = m.succs(u).empty() ? 0.0 : m.typicalCommSeconds(largest);
-        p.combined_s[i] = compute + comm;
-        p.prefix_s[i + 1] = p.prefix_s[i] + p.combined_s[i];
+        diff[i + 1] += largest;
+        diff[static_cast<size_t>(last) + 1] -= largest;
     }
-    p.crossing.assign(n + 1, 0);
-    for (size_t i = 1; i <= n; ++i) p.crossing[i] = p.crossing[i - 1] + diff[i];
-    p.chain_break = chainBreaks(m, p.unit);
-    return p;
+    std::vector<int64_t> crossing(n + 1, 0);
+    for (size_t i = 1; i <= n; ++i) crossing[i] = crossing[i - 1] + diff[i];
+    return crossing;
 }
 
-// Segment k holds positions [cuts[k], cuts[k + 1]). A segment ends before it would exceed
-// `target` combined cost (load balance), and at a chain break (where parallel branches start
-// or join) once it holds `least`; no empty segments.
-std::vector<int> balancedCuts(const Profile& p, double target, double least) {
-    const size_t n = p.unit.size();
-    std::vector<int> cuts{0};
-    for (size_t c = 1; c < n; ++c) {
-        const double held = p.prefix_s[c] - p.prefix_s[static_cast<size_t>(cuts.back())];
-        if ((p.chain_break[c] && held >= least) || held + p.combined_s[c] > target) cuts.push_back(static_cast<int>(c));
-    }
-    cuts.push_back(static_cast<int>(n));
-    return cuts;
+// Devices by decreasing capacity (ties by index): homes of segments 0, 1, ...
+std::vector<int> devicesByCapacity(const std::vector<int64_t>& capacity) {
+    std::vector<int> d(capacity.size());
+    std::iota(d.begin(), d.end(), 0);
+    std::stable_sort(d.begin(), d.end(), [&](int a, int b) { return capacity[static_cast<size_t>(a)] > capacity[static_cast<size_t>(b)]; });
+    return d;
 }
 
-// Moves each cut, left to right, within its window to where transfer time plus the combined
-// cost shifted between its two segments is smallest.
-void adjustCuts(const PlacementModel& m, const Profile& p, std::vector<int>& cuts) {
-    for (size_t k = 1; k + 1 < cuts.size(); ++k) {
-        const int left = cuts[k - 1], here = cuts[k], right = cuts[k + 1];
-        const int window = std::max(1, static_cast<int>(kAdjustWindowShare * (right - left)));
-        auto score = [&](int c) {
-            return m.typicalCommSeconds(p.crossing[static_cast<size_t>(c)]) +
-                   std::abs(p.prefix_s[static_cast<size_t>(c)] - p.prefix_s[static_cast<size_t>(here)]);
-        };
-        int best = here;
-        bool best_breaks = p.chain_break[static_cast<size_t>(here)];
-        for (int c = std::max(left + 1, here - window); c <= std::min(right - 1, here + window); ++c) {
-            const bool breaks = p.chain_break[static_cast<size_t>(c)];
-            if ((breaks && !best_breaks) || (breaks == best_breaks && score(c) < score(best))) {
-                best = c;
-                best_breaks = breaks;
+struct Homes {
+    std::vector<int> device;  // by unit
+    std::vector<int> cuts;    // positions of the topological order where a segment starts (after the first)
+    int segments = 1;
+};
+
+// Home segments: as many as memory needs, cut at equal shares of the memory prefix, each cut
+// moved within its window to the fewest crossing bytes.
+Homes homeSegments(const PlacementModel& m, const std::vector<int64_t>& capacity, const SgpOptions& o) {
+    const auto& topo = m.topoOrder();
+    const int n = m.units();
+    std::vector<double> prefix(static_cast<size_t>(n) + 1, 0.0);
+    for (int i = 0; i < n; ++i)
+        prefix[static_cast<size_t>(i) + 1] = prefix[static_cast<size_t>(i)] + static_cast<double>(m.residentBytes(topo[static_cast<size_t>(i)]));
+    const double total = prefix.back();
+    const std::vector<int> by_capacity = devicesByCapacity(capacity);
+    double held = 0;
+    Homes h;
+    h.segments = 0;
+    while (h.segments < m.devices() && held < total) held += o.memory_fill * static_cast<double>(capacity[static_cast<size_t>(by_capacity[static_cast<size_t>(h.segments++)])]);
+    h.segments = std::max(1, std::min(h.segments, n));
+    const std::vector<int64_t> crossing = crossingBytes(m);
+    const int window = static_cast<int>(o.cut_window * n / h.segments);
+    int previous = 0;
+    for (int k = 1; k < h.segments; ++k) {
+        const double share = total * k / h.segments;
+        const int target = static_cast<int>(std::lower_bound(prefix.begin(), prefix.end(), share) - prefix.begin());
+        const int lo = std::max(previous + 1, target - window), hi = std::min(n - (h.segments - k), target + window);
+        int best = std::clamp(target, lo, std::max(lo, hi));
+        for (int c = lo; c <= hi; ++c) {
+            const auto cs = static_cast<size_t>(c), bs = static_cast<size_t>(best);
+            if (crossing[cs] < crossing[bs] || (crossing[cs] == crossing[bs] && std::abs(c - target) < std::abs(best - target))) best = c;
+        }
+        h.cuts.push_back(best);
+        previous = best;
+    }
+    h.device.assign(static_cast<size_t>(n), by_capacity.front());
+    size_t k = 0;
+    for (int i = 0; i < n; ++i) {
+        while (k < h.cuts.size() && h.cuts[k] <= i) ++k;
+        h.device[static_cast<size_t>(topo[static_cast<size_t>(i)])] = by_capacity[k];
+    }
+    return h;
+}
+
+// Units by depth (longest path in edges from an input), each level in topological order:
+// the units of one level never depend on each other.
+std::vector<std::vector<int>> depthLevels(const PlacementModel& m) {
+    std::vector<int> depth(static_cast<size_t>(m.units()), 0);
+    int deepest = 0;
+    for (int u : m.topoOrder()) {
+        deepest = std::max(deepest, depth[static_cast<size_t>(u)]);
+        for (const Arc& a : m.succs(u)) depth[static_cast<size_t>(a.unit)] = std::max(depth[static_cast<size_t>(a.unit)], depth[static_cast<size_t>(u)] + 1);
+    }
+    std::vector<std::vector<int>> levels(static_cast<size_t>(deepest) + 1);
+    for (int u : m.topoOrder()) levels[static_cast<size_t>(depth[static_cast<size_t>(u)])].push_back(u);
+    return levels;
+}
+
+// The order the balancing pass takes units in, as groups placed largest computation first.
+// Wide graphs (on average at least one unit per device in each depth level): the depth
+// levels, each balanced as a whole. Narrow ones: one unit at a time by earliest possible
+// start (longest computation path from an input), which follows the critical path and the
+// branches beside it in time.
+std::vector<std::vector<int>> passOrder(const PlacementModel& m, bool& wide) {
+    std::vector<std::vector<int>> levels = depthLevels(m);
+    wide = static_cast<double>(m.units()) >= static_cast<double>(levels.size()) * m.devices();
+    if (wide) return levels;
+    std::vector<double> top(static_cast<size_t>(m.units()), 0.0);
+    for (int u : m.topoOrder())
+        for (const Arc& a : m.succs(u))
+            top[static_cast<size_t>(a.unit)] = std::max(top[static_cast<size_t>(a.unit)], top[static_cast<size_t>(u)] + m.meanComputeSeconds(u));
+    levels.clear();
+    for (int u : orderBy(m, top)) levels.push_back({u});
+    return levels;
+}
+
+struct Balanced {
+    std::vector<int> device;  // by unit; empty when a unit fits nowhere
+    std::string reason;
+    int moved_for_parallelism = 0, moved_for_memory = 0;
+};
+
+// One pass over the groups of passOrder, each largest computation first: each unit goes to
+// the device where it would finish first (device free, inputs arrived over a typical link,
+// its computation there), plus, off its home, its output's transfer back. A branch thus
+// leaves its home only where the parallel work pays for the transfers, and then stays (its
+// next unit's input is there). A device without room for it (DeviceMemory, as the other
+// placement planners count) gives way to the next best.
+Balanced balance(const PlacementModel& m, const std::vector<int64_t>& capacity, const std::vector<std::vector<int>>& groups,
+                 const Homes& homes, PlanContext& context) {
+    const std::vector<double> out_s = outputCommSeconds(m);
+    const auto devices = static_cast<size_t>(m.devices());
+    DeviceMemory mem(m);
+    Balanced b;
+    b.device.assign(static_cast<size_t>(m.units()), -1);
+    std::vector<double> free_at(devices, 0.0), finish(static_cast<size_t>(m.units()), 0.0), arrive(devices), score(devices);
+    std::vector<int> group;
+    size_t placed = 0;
+    for (const std::vector<int>& g : groups) {
+        group = g;
+        if (group.size() > 1)
+            std::stable_sort(group.begin(), group.end(), [&](int x, int y) { return m.meanComputeSeconds(x) > m.meanComputeSeconds(y); });
+        for (int u : group) {
+            const auto uu = static_cast<size_t>(u);
+            const int home = homes.device[uu];
+            std::fill(arrive.begin(), arrive.end(), 0.0);
+            for (const Arc& p : m.preds(u)) {
+                const auto pu = static_cast<size_t>(p.unit);
+                const double here = finish[pu], there = here + m.typicalCommSeconds(p.bytes);
+                for (size_t d = 0; d < devices; ++d) arrive[d] = std::max(arrive[d], static_cast<int>(d) == b.device[pu] ? here : there);
             }
+            for (size_t d = 0; d < devices; ++d)
+                score[d] = std::max(free_at[d], arrive[d]) + m.computeSeconds(u, static_cast<int>(d)) + (static_cast<int>(d) == home ? 0.0 : out_s[uu]);
+            // Best score first (home on ties), skipping devices without room.
+            int best = -1;
+            bool first = true;
+            for (size_t tried = 0; tried < devices && best < 0; ++tried) {
+                int pick = home;
+                for (size_t d = 0; d < devices; ++d)
+                    if (score[d] < score[static_cast<size_t>(pick)]) pick = static_cast<int>(d);
+                if (mem.fits(u, pick, capacity)) best = pick;
+                else first = false;
+                score[static_cast<size_t>(pick)] = std::numeric_limits<double>::infinity();
+            }
+            if (best < 0) {
+                b.reason = "after placing " + std::to_string(placed) + " of " + std::to_string(m.units()) + " ops, '" + m.unitName(u) +
+                           "' (" + gib(m.residentBytes(u)) + ") fits on no device";
+                b.device.clear();
+                return b;
+            }
+            if (best != home) ++(first ? b.moved_for_parallelism : b.moved_for_memory);
+            mem.place(u, best);
+            b.device[uu] = best;
+            const auto bd = static_cast<size_t>(best);
+            finish[uu] = free_at[bd] = std::max(free_at[bd], arrive[bd]) + m.computeSeconds(u, best);
+            ++placed;
         }
-        cuts[k] = best;
+        if (context.cancelled()) {
+            b.reason = "cancelled after placing " + std::to_string(placed) + " of " + std::to_string(m.units()) + " ops";
+            b.device.clear();
+            return b;
+        }
     }
+    return b;
 }
 
-// The problem's ops grouped by segment, so the segments can be scheduled as units.
-Grouping segmentGrouping(const PlacementModel& m, const Profile& p, const std::vector<int>& cuts) {
-    std::vector<int> label(m.problem().graph.ops.size());
-    for (size_t k = 0; k + 1 < cuts.size(); ++k)
-        for (int i = cuts[k]; i < cuts[k + 1]; ++i)
-            for (int op : m.grouping().members[static_cast<size_t>(p.unit[static_cast<size_t>(i)])]) label[static_cast<size_t>(op)] = static_cast<int>(k);
-    return groupByLabel(m.problem().graph, label);
+// Times of a fixed placement in one pass over `sequence` (a topological order): a unit starts
+// when its device is free and its inputs have arrived (over the actual links).
+struct Timing {
+    std::vector<double> ready;  // its producers' last finish
+    std::vector<int> remote;    // 1: that producer is on another device
+    std::vector<int> depth;     // longest path in edges from an input
+    double makespan_s = 0;
+};
+
+Timing timing(const PlacementModel& m, const std::vector<int>& device, const std::vector<int>& sequence) {
+    const auto n = static_cast<size_t>(m.units());
+    Timing t{std::vector<double>(n, 0.0), std::vector<int>(n, 0), std::vector<int>(n, 0), 0.0};
+    std::vector<double> finish(n, 0.0), free_at(static_cast<size_t>(m.devices()), 0.0);
+    for (int u : sequence) {
+        const auto uu = static_cast<size_t>(u);
+        const int d = device[uu];
+        double arrived = 0;
+        for (const Arc& p : m.preds(u)) {
+            const auto pu = static_cast<size_t>(p.unit);
+            if (finish[pu] >= t.ready[uu]) {
+                t.ready[uu] = finish[pu];
+                t.remote[uu] = device[pu] != d;
+            }
+            t.depth[uu] = std::max(t.depth[uu], t.depth[pu] + 1);
+            arrived = std::max(arrived, finish[pu] + m.commSeconds(p.bytes, device[pu], d));
+        }
+        finish[uu] = free_at[static_cast<size_t>(d)] = std::max(free_at[static_cast<size_t>(d)], arrived) + m.computeSeconds(u, d);
+        t.makespan_s = std::max(t.makespan_s, finish[uu]);
+    }
+    return t;
 }
 
-// The device of each of the model's units: its segment's.
-std::vector<int> unitDevices(const PlacementModel& m, const PlacementModel& segments, const std::vector<int>& segment_device) {
-    std::vector<int> device(static_cast<size_t>(m.units()));
-    for (int u = 0; u < m.units(); ++u) {
-        const int s = segments.grouping().group_of[static_cast<size_t>(m.grouping().members[static_cast<size_t>(u)].front())];
-        device[static_cast<size_t>(u)] = segment_device[static_cast<size_t>(s)];
+// Units by the time their inputs are ready, ties shallower first, then those on another device
+// than their last producer (so that a branch does not wait for the home branch's run): fewer
+// interleaved runs than runAwareOrder, for when that one's memory does not fit.
+std::vector<int> readyOrder(const PlacementModel& m, const Timing& t) {
+    std::vector<int> order = m.topoOrder();
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+        const auto x = static_cast<size_t>(a), y = static_cast<size_t>(b);
+        if (t.ready[x] != t.ready[y]) return t.ready[x] < t.ready[y];
+        if (t.depth[x] != t.depth[y]) return t.depth[x] < t.depth[y];
+        return t.remote[x] > t.remote[y];
+    });
+    return order;
+}
+
+// The execution order. The simulator runs each maximal run of the order on one device as a
+// whole: the run starts when all its inputs have arrived and its tensors leave when it ends.
+// So units go by the time their inputs are ready (ties: shallower first, then those on their
+// producer's device), but a unit does not join the run on its device when it has an input
+// from another device or the run feeds another device: a ready unit of another device (among
+// the next kRunBreakLookahead) goes between. The result is a topological order (Kahn's).
+constexpr int kRunBreakLookahead = 8;
+
+std::vector<int> runAwareOrder(const PlacementModel& m, const std::vector<int>& device, const Timing& t) {
+    const auto n = static_cast<size_t>(m.units());
+    std::vector<int> position(n), waiting(n);
+    for (size_t i = 0; i < n; ++i) position[static_cast<size_t>(m.topoOrder()[i])] = static_cast<int>(i);
+    auto later = [&](int a, int b) {  // priority queue: true when a goes after b
+        const auto x = static_cast<size_t>(a), y = static_cast<size_t>(b);
+        if (t.ready[x] != t.ready[y]) return t.ready[x] > t.ready[y];
+        if (t.depth[x] != t.depth[y]) return t.depth[x] > t.depth[y];
+        if (t.remote[x] != t.remote[y]) return t.remote[x] > t.remote[y];
+        return position[x] > position[y];
+    };
+    std::priority_queue<int, std::vector<int>, decltype(later)> ready(later);
+    for (size_t u = 0; u < n; ++u) {
+        waiting[u] = static_cast<int>(m.preds(static_cast<int>(u)).size());
+        if (waiting[u] == 0) ready.push(static_cast<int>(u));
     }
-    return device;
+    auto remoteInput = [&](int u) {
+        for (const Arc& p : m.preds(u))
+            if (device[static_cast<size_t>(p.unit)] != device[static_cast<size_t>(u)]) return true;
+        return false;
+    };
+    auto remoteOutput = [&](int u) {
+        for (const Arc& c : m.succs(u))
+            if (device[static_cast<size_t>(c.unit)] != device[static_cast<size_t>(u)]) return true;
+        return false;
+    };
+    std::vector<int> order, held;
+    order.reserve(n);
+    int last_device = -1;
+    bool run_feeds_others = false;
+    while (!ready.empty()) {
+        int u = ready.top();
+        ready.pop();
+        if (device[static_cast<size_t>(u)] == last_device && (run_feeds_others || remoteInput(u))) {
+            held.clear();
+            while (!ready.empty() && static_cast<int>(held.size()) < kRunBreakLookahead) {
+                const int v = ready.top();
+                ready.pop();
+                if (device[static_cast<size_t>(v)] != last_device) {
+                    held.push_back(u);
+                    u = v;
+                    break;
+                }
+                held.push_back(v);
+            }
+            for (int h : held) ready.push(h);
+        }
+        if (device[static_cast<size_t>(u)] != last_device) run_feeds_others = false;
+        last_device = device[static_cast<size_t>(u)];
+        run_feeds_others = run_feeds_others || remoteOutput(u);
+        order.push_back(u);
+        for (const Arc& c : m.succs(u))
+            if (--waiting[static_cast<size_t>(c.unit)] == 0) ready.push(c.unit);
+    }
+    return order;
+}
+
+bool fitsAll(const PlacementModel& m, const std::vector<int>& device, const std::vector<int64_t>& capacity) {
+    const auto over = overflow(deviceLoads(m, device), capacity);
+    return std::all_of(over.begin(), over.end(), [](int64_t x) { return x == 0; });
 }
 
 }  // namespace
 
 SgpPlanner::SgpPlanner(SgpOptions options)
     : PlacementPlanner("sgp",
-                       "SGP: per-op compute/communication costs, equal-cost segments of the topological order with "
-                       "communication-aware cuts, list-scheduled on devices; non-iterative",
+                       "SGP: per-op compute/communication/memory costs; memory-sized home segments of the topological order "
+                       "cut where little crosses; parallel branches spread by one earliest-finish load-balancing pass; no search",
                        options.placement),
       options_(std::move(options)) {}
 
 CoreOutcome SgpPlanner::place(const PlacementModel& model, const std::vector<int64_t>& capacity, PlanContext& context,
                               std::vector<std::string>& log) const {
-    context.progress(0.1, "costing operators");
-    const Profile p = profile(model);
-    context.progress(0.3, "segmenting the topological order");
-    const double total = p.prefix_s.back();
-    auto cuts = balancedCuts(p, total / (options_.segments_per_device * model.devices()), total / options_.max_segments);
-    adjustCuts(model, p, cuts);
-    const PlacementModel segments(model.problem(), segmentGrouping(model, p, cuts));
-    log.push_back("sgp: " + std::to_string(segments.units()) + " segments");
-    context.progress(0.6, "scheduling segments");
-    ScheduleOutcome s = listSchedule(segments, capacity, SchedulingRule{}, context);
-    if (!s.schedule) return {std::nullopt, s.reason, {}, {}};
-    log.push_back("sgp: segment schedule makespan " + std::to_string(s.schedule->makespan_s) + " s");
-    // Ops run in the start-time order of their own schedule on the chosen devices, so a
-    // device does not wait for a whole segment's inputs before starting it.
-    const std::vector<int> device = unitDevices(model, segments, s.schedule->assignment.device);
-    ScheduleOutcome ops = listSchedule(model, capacity, SchedulingRule{}, context, device);
-    log.push_back("sgp: estimated makespan " + std::to_string(ops.schedule->makespan_s) + " s");
-    return {std::move(ops.schedule->assignment), {}, {}, {}};
+    context.progress(0.1, "cutting home segments");
+    const Homes homes = homeSegments(model, capacity, options_);
+    std::string cuts;
+    for (int c : homes.cuts) cuts += (cuts.empty() ? "" : ", ") + std::to_string(c);
+    log.push_back("sgp: " + std::to_string(homes.segments) + " home segment(s)" + (cuts.empty() ? "" : ", cut before positions " + cuts));
+    context.progress(0.3, "balancing parallel branches");
+    bool wide = false;
+    const auto groups = passOrder(model, wide);
+    const Balanced b = balance(model, capacity, groups, homes, context);
+    if (b.device.empty()) return {std::nullopt, b.reason, {}, {}};
+    log.push_back(std::string("sgp: ") + (wide ? "wide graph, balanced by depth level (" + std::to_string(groups.size()) + " levels)" : "narrow graph, units by earliest start") +
+                  "; " + std::to_string(b.moved_for_parallelism) + " units off their home for parallel branches, " + std::to_string(b.moved_for_memory) +
+                  " for memory");
+    context.progress(0.8, "ordering");
+    std::vector<int> sequence;
+    sequence.reserve(static_cast<size_t>(model.units()));
+    for (const auto& g : groups) sequence.insert(sequence.end(), g.begin(), g.end());
+    // The balanced placement, or the home segments alone where they are not slower by the
+    // same one-pass timing (on chains spreading only adds transfers) and fit.
+    Timing t = timing(model, b.device, sequence);
+    const std::vector<int>* device = &b.device;
+    const Timing home_t = timing(model, homes.device, sequence);
+    log.push_back("sgp: one-pass makespan " + std::to_string(t.makespan_s) + " s balanced, " + std::to_string(home_t.makespan_s) + " s home segments alone");
+    if (home_t.makespan_s <= t.makespan_s && fitsAll(model, homes.device, capacity)) {
+        device = &homes.device;
+        t = home_t;
+        log.push_back("sgp: home segments alone");
+    }
+    // Runs that interleave hold tensors from other runs of their own device too: when the
+    // step estimate's memory (as the simulator counts it) overflows, the topological order,
+    // with fewer runs, and then the home segments alone, are the fallbacks.
+    std::vector<std::string> notes;
+    Assignment a{*device, runAwareOrder(model, *device, t)};
+    auto fits = [&](const Assignment& x) {
+        const auto over = overflow(estimateStep(model, x.device, x.order).memory, capacity);
+        return std::all_of(over.begin(), over.end(), [](int64_t v) { return v == 0; });
+    };
+    if (!fits(a)) {
+        const std::pair<const char*, Assignment> fallbacks[] = {{"the ready-time order", Assignment{*device, readyOrder(model, t)}},
+                                                                {"the topological order", Assignment{*device, model.topoOrder()}},
+                                                                {"the home segments alone in the topological order", Assignment{homes.device, model.topoOrder()}}};
+        for (const auto& [what, fallback] : fallbacks) {
+            if (!fits(fallback)) continue;
+            notes.push_back(std::string("the run-aware order needs more memory than the devices have: ") + what + " taken instead");
+            log.push_back("sgp: " + notes.back());
+            a = std::move(fallback);
+            break;
+        }
+    }
+    return {std::move(a), {}, {}, std::move(notes)};
 }
 
 }  // namespace hippie::placement

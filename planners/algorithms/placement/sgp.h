@@ -1,29 +1,49 @@
 #pragma once
-// SGP: non-iterative placement from operator characteristics alone (no profiling, no search).
-// 1. Per op: a computation cost (forward + backward time from FLOPs), a communication cost
-//    (its largest output and that gradient over a typical link) and their sum, the combined
-//    cost.
-// 2. The topological order is cut into segments: one ends before it would exceed an equal
-//    share of the combined cost (segments_per_device per device), and at a chain break
-//    (where the order leaves a plain chain: parallel branches start or join) once it holds a
-//    minimum share (1 / max_segments of the total, which bounds the segment count).
-// 3. Each cut moves, within a window around it, to where the transfer time of the bytes
-//    crossing it plus the combined cost it shifts between its two segments is smallest,
-//    preferring chain breaks.
-// 4. Scheduling: the segments are list-scheduled on the devices, earliest start first under
-//    memory budgets (the scheduler m-ETF uses), which balances the load; then the ops are
-//    ordered by a list schedule on their segments' devices, so a device need not wait for a
-//    whole segment's inputs.
-// Linear in ops and edges, plus two list schedules (of at most max_segments segments, and of
-// the ops on fixed devices): tens of thousands of ops in about a second.
+// SGP: a swift, non-iterative, load-balancing placement from operator characteristics alone
+// (no profiling, no search, no list scheduling). Every step is one pass (plus sorts):
+// 1. Per unit, a comprehensive cost: its computation (forward + backward from FLOPs), the
+//    communication of its edges (each tensor forward and its gradient back over a typical
+//    link) and its memory (weights, optimizer state, activations).
+// 2. Home segments, as many as memory needs (devices at `memory_fill` of their capacity; at
+//    least one, at most one per device): the topological order is cut where the prefix of
+//    memory reaches an equal share, each cut moved within a window (`cut_window` of a
+//    segment) to where the fewest bytes cross it. Segment k is the home of the k-th largest
+//    device: a chain stays on one device and crosses to the next only at a cheap cut.
+// 3. Load balance across parallel branches, in one pass over a fixed order: wide graphs (on
+//    average at least one unit per device in each depth level; units of one depth level never
+//    depend on each other) level by level, narrow ones unit by unit in order of earliest
+//    possible start (longest computation path from an input); largest computation first,
+//    each unit goes to the device where it would finish first (the device's busy time so far,
+//    its inputs' arrival over a typical link, its computation there) plus, off its home, the
+//    transfer of its output back. A branch therefore leaves its home only where the cost model
+//    says the parallel work pays for the transfers, and then stays on its new device (its
+//    next unit has its input there). A device without room (DeviceMemory, as the other
+//    placement planners count) gives way to the next best; a unit that fits nowhere makes the
+//    plan infeasible, with the reason. No ready list and no choice among units: this is
+//    O((units + edges) x devices), not a list-scheduling search. Where one timing pass finds
+//    the home segments alone no slower (chains: spreading only adds transfers), and they fit,
+//    they are kept instead.
+// 4. Execution order (the simulator runs each maximal run of the order on one device as a
+//    whole: it starts when all its inputs are there, its tensors leave when it ends): units by
+//    the time their inputs are ready in that pass, but a unit starts a new run when it has an
+//    input from another device or the run on its device feeds another device (a ready unit of
+//    another device goes between). A topological order. When its memory, as the step
+//    estimate counts it (step_estimate.h), does not fit, the ready-time order, the topological
+//    order and the home segments alone are the fallbacks, said in the notes.
+// A 20,000-op graph's core takes milliseconds; most of the planner's time is the co-placement,
+// exact memory check and simulation every placement planner shares (the log's "placement
+// core:" line has the core's own time).
 #include "planners/algorithms/placement/placement_common.h"
 
 namespace hippie::placement {
 
 struct SgpOptions {
     PlacementOptions placement;
-    int segments_per_device = 8;  // the load-balancing share: total cost / (this x devices)
-    int max_segments = 8192;
+    // Home segments hold at most this share of a device's memory, leaving room for the
+    // branches other segments move there.
+    double memory_fill = 0.85;
+    // A home cut moves up to this share of a segment's units to the fewest crossing bytes.
+    double cut_window = 0.25;
 };
 
 class SgpPlanner final : public PlacementPlanner {

@@ -2,10 +2,14 @@
 
 #include <algorithm>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <random>
 
 #include "planners/algorithms/placement/list_scheduler.h"
+#include "planners/algorithms/placement/m_etf.h"
+#include "planners/algorithms/placement/m_sct.h"
+#include "planners/algorithms/placement/m_topo.h"
 #include "planners/algorithms/placement/step_estimate.h"
 
 namespace hippie::placement {
@@ -25,8 +29,6 @@ constexpr int kBoundaryTries = 32;
 constexpr double kAllDevicesShare = 0.5;
 // Rounds of the explorers' repair (each moves ops off every overflowing device).
 constexpr int kRepairRounds = 4;
-// Rounds of shrinking the seed list schedule's budgets until its memory estimate fits.
-constexpr int kSeedRounds = 4;
 // A generation improves on the best by at least this share, or counts towards stagnation.
 constexpr double kImprovement = 1e-6;
 // Distinct streams for the two populations from one seed (splitmix64's increment).
@@ -291,20 +293,57 @@ private:
     std::vector<Individual> members_;
 };
 
-// The list schedule's placement (m-ETF's): the initial populations start from it as well as
-// from random splits, so the search begins at the best cheap heuristic. Like the planners'
-// skeleton, budgets of devices it overflows (by the estimate's memory) shrink and it runs again.
-std::vector<Assignment> heuristicSeeds(const PlacementModel& m, const std::vector<int64_t>& capacity, PlanContext& context) {
-    std::vector<int64_t> budget = capacity;
-    for (int round = 0; round < kSeedRounds; ++round) {
-        ScheduleOutcome s = listSchedule(m, budget, SchedulingRule{}, context);
-        if (!s.schedule) return {};
-        const auto over = overflow(estimateStep(m, s.schedule->assignment.device, s.schedule->assignment.order).memory, capacity);
-        if (std::all_of(over.begin(), over.end(), [](int64_t b) { return b == 0; })) return {s.schedule->assignment};
-        for (size_t d = 0; d < over.size(); ++d) budget[d] -= over[d];
+// A placement plan of the problem's ops as an assignment of the model's units: a unit's
+// device is its first op's (the placement planners place whole units), its order the plan's
+// order with each unit at its first op.
+Assignment unitAssignment(const PlacementModel& m, const Plan& plan) {
+    Assignment a;
+    a.device.resize(static_cast<size_t>(m.units()));
+    for (int u = 0; u < m.units(); ++u) a.device[static_cast<size_t>(u)] = plan.placement[static_cast<size_t>(m.grouping().members[static_cast<size_t>(u)].front())];
+    std::vector<bool> seen(static_cast<size_t>(m.units()), false);
+    const std::vector<int> ops = plan.placement_order.empty() ? m.problem().graph.topologicalOrder() : plan.placement_order;
+    for (int op : ops) {
+        const int u = m.grouping().group_of[static_cast<size_t>(op)];
+        if (!seen[static_cast<size_t>(u)]) a.order.push_back(u);
+        seen[static_cast<size_t>(u)] = true;
     }
-    return {};
+    return a;
 }
+
+}  // namespace
+
+// Baechi's three placements (m-TOPO, m-ETF, m-SCT), planned as those planners plan them and
+// simulated; the initial populations start from them as well as from random splits, so the
+// search begins at the best of them. m-SCT's LP gets a share of TGA's budget (it falls back to
+// m-ETF's placement when the LP runs out of time).
+std::vector<Assignment> TgaPlanner::baechiSeeds(const PlacementModel& m, PlanContext& context, std::vector<std::string>& log) const {
+    if (seeds_) return *seeds_;
+    Problem p = m.problem();
+    p.time_budget_s = std::max(0.0, m.problem().time_budget_s * options_.seed_budget_share);
+    std::vector<std::pair<double, Assignment>> found;
+    const PlacementOptions& o = options_.placement;
+    const std::vector<std::unique_ptr<PlacementPlanner>> planners = [&] {
+        std::vector<std::unique_ptr<PlacementPlanner>> v;
+        v.push_back(std::make_unique<MTopoPlanner>(o));
+        v.push_back(std::make_unique<MEtfPlanner>(o));
+        v.push_back(std::make_unique<MSctPlanner>(o));
+        return v;
+    }();
+    for (const auto& planner : planners) {
+        if (context.shouldStop()) break;
+        PlanContext sub(p.time_budget_s);
+        const PlannerResult r = planner->plan(p, sub);
+        if (!r.feasible || r.plan.placement.empty()) continue;
+        log.push_back("tga: seed " + r.planner + ", simulated step " + std::to_string(r.metrics.iteration_time_s) + " s");
+        found.emplace_back(r.metrics.iteration_time_s, unitAssignment(m, r.plan));
+    }
+    std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    seeds_.emplace();
+    for (auto& [step, a] : found) seeds_->push_back(std::move(a));
+    return *seeds_;
+}
+
+namespace {
 
 // The seeds (in their own order) and the best distinct individuals of both populations (in
 // the fitness's order), re-estimated in their orders: the fastest that fits wins.
@@ -372,7 +411,7 @@ std::vector<double> evolveBoth(Population& explorers, Population& exploiters, co
 
 CoreOutcome TgaPlanner::place(const PlacementModel& model, const std::vector<int64_t>& capacity, PlanContext& context,
                               std::vector<std::string>& log) const {
-    const std::vector<Assignment> seeds = heuristicSeeds(model, capacity, context);
+    const std::vector<Assignment> seeds = baechiSeeds(model, context, log);
     std::vector<Genes> seed_genes;
     for (const Assignment& a : seeds) seed_genes.push_back(a.device);
     // Every individual runs in the seed's start-time order, a good priority order for
