@@ -74,7 +74,8 @@ void SchedulePage::showTrace(const Plan& plan, const Trace& trace, const Cluster
     const QString text = tr("%1 · %2 · iteration %3 · %4 samples/s · bubble %5% · peak %6%7")
                              .arg(QString::fromStdString(plan.planner))
                              .arg(plan.isPlacement() ? tr("placement")
-                                                     : QStringLiteral("pp %1 × dp %2").arg(plan.pipelineDepth()).arg(plan.dp))
+                                                     : QStringLiteral("pp %1 × dp %2").arg(plan.pipelineDepth()).arg(plan.dp) +
+                                                           (plan.zero_stage > 0 ? tr(" · ZeRO-%1").arg(plan.zero_stage) : QString()))
                              .arg(widgets::formatSeconds(m.iteration_time_s))
                              .arg(m.throughput_samples_per_s, 0, 'f', 1)
                              .arg(m.bubble_fraction * 100, 0, 'f', 1)
