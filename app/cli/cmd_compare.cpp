@@ -14,6 +14,7 @@
 #include "planners/cluster/cluster_json.h"
 #include "planners/common/error.h"
 #include "planners/schedule/plan_json.h"
+#include "planners/schedule/plan_shape.h"
 #include "planners/sim/trace_json.h"
 
 namespace hippie::cli {
@@ -54,9 +55,7 @@ Problem makeProblem(const CompareOptions& o) {
 std::string shape(const PlannerResult& r) {
     if (!r.feasible && r.plan.stages.empty() && r.plan.placement.empty()) return "-";
     if (r.plan.isPlacement()) return "placement on " + std::to_string(r.plan.deviceCount());
-    // "4x8 z1": pp x dp, and the ZeRO stage of the data-parallel groups when there is one.
-    return std::to_string(r.plan.pipelineDepth()) + "x" + std::to_string(r.plan.dp) +
-           (r.plan.zero_stage > 0 ? " z" + std::to_string(r.plan.zero_stage) : "");
+    return pipelineShapeText(r.plan);
 }
 
 std::string stages(const Plan& p) {
@@ -120,6 +119,8 @@ nlohmann::json resultsJson(const Problem& problem, const std::vector<PlannerResu
         rows.push_back({{"planner", r.planner},
                         {"plan", has_plan ? planToJson(r.plan) : nlohmann::json(nullptr)},
                         {"zero_stage", has_plan ? nlohmann::json(r.plan.zero_stage) : nlohmann::json(nullptr)},
+                        {"tp", has_plan ? nlohmann::json(r.plan.tp) : nlohmann::json(nullptr)},
+                        {"sequence_parallel", has_plan ? nlohmann::json(r.plan.sequence_parallel) : nlohmann::json(nullptr)},
                         {"metrics", has_plan ? metricsToJson(r.metrics) : nlohmann::json(nullptr)},
                         {"planning_time_s", r.planning_time_s},
                         {"feasible", r.feasible},

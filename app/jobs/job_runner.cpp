@@ -9,6 +9,7 @@
 
 #include "planners/common/error.h"
 #include "planners/model/graph_json.h"
+#include "planners/schedule/engine_support.h"
 #include "planners/schedule/plan_json.h"
 
 namespace hippie::jobs {
@@ -58,6 +59,7 @@ void JobRunner::checkSpec(const JobSpec& s) {
     }
     if (plan.isPlacement())
         throw Error(where + ": the plan is an operator placement; the engine runs pipeline plans (stages)");
+    if (const std::string why = untrainedParallelism(plan); !why.empty()) throw Error(where + ": " + why);
     if (plan.deviceCount() != s.world_size)
         throw Error(where + ": the plan needs " + std::to_string(plan.deviceCount()) + " ranks (pp " +
                     std::to_string(plan.pipelineDepth()) + " x dp " + std::to_string(plan.dp) + ") but field 'world_size' is " +

@@ -75,6 +75,8 @@ void SchedulePage::showTrace(const Plan& plan, const Trace& trace, const Cluster
                              .arg(QString::fromStdString(plan.planner))
                              .arg(plan.isPlacement() ? tr("placement")
                                                      : QStringLiteral("pp %1 × dp %2").arg(plan.pipelineDepth()).arg(plan.dp) +
+                                                           (plan.tp > 1 ? QStringLiteral(" × tp %1").arg(plan.tp) : QString()) +
+                                                           (plan.sequence_parallel ? tr(" · sequence parallel") : QString()) +
                                                            (plan.zero_stage > 0 ? tr(" · ZeRO-%1").arg(plan.zero_stage) : QString()))
                              .arg(widgets::formatSeconds(m.iteration_time_s))
                              .arg(m.throughput_samples_per_s, 0, 'f', 1)

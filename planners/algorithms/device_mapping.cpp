@@ -98,18 +98,36 @@ double communicationSeconds(const std::vector<std::vector<int>>& map, const Traf
     return p2p + reduce;
 }
 
+// Each (stage, replica) cell of a block map stands for the tensor-parallel group on devices
+// block .. block + tp - 1: rank k of it goes to device block + k.
+std::vector<std::vector<int>> expandTensorParallel(const std::vector<std::vector<int>>& block_map, int tp) {
+    std::vector<std::vector<int>> map;
+    for (const auto& row : block_map) {
+        std::vector<int> ranks;
+        for (int first : row)
+            for (int k = 0; k < tp; ++k) ranks.push_back(first + k);
+        map.push_back(std::move(ranks));
+    }
+    return map;
+}
+
 }  // namespace
 
 std::vector<std::vector<int>> mapDevices(const Problem& problem, const Plan& plan) {
-    const int pp = plan.pipelineDepth(), dp = plan.dp;
+    const int pp = plan.pipelineDepth(), dp = plan.dp, tp = plan.tp;
     const int available = problem.cluster.deviceCount();
-    if (plan.isPlacement() || pp < 1 || dp < 1) throw Error("device mapping needs a pipeline plan with stages and dp >= 1");
-    if (pp * dp > available)
-        throw Error("the plan needs " + std::to_string(pp * dp) + " devices (pp " + std::to_string(pp) + " x dp " + std::to_string(dp) +
-                    ") but cluster '" + problem.cluster.name + "' has " + std::to_string(available));
-    // Devices are numbered node by node, so the first pp * dp fill whole nodes first.
+    if (plan.isPlacement() || pp < 1 || dp < 1 || tp < 1)
+        throw Error("device mapping needs a pipeline plan with stages, dp >= 1 and tp >= 1");
+    if (static_cast<int64_t>(pp) * dp * tp > available)
+        throw Error("the plan needs " + std::to_string(static_cast<int64_t>(pp) * dp * tp) + " devices (pp " + std::to_string(pp) +
+                    " x dp " + std::to_string(dp) + (tp > 1 ? " x tp " + std::to_string(tp) : std::string()) + ") but cluster '" +
+                    problem.cluster.name + "' has " + std::to_string(available));
+    // Devices are numbered node by node, so the first pp * dp * tp fill whole nodes first.
+    // Tensor-parallel groups are placed first, as blocks of tp consecutive devices (inside one
+    // node whenever tp divides the node's devices: their all-reduces are on the critical
+    // path); the layouts below arrange the blocks, each represented by its first device.
     std::vector<int> devices(static_cast<size_t>(pp * dp));
-    for (int d = 0; d < pp * dp; ++d) devices[static_cast<size_t>(d)] = d;
+    for (int b = 0; b < pp * dp; ++b) devices[static_cast<size_t>(b)] = b * tp;
 
     const CostModel cost(problem.graph, problem.cluster);
     const Traffic traffic = measureTraffic(problem, plan, cost);
@@ -126,7 +144,7 @@ std::vector<std::vector<int>> mapDevices(const Problem& problem, const Plan& pla
             best_s = s;
         }
     }
-    return best.empty() ? fallback : best;
+    return expandTensorParallel(best.empty() ? fallback : best, tp);
 }
 
 }  // namespace hippie

@@ -8,7 +8,9 @@
 
 namespace hippie {
 
-// device_map[stage][replica] for plan.stages / plan.dp on problem.cluster.
+// device_map[stage][replica * tp + k] for plan.stages / plan.dp / plan.tp on problem.cluster.
+// Each tensor-parallel group gets tp consecutive devices (one node's when tp divides the
+// devices per node); the groups are then arranged like single devices.
 std::vector<std::vector<int>> mapDevices(const Problem& problem, const Plan& plan);
 
 }  // namespace hippie

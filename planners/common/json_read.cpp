@@ -183,6 +183,11 @@ bool requireBool(const json& j, std::string_view key, const std::string& where) 
     return v.get<bool>();
 }
 
+std::optional<bool> optionalBool(const json& j, std::string_view key, const std::string& where) {
+    if (!findMember(j, key)) return std::nullopt;
+    return requireBool(j, key, where);
+}
+
 int64_t requireInt64(const json& j, std::string_view key, const std::string& where, Bound bound) {
     return readInt64(requireMember(j, key, where), bound, where, key);
 }

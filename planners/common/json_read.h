@@ -50,6 +50,7 @@ std::string requireString(const json& j, std::string_view key, const std::string
 std::optional<std::string> optionalString(const json& j, std::string_view key, const std::string& where);
 
 bool requireBool(const json& j, std::string_view key, const std::string& where);
+std::optional<bool> optionalBool(const json& j, std::string_view key, const std::string& where);
 
 // Integers: JSON integers, or numbers with no fractional part (as JSON Schema counts them).
 int64_t requireInt64(const json& j, std::string_view key, const std::string& where, Bound bound = Bound::Any);

@@ -48,7 +48,42 @@ int64_t optimizerStateBytesPerParam(Optimizer o) {
     return 2 * kFp32Bytes;
 }
 
-CostModel::CostModel(const Graph& graph, const Cluster& cluster) : graph_(graph), cluster_(cluster) {}
+CostModel::CostModel(const Graph& graph, const Cluster& cluster, TensorSplit split)
+    : graph_(graph), cluster_(cluster), split_(split) {}
+
+namespace {
+bool isSplit(const Op& o) { return o.tensor_parallel != TensorParallel::Replicated; }
+}  // namespace
+
+double CostModel::rankShare(int op) const {
+    const bool divided = isSplit(graph_.ops[static_cast<size_t>(op)]) || split_.sequence_parallel;
+    return divided && split_.tp > 1 ? 1.0 / split_.tp : 1.0;
+}
+
+int64_t CostModel::rankParamBytes(int op) const {
+    const Op& o = graph_.ops[static_cast<size_t>(op)];
+    if (!isSplit(o) || split_.tp <= 1) return o.param_bytes;
+    return (o.param_bytes + split_.tp - 1) / split_.tp;
+}
+
+int64_t CostModel::activationBytes(int op, double samples) const {
+    return scaled(graph_.ops[static_cast<size_t>(op)].output_bytes, samples * rankShare(op));
+}
+
+TensorParallelTraffic CostModel::tensorParallelTraffic(std::span<const int> ops, double samples) const {
+    TensorParallelTraffic t;
+    if (split_.tp <= 1) return t;
+    std::vector<std::vector<const Edge*>> inputs(graph_.ops.size());
+    for (const Edge& e : graph_.edges) inputs[static_cast<size_t>(e.dst)].push_back(&e);
+    for (int op : ops) {
+        const Op& o = graph_.ops[static_cast<size_t>(op)];
+        if (o.tensor_parallel == TensorParallel::Row) t.forward.push_back(scaled(o.output_bytes, samples));
+        if (o.tensor_parallel != TensorParallel::Column) continue;
+        for (const Edge* e : inputs[static_cast<size_t>(op)])
+            if (!isSplit(graph_.ops[static_cast<size_t>(e->src)])) t.backward.push_back(scaled(e->bytes, samples));
+    }
+    return t;
+}
 
 double CostModel::passSeconds(double flops, double moved_bytes, int kernels, int device) const {
     // An op without FLOPs (an input, a view) launches nothing.
@@ -63,21 +98,21 @@ double CostModel::passSeconds(double flops, double moved_bytes, int kernels, int
 
 double CostModel::fwdTime(int op, double samples, int device) const {
     const Op& o = graph_.ops[static_cast<size_t>(op)];
-    const double scale = samples / graph_.batch_size;
+    const double scale = samples / graph_.batch_size * rankShare(op);
     if (o.fwd_time_s) return *o.fwd_time_s * scale * cluster_.device(device).profiled_time_scale;
-    const double moved = static_cast<double>(o.moved_bytes) * scale + static_cast<double>(o.param_bytes);
+    const double moved = static_cast<double>(o.moved_bytes) * scale + static_cast<double>(rankParamBytes(op));
     return passSeconds(o.fwd_flops * scale, moved, kForwardKernels, device);
 }
 
 double CostModel::bwdTime(int op, double samples, int device) const {
     const Op& o = graph_.ops[static_cast<size_t>(op)];
-    const double scale = samples / graph_.batch_size;
+    const double scale = samples / graph_.batch_size * rankShare(op);
     if (o.bwd_time_s) return *o.bwd_time_s * scale * cluster_.device(device).profiled_time_scale;
     // Backward reads the output gradient and the saved input and writes the input gradient
     // (twice forward's activation traffic); a weighted op also reads its weights and writes
     // their gradient, in a second kernel.
     const bool weighted = o.param_bytes > 0;
-    const double moved = kBackwardTrafficFactor * (static_cast<double>(o.moved_bytes) * scale + static_cast<double>(o.param_bytes));
+    const double moved = kBackwardTrafficFactor * (static_cast<double>(o.moved_bytes) * scale + static_cast<double>(rankParamBytes(op)));
     return passSeconds(o.bwd_flops * scale, moved, weighted ? kWeightedBackwardKernels : kForwardKernels, device);
 }
 
@@ -185,7 +220,7 @@ int64_t CostModel::scaled(int64_t bytes_at_batch, double samples) const {
 StaticMemory CostModel::staticMemory(std::span<const int> ops, Optimizer o, int dp, int64_t bucket_bytes,
                                      int64_t p2p_buffer_bytes, int zero_stage, int64_t gathered_bytes) const {
     StaticMemory m;
-    for (int op : ops) m.params += graph_.ops[static_cast<size_t>(op)].param_bytes;
+    for (int op : ops) m.params += rankParamBytes(op);
     const int64_t count = m.params / activationElementBytes(precision());
     m.grads = m.params;
     m.master_params = isMixed(precision()) ? count * kFp32Bytes : 0;

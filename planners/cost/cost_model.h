@@ -16,6 +16,26 @@ double optimizerFlopsPerParam(Optimizer o);
 // Optimizer state bytes per parameter (momentum: 4, Adam: 8), master fp32 copy excluded.
 int64_t optimizerStateBytesPerParam(Optimizer o);
 
+// Tensor parallelism the costs are for (Plan::tp, Plan::sequence_parallel): the costs are
+// those of one rank of a tensor-parallel group. Ops the graph splits (Op::tensor_parallel)
+// run 1/tp of their FLOPs and hold 1/tp of their parameters and activations; the others run
+// whole on every rank, or with sequence parallelism on 1/tp of the sequence (their
+// parameters stay whole).
+struct TensorSplit {
+    int tp = 1;
+    bool sequence_parallel = false;
+};
+
+// The tensor-parallel collectives of a set of ops for one micro-batch, in op order (bytes of
+// the whole tensor; an all-reduce, or with sequence parallelism a reduce-scatter plus an
+// all-gather of the same bytes). Forward: the partial sums of each Row op's output.
+// Backward: the input gradient of each Column op on each of its inputs that comes from an
+// op that is not split (Megatron's conjugate f operator).
+struct TensorParallelTraffic {
+    std::vector<int64_t> forward;
+    std::vector<int64_t> backward;
+};
+
 struct StaticMemory {
     int64_t params = 0;
     int64_t grads = 0;
@@ -28,11 +48,21 @@ struct StaticMemory {
 
 class CostModel {
 public:
-    CostModel(const Graph& graph, const Cluster& cluster);
+    CostModel(const Graph& graph, const Cluster& cluster, TensorSplit split = {});
 
     const Graph& graph() const { return graph_; }
     const Cluster& cluster() const { return cluster_; }
     Precision precision() const { return graph_.source.precision; }
+    const TensorSplit& split() const { return split_; }
+
+    // One tensor-parallel rank's share of an op's FLOPs and activations (1, or 1/tp).
+    double rankShare(int op) const;
+    // One rank's parameter bytes of an op (split ops: 1/tp, rounded up).
+    int64_t rankParamBytes(int op) const;
+    // One rank's activation bytes of an op's output for `samples` samples.
+    int64_t activationBytes(int op, double samples) const;
+    // Tensor-parallel collectives of `ops` for `samples` samples; empty with tp = 1.
+    TensorParallelTraffic tensorParallelTraffic(std::span<const int> ops, double samples) const;
 
     // Seconds for `samples` samples on `device`. Profiled times win over FLOPs. Otherwise an
     // op's pass takes max((FLOPs + kernels x half_rate) / achievable rate, bytes moved /
@@ -65,7 +95,8 @@ public:
     // Bytes a sample's activations take: ops scale linearly from the graph's batch size.
     int64_t scaled(int64_t bytes_at_batch, double samples) const;
 
-    // Parameters, gradients, master weights and optimizer state for `ops`, plus bucket and
+    // Parameters, gradients, master weights and optimizer state for `ops` (one tensor-parallel
+    // rank's share), plus bucket and
     // receive buffers (`dp` > 1 adds in-flight gradient buckets). ZeRO over `dp` replicas:
     // stage >= 1 keeps 1/dp of the optimizer state and master weights, >= 2 of the gradients,
     // 3 of the parameters, plus `gathered_bytes` of full parameters gathered for use.
@@ -83,6 +114,7 @@ private:
 
     const Graph& graph_;
     const Cluster& cluster_;
+    TensorSplit split_;
 };
 
 }  // namespace hippie

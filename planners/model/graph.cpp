@@ -7,6 +7,15 @@
 
 namespace hippie {
 
+const char* toString(TensorParallel t) {
+    switch (t) {
+    case TensorParallel::Replicated: return "replicated";
+    case TensorParallel::Column: return "column";
+    case TensorParallel::Row: return "row";
+    }
+    return "replicated";
+}
+
 const char* toString(Precision p) {
     switch (p) {
     case Precision::FP32: return "fp32";
@@ -118,5 +127,13 @@ int64_t Graph::totalParamBytes() const {
 }
 
 int64_t Graph::paramCount() const { return totalParamBytes() / activationElementBytes(source.precision); }
+
+bool Graph::tensorParallelFits(int tp) const {
+    if (tp == 1) return true;
+    if (tp < 1 || tensor_parallel_divisor % tp != 0) return false;
+    for (const Op& op : ops)
+        if (op.tensor_parallel != TensorParallel::Replicated) return true;
+    return false;
+}
 
 }  // namespace hippie

@@ -29,6 +29,19 @@ struct ModelSpec {
     std::map<std::string, double> overrides;
 };
 
+// How tensor parallelism (Megatron-LM, Shoeybi et al. 2019) splits an op over the tp ranks
+// of a replica. Set by the zoo's transformer builders; graphs read from JSON or TorchScript
+// have every op Replicated, so nothing of them is split and planners keep tp = 1.
+enum class TensorParallel {
+    Replicated,  // every rank runs it whole (LayerNorm, residual adds, position embeddings)
+    Column,      // output split over the ranks, no collective after it: column-parallel
+                 // linear, attention by heads, elementwise on a split tensor, vocabulary-
+                 // parallel LM head and loss
+    Row          // input split, output a partial sum the ranks all-reduce: row-parallel
+                 // linear, vocabulary-parallel embedding
+};
+const char* toString(TensorParallel t);  // "replicated", "column", "row"
+
 struct Op {
     std::string name;
     std::string kind;       // "matmul", "conv2d", "attention", "layernorm", ...
@@ -43,6 +56,7 @@ struct Op {
     int64_t moved_bytes = 0;
     std::optional<double> fwd_time_s;  // profiled; wins over FLOPs when present
     std::optional<double> bwd_time_s;
+    TensorParallel tensor_parallel = TensorParallel::Replicated;
 };
 
 struct Edge {
@@ -77,6 +91,9 @@ struct Graph {
     // them): a BatchNorm over a 1x1 feature map sees one value per channel and sample.
     int min_micro_batch = 1;
     std::string min_micro_batch_reason;
+    // Tensor-parallel degrees must divide this (the attention heads, which split whole);
+    // 1 when no op is split (Op::tensor_parallel).
+    int tensor_parallel_divisor = 1;
 
     int layerCount() const;                  // 1 + largest layer index (0 if empty)
     std::vector<Layer> layers() const;       // layer view, index i = layer i
@@ -87,6 +104,9 @@ struct Graph {
     // Parameter bytes are in the graph's precision (source.precision): 2 bytes a parameter
     // for FP16/BF16 graphs, 4 for FP32.
     int64_t paramCount() const;
+    // Whether tensor parallelism of degree tp can split this graph: some op is split and tp
+    // divides tensor_parallel_divisor. tp = 1 always can.
+    bool tensorParallelFits(int tp) const;
 };
 
 }  // namespace hippie

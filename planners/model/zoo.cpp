@@ -56,6 +56,11 @@ void GraphBuilder::requireMicroBatch(int64_t samples, const std::string& why) {
     graph_.min_micro_batch_reason = why;
 }
 
+Tensor GraphBuilder::split(TensorParallel kind, Tensor t) {
+    graph_.ops.at(static_cast<size_t>(t.op)).tensor_parallel = kind;
+    return t;
+}
+
 Graph GraphBuilder::finish() { return std::move(graph_); }
 
 // ---- Costs ----------------------------------------------------------------------------------

@@ -54,6 +54,11 @@ public:
     Tensor add(const std::string& op_name, const OpCost& cost, const std::vector<Tensor>& inputs);
     // The model trains only on micro-batches of at least `samples` (why: for the message).
     void requireMicroBatch(int64_t samples, const std::string& why);
+    // Marks the op producing `t` as split by tensor parallelism (Graph: Op::tensor_parallel);
+    // returns `t` so a builder can wrap an add().
+    Tensor split(TensorParallel kind, Tensor t);
+    // Tensor-parallel degrees must divide `divisor` (the attention heads).
+    void limitTensorParallel(int divisor) { graph_.tensor_parallel_divisor = divisor; }
     Graph finish();
 
 private:

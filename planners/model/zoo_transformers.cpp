@@ -45,6 +45,9 @@ Tensor residual(GraphBuilder& g, const std::string& name, Tensor branch, Tensor 
 // context P V (same FLOPs) and the output projection. Self-attention projects Q, K and V in
 // one fused matmul; cross-attention projects Q from x and K, V from the encoder memory.
 // A causal mask changes no cost: implementations compute the full score matrix.
+// Tensor parallelism splits it by heads (Megatron-LM): the projections of Q, K and V by
+// columns, scores, softmax and context per head, and the output projection by rows (its
+// partial sums all-reduced).
 Tensor attention(GraphBuilder& g, const BlockShape& s, const std::string& prefix, Tensor x, int64_t q_seq,
                  const Memory* memory) {
     const int64_t b = g.batch(), d = s.d_model;
@@ -54,28 +57,33 @@ Tensor attention(GraphBuilder& g, const BlockShape& s, const std::string& prefix
     std::vector<Tensor> score_inputs;
     Tensor values;
     if (!memory) {
-        const Tensor qkv = g.add(prefix + "_qkv", linearCost(q_rows, d, 3 * d, true), {x});
+        const Tensor qkv = g.split(TensorParallel::Column, g.add(prefix + "_qkv", linearCost(q_rows, d, 3 * d, true), {x}));
         score_inputs = {Tensor{qkv.op, 2 * q_rows * d}};  // Q and K, one edge
         values = Tensor{qkv.op, q_rows * d};
     } else {
-        const Tensor q = g.add(prefix + "_q", linearCost(q_rows, d, d, true), {x});
-        const Tensor kv = g.add(prefix + "_kv", linearCost(kv_rows, d, 2 * d, true), {memory->tensor});
+        const Tensor q = g.split(TensorParallel::Column, g.add(prefix + "_q", linearCost(q_rows, d, d, true), {x}));
+        const Tensor kv = g.split(TensorParallel::Column, g.add(prefix + "_kv", linearCost(kv_rows, d, 2 * d, true), {memory->tensor}));
         score_inputs = {q, Tensor{kv.op, kv_rows * d}};
         values = Tensor{kv.op, kv_rows * d};
     }
     const double matmul_flops = 2.0 * static_cast<double>(b * q_seq * kv_seq * d);
     const int64_t score_elements = b * s.heads * q_seq * kv_seq;
-    const Tensor scores = g.add(prefix + "_scores", activationMatmulCost(matmul_flops, score_elements), score_inputs);
-    const Tensor probs = g.add(prefix + "_softmax", softmaxCost(score_elements), {scores});
-    const Tensor context = g.add(prefix + "_context", activationMatmulCost(matmul_flops, q_rows * d), {probs, values});
-    return g.add(prefix + "_proj", linearCost(q_rows, d, d, true), {context});
+    const Tensor scores =
+        g.split(TensorParallel::Column, g.add(prefix + "_scores", activationMatmulCost(matmul_flops, score_elements), score_inputs));
+    const Tensor probs = g.split(TensorParallel::Column, g.add(prefix + "_softmax", softmaxCost(score_elements), {scores}));
+    const Tensor context =
+        g.split(TensorParallel::Column, g.add(prefix + "_context", activationMatmulCost(matmul_flops, q_rows * d), {probs, values}));
+    return g.split(TensorParallel::Row, g.add(prefix + "_proj", linearCost(q_rows, d, d, true), {context}));
 }
 
 Tensor feedForward(GraphBuilder& g, const BlockShape& s, Tensor x, int64_t seq) {
     const int64_t rows = g.batch() * seq;
-    Tensor h = g.add("mlp_fc1", linearCost(rows, s.d_model, s.d_ff, true), {x});
-    h = g.add(std::string("mlp_") + s.activation, elementwiseCost(s.activation, h.elements, s.activation_flops), {h});
-    return g.add("mlp_fc2", linearCost(rows, s.d_ff, s.d_model, true), {h});
+    // Tensor parallelism: the first linear by columns (the activation runs on its split
+    // output), the second by rows.
+    Tensor h = g.split(TensorParallel::Column, g.add("mlp_fc1", linearCost(rows, s.d_model, s.d_ff, true), {x}));
+    h = g.split(TensorParallel::Column,
+                g.add(std::string("mlp_") + s.activation, elementwiseCost(s.activation, h.elements, s.activation_flops), {h}));
+    return g.split(TensorParallel::Row, g.add("mlp_fc2", linearCost(rows, s.d_ff, s.d_model, true), {h}));
 }
 
 Tensor preNormBlock(GraphBuilder& g, const BlockShape& s, Tensor x, int64_t seq, const Memory* encoder) {
@@ -109,13 +117,13 @@ Tensor transformerBlock(GraphBuilder& g, const BlockShape& s, Tensor x, int64_t 
 }
 
 // Softmax over the vocabulary through a projection tied to the token embedding, whose weight
-// is counted once, in the embedding.
+// is counted once, in the embedding. Tensor parallelism splits both by vocabulary.
 void tiedLmHead(GraphBuilder& g, Tensor x, int64_t seq, int64_t d_model, int64_t vocab, const char* name,
                 std::vector<Tensor> extra_loss_inputs = {}) {
     const int64_t rows = g.batch() * seq;
-    const Tensor logits = g.add(name, linearCost(rows, d_model, vocab, false, /*owns_weight=*/false), {x});
+    const Tensor logits = g.split(TensorParallel::Column, g.add(name, linearCost(rows, d_model, vocab, false, /*owns_weight=*/false), {x}));
     extra_loss_inputs.insert(extra_loss_inputs.begin(), logits);
-    g.add("loss", crossEntropyCost(rows, vocab), extra_loss_inputs);
+    g.split(TensorParallel::Column, g.add("loss", crossEntropyCost(rows, vocab), extra_loss_inputs));
 }
 
 // ---- GPT ------------------------------------------------------------------------------------
@@ -126,7 +134,8 @@ void buildGpt(GraphBuilder& g, const GptArch& m) {
     const int64_t seq = m.seq_len, rows = g.batch() * seq, d = m.d_model;
     const BlockShape block{d, m.heads, m.d_ff, NormPlacement::Pre, "gelu", kGeluFlopsPerElement};
     g.beginLayer("embed");
-    const Tensor tokens = g.add("token_embed", embeddingCost(rows, m.vocab, d));
+    g.limitTensorParallel(static_cast<int>(m.heads));
+    const Tensor tokens = g.split(TensorParallel::Row, g.add("token_embed", embeddingCost(rows, m.vocab, d)));
     const Tensor positions = g.add("position_embed", embeddingCost(rows, m.positions, d));
     Tensor x = g.add("sum", elementwiseCost("add", rows * d, kAddFlopsPerElement), {tokens, positions});
     for (int i = 0; i < m.layers; ++i) {
@@ -151,8 +160,8 @@ void bertPretrainingHead(GraphBuilder& g, Tensor x, int64_t seq, int64_t d, int6
     Tensor h = g.add("mlm_transform", linearCost(rows, d, d, true), {x});
     h = g.add("mlm_gelu", elementwiseCost("gelu", h.elements, kGeluFlopsPerElement), {h});
     h = layerNorm(g, "mlm_norm", h, d);
-    const Tensor logits = g.add("mlm_decoder", linearCost(rows, d, vocab, true, /*owns_weight=*/false), {h});
-    g.add("loss", crossEntropyCost(rows, vocab), {logits, nsp});
+    const Tensor logits = g.split(TensorParallel::Column, g.add("mlm_decoder", linearCost(rows, d, vocab, true, /*owns_weight=*/false), {h}));
+    g.split(TensorParallel::Column, g.add("loss", crossEntropyCost(rows, vocab), {logits, nsp}));
 }
 
 }  // namespace
@@ -161,7 +170,8 @@ void buildBert(GraphBuilder& g, const BertArch& m) {
     const int64_t seq = m.seq_len, rows = g.batch() * seq, d = m.d_model;
     const BlockShape block{d, m.heads, m.d_ff, NormPlacement::Post, "gelu", kGeluFlopsPerElement};
     g.beginLayer("embed");
-    const Tensor words = g.add("word_embed", embeddingCost(rows, m.vocab, d));
+    g.limitTensorParallel(static_cast<int>(m.heads));
+    const Tensor words = g.split(TensorParallel::Row, g.add("word_embed", embeddingCost(rows, m.vocab, d)));
     const Tensor positions = g.add("position_embed", embeddingCost(rows, m.positions, d));
     const Tensor segments = g.add("segment_embed", embeddingCost(rows, m.segments, d));
     Tensor x = g.add("sum", elementwiseCost("add", rows * d, 2 * kAddFlopsPerElement), {words, positions, segments});
@@ -182,9 +192,10 @@ void buildTransformer(GraphBuilder& g, const TransformerArch& m) {
     const OpCost positions = elementwiseCost("add", rows * d, kSinusoidFlopsPerElement);
     g.beginLayer("embed");
     // One table serves source, target and the pre-softmax projection (paper, section 3.4).
-    Tensor src = g.add("source_embed", embeddingCost(rows, vocab, d));
+    g.limitTensorParallel(static_cast<int>(m.heads));
+    Tensor src = g.split(TensorParallel::Row, g.add("source_embed", embeddingCost(rows, vocab, d)));
     src = g.add("source_position", positions, {src});
-    Tensor tgt = g.add("target_embed", embeddingCost(rows, vocab, d, /*owns_table=*/false));
+    Tensor tgt = g.split(TensorParallel::Row, g.add("target_embed", embeddingCost(rows, vocab, d, /*owns_table=*/false)));
     tgt = g.add("target_position", positions, {tgt});
     for (int i = 0; i < m.layers; ++i) {
         g.beginLayer("enc" + std::to_string(i));

@@ -51,9 +51,10 @@ void checkPipeline(const Plan& plan, const Graph& graph, int cluster_devices) {
                                                     " pipeline stages"));
         std::set<int> seen;
         for (size_t s = 0; s < plan.device_map.size(); ++s) {
-            if (static_cast<int>(plan.device_map[s].size()) != plan.dp)
-                throw Error(planError("device_map[" + std::to_string(s) + "]", "has " + std::to_string(plan.device_map[s].size()) +
-                                                                                   " replicas, dp is " + std::to_string(plan.dp)));
+            if (static_cast<int64_t>(plan.device_map[s].size()) != static_cast<int64_t>(plan.dp) * plan.tp)
+                throw Error(planError("device_map[" + std::to_string(s) + "]",
+                                      "has " + std::to_string(plan.device_map[s].size()) + " devices, dp is " + std::to_string(plan.dp) +
+                                          (plan.tp > 1 ? " and tp " + std::to_string(plan.tp) + " (dp x tp devices)" : std::string())));
             for (int d : plan.device_map[s]) {
                 if (d < 0 || d >= cluster_devices)
                     throw Error(planError("device_map", "device " + std::to_string(d) + " is not in the cluster (0.." +
@@ -61,9 +62,10 @@ void checkPipeline(const Plan& plan, const Graph& graph, int cluster_devices) {
                 if (!seen.insert(d).second) throw Error(planError("device_map", "device " + std::to_string(d) + " is used twice"));
             }
         }
-    } else if (pp * plan.dp > cluster_devices) {
-        throw Error("plan needs " + std::to_string(pp * plan.dp) + " devices (pp " + std::to_string(pp) + " x dp " +
-                    std::to_string(plan.dp) + ") but the cluster has " + std::to_string(cluster_devices));
+    } else if (static_cast<int64_t>(pp) * plan.dp * plan.tp > cluster_devices) {
+        throw Error("plan needs " + std::to_string(static_cast<int64_t>(pp) * plan.dp * plan.tp) + " devices (pp " + std::to_string(pp) +
+                    " x dp " + std::to_string(plan.dp) + (plan.tp > 1 ? " x tp " + std::to_string(plan.tp) : std::string()) +
+                    ") but the cluster has " + std::to_string(cluster_devices));
     }
 }
 
@@ -428,6 +430,24 @@ std::string minMicroBatchText(const Graph& graph) {
 
 }  // namespace
 
+namespace {
+
+void checkTensorParallel(const Plan& plan) {
+    if (plan.tp < 1) throw Error(planError("tp", "is " + std::to_string(plan.tp) + "; the tensor-parallel degree must be at least 1"));
+    if (plan.sequence_parallel && plan.tp == 1)
+        throw Error(planError("sequence_parallel", "needs tp > 1: sequence parallelism splits over the tensor-parallel ranks"));
+    if (plan.tp != 1 && plan.isPlacement())
+        throw Error(planError("tp", "placement plans place whole ops on one device each; use 1"));
+    // The planners' side of tensor parallelism ends at the plan for now (issue 15): a
+    // Program with tensor-parallel collectives is the next slice, so such plans are refused
+    // here rather than lowered as if tp were 1.
+    if (plan.tp != 1)
+        throw Error(planError("tp", "is " + std::to_string(plan.tp) +
+                                        ": tensor-parallel plans are not yet lowered to a program (simulated or trained); use 1"));
+}
+
+}  // namespace
+
 void requireTrainableBatch(const Graph& graph, int global_batch) {
     if (global_batch < graph.min_micro_batch)
         throw Error("the global batch of " + std::to_string(global_batch) + " samples is too small: " + minMicroBatchText(graph) +
@@ -462,6 +482,7 @@ void checkPlan(const Plan& plan, const Graph& graph, int cluster_devices) {
                                                 "; ZeRO stages are 0 (none), 1 (optimizer state), 2 (+ gradients) and 3 (+ parameters)"));
     if (plan.zero_stage != 0 && plan.isPlacement())
         throw Error(planError("zero_stage", "placement plans have no data-parallel replicas to shard over; use 0"));
+    checkTensorParallel(plan);
 }
 
 Program lower(const Plan& plan, const Graph& graph) {

@@ -88,21 +88,49 @@ int Plan::pipelineDepth() const {
 
 int Plan::deviceCount() const {
     if (isPlacement()) return pipelineDepth();
-    return pipelineDepth() * dp;
+    return pipelineDepth() * dp * tp;
 }
 
 double Plan::microBatchSize() const {
     return static_cast<double>(global_batch) / (static_cast<double>(dp) * static_cast<double>(micro_batches));
 }
 
+std::vector<std::vector<int>> Plan::pipelineMap() const {
+    return device_map.empty() ? defaultDeviceMap(pipelineDepth(), dp, tp) : device_map;
+}
+
+// A device map row holds tp ranks per replica; rows shorter than dp * tp (a malformed map
+// the checks reject later) give what they hold rather than reading past the end.
+namespace {
+
+int rowDevice(const std::vector<int>& row, size_t replica, size_t rank, size_t tp) {
+    const size_t i = replica * tp + rank;
+    return i < row.size() ? row[i] : -1;
+}
+
+size_t replicasIn(const std::vector<std::vector<int>>& map, size_t tp) {
+    size_t cells = 0;
+    for (const auto& row : map) cells = std::max(cells, row.size());
+    return (cells + tp - 1) / tp;
+}
+
+void appendIfSet(std::vector<int>& group, int device) {
+    if (device >= 0) group.push_back(device);
+}
+
+}  // namespace
+
 std::vector<std::vector<int>> Plan::pipelineGroups() const {
     if (isPlacement() && device_map.empty()) return {distinctPlacementDevices(placement)};
-    const std::vector<std::vector<int>> map = device_map.empty() ? defaultDeviceMap(pipelineDepth(), dp) : device_map;
-    size_t replicas = 0;
-    for (const auto& row : map) replicas = std::max(replicas, row.size());
-    std::vector<std::vector<int>> groups(replicas);
-    for (const auto& row : map)
-        for (size_t r = 0; r < row.size(); ++r) groups[r].push_back(row[r]);
+    const auto map = pipelineMap();
+    const size_t t = static_cast<size_t>(std::max(tp, 1)), replicas = replicasIn(map, t);
+    std::vector<std::vector<int>> groups;
+    for (size_t r = 0; r < replicas; ++r)
+        for (size_t k = 0; k < t; ++k) {
+            std::vector<int> group;
+            for (const auto& row : map) appendIfSet(group, rowDevice(row, r, k, t));
+            groups.push_back(std::move(group));
+        }
     return groups;
 }
 
@@ -112,13 +140,37 @@ std::vector<std::vector<int>> Plan::stageGroups() const {
         for (int d : distinctPlacementDevices(placement)) groups.push_back({d});
         return groups;
     }
-    return device_map.empty() ? defaultDeviceMap(pipelineDepth(), dp) : device_map;
+    const auto map = pipelineMap();
+    const size_t t = static_cast<size_t>(std::max(tp, 1));
+    std::vector<std::vector<int>> groups;
+    for (const auto& row : map)
+        for (size_t k = 0; k < t; ++k) {
+            std::vector<int> group;
+            for (size_t r = 0; r * t < row.size(); ++r) appendIfSet(group, rowDevice(row, r, k, t));
+            groups.push_back(std::move(group));
+        }
+    return groups;
 }
 
-std::vector<std::vector<int>> defaultDeviceMap(int pp, int dp) {
+std::vector<std::vector<int>> Plan::tpGroups() const {
+    if (isPlacement()) return {};
+    const auto map = pipelineMap();
+    const size_t t = static_cast<size_t>(std::max(tp, 1));
+    std::vector<std::vector<int>> groups;
+    for (const auto& row : map)
+        for (size_t r = 0; r * t < row.size(); ++r) {
+            std::vector<int> group;
+            for (size_t k = 0; k < t; ++k) appendIfSet(group, rowDevice(row, r, k, t));
+            groups.push_back(std::move(group));
+        }
+    return groups;
+}
+
+std::vector<std::vector<int>> defaultDeviceMap(int pp, int dp, int tp) {
     std::vector<std::vector<int>> map(static_cast<size_t>(std::max(pp, 0)));
     for (int s = 0; s < pp; ++s)
-        for (int r = 0; r < dp; ++r) map[static_cast<size_t>(s)].push_back(r * pp + s);
+        for (int r = 0; r < dp; ++r)
+            for (int k = 0; k < tp; ++k) map[static_cast<size_t>(s)].push_back((r * pp + s) * tp + k);
     return map;
 }
 

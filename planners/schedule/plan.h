@@ -57,24 +57,44 @@ struct Plan {
     std::vector<int> recompute_layers;  // layers whose activations are recomputed in backward
     int64_t bucket_bytes = 25 * 1024 * 1024;  // gradient all-reduce bucket size (DDP's default)
     int zero_stage = 0;  // ZeRO sharding over each stage's dp replicas (0..kMaxZeroStage); pipeline plans only
+    // Tensor parallelism (Megatron-LM, Shoeybi et al. 2019): each replica of a stage runs on
+    // `tp` devices that split the graph's splittable ops (Op::tensor_parallel) between them.
+    // One degree for every pipeline stage: per-stage degrees are not built. Pipeline plans only.
+    int tp = 1;
+    // Sequence parallelism (Korthikanti et al. 2022): the ops tensor parallelism replicates
+    // (LayerNorm, dropout, residual adds) split the sequence over the tp ranks instead, and
+    // each all-reduce of tensor parallelism becomes a reduce-scatter plus an all-gather.
+    // Only meaningful with tp > 1.
+    bool sequence_parallel = false;
 
-    // device_map[pipeline stage][replica] = global device id. For interleaved plans the
-    // pipeline stages are the first pp entries of `stages`; chunk c of device position i is
+    // device_map[pipeline stage][r * tp + k] = global device id of tensor-parallel rank k of
+    // replica r (with tp = 1: device_map[stage][replica]). For interleaved plans the pipeline
+    // stages are the first pp entries of `stages`; chunk c of device position i is
     // stages[c * pp + i].
     std::vector<std::vector<int>> device_map;
 
     bool isPlacement() const { return !placement.empty(); }
     int pipelineDepth() const;   // pp: devices in one pipeline
-    int deviceCount() const;     // pp * dp, or distinct devices of a placement
-    double microBatchSize() const;  // global_batch / (dp * micro_batches)
+    int deviceCount() const;     // pp * dp * tp, or distinct devices of a placement
+    double microBatchSize() const;  // global_batch / (dp * micro_batches): tp ranks share a micro-batch
 
     // Process groups the engine creates, derived from device_map.
-    std::vector<std::vector<int>> pipelineGroups() const;  // one per replica: its devices in stage order
-    std::vector<std::vector<int>> stageGroups() const;     // one per pipeline stage: its replicas
+    // One per (replica, tp rank), replica-major: its devices in stage order.
+    std::vector<std::vector<int>> pipelineGroups() const;
+    // Data-parallel groups, one per (pipeline stage, tp rank), stage-major: the replicas.
+    std::vector<std::vector<int>> stageGroups() const;
+    // Tensor-parallel groups, one per (pipeline stage, replica), stage-major: the tp ranks.
+    // Empty for placement plans.
+    std::vector<std::vector<int>> tpGroups() const;
+
+private:
+    std::vector<std::vector<int>> pipelineMap() const;  // device_map, or the default one when empty
 };
 
-// Default device map: replica r of stage s on device r * pp + s (pipelines packed inside
-// nodes). Planners replace it with a topology-aware one.
-std::vector<std::vector<int>> defaultDeviceMap(int pp, int dp);
+// Default device map: rank k of replica r of stage s on device (r * pp + s) * tp + k: a
+// tensor-parallel group is contiguous (inside one node when tp divides the node's devices)
+// and pipelines are packed inside nodes after it. Planners replace it with a
+// topology-aware one.
+std::vector<std::vector<int>> defaultDeviceMap(int pp, int dp, int tp = 1);
 
 }  // namespace hippie

@@ -16,10 +16,12 @@ using namespace json_read;
 namespace {
 
 constexpr const char* kFormat = "hippie-plan";
-// Version 2 adds model.overrides, version 3 zero_stage; a plan without them is still written
-// with the lowest version that holds it, so older readers read it.
-constexpr int kVersion = 3;
+// Version 2 adds model.overrides, version 3 zero_stage, version 4 tp and sequence_parallel; a
+// plan without them is still written with the lowest version that holds it, so older readers
+// read it.
+constexpr int kVersion = 4;
 constexpr int kZeroStageVersion = 3;
+constexpr int kTensorParallelVersion = 4;
 // Most devices a plan may use: as for clusters (cluster_json.cpp), far above any the planners
 // search, and it bounds what the device map allocates before any cluster is consulted.
 constexpr int64_t kMaxDevices = 1 << 20;
@@ -34,10 +36,13 @@ void checkCounts(const Plan& p, const std::string& where) {
         failField(where, "global_batch", "is " + std::to_string(p.global_batch) + " samples, fewer than dp " + std::to_string(p.dp) +
                                              " x " + std::to_string(p.micro_batches) + " micro-batches of at least one sample");
     if (p.isPlacement()) return;
-    const int64_t devices = static_cast<int64_t>(p.stages.size()) * p.dp;
-    if (devices > kMaxDevices)
-        failField(where, "dp", "is " + std::to_string(p.dp) + ": with " + std::to_string(p.stages.size()) + " stages the plan needs " +
-                                   std::to_string(devices) + " devices, more than the " + std::to_string(kMaxDevices) + " supported");
+    const int64_t devices = static_cast<int64_t>(p.stages.size()) * p.dp * p.tp;
+    if (devices > kMaxDevices) {
+        const char* field = p.tp > 1 ? "tp" : "dp";
+        failField(where, field, "is " + std::to_string(p.tp > 1 ? p.tp : p.dp) + ": with " + std::to_string(p.stages.size()) +
+                                    " stages, dp " + std::to_string(p.dp) + " and tp " + std::to_string(p.tp) + " the plan needs " +
+                                    std::to_string(devices) + " devices, more than the " + std::to_string(kMaxDevices) + " supported");
+    }
 }
 
 // ---- writing ----
@@ -141,6 +146,11 @@ void checkShape(const Plan& p, const std::string& where) {
     if (p.isPlacement() && p.zero_stage != 0)
         failField(where, "zero_stage", "is " + std::to_string(p.zero_stage) +
                                            " but placement plans have no data-parallel replicas to shard over; use 0");
+    if (p.isPlacement() && p.tp != 1)
+        failField(where, "tp", "is " + std::to_string(p.tp) + " but placement plans place whole ops on one device each; use 1");
+    if (p.sequence_parallel && p.tp == 1)
+        failField(where, "sequence_parallel", "is true but 'tp' is 1: sequence parallelism splits over the tensor-parallel ranks, "
+                                              "so it needs tp > 1");
 }
 
 void checkDeviceMap(const Plan& p, const std::string& where) {
@@ -152,9 +162,11 @@ void checkDeviceMap(const Plan& p, const std::string& where) {
     std::map<int, std::string> seen;  // device -> the cell that first used it
     for (size_t s = 0; s < pp; ++s) {
         const std::string ws = at(where, "device_map", s);
-        if (p.device_map[s].size() != static_cast<size_t>(p.dp))
+        const size_t expected = static_cast<size_t>(p.dp) * static_cast<size_t>(p.tp);
+        if (p.device_map[s].size() != expected)
             fail(ws, "has " + std::to_string(p.device_map[s].size()) + " devices but 'dp' is " + std::to_string(p.dp) +
-                         " (one device per replica)");
+                         (p.tp > 1 ? " and 'tp' " + std::to_string(p.tp) + " (tp devices per replica, " + std::to_string(expected) + " in all)"
+                                   : std::string(" (one device per replica)")));
         for (size_t r = 0; r < p.device_map[s].size(); ++r) {
             const std::string cell = "device_map[" + std::to_string(s) + "][" + std::to_string(r) + "]";
             const int d = p.device_map[s][r];
@@ -164,11 +176,18 @@ void checkDeviceMap(const Plan& p, const std::string& where) {
     }
 }
 
+// The lowest format version that holds every field the plan sets.
+int formatVersion(const Plan& p) {
+    if (p.tp != 1 || p.sequence_parallel) return kTensorParallelVersion;
+    if (p.zero_stage != 0) return kZeroStageVersion;
+    return modelSpecFormatVersion(p.model);
+}
+
 }  // namespace
 
 json planToJson(const Plan& p) {
     return {{"format", kFormat},
-            {"version", p.zero_stage != 0 ? kZeroStageVersion : modelSpecFormatVersion(p.model)},
+            {"version", formatVersion(p)},
             {"model", modelToJson(p.model)},
             {"cluster", p.cluster},
             {"planner", p.planner},
@@ -184,8 +203,10 @@ json planToJson(const Plan& p) {
             {"recompute_layers", p.recompute_layers},
             {"bucket_bytes", p.bucket_bytes},
             {"zero_stage", p.zero_stage},
+            {"tp", p.tp},
+            {"sequence_parallel", p.sequence_parallel},
             {"device_map", p.device_map},
-            {"groups", {{"pipelines", p.pipelineGroups()}, {"stages", p.stageGroups()}}}};
+            {"groups", {{"pipelines", p.pipelineGroups()}, {"stages", p.stageGroups()}, {"tensor", p.tpGroups()}}}};
 }
 
 Plan planFromJson(const json& j, const std::string& where) {
@@ -209,10 +230,12 @@ Plan planFromJson(const json& j, const std::string& where) {
     if (p.zero_stage > kMaxZeroStage)
         failField(where, "zero_stage", "is " + std::to_string(p.zero_stage) + "; ZeRO stages are 0 (none), 1 (optimizer state), 2 (+ gradients) "
                                        "and 3 (+ parameters)");
+    p.tp = optionalInt(j, "tp", where, Bound::Positive).value_or(1);
+    p.sequence_parallel = optionalBool(j, "sequence_parallel", where).value_or(false);
     checkShape(p, where);
     checkCounts(p, where);
     p.device_map = readDeviceMap(j, where);
-    if (p.device_map.empty() && !p.isPlacement()) p.device_map = defaultDeviceMap(p.pipelineDepth(), p.dp);
+    if (p.device_map.empty() && !p.isPlacement()) p.device_map = defaultDeviceMap(p.pipelineDepth(), p.dp, p.tp);
     checkDeviceMap(p, where);
     // "groups" is derived from device_map; whatever the file says is recomputed, not read.
     return p;

@@ -2,6 +2,7 @@
 #include <QtTest>
 
 #include "planners/cost/cost_model.h"
+#include "planners/model/zoo.h"
 #include "synthetic.h"
 
 using namespace hippie;
@@ -188,6 +189,71 @@ private slots:
         QCOMPARE(m.master_params, 4 * P / 4);
         // One replica: nothing to shard.
         QCOMPARE(cost.staticMemory(ops, Optimizer::Adam, 1, 1'000'000, 0, 3, 0).total(), 16 * P);
+    }
+
+    // With t-way tensor parallelism a rank holds 1/t of the split parameters and all of the
+    // replicated ones; ZeRO's formulas then hold for that rank's P: split P_s = 2M and
+    // replicated P_r = 1M parameters, t = 2, N_d = 4, so P = 1M + 1M.
+    void zeroMemoryWithTensorParallelism() {
+        Graph g = chainGraph(2, 1, 2, 2'000'000);
+        g.source.precision = Precision::FP16;
+        g.ops[0].param_bytes = 4'000'000;  // 2M parameters, split
+        g.ops[0].tensor_parallel = TensorParallel::Column;
+        const Cluster c = exactCluster(1, 8);
+        const std::vector<int> ops{0, 1};
+        const CostModel cost(g, c, TensorSplit{2, false});
+        QCOMPARE(cost.rankParamBytes(0), int64_t(2'000'000));
+        QCOMPARE(cost.rankParamBytes(1), int64_t(2'000'000));
+        const int64_t P = 2'000'000, buckets = 2'000'000;
+        auto states = [&](int zero) { return cost.staticMemory(ops, Optimizer::Adam, 4, 1'000'000, 0, zero, 0).total() - buckets; };
+        QCOMPARE(states(0), 16 * P);
+        QCOMPARE(states(1), 2 * P + 2 * P + 12 * P / 4);
+        QCOMPARE(states(2), 2 * P + 14 * P / 4);
+        QCOMPARE(states(3), 16 * P / 4);
+        // Sequence parallelism splits activations, not parameters.
+        QCOMPARE(CostModel(g, c, TensorSplit{2, true}).staticMemory(ops, Optimizer::Adam, 1, 1'000'000, 0).total(), 16 * P);
+        QCOMPARE(CostModel(g, c).staticMemory(ops, Optimizer::Adam, 1, 1'000'000, 0).total(), int64_t{16} * 3'000'000);
+    }
+
+    // One GPT block (s = 128, b = 2, h = 64, fp16) under t = 4 (Megatron-LM, section 3): two
+    // all-reduces of s*b*h elements forward (after the attention's output projection and the
+    // MLP's second linear) and two backward (into the QKV projection's and the first
+    // linear's inputs); sequence parallelism moves the same bytes as reduce-scatter plus
+    // all-gather and divides the LayerNorms' activations by t too.
+    void tensorParallelBlockTraffic() {
+        ModelSpec spec;
+        spec.zoo = "gpt2-small";
+        spec.batch_size = 2;
+        spec.seq_len = 128;
+        spec.precision = Precision::FP16;
+        spec.overrides = {{"layers", 1}, {"d_model", 64}, {"heads", 4}};
+        const Graph g = buildZooModel(spec);
+        const Cluster c = exactCluster(1, 4);
+        std::vector<int> block;
+        for (size_t op = 0; op < g.ops.size(); ++op)
+            if (g.ops[op].layer == 1) block.push_back(static_cast<int>(op));
+        const int64_t sbh = int64_t{128} * 2 * 64 * 2;  // bytes of one s x b x h fp16 tensor
+        for (const bool sp : {false, true}) {
+            const CostModel cost(g, c, TensorSplit{4, sp});
+            const TensorParallelTraffic t = cost.tensorParallelTraffic(block, 2);
+            QCOMPARE(t.forward, (std::vector<int64_t>{sbh, sbh}));
+            QCOMPARE(t.backward, (std::vector<int64_t>{sbh, sbh}));
+            QCOMPARE(cost.tensorParallelTraffic(block, 1).forward, (std::vector<int64_t>{sbh / 2, sbh / 2}));
+        }
+        QVERIFY(CostModel(g, c).tensorParallelTraffic(block, 2).forward.empty());
+        const std::vector<int> all{0, 1, 2, 3};
+        const CostModel cost(g, c, TensorSplit{4, true});
+        QVERIFY(std::abs(cost.reduceScatterTime(sbh, all) + cost.allGatherTime(sbh, all) - cost.allReduceTime(sbh, all)) < 1e-15);
+        for (int op : block) {
+            const Op& o = g.ops[static_cast<size_t>(op)];
+            const bool split = o.tensor_parallel != TensorParallel::Replicated;
+            QCOMPARE(CostModel(g, c, TensorSplit{4, false}).activationBytes(op, 2), split ? o.output_bytes / 4 : o.output_bytes);
+            QCOMPARE(CostModel(g, c, TensorSplit{4, true}).activationBytes(op, 2), o.output_bytes / 4);
+            if (o.kind == "layernorm") QCOMPARE(CostModel(g, c, TensorSplit{4, true}).activationBytes(op, 2), sbh / 4);
+            // A rank runs 1/t of a split op's FLOPs: compute-bound time falls with them.
+            if (split && o.fwd_flops > 0)
+                QVERIFY(CostModel(g, c, TensorSplit{4, false}).fwdTime(op, 2, 0) < CostModel(g, c).fwdTime(op, 2, 0));
+        }
     }
 
     // A ring reduce-scatter and a ring all-gather are each half an all-reduce, inside a node

@@ -3,6 +3,8 @@
 // devices of the plan's shape, and it never simulates slower than the default map.
 #include <QtTest>
 
+#include <set>
+
 #include "planners/algorithms/device_mapping.h"
 #include "planners/common/error.h"
 #include "planner_fixtures.h"
@@ -90,7 +92,46 @@ private slots:
         }
     }
 
+    // Each tensor-parallel group gets consecutive devices inside one node, whichever traffic
+    // dominates; the groups are then arranged like single devices.
+    void tensorParallelGroupsStayInsideANode() {
+        const std::pair<int64_t, int64_t> heavy_grads{int64_t(1) << 30, 1 << 10}, heavy_acts{1 << 10, int64_t(1) << 30};
+        for (const int tp : {2, 4})
+            for (const auto& [params, acts] : {heavy_grads, heavy_acts}) {
+                const Problem problem = chainProblem(params, acts);
+                Plan plan = twoStagePlan();
+                plan.dp = 4 / tp;
+                plan.tp = tp;
+                const auto map = mapDevices(problem, plan);
+                QCOMPARE(map.size(), size_t{2});
+                std::set<int> used;
+                for (const auto& row : map) {
+                    QCOMPARE(row.size(), size_t{4});
+                    for (size_t r = 0; r * tp < row.size(); ++r)
+                        for (int k = 0; k < tp; ++k) {
+                            const int d = row[r * tp + k];
+                            QCOMPARE(d, row[r * tp] + k);
+                            QCOMPARE(problem.cluster.nodeOf(d), problem.cluster.nodeOf(row[r * tp]));
+                            used.insert(d);
+                        }
+                }
+                QCOMPARE(used, (std::set<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+            }
+    }
+
     void tooManyDevicesIsAnError() {
+        {
+            const Problem problem = chainProblem(1, 1);
+            Plan plan = twoStagePlan();
+            plan.tp = 2;  // 2 stages x 4 replicas x 2 ranks on 8 devices
+            try {
+                mapDevices(problem, plan);
+                QFAIL("accepted 16 devices on 8");
+            } catch (const Error& e) {
+                QVERIFY2(std::string(e.what()).find("16 devices (pp 2 x dp 4 x tp 2)") != std::string::npos, e.what());
+            }
+        }
+
         const Problem problem = chainProblem(1, 1);
         const Plan plan = pipelinePlan(4, 4, 4, 4, ScheduleKind::OneFOneB);
         QVERIFY_THROWS_EXCEPTION(Error, mapDevices(problem, plan));

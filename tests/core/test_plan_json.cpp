@@ -96,6 +96,20 @@ Plan overridePlan() {
     return p;
 }
 
+// 2 stages x 2 replicas x 2 tensor-parallel ranks with sequence parallelism and ZeRO-1 on
+// the default map.
+Plan tensorParallelPlan() {
+    Plan p = overridePlan();
+    p.dp = 2;
+    p.tp = 2;
+    p.sequence_parallel = true;
+    p.zero_stage = 1;
+    p.micro_batches = 2;
+    p.global_batch = 8;
+    p.device_map = hippie::defaultDeviceMap(2, 2, 2);
+    return p;
+}
+
 }  // namespace
 
 class TestPlanJson : public QObject {
@@ -125,6 +139,8 @@ class TestPlanJson : public QObject {
         QCOMPARE(a.recompute_layers, b.recompute_layers);
         QCOMPARE(a.bucket_bytes, b.bucket_bytes);
         QCOMPARE(a.zero_stage, b.zero_stage);
+        QCOMPARE(a.tp, b.tp);
+        QCOMPARE(a.sequence_parallel, b.sequence_parallel);
         QCOMPARE(a.device_map, b.device_map);
     }
 
@@ -185,6 +201,28 @@ private slots:
         QCOMPARE(p.stageGroups(), (Groups{{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
     }
 
+    // Rank k of replica r of stage s on device (r * pp + s) * tp + k: each tensor-parallel
+    // group is contiguous; data-parallel groups are per (stage, rank), pipelines per
+    // (replica, rank).
+    void tensorParallelGroups() {
+        QCOMPARE(hippie::defaultDeviceMap(2, 2, 2), (Groups{{0, 1, 4, 5}, {2, 3, 6, 7}}));
+        QCOMPARE(hippie::defaultDeviceMap(1, 1, 4), (Groups{{0, 1, 2, 3}}));
+        const Plan p = tensorParallelPlan();
+        QCOMPARE(p.deviceCount(), 8);
+        QCOMPARE(p.microBatchSize(), 2.0);
+        QCOMPARE(p.tpGroups(), (Groups{{0, 1}, {4, 5}, {2, 3}, {6, 7}}));
+        QCOMPARE(p.stageGroups(), (Groups{{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
+        QCOMPARE(p.pipelineGroups(), (Groups{{0, 2}, {1, 3}, {4, 6}, {5, 7}}));
+        Plan mapped = p;  // groups follow an explicit map the same way
+        mapped.device_map = {{7, 6, 5, 4}, {3, 2, 1, 0}};
+        QCOMPARE(mapped.tpGroups(), (Groups{{7, 6}, {5, 4}, {3, 2}, {1, 0}}));
+        QCOMPARE(mapped.stageGroups(), (Groups{{7, 5}, {6, 4}, {3, 1}, {2, 0}}));
+        QCOMPARE(mapped.pipelineGroups(), (Groups{{7, 3}, {6, 2}, {5, 1}, {4, 0}}));
+        // Without tensor parallelism every replica is its own group of one.
+        QCOMPARE(pipelinePlan().tpGroups(), (Groups{{0}, {4}, {1}, {5}, {2}, {6}, {3}, {7}}));
+        QVERIFY(placementPlan().tpGroups().empty());
+    }
+
     void groupsFollowTheDeviceMap() {
         Plan p = pipelinePlan();
         p.device_map = {{0, 2}, {1, 3}, {4, 6}, {5, 7}};
@@ -196,7 +234,7 @@ private slots:
     }
 
     void roundTrips() {
-        for (const Plan& p : {pipelinePlan(), interleavedPlan(), placementPlan(), overridePlan()}) {
+        for (const Plan& p : {pipelinePlan(), interleavedPlan(), placementPlan(), overridePlan(), tensorParallelPlan()}) {
             const json j = hippie::planToJson(p);
             const Plan back = hippie::planFromJson(j);
             comparePlans(p, back);
@@ -238,6 +276,50 @@ private slots:
         json old = hippie::planToJson(pipelinePlan());
         old.erase("zero_stage");
         QCOMPARE(hippie::planFromJson(old).zero_stage, 0);
+    }
+
+    // Tensor parallelism makes a version 4 file (an older build refuses it rather than train
+    // every rank on the whole model); tp 1 keeps the old version, and a file without the
+    // fields reads as tp 1 without sequence parallelism.
+    void tensorParallelIsVersionFour() {
+        const json j = hippie::planToJson(tensorParallelPlan());
+        QCOMPARE(j["version"].get<int>(), 4);
+        QCOMPARE(j["tp"].get<int>(), 2);
+        QCOMPARE(j["sequence_parallel"].get<bool>(), true);
+        QCOMPARE(j["groups"]["tensor"].get<Groups>(), (Groups{{0, 1}, {4, 5}, {2, 3}, {6, 7}}));
+        Plan without_sp = tensorParallelPlan();
+        without_sp.sequence_parallel = false;
+        QCOMPARE(hippie::planToJson(without_sp)["version"].get<int>(), 4);
+        Plan zero_only = tensorParallelPlan();
+        zero_only.tp = 1;
+        zero_only.sequence_parallel = false;
+        zero_only.device_map = hippie::defaultDeviceMap(2, 2);
+        QCOMPARE(hippie::planToJson(zero_only)["version"].get<int>(), 3);
+        json old = hippie::planToJson(pipelinePlan());
+        old.erase("tp");
+        old.erase("sequence_parallel");
+        const Plan back = hippie::planFromJson(old);
+        QCOMPARE(back.tp, 1);
+        QCOMPARE(back.sequence_parallel, false);
+        // Without a device map the default one holds dp x tp devices per stage.
+        json no_map = j;
+        no_map.erase("device_map");
+        QCOMPARE(hippie::planFromJson(no_map).device_map, hippie::defaultDeviceMap(2, 2, 2));
+    }
+
+    void rejectsBadTensorParallelism() {
+        const Plan tp = tensorParallelPlan();
+        expectRejected("tp 0", [](json& j) { j["tp"] = 0; }, {"'tp'", "positive"}, tp);
+        expectRejected("tp type", [](json& j) { j["tp"] = "2"; }, {"'tp'"}, tp);
+        expectRejected("sp type", [](json& j) { j["sequence_parallel"] = 1; }, {"'sequence_parallel'", "true or false"}, tp);
+        expectRejected("sp without tp", [](json& j) { j["sequence_parallel"] = true; },
+                       {"'sequence_parallel'", "'tp' is 1", "tp > 1"});
+        expectRejected("tp on a placement", [](json& j) { j["tp"] = 2; }, {"'tp'", "placement"}, placementPlan());
+        expectRejected("row of dp devices", [](json& j) { j["device_map"][1] = {2, 6}; },
+                       {"device_map[1]", "'dp' is 2", "'tp' 2", "4 in all"}, tp);
+        expectRejected("too many devices", [](json& j) { j["tp"] = 1 << 19; }, {"'tp'", "524288", "more than the 1048576"}, tp);
+        expectRejected("duplicate rank", [](json& j) { j["device_map"][0][1] = 0; }, {"device_map[0][1]", "device 0", "device_map[0][0]"},
+                       tp);
     }
 
     void rejectsBadOverrides() {
@@ -284,7 +366,7 @@ private slots:
 
     void rejectsInvalidFields() {
         expectRejected("format", [](json& j) { j["format"] = "hippie-trace"; }, {"'format'", "hippie-plan"});
-        expectRejected("version", [](json& j) { j["version"] = 4; }, {"'version'", "up to version 3"});
+        expectRejected("version", [](json& j) { j["version"] = 5; }, {"'version'", "up to version 4"});
         expectRejected("zero stage", [](json& j) { j["zero_stage"] = 4; }, {"'zero_stage'", "0 (none)", "3 (+ parameters)"});
         expectRejected("negative zero stage", [](json& j) { j["zero_stage"] = -1; }, {"'zero_stage'"});
         expectRejected("zero on a placement", [](json& j) { j["zero_stage"] = 1; }, {"'zero_stage'", "placement"}, placementPlan());
@@ -329,7 +411,7 @@ private slots:
         std::vector<std::string> problems;
         schema_check::undescribedProperties(schema, "", problems);
         QVERIFY2(problems.empty(), ("undescribed: " + schema_check::joined(problems)).c_str());
-        for (const Plan& p : {pipelinePlan(), interleavedPlan(), placementPlan(), overridePlan()})
+        for (const Plan& p : {pipelinePlan(), interleavedPlan(), placementPlan(), overridePlan(), tensorParallelPlan()})
             schema_check::undeclaredKeys(schema, schema, hippie::planToJson(p), "", problems);
         QVERIFY2(problems.empty(), ("not in schema: " + schema_check::joined(problems)).c_str());
         // The enums list every name the writer can emit.

@@ -3,6 +3,7 @@
 #include <QtTest>
 
 #include <cmath>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -301,6 +302,44 @@ private slots:
                 return;
             }
         QFAIL("no block0.attn_softmax op");
+    }
+
+    // Megatron's split of a block: attention by heads (QKV by columns, output projection by
+    // rows), the MLP's first linear by columns and second by rows, embedding and LM head by
+    // vocabulary; LayerNorms, residual adds and position embeddings replicated.
+    void transformerOpsCarryTheirTensorParallelSplit() {
+        const Graph g = build("gpt2-small", 1);
+        std::map<std::string, TensorParallel> expected = {
+            {"embed.token_embed", TensorParallel::Row},       {"embed.position_embed", TensorParallel::Replicated},
+            {"embed.sum", TensorParallel::Replicated},        {"block0.ln1", TensorParallel::Replicated},
+            {"block0.attn_qkv", TensorParallel::Column},      {"block0.attn_scores", TensorParallel::Column},
+            {"block0.attn_softmax", TensorParallel::Column},  {"block0.attn_context", TensorParallel::Column},
+            {"block0.attn_proj", TensorParallel::Row},        {"block0.attn_residual", TensorParallel::Replicated},
+            {"block0.ln2", TensorParallel::Replicated},       {"block0.mlp_fc1", TensorParallel::Column},
+            {"block0.mlp_gelu", TensorParallel::Column},      {"block0.mlp_fc2", TensorParallel::Row},
+            {"block0.mlp_residual", TensorParallel::Replicated}, {"head.ln_f", TensorParallel::Replicated},
+            {"head.lm_head", TensorParallel::Column},         {"head.loss", TensorParallel::Column}};
+        for (const Op& op : g.ops) {
+            const auto it = expected.find(op.name);
+            if (it == expected.end()) continue;
+            QVERIFY2(op.tensor_parallel == it->second, (op.name + " is " + toString(op.tensor_parallel)).c_str());
+            expected.erase(it);
+        }
+        for (const auto& [name, kind] : expected) QFAIL(("no op " + name).c_str());
+        // Only the LayerNorms' scale and shift stay whole in a block: 4 h parameters of 12 h^2 + 13 h.
+        int64_t replicated = 0;
+        for (const Op& op : g.ops)
+            if (op.layer == 1 && op.tensor_parallel == TensorParallel::Replicated) replicated += op.param_bytes / 4;
+        QCOMPARE(replicated, int64_t{4} * 768);
+        // Degrees must divide the 12 heads; nothing of a CNN or an MLP splits.
+        QCOMPARE(g.tensor_parallel_divisor, 12);
+        for (int tp : {1, 2, 3, 4, 6, 12}) QVERIFY(g.tensorParallelFits(tp));
+        for (int tp : {0, 5, 8, 16}) QVERIFY(!g.tensorParallelFits(tp));
+        QVERIFY(build("bert-large").tensorParallelFits(16));
+        for (const char* name : {"resnet50", "mlp", "gnmt-8"}) {
+            QVERIFY2(build(name).tensorParallelFits(1), name);
+            QVERIFY2(!build(name).tensorParallelFits(2), name);
+        }
     }
 
     void convolutionsHaveIm2colWorkspace() {

@@ -15,6 +15,12 @@ plan "$WORK/p.json" --model gpt-tiny --pp 2 --dp 1 --microbatches 2 --global-bat
 expect_exit 2 "wrong world size" "$WORK/o3" -- "$ENGINE" run --plan "$WORK/p.json" --rank 0 --world-size 3 --master-port 1
 sed 's/"last_layer": 5/"last_layer": 9/' "$WORK/p.json" > "$WORK/mismatch.json"
 expect_exit 2 "plan that does not match the model" "$WORK/o4" -- "$ENGINE" run --plan "$WORK/mismatch.json" --rank 0 --world-size 2 --master-port 1
+# Tensor parallelism is planned, not trained: refused at load, naming the plan file.
+python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); p.update(version=4, tp=2, sequence_parallel=True, device_map=[[0,1],[2,3]]); json.dump(p, open(sys.argv[2], "w"))' \
+    "$WORK/p.json" "$WORK/tp.json"
+expect_exit 2 "tensor-parallel plan" "$WORK/o6" -- "$ENGINE" run --plan "$WORK/tp.json" --rank 0 --world-size 4 --master-port 1
+grep -q "tp.json: tensor parallelism (tp 2, sequence parallel) is planned, not yet trained by this engine" "$WORK/o6" \
+    && pass "tensor-parallel plan: the message names the file and tp" || fail "tensor-parallel plan: $(tail -1 "$WORK/o6")"
 PORT=$(( 20000 + RANDOM % 20000 ))
 start=$SECONDS
 expect_exit 2 "unreachable master" "$WORK/o5" -- "$ENGINE" run --plan "$WORK/p.json" --rank 1 --world-size 2 --master-port $PORT --connect-timeout 2

@@ -90,6 +90,22 @@ private slots:
         QVERIFY(text.contains(QStringLiteral("Train 7 step(s)")));
     }
 
+    // The planners plan tensor parallelism; no engine trains it yet: refused before anything
+    // starts, on this machine and on agents alike.
+    void tensorParallelPlansAreRefused() {
+        for (const bool local : {true, false}) {
+            Plan p = pipelinePlan("gpt-tiny", 2, 1);
+            p.tp = 2;
+            p.sequence_parallel = true;
+            p.device_map = defaultDeviceMap(2, 1, 2);
+            const DispatchCheck c = checkDispatch(p, std::nullopt, {{QStringLiteral("w"), local, 4}}, tinyEngine(), 5);
+            QVERIFY(!c.canRun(true));
+            QCOMPARE(c.blockers.size(), 1);
+            QCOMPARE(c.blockers[0], QStringLiteral("The hippie plan cannot run: tensor parallelism (tp 2, sequence parallel) is "
+                                                   "planned, not yet trained by this engine; plan with tp 1 to train."));
+        }
+    }
+
     void noEngineIsABlocker() {
         const DispatchCheck c = checkDispatch(pipelinePlan("gpt-tiny", 2, 1), std::nullopt, {{QStringLiteral("This machine"), true, 2}},
                                               EngineInfo{}, 5);

@@ -5,6 +5,7 @@
 #include <QStringList>
 
 #include "planners/algorithms/evaluate.h"
+#include "planners/schedule/plan_shape.h"
 #include "widgets/common/units.h"
 
 namespace hippie::widgets {
@@ -184,7 +185,7 @@ QVariant ComparisonModel::display(const Row& row, int column) const {
     }
     switch (column) {
     case ShapeColumn:
-        return r.plan.isPlacement() ? tr("placement") : QStringLiteral("%1×%2").arg(r.plan.pipelineDepth()).arg(r.plan.dp);
+        return r.plan.isPlacement() ? tr("placement") : QString::fromStdString(pipelineShapeText(r.plan, "×"));
     case MicroBatchesColumn: return r.plan.micro_batches;
     case ScheduleColumn: return QString::fromLatin1(toString(r.plan.schedule));
     case IterationTimeColumn: return formatSeconds(m.iteration_time_s);

@@ -8,6 +8,7 @@
 
 #include "app/dispatch/rank_split.h"
 #include "planners/common/error.h"
+#include "planners/schedule/engine_support.h"
 
 namespace hippie::studio {
 
@@ -62,6 +63,11 @@ void checkEngine(const Plan& plan, const std::optional<Graph>& graph, const Engi
 DispatchCheck checkDispatch(const Plan& plan, const std::optional<Graph>& graph, const std::vector<DispatchWorker>& workers,
                             const EngineInfo& engine, int steps) {
     DispatchCheck out;
+    // Whichever engine runs it (this machine's or an agent's), none trains this yet.
+    if (const std::string why = untrainedParallelism(plan); !why.empty()) {
+        out.blockers << QObject::tr("The %1 plan cannot run: %2.").arg(QString::fromStdString(plan.planner), QString::fromStdString(why));
+        return out;
+    }
     const int ranks = plan.deviceCount();
     if (workers.empty()) {
         out.blockers << QObject::tr("Tick at least one worker.");

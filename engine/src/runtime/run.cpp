@@ -22,6 +22,7 @@
 #include "engine/src/runtime/cpu_threads.h"
 #include "engine/src/runtime/data.h"
 #include "engine/src/runtime/executor.h"
+#include "planners/schedule/engine_support.h"
 #include "planners/common/error.h"
 #include "planners/schedule/lower.h"
 #include "planners/schedule/plan_json.h"
@@ -171,6 +172,7 @@ int runRank(const RunOptions& o) {
         if (o.resume && o.checkpoint_dir.empty()) throw Error("--resume needs --checkpoint-dir DIR (where the run wrote its checkpoints)");
         const bool token_file = endsWith(o.data_file, ".bin");
         plan = loadPlanFile(o.plan_file);
+        if (const std::string why = untrainedParallelism(plan); !why.empty()) throw Error(o.plan_file + ": " + why);
         ResolvedModel rm = resolveTrainableModel(plan.model, o.plan_file);
         if (!o.data_file.empty() && !token_file) file = loadTensorFile(o.data_file);
         if (rm.zoo) {
