@@ -47,6 +47,7 @@ json opToJson(const Op& op, size_t id) {
     if (op.moved_bytes > 0) j["moved_bytes"] = op.moved_bytes;  // optional: 0 (unknown) when absent
     if (op.fwd_time_s) j["fwd_time_s"] = *op.fwd_time_s;
     if (op.bwd_time_s) j["bwd_time_s"] = *op.bwd_time_s;
+    if (op.tensor_parallel != TensorParallel::Replicated) j["tensor_parallel"] = toString(op.tensor_parallel);  // optional
     return j;
 }
 
@@ -100,6 +101,14 @@ std::string opLocation(const json& o, const std::string& where, size_t index) {
     return loc + ")";
 }
 
+TensorParallel readTensorParallel(const json& o, const std::string& w) {
+    const std::optional<std::string> s = optionalString(o, "tensor_parallel", w);
+    if (!s) return TensorParallel::Replicated;
+    for (TensorParallel t : {TensorParallel::Replicated, TensorParallel::Column, TensorParallel::Row})
+        if (*s == toString(t)) return t;
+    failField(w, "tensor_parallel", "is '" + *s + "'; use replicated, column (output split) or row (output all-reduced)");
+}
+
 Op readOp(const json& o, const std::string& w) {
     Op op;
     op.name = requireString(o, "name", w);
@@ -113,6 +122,7 @@ Op readOp(const json& o, const std::string& w) {
     op.moved_bytes = optionalInt64(o, "moved_bytes", w, Bound::NonNegative).value_or(0);
     op.fwd_time_s = optionalNumber(o, "fwd_time_s", w, Bound::NonNegative);
     op.bwd_time_s = optionalNumber(o, "bwd_time_s", w, Bound::NonNegative);
+    op.tensor_parallel = readTensorParallel(o, w);
     return op;
 }
 
@@ -281,6 +291,7 @@ json graphToJson(const Graph& g) {
         j["min_micro_batch"] = g.min_micro_batch;
         j["min_micro_batch_reason"] = g.min_micro_batch_reason;
     }
+    if (g.tensor_parallel_divisor > 1) j["tensor_parallel_divisor"] = g.tensor_parallel_divisor;  // optional: 1 when absent
     return j;
 }
 
@@ -296,6 +307,7 @@ Graph graphFromJson(const json& j, const std::string& where) {
     requireAcyclic(g, where, idx);
     g.min_micro_batch = optionalInt(j, "min_micro_batch", where, Bound::Positive).value_or(1);
     g.min_micro_batch_reason = optionalString(j, "min_micro_batch_reason", where).value_or("");
+    g.tensor_parallel_divisor = optionalInt(j, "tensor_parallel_divisor", where, Bound::Positive).value_or(1);
     return g;
 }
 

@@ -23,9 +23,11 @@ assert doc["reference"] not in ("hippie", "exhaustive", None), doc["reference"]
 for name in ["hippie", "data-parallel", "equal-params", "uniform", "pipedream", "gpipe-balance", "zero"]:
     assert name in names, f"{name} missing from {names}"
 for r in results:
-    assert set(r) == {"planner", "plan", "metrics", "planning_time_s", "feasible", "skipped", "reason", "notes", "zero_stage"}, r.keys()
-    # The ZeRO stage is shown beside the plan, and is the plan's.
-    assert r["zero_stage"] == (r["plan"]["zero_stage"] if r["plan"] else None), r
+    assert set(r) == {"planner", "plan", "metrics", "planning_time_s", "feasible", "skipped", "reason", "notes", "zero_stage",
+                      "tp", "sequence_parallel"}, r.keys()
+    # The ZeRO stage and the tensor parallelism are shown beside the plan, and are the plan's.
+    for key in ("zero_stage", "tp", "sequence_parallel"):
+        assert r[key] == (r["plan"][key] if r["plan"] else None), (key, r)
     assert isinstance(r["notes"], list), r["notes"]
     # gpt2-small has 14 layers: beyond the exhaustive search, which skips it (no verdict).
     assert r["skipped"] == (r["planner"] == "exhaustive"), r

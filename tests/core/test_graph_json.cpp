@@ -82,7 +82,9 @@ class TestGraphJson : public QObject {
             QCOMPARE(x.temp_bytes, y.temp_bytes);
             QCOMPARE(x.fwd_time_s, y.fwd_time_s);
             QCOMPARE(x.bwd_time_s, y.bwd_time_s);
+            QVERIFY(x.tensor_parallel == y.tensor_parallel);
         }
+        QCOMPARE(a.tensor_parallel_divisor, b.tensor_parallel_divisor);
         QCOMPARE(a.edges.size(), b.edges.size());
         for (size_t i = 0; i < a.edges.size(); ++i) {
             QCOMPARE(a.edges[i].src, b.edges[i].src);
@@ -130,6 +132,33 @@ private slots:
         const Graph back = hippie::graphFromJson(hippie::graphToJson(g));
         compareGraphs(g, back);
         QCOMPARE(hippie::graphToJson(back), hippie::graphToJson(g));
+    }
+
+    // A zoo transformer written to JSON keeps what tensor parallelism splits; a graph
+    // without the fields splits nothing, and an unknown split is refused naming the op.
+    void tensorParallelSplitRoundTrips() {
+        hippie::ModelSpec spec;
+        spec.zoo = "gpt2-small";
+        spec.overrides = {{"layers", 1}, {"d_model", 64}, {"heads", 4}};
+        spec.seq_len = 16;
+        const Graph g = hippie::buildZooModel(spec);
+        const json j = hippie::graphToJson(g);
+        QCOMPARE(j["tensor_parallel_divisor"].get<int>(), 4);
+        size_t column = 0, row = 0;
+        for (const json& op : j["ops"]) {
+            if (!op.contains("tensor_parallel")) continue;
+            (op["tensor_parallel"] == "column" ? column : row) += 1;
+            QVERIFY(op["tensor_parallel"] == "column" || op["tensor_parallel"] == "row");
+        }
+        QCOMPARE(row, size_t{3});     // token embedding, attention projection, second linear
+        QCOMPARE(column, size_t{8});  // qkv, scores, softmax, context, first linear, gelu, LM head, loss
+        const Graph back = hippie::graphFromJson(j);
+        compareGraphs(g, back);
+        QVERIFY(back.tensorParallelFits(4));
+        QVERIFY(!hippie::graphFromJson(validGraph()).tensorParallelFits(2));
+        expectRejected("split", [](json& v) { v["ops"][0]["tensor_parallel"] = "diagonal"; },
+                       {"'tensor_parallel'", "diagonal", "column"});
+        expectRejected("divisor", [](json& v) { v["tensor_parallel_divisor"] = 0; }, {"'tensor_parallel_divisor'"});
     }
 
     void roundTripsThroughFile() {

@@ -105,6 +105,27 @@ private slots:
         QVERIFY2(s1.find("0B1 AR0 AR1 OPT") != std::string::npos, s1.c_str());
     }
 
+    // Tensor parallelism is planned but not lowered yet: checkPlan refuses it naming the
+    // field instead of lowering every rank as if it ran the whole model.
+    void tensorParallelPlansAreCheckedAndNotYetLowered() {
+        const Graph g = chainGraph(2);
+        Plan plan = pipelinePlan(2, 2, 1, 2, ScheduleKind::OneFOneB);
+        plan.tp = 2;
+        plan.device_map = defaultDeviceMap(2, 1, 2);
+        std::string msg = expectThrow([&] { checkPlan(plan, g, 4); });
+        QVERIFY2(msg.find("field 'tp'") != std::string::npos && msg.find("not yet lowered") != std::string::npos, msg.c_str());
+        plan.device_map = defaultDeviceMap(2, 1);  // dp devices a stage, not dp x tp
+        msg = expectThrow([&] { checkPlan(plan, g, 4); });
+        QVERIFY2(msg.find("device_map[0]") != std::string::npos && msg.find("dp x tp") != std::string::npos, msg.c_str());
+        plan.device_map.clear();
+        msg = expectThrow([&] { checkPlan(plan, g, 3); });
+        QVERIFY2(msg.find("4 devices (pp 2 x dp 1 x tp 2)") != std::string::npos, msg.c_str());
+        Plan sp = pipelinePlan(2, 2, 1, 2, ScheduleKind::OneFOneB);
+        sp.sequence_parallel = true;
+        msg = expectThrow([&] { checkPlan(sp, g, 4); });
+        QVERIFY2(msg.find("field 'sequence_parallel'") != std::string::npos && msg.find("tp > 1") != std::string::npos, msg.c_str());
+    }
+
     // ZeRO over dp 2, one stage of 2 layers with 1 MiB buckets (2 buckets), 2 micro-batches.
     void zeroStagesLowerTheirCollectives() {
         const Graph g = chainGraph(2);
