@@ -32,7 +32,9 @@ Traffic measureTraffic(const Problem& problem, const Plan& plan, const CostModel
 
     Traffic t;
     t.gradient_bytes.assign(static_cast<size_t>(pp), 0);
-    for (size_t op = 0; op < g.ops.size(); ++op) t.gradient_bytes[static_cast<size_t>(position(static_cast<int>(op)))] += g.ops[op].param_bytes;
+    // One tensor-parallel rank's gradients: its data-parallel group reduces those.
+    for (size_t op = 0; op < g.ops.size(); ++op)
+        t.gradient_bytes[static_cast<size_t>(position(static_cast<int>(op)))] += cost.rankParamBytes(static_cast<int>(op));
     std::map<std::pair<int, int>, int64_t> tensor;  // (producing op, consuming position): one tensor each
     for (const Edge& e : g.edges)
         if (position(e.src) != position(e.dst)) tensor[{e.src, position(e.dst)}] = std::max(tensor[{e.src, position(e.dst)}], e.bytes);
@@ -129,7 +131,7 @@ std::vector<std::vector<int>> mapDevices(const Problem& problem, const Plan& pla
     std::vector<int> devices(static_cast<size_t>(pp * dp));
     for (int b = 0; b < pp * dp; ++b) devices[static_cast<size_t>(b)] = b * tp;
 
-    const CostModel cost(problem.graph, problem.cluster);
+    const CostModel cost(problem.graph, problem.cluster, TensorSplit{tp, plan.sequence_parallel});
     const Traffic traffic = measureTraffic(problem, plan, cost);
     const auto layouts = candidateLayouts(pp, dp);
     auto fallback = applyLayout(layouts.front(), pp, dp, devices);
