@@ -18,7 +18,7 @@ expect_exit 2 "plan that does not match the model" "$WORK/o4" -- "$ENGINE" run -
 # Tensor parallelism is planned, not trained: refused at load, naming the plan file.
 python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); p.update(version=4, tp=2, sequence_parallel=True, device_map=[[0,1],[2,3]]); json.dump(p, open(sys.argv[2], "w"))' \
     "$WORK/p.json" "$WORK/tp.json"
-expect_exit 2 "tensor-parallel plan" "$WORK/o6" -- "$ENGINE" run --plan "$WORK/tp.json" --rank 0 --world-size 4 --master-port 1
+expect_exit 2 "tensor-parallel plan" "$WORK/o6" -- "$ENGINE" run --plan "$WORK/tp.json" --rank 0 --world-size 4 --master-addr 127.0.0.1 --master-port 1
 grep -q "tp.json: tensor parallelism (tp 2, sequence parallel) is planned, not yet trained by this engine" "$WORK/o6" \
     && pass "tensor-parallel plan: the message names the file and tp" || fail "tensor-parallel plan: $(tail -1 "$WORK/o6")"
 PORT=$(( 20000 + RANDOM % 20000 ))
