@@ -63,8 +63,8 @@ std::vector<hippie::StageRange> stageRanges(int layers, int chunks, const std::v
         return even;
     }
     if (static_cast<int>(starts.size()) != chunks - 1)
-        throw hippie::Error("--stage-starts needs " + std::to_string(chunks - 1) + " layers (one a stage after the first), got " +
-                            std::to_string(starts.size()));
+        throw hippie::Error("--stage-starts takes the first layer of each stage after the first: " + std::to_string(chunks - 1) +
+                            " value(s) for " + std::to_string(chunks) + " stages, got " + std::to_string(starts.size()));
     std::vector<hippie::StageRange> ranges;
     int first = 0;
     for (const int start : starts) {
