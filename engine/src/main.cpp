@@ -49,12 +49,37 @@ struct PlanFlags {
     int pp = 2, dp = 1, micro_batches = 4, global_batch = 16, seq_len = 0, virtual_stages = 1;
     std::string schedule = "1f1b", optimizer = "sgd", precision = "fp32", out;
     std::vector<int> recompute;
+    std::vector<int> stage_starts;  // first layer of every stage after the first; empty: even stages
     long long bucket_bytes = 0;
     int zero_stage = 0;
 };
 
-// A pipeline plan for a tiny model with even stages: tests and benchmarks write their plans
-// with it; the planners make real ones.
+// The layer ranges of `chunks` stages over `layers` layers: even, or cut where the user says
+// (tests place a boundary where a particular tensor must cross it).
+std::vector<hippie::StageRange> stageRanges(int layers, int chunks, const std::vector<int>& starts) {
+    if (starts.empty()) {
+        std::vector<hippie::StageRange> even;
+        for (int s = 0; s < chunks; ++s) even.push_back({s * layers / chunks, (s + 1) * layers / chunks - 1});
+        return even;
+    }
+    if (static_cast<int>(starts.size()) != chunks - 1)
+        throw hippie::Error("--stage-starts takes the first layer of each stage after the first: " + std::to_string(chunks - 1) +
+                            " value(s) for " + std::to_string(chunks) + " stages, got " + std::to_string(starts.size()));
+    std::vector<hippie::StageRange> ranges;
+    int first = 0;
+    for (const int start : starts) {
+        if (start <= first || start >= layers)
+            throw hippie::Error("--stage-starts: layer " + std::to_string(start) + " must be above " + std::to_string(first) +
+                                " and below the model's " + std::to_string(layers) + " layers, in increasing order");
+        ranges.push_back({first, start - 1});
+        first = start;
+    }
+    ranges.push_back({first, layers - 1});
+    return ranges;
+}
+
+// A pipeline plan with even stages (or stages cut at --stage-starts): tests and benchmarks
+// write their plans with it; the planners make real ones.
 int makePlan(const PlanFlags& f) {
     const bool zoo = f.graph.empty() && hippie::findZooModel(f.model);
     const he::TinyConfig* cfg = f.graph.empty() && !zoo ? he::findTinyModel(f.model) : nullptr;
@@ -91,7 +116,7 @@ int makePlan(const PlanFlags& f) {
         const int chunks = f.pp * f.virtual_stages;  // interleaved: chunk c of device i is stage c * pp + i
         if (f.pp < 1 || f.virtual_stages < 1 || chunks > layers)
             return errorEvent("--pp x --virtual-stages must be between 1 and the model's " + std::to_string(layers) + " layers");
-        for (int s = 0; s < chunks; ++s) p.stages.push_back({s * layers / chunks, (s + 1) * layers / chunks - 1});
+        p.stages = stageRanges(layers, chunks, f.stage_starts);
         p.device_map = hippie::defaultDeviceMap(f.pp, f.dp);
         hippie::checkPlan(p, g, p.deviceCount());
         if (f.out.empty()) std::cout << hippie::planToJson(p).dump(2) << std::endl;
@@ -177,6 +202,8 @@ int main(int argc, char** argv) {
     plan_cmd->add_option("--optimizer", pf.optimizer, "sgd, sgd-momentum, adam, adamw");
     plan_cmd->add_option("--precision", pf.precision, "fp32, or mixed precision: bf16 (CPU, CUDA), fp16 (CUDA)");
     plan_cmd->add_option("--recompute", pf.recompute, "layers to recompute")->delimiter(',');
+    plan_cmd->add_option("--stage-starts", pf.stage_starts, "first layer of each stage after the first (default: even stages)")
+        ->delimiter(',');
     plan_cmd->add_option("--bucket-bytes", pf.bucket_bytes, "gradient bucket size");
     plan_cmd->add_option("--zero", pf.zero_stage, "ZeRO stage of the data-parallel groups: 0 none, 1 optimizer state, 2 + gradients, 3 + parameters");
     plan_cmd->add_option("--out", pf.out, "plan file to write (default: stdout)");

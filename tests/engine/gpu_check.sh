@@ -11,7 +11,8 @@
 #   5. profile --device cuda writes a graph with measured times and memory;
 #   6. the CPU equivalence tests pass with the CUDA-built binary on --device cpu.
 # Usage: tests/engine/gpu_check.sh [LIBTORCH_PREFIX]   (default: $LIBTORCH, else the Python torch's
-#        torch.utils.cmake_prefix_path). Set BUILD to choose the build folder (default build-gpu).
+#        torch.utils.cmake_prefix_path). Set BUILD to choose the build folder (default build-gpu)
+#        and CMAKE_ARGS to add configure arguments (e.g. where GLPK or CLI11 are on that host).
 set -u
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 BUILD="${BUILD:-$ROOT/build-gpu}"
@@ -23,7 +24,7 @@ GPUS=$(nvidia-smi -L | wc -l)
 
 echo "== configure against $PREFIX ($GPUS GPU(s))"
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHIPPIE_BUILD_STUDIO=OFF -DCMAKE_PREFIX_PATH="$PREFIX" \
-    > "$BUILD.configure.log" 2>&1 || { tail -30 "$BUILD.configure.log"; echo "gpu_check: configure failed"; exit 2; }
+    ${CMAKE_ARGS:-} > "$BUILD.configure.log" 2>&1 || { tail -30 "$BUILD.configure.log"; echo "gpu_check: configure failed"; exit 2; }
 grep -E "hippie-engine|engine:" "$BUILD.configure.log"
 if grep -q "engine: CPU only" "$BUILD.configure.log"; then echo "gpu_check: $PREFIX is a LibTorch without CUDA"; exit 2; fi
 ninja -C "$BUILD" hippie-engine hippie-plan || { echo "gpu_check: the CUDA build of hippie-engine failed"; exit 2; }

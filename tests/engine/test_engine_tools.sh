@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# inspect on a TorchScript file the engine writes itself; profile and probe print usable JSON.
+# inspect on a TorchScript file the engine writes itself; profile and probe print usable JSON;
+# plan cuts stages where told.
 source "$(dirname "$0")/lib.sh"
 "$ENGINE" export-script --model mlp-tiny --out "$WORK/mlp.pt" > "$WORK/e" || fail "export-script: $(cat "$WORK/e")"
 if timeout 60 "$ENGINE" inspect "$WORK/mlp.pt" --input-shape 8,32 --out "$WORK/g.json" > "$WORK/i"; then
@@ -53,4 +54,15 @@ if [ -x "$HIPPIE_PLAN" ]; then
 fi
 timeout 60 "$ENGINE" probe --seconds 0.1 > "$WORK/probe" && grep -q '"peak_flops_fp32"' "$WORK/probe" \
     && pass "probe: $(grep -o '"matmul_flops_per_s": *[0-9.e+]*' "$WORK/probe")" || fail "probe: $(cat "$WORK/probe")"
+# plan --stage-starts cuts stages where asked (inception-v3 has 17 layers), and refuses a wrong
+# count or an out-of-order layer by name.
+"$ENGINE" plan --model inception-v3 --pp 2 --stage-starts 14 --out "$WORK/cut.json" > "$WORK/cut" \
+    && python3 -c 'import json, sys; s = json.load(open(sys.argv[1]))["stages"]; sys.exit(s != [{"first_layer": 0, "last_layer": 13}, {"first_layer": 14, "last_layer": 16}])' "$WORK/cut.json" \
+    && pass "plan --stage-starts 14: layers 0-13 and 14-16" || fail "plan --stage-starts: $(cat "$WORK/cut")"
+"$ENGINE" plan --model inception-v3 --pp 2 --stage-starts 3,9 > "$WORK/cut2"; code=$?
+[ $code -eq 2 ] && grep -q '1 value(s) for 2 stages, got 2' "$WORK/cut2" && pass "plan --stage-starts: wrong count refused" \
+    || fail "plan --stage-starts 3,9 with --pp 2: exit $code $(cat "$WORK/cut2")"
+"$ENGINE" plan --model inception-v3 --pp 3 --stage-starts 9,5 > "$WORK/cut3"; code=$?
+[ $code -eq 2 ] && grep -q 'layer 5 must be above 9' "$WORK/cut3" && pass "plan --stage-starts: decreasing layers refused" \
+    || fail "plan --stage-starts 9,5: exit $code $(cat "$WORK/cut3")"
 finish

@@ -13,7 +13,9 @@ namespace hippie::engine {
 
 namespace {
 
-constexpr size_t kAllPools = static_cast<size_t>(c10::cuda::CUDACachingAllocator::StatType::AGGREGATE);
+// Index of the aggregate over all pools in the allocator's statistics arrays: StatType::AGGREGATE,
+// 0 in every LibTorch (PyTorch 2.6 moved the enum to c10::CachingDeviceAllocator).
+constexpr size_t kAllPools = 0;
 
 c10::DeviceIndex indexOf(const torch::Device& device) { return device.has_index() ? device.index() : c10::DeviceIndex{0}; }
 

@@ -225,10 +225,22 @@ namespace {
 // autograd work it starts): the CPU allocator and the CUDA caching allocator report every
 // allocation and free to the profiler hook that c10 keeps in thread-local debug info. Frees of
 // blocks allocated before it was installed are not reported, so measure within one scope.
+//
+// The types of the hook's running totals differ between LibTorch versions (int64_t in 1.13,
+// size_t in 2.x): they are read off the base class's declaration.
+template <typename>
+struct ReportedTotals;
+template <typename Base, typename Total, typename Reserved>
+struct ReportedTotals<void (Base::*)(void*, int64_t, Total, Reserved, c10::Device)> {
+    using total = Total;
+    using reserved = Reserved;
+};
+using Totals = ReportedTotals<decltype(&c10::MemoryReportingInfoBase::reportMemoryUsage)>;
+
 class AllocationTracker : public c10::MemoryReportingInfoBase {
 public:
     explicit AllocationTracker(c10::DeviceType type) : type_(type) {}
-    void reportMemoryUsage(void*, int64_t alloc_size, int64_t, int64_t, c10::Device device) override {
+    void reportMemoryUsage(void*, int64_t alloc_size, Totals::total, Totals::reserved, c10::Device device) override {
         if (device.type() != type_) return;
         current_ += alloc_size;
         peak_ = std::max(peak_, current_);

@@ -37,8 +37,11 @@ std::vector<SegmentIO> segmentBoundaries(const Graph& graph, const std::vector<S
     std::vector<SegmentIO> io(stages.size());
     // Per producer op: the layers that read it from another layer.
     std::map<int, std::set<int>> read_by_layers;
-    for (const Edge& e : graph.edges)
+    std::set<int> read_in_own_segment;
+    for (const Edge& e : graph.edges) {
         if (layerOf(e.src) != layerOf(e.dst)) read_by_layers[e.src].insert(layerOf(e.dst));
+        if (segmentOf(e.src) == segmentOf(e.dst)) read_in_own_segment.insert(e.src);
+    }
     for (size_t s = 0; s < stages.size(); ++s) {
         SegmentIO& x = io[s];
         x.first_layer = stages[s].first_layer;
@@ -56,6 +59,7 @@ std::vector<SegmentIO> segmentBoundaries(const Graph& graph, const std::vector<S
         if (!reader_segments.empty()) {
             io[static_cast<size_t>(from)].outputs.push_back(key);
             io[static_cast<size_t>(from)].consumers[key] = reader_segments;
+            if (read_in_own_segment.count(op)) io[static_cast<size_t>(from)].read_here.insert(key);
         }
     }
     // Live keys after each layer: produced at or before it (here, or read from outside) and

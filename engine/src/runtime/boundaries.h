@@ -23,6 +23,10 @@ struct SegmentIO {
     // Tensors it produces that other segments read, with the segments that read each.
     std::vector<std::string> outputs;
     std::map<std::string, std::set<int>> consumers;
+    // Outputs that ops of this segment read as well (Inception's Mixed_6e feeds Mixed_7a here
+    // and the auxiliary head on a later stage): autograd saved them for this segment's
+    // backward, so their storage stays after the send.
+    std::set<std::string> read_here;
     // keep[i]: the keys live after the segment's i-th layer (empty for the last layer of the
     // segment that computes the loss: the loss reads what it needs from the head's outputs).
     std::vector<std::set<std::string>> keep;

@@ -1,6 +1,7 @@
 #include "engine/src/runtime/precision.h"
 
 #include <ATen/autocast_mode.h>
+#include <torch/version.h>
 
 #include "planners/common/error.h"
 
@@ -12,22 +13,44 @@ void checkPrecision(Precision p, const torch::Device& device) {
                     "precision bf16 to train mixed precision on a CPU)");
 }
 
+namespace {
+
+// PyTorch 2.4 replaced the per-device autocast setters (set_enabled, set_cpu_enabled,
+// set_autocast_gpu_dtype, ...) by ones taking the device type, and later releases drop the
+// old names; 1.13 has only the old ones. This is the one place that knows.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+bool autocastEnabled(bool cuda) { return at::autocast::is_autocast_enabled(cuda ? at::kCUDA : at::kCPU); }
+at::ScalarType autocastDtype(bool cuda) { return at::autocast::get_autocast_dtype(cuda ? at::kCUDA : at::kCPU); }
+void setAutocast(bool cuda, bool enabled, at::ScalarType dtype) {
+    const at::DeviceType type = cuda ? at::kCUDA : at::kCPU;
+    at::autocast::set_autocast_dtype(type, dtype);
+    at::autocast::set_autocast_enabled(type, enabled);
+}
+#else
+bool autocastEnabled(bool cuda) { return cuda ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled(); }
+at::ScalarType autocastDtype(bool cuda) {
+    return cuda ? at::autocast::get_autocast_gpu_dtype() : at::autocast::get_autocast_cpu_dtype();
+}
+void setAutocast(bool cuda, bool enabled, at::ScalarType dtype) {
+    if (cuda) {
+        at::autocast::set_autocast_gpu_dtype(dtype);
+        at::autocast::set_enabled(enabled);
+    } else {
+        at::autocast::set_autocast_cpu_dtype(dtype);
+        at::autocast::set_cpu_enabled(enabled);
+    }
+}
+#endif
+
+}  // namespace
+
 AutocastScope::AutocastScope(Precision p, const torch::Device& device) {
     if (!isMixed(p)) return;
     active_ = true;
     cuda_ = device.is_cuda();
-    const at::ScalarType dtype = p == Precision::BF16 ? at::kBFloat16 : at::kHalf;
-    if (cuda_) {
-        was_enabled_ = at::autocast::is_enabled();
-        was_dtype_ = at::autocast::get_autocast_gpu_dtype();
-        at::autocast::set_autocast_gpu_dtype(dtype);
-        at::autocast::set_enabled(true);
-    } else {
-        was_enabled_ = at::autocast::is_cpu_enabled();
-        was_dtype_ = at::autocast::get_autocast_cpu_dtype();
-        at::autocast::set_autocast_cpu_dtype(dtype);
-        at::autocast::set_cpu_enabled(true);
-    }
+    was_enabled_ = autocastEnabled(cuda_);
+    was_dtype_ = autocastDtype(cuda_);
+    setAutocast(cuda_, true, p == Precision::BF16 ? at::kBFloat16 : at::kHalf);
     at::autocast::increment_nesting();
 }
 
@@ -35,13 +58,7 @@ AutocastScope::~AutocastScope() {
     if (!active_) return;
     // The cast copies of the weights live until the outermost scope ends, as in Python.
     if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-    if (cuda_) {
-        at::autocast::set_enabled(was_enabled_);
-        at::autocast::set_autocast_gpu_dtype(was_dtype_);
-    } else {
-        at::autocast::set_cpu_enabled(was_enabled_);
-        at::autocast::set_autocast_cpu_dtype(was_dtype_);
-    }
+    setAutocast(cuda_, was_enabled_, was_dtype_);
 }
 
 bool LossScaler::update(bool found_inf) {

@@ -209,8 +209,10 @@ void Stage::releaseOutput(int mb) {
     MicroBatchState& st = state(mb);
     if (st.output_released) return;
     // The sender holds its own reference to the storage until the transfer completes; the
-    // autograd node (and its metadata) stays, which is all backward needs from an output.
+    // autograd node (and its metadata) stays, which is all backward needs from an output that
+    // no op of this segment read.
     for (const std::string& key : io_.outputs) {
+        if (io_.read_here.count(key)) continue;
         Tensor& t = st.pieces.back().out.at(key);
         t.set_data(torch::empty({0}, t.options()));
     }

@@ -1,30 +1,32 @@
 #!/usr/bin/env bash
 # Benchmarks (1) and (2) of issue 13, run side by side in one invocation (not a CTest test):
 #   (1) hippie-engine data parallel (dp N) against PyTorch DDP (Debian's python3-torch 1.13, the
-#       same LibTorch) on a GPT-2-small-shaped model (d_model 768, 12 heads) with a size
-#       override, same global batch, ranks, threads per rank and optimizer: step time,
-#       throughput ratio, peak RSS per rank;
+#       same LibTorch) on the zoo's gpt2-small (d_model 768, 12 heads) with a size override
+#       (layers, seq_len, vocab; positions = seq_len), same global batch, ranks, threads per rank
+#       and optimizer: step time, throughput ratio, peak RSS per rank;
 #   (2) hippie pp2 x dp2 (schedule hippie) against DDP dp4: memory per rank and throughput.
-# The model is a TorchScript file of gpt_model.py (the engine trains its children in
-# sequence), the data one tensor file both read. Run it on a quiet machine; it prints uptime.
+# The engine builds the model from the zoo's architecture table; DDP trains gpt_model.py, the
+# same layers and parameter count (the DDP side prints it). Both draw synthetic token ids (a step's
+# time does not depend on their values). Run it on a quiet machine; it prints uptime.
 # Usage: bench_vs_ddp.sh HIPPIE_ENGINE [STEPS] [GLOBAL_BATCH] [LAYERS] [SEQ] [VOCAB] [THREADS] [OPTIMIZER]
 set -u
 ENGINE="$1"; STEPS="${2:-4}"; GB="${3:-8}"; LAYERS="${4:-2}"; SEQ="${5:-64}"; VOCAB="${6:-8192}"; THREADS="${7:-1}"; OPT="${8:-sgd}"
 D=768; HEADS=12; N=4
+OVERRIDE="layers=$LAYERS,seq_len=$SEQ,vocab=$VOCAB,positions=$SEQ"
 HERE="$(cd "$(dirname "$0")" && pwd)"
 PY=/usr/bin/python3   # Debian's python3-torch, not a python3 earlier on PATH
 WORK="$(mktemp -d)"; trap 'rm -rf "$WORK"' EXIT
-echo "model: gpt2-small shape, layers $LAYERS, d_model $D, heads $HEADS, seq $SEQ, vocab $VOCAB; global batch $GB; $N ranks x $THREADS thread(s); $OPT; $STEPS steps (first not timed)"
+echo "model: gpt2-small --override $OVERRIDE (d_model $D, heads $HEADS); global batch $GB; $N ranks x $THREADS thread(s); $OPT; $STEPS steps (first not timed)"
+echo "DDP model parameters: $("$PY" -c "import sys; sys.path.insert(0, '$HERE'); from gpt_model import gpt
+print(sum(p.numel() for p in gpt($LAYERS, $D, $HEADS, $SEQ, $VOCAB).parameters()))") (hippie-plan show-graph --model gpt2-small --override $OVERRIDE: the same)"
 echo "load before: $(uptime)"
-"$PY" "$HERE/make_gpt_script.py" "$WORK" "$LAYERS" "$D" "$HEADS" "$SEQ" "$VOCAB" $((GB * STEPS)) || exit 2
-"$ENGINE" inspect "$WORK/gpt.pt" --input-shape "$GB,$SEQ" --input-dtype long --repeats 1 --out "$WORK/g.json" > /dev/null || exit 2
 
 mib() { awk -v b="$1" 'BEGIN { printf "%.0f\n", b / 1048576 }'; }
 engine_row() {  # engine_row NAME PLAN_ARGS...
     local name="$1"; shift
-    "$ENGINE" plan --graph "$WORK/g.json" --global-batch "$GB" --optimizer "$OPT" --out "$WORK/$name.json" "$@" > /dev/null || return
+    "$ENGINE" plan --model gpt2-small --override "$OVERRIDE" --global-batch "$GB" --optimizer "$OPT" --out "$WORK/$name.json" "$@" > /dev/null || return
     timeout 1800 "$ENGINE" launch --plan "$WORK/$name.json" --nprocs $N --steps "$STEPS" \
-        --rank-args "--data $WORK/gpt.data --threads $THREADS --op-timeout 600" > "$WORK/$name.out" 2>&1 \
+        --rank-args "--threads $THREADS --op-timeout 600" > "$WORK/$name.out" 2>&1 \
         || { echo "$name: failed: $(tail -2 "$WORK/$name.out")"; return; }
     local step rss
     step=$(grep '"event":"done"' "$WORK/$name.out" | grep -o '"mean_step_s":[0-9.e-]*' | cut -d: -f2 | sort -g | tail -1)

@@ -1,4 +1,5 @@
-"""PyTorch DDP on the benchmark GPT: NPROCS ranks on 127.0.0.1 (Gloo), the same global batch
+"""PyTorch DDP on the zoo's GPT (gpt_model.py; the position table has SEQ rows, as the engine's
+run with positions=SEQ): NPROCS ranks on 127.0.0.1 (Gloo), the same global batch
 and threads per rank as the engine run it is compared with, SGD or Adam. Prints one JSON line:
 mean step time over the steps after the first, samples/s, and each rank's peak RSS.
 Usage: /usr/bin/python3 ddp_gpt.py NPROCS STEPS GLOBAL_BATCH THREADS OPTIMIZER LAYERS D HEADS SEQ VOCAB"""

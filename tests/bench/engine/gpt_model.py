@@ -1,11 +1,12 @@
-"""A GPT-2-shaped model as a sequence of top-level children, for the engine-vs-DDP benchmarks.
+"""The zoo's GPT (hippie-plan models: gpt2-small and its size overrides) in PyTorch, for the
+engine-vs-DDP benchmark: the same layers and parameters as the engine's LibTorch builder
+(engine/src/models/zoo_transformer_layers.cpp), so both sides train the same model.
 
-Child 0 embeds tokens and positions, children 1..L are pre-LN transformer blocks, the last
-child is the final LayerNorm and the LM head, returning logits as [batch, vocab, seq] so that
-cross_entropy(logits, targets [batch, seq]) is the next-token loss in the engine (which
-trains a TorchScript module's children in sequence) and in PyTorch alike.
-GPT-2 small is d_model 768, 12 heads, 12 layers, seq 1024, vocab 50257; the benchmarks
-override the depth, sequence length and vocabulary to fit a CPU.
+Token and learned position embeddings; pre-LN blocks (fused q/k/v projection, causal
+attention, a 4 x d_model MLP with tanh GELU); a final LayerNorm and an LM head tied to the
+token table (no bias). Initialised as GPT-2: N(0, 0.02), residual projections scaled by
+1/sqrt(2 x layers). Logits come out as [batch, vocab, seq] so that
+cross_entropy(logits, targets [batch, seq]) is the next-token loss.
 """
 import math
 
@@ -13,56 +14,57 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-
-class Embed(nn.Module):
-    def __init__(self, vocab: int, d: int, seq: int):
-        super().__init__()
-        self.tok = nn.Embedding(vocab, d)
-        self.pos = nn.Embedding(seq, d)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        positions = torch.arange(x.size(1), device=x.device)
-        return self.tok(x) + self.pos(positions).unsqueeze(0)
+GPT2_INIT_STD = 0.02
 
 
 class Block(nn.Module):
-    def __init__(self, d: int, heads: int, seq: int):
+    def __init__(self, d: int, heads: int, d_ff: int):
         super().__init__()
         self.heads = heads
         self.ln1 = nn.LayerNorm(d)
-        self.qkv = nn.Linear(d, 3 * d)
-        self.proj = nn.Linear(d, d)
+        self.attn_qkv = nn.Linear(d, 3 * d)
+        self.attn_proj = nn.Linear(d, d)
         self.ln2 = nn.LayerNorm(d)
-        self.fc = nn.Linear(d, 4 * d)
-        self.out = nn.Linear(4 * d, d)
-        self.register_buffer("mask", torch.full((seq, seq), float("-inf")).triu(1), persistent=False)
+        self.mlp_fc1 = nn.Linear(d, d_ff)
+        self.mlp_fc2 = nn.Linear(d_ff, d)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def attention(self, x: torch.Tensor) -> torch.Tensor:
         b, s, d = x.shape
         h = self.heads
-        q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
-        q = q.view(b, s, h, d // h).transpose(1, 2)
-        k = k.view(b, s, h, d // h).transpose(1, 2)
-        v = v.view(b, s, h, d // h).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) / math.sqrt(d // h) + self.mask[:s, :s]
-        y = (att.softmax(dim=-1) @ v).transpose(1, 2).reshape(b, s, d)
-        x = x + self.proj(y)
-        return x + self.out(F.gelu(self.fc(self.ln2(x))))
-
-
-class Head(nn.Module):
-    def __init__(self, d: int, vocab: int):
-        super().__init__()
-        self.ln = nn.LayerNorm(d)
-        self.lm = nn.Linear(d, vocab, bias=False)
+        q, k, v = (t.reshape(b, s, h, d // h).transpose(1, 2) for t in self.attn_qkv(x).chunk(3, dim=2))
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(d // h)
+        scores = scores.masked_fill(torch.ones(s, s, dtype=torch.bool).triu(1), float("-inf"))
+        return self.attn_proj((scores.softmax(dim=-1) @ v).transpose(1, 2).reshape(b, s, d))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.lm(self.ln(x)).transpose(1, 2)  # [batch, vocab, seq]
+        x = x + self.attention(self.ln1(x))
+        return x + self.mlp_fc2(F.gelu(self.mlp_fc1(self.ln2(x)), approximate="tanh"))
 
 
-def gpt(layers: int, d: int, heads: int, seq: int, vocab: int, seed: int = 0) -> nn.Sequential:
+class Gpt(nn.Module):
+    def __init__(self, layers: int, d: int, heads: int, positions: int, vocab: int):
+        super().__init__()
+        self.token_embed = nn.Embedding(vocab, d)
+        self.position_embed = nn.Embedding(positions, d)
+        self.blocks = nn.ModuleList(Block(d, heads, 4 * d) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(d)
+        for name, p in self.named_parameters():
+            if name.endswith("weight") and p.dim() == 2:
+                std = GPT2_INIT_STD / math.sqrt(2 * layers) if name.endswith(("attn_proj.weight", "mlp_fc2.weight")) else GPT2_INIT_STD
+                nn.init.normal_(p, 0.0, std)
+            elif name.endswith("bias"):
+                nn.init.zeros_(p)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        x = self.token_embed(tokens) + self.position_embed(torch.arange(tokens.size(1))).unsqueeze(0)
+        for block in self.blocks:
+            x = block(x)
+        return (self.ln_f(x) @ self.token_embed.weight.t()).transpose(1, 2)  # tied head, [batch, vocab, seq]
+
+
+def gpt(layers: int, d: int, heads: int, positions: int, vocab: int, seed: int = 0) -> Gpt:
     torch.manual_seed(seed)
-    return nn.Sequential(Embed(vocab, d, seq), *[Block(d, heads, seq) for _ in range(layers)], Head(d, vocab))
+    return Gpt(layers, d, heads, positions, vocab)
 
 
 def data(samples: int, seq: int, vocab: int, seed: int = 1):
