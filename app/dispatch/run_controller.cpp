@@ -453,7 +453,7 @@ void RunController::connectWorkers() {
             if (job != job_id_) return;
             workerEnded(index, JobState::Failed, tr("%1 rejected the job: %2").arg(workers_[static_cast<size_t>(index)].target.label(), m));
         });
-        connect(w.client, &jobs::AgentClient::event, this, [this, index](const QString& job, qint64 seq, const json& ev) {
+        connect(w.client, &jobs::AgentClient::jobEvent, this, [this, index](const QString& job, qint64 seq, const json& ev) {
             if (job == job_id_) onEvent(index, seq, ev);
         });
         emit workerStateChanged(index, tr("connecting"));
@@ -514,7 +514,7 @@ void RunController::submit(int worker) {
     o.checkpoint_every = request_.checkpoint_every;
     o.resume = request_.resume_run > 0;
     w.runner = new jobs::JobRunner(specFor(worker), o, this);
-    connect(w.runner, &jobs::JobRunner::event, this, [this, worker](const QString&, qint64 seq, const json& ev) { onEvent(worker, seq, ev); });
+    connect(w.runner, &jobs::JobRunner::jobEvent, this, [this, worker](const QString&, qint64 seq, const json& ev) { onEvent(worker, seq, ev); });
     connect(w.runner, &jobs::JobRunner::finished, this, [this, worker](JobState s, const QString& m) { workerEnded(worker, s, m); });
     try {
         w.runner->prepare();
@@ -546,7 +546,7 @@ void RunController::submitSlurm(int worker) {
         return;
     }
     w.slurm_job = new SlurmJob(spec, *w.target.slurm, script, slurmJobDir(), this);
-    connect(w.slurm_job, &SlurmJob::event, this, [this, worker](qint64 seq, const json& ev) {
+    connect(w.slurm_job, &SlurmJob::jobEvent, this, [this, worker](qint64 seq, const json& ev) {
         if (ev.value("event", std::string()) == "job-state" && ev.value("state", std::string()) == "queued")
             emit workerStateChanged(worker, str(ev.value("message", std::string())));
         onEvent(worker, seq, ev);

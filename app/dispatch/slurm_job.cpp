@@ -105,7 +105,7 @@ SlurmJob::~SlurmJob() = default;
 
 QString SlurmJob::shellDir() const { return shellQuote(info_.job_dir); }
 
-void SlurmJob::emitEvent(json ev) { emit event(++seq_, ev); }
+void SlurmJob::emitEvent(json ev) { emit jobEvent(++seq_, ev); }
 
 void SlurmJob::jobState(JobState s, const QString& message) {
     emitEvent(json{{"event", "job-state"}, {"state", jobs::toString(s)}, {"message", message.toStdString()}});

@@ -55,7 +55,7 @@ public:
                          int timeout_ms, std::function<void(int, const QByteArray&, const QByteArray&)> done);
 
 signals:
-    void event(qint64 seq, const nlohmann::json& event);
+    void jobEvent(qint64 seq, const nlohmann::json& event);
     void infoChanged();
     void finished(hippie::jobs::JobState state, const QString& message);
 

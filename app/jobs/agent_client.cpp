@@ -286,7 +286,7 @@ void AgentClient::handle(const json& m) {
             return;
         }
         last_seq_[job] = seq;
-        emit event(job, seq, *ev);
+        emit jobEvent(job, seq, *ev);
         if (ev->value("event", std::string()) == "job-state") {
             const auto state = jobStateFromString(ev->value("state", std::string()));
             if (state) {

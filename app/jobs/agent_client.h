@@ -56,7 +56,7 @@ signals:
     void failed(const QString& message);         // cannot connect, connection dropped, protocol error
     void accepted(const QString& job, int master_port);
     void rejected(const QString& job, const QString& message);
-    void event(const QString& job, qint64 seq, const nlohmann::json& event);  // exactly once, in order
+    void jobEvent(const QString& job, qint64 seq, const nlohmann::json& event);  // exactly once, in order
     void jobState(const QString& job, hippie::jobs::JobState state, const QString& message);
     void status(const nlohmann::json& jobs);
     void devices(const nlohmann::json& cluster);

@@ -67,6 +67,17 @@ QList<QSslCipher> forwardSecretAeadCiphers() {
     return out;
 }
 
+// The fields each request may carry (protocol.h). Anything else is refused before a handler
+// reads, copies or logs the message; an unknown type is the handler table's to name.
+void requireKnownMessageFields(const json& m, const std::string& type) {
+    const std::string where = "message '" + peerText(type).toStdString() + "'";
+    if (type == "hello") jr::requireKnownFields(m, {"type", "token", "client", "protocol"}, where);
+    else if (type == "submit") jr::requireKnownFields(m, {"type", "job"}, where);
+    else if (type == "attach") jr::requireKnownFields(m, {"type", "job", "after_seq"}, where);
+    else if (type == "cancel" || type == "status") jr::requireKnownFields(m, {"type", "job"}, where);
+    else if (type == "probe" || type == "ping") jr::requireKnownFields(m, {"type"}, where);
+}
+
 qint64 queuedBytes(const QTcpSocket* socket) {
     qint64 n = socket->bytesToWrite();
     if (const auto* ssl = qobject_cast<const QSslSocket*>(socket)) n += ssl->encryptedBytesToWrite();
@@ -344,6 +355,7 @@ void AgentServer::handle(Client& c, const json& m) {
             return;
         }
         try {
+            requireKnownMessageFields(m, type);
             handleHello(c, m);
         } catch (const std::exception& e) {
             closeWith(c, "refused", std::string("bad hello: ") + e.what());
@@ -352,6 +364,7 @@ void AgentServer::handle(Client& c, const json& m) {
     }
     try {
         if (type == "hello") throw Error("already authenticated: hello is only the first message");
+        requireKnownMessageFields(m, type);
         if (type == "submit") handleSubmit(c, m);
         else if (type == "attach") handleAttach(c, m);
         else if (type == "cancel") handleCancel(c, m);
@@ -439,7 +452,7 @@ void AgentServer::handleSubmit(Client& c, const json& m) {
     }
     jobs_[qid] = runner;
     c.sent[qid] = 0;
-    connect(runner, &JobRunner::event, this, &AgentServer::onJobEvent);
+    connect(runner, &JobRunner::jobEvent, this, &AgentServer::onJobEvent);
     connect(runner, &JobRunner::finished, this, [this, qid](JobState state, const QString& message) {
         log(QStringLiteral("job '%1' %2: %3").arg(qid, QString::fromLatin1(toString(state)), message));
         finished_.push_back(qid);

@@ -214,7 +214,7 @@ void JobRunner::onLauncherFinished(JobState state, const QString& message) {
 
 void JobRunner::append(json ev) {
     const qint64 seq = log_.append(ev);
-    emit event(id(), seq, ev);
+    emit jobEvent(id(), seq, ev);
 }
 
 std::vector<std::pair<qint64, json>> JobRunner::eventsAfter(qint64 after_seq) const {

@@ -66,7 +66,7 @@ public:
     static int freePort(const QString& host);
 
 signals:
-    void event(const QString& job, qint64 seq, const nlohmann::json& event);
+    void jobEvent(const QString& job, qint64 seq, const nlohmann::json& event);
     void finished(hippie::jobs::JobState state, const QString& message);
 
 private:

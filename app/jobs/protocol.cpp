@@ -4,6 +4,8 @@
 
 #include "planners/common/error.h"
 #include "planners/common/json_read.h"
+#include "planners/model/graph_json.h"
+#include "planners/schedule/plan_json.h"
 
 namespace hippie::jobs {
 
@@ -91,7 +93,12 @@ JobSpec jobFromJson(const json& j) {
     if (!isValidJobId(s.id))
         jr::failField(where, "id", "must be 1 to 64 letters, digits, '_' or '-' (got " + jr::describe(j.at("id")) + ")");
     const std::string job_where = "job '" + s.id + "'";
-    s.plan = jr::requireObject(j, "plan", job_where);
+    jr::requireKnownFields(j, {"id", "plan", "steps", "seed", "world_size", "first_rank", "rank_count", "master_addr", "master_port",
+                               "lr", "op_timeout_s", "trace_every_step", "dump_params", "graph"},
+                           job_where);
+    // Kept as read back (the reader refuses unknown fields), so the job never holds more than a
+    // plan says, whatever the message carried.
+    s.plan = planToJson(planFromJson(jr::requireObject(j, "plan", job_where), job_where + ": plan"));
     if (const auto v = jr::optionalInt(j, "steps", job_where, jr::Bound::Positive)) s.steps = *v;
     if (const auto it = j.find("seed"); it != j.end()) {
         if (!it->is_number_unsigned() && !(it->is_number_integer() && it->get<long long>() >= 0))
@@ -127,7 +134,7 @@ JobSpec jobFromJson(const json& j) {
     }
     if (const auto it = j.find("graph"); it != j.end() && !it->is_null()) {
         if (!it->is_object()) jr::failField(job_where, "graph", "must be a Graph JSON object (got " + jr::describe(*it) + ")");
-        s.graph = *it;
+        s.graph = graphToJson(graphFromJson(*it, job_where + ": graph"));
     }
     return s;
 }

@@ -4,8 +4,10 @@
 // Transport: TCP, or TLS when the agent has a certificate (the client pins the certificate's
 // SHA-256 fingerprint instead of trusting a CA). A frame is one JSON object on one line (UTF-8,
 // ended by '\n'); a line longer than kMaxMessageBytes is refused with an "error" message and
-// the connection is closed. Every message has a "type". Unknown types and missing or mistyped
-// fields are answered with {"type":"error","message":...} naming the field; the connection stays.
+// the connection is closed. Every message has a "type". Unknown types, fields a request does not
+// define (below; in a job, those of JobSpec; in its plan and graph, those of their schemas) and
+// missing or mistyped fields are answered with {"type":"error","message":...} (a submit with
+// "rejected") naming the field; the connection stays.
 //
 // client -> agent
 //   hello    {"token", "client", "protocol"}       must be first; answered "welcome" or "refused"

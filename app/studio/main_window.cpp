@@ -50,6 +50,9 @@ namespace hippie::studio {
 namespace {
 constexpr int kDefaultWidth = 1500;
 constexpr int kDefaultHeight = 950;
+// The Setup dock: room under the Cluster panel; the Workers dock below keeps a few rows of its table.
+constexpr int kSetupMarginPx = 12;
+constexpr int kMinWorkersDockPx = 130;
 
 // Runs `write` and turns an exception into its message.
 QString tryWrite(const std::function<bool()>& write, const QString& path) {
@@ -162,6 +165,7 @@ MainWindow::MainWindow(bool use_settings, QWidget* parent)
         const StudioSettings s = StudioSettings::load();
         if (!s.geometry.isEmpty()) restoreGeometry(s.geometry);
         if (!s.window_state.isEmpty()) restoreState(s.window_state);
+        layout_restored_ = !s.window_state.isEmpty();
     }
 }
 
@@ -334,8 +338,24 @@ bool MainWindow::start(const StartOptions& options) {
     if (ok && options.run_planners && (options.plan_file.isEmpty() || options.planners)) runPlanners();
     // Model and Cluster first in view: a restored or focused widget lower down must not
     // leave the dock scrolled past them.
-    QTimer::singleShot(0, this, [this] { setup_scroll_->verticalScrollBar()->setValue(0); });
+    QTimer::singleShot(0, this, [this] {
+        fitSetupDockToItsPanels();
+        setup_scroll_->verticalScrollBar()->setValue(0);
+    });
     return ok;
+}
+
+void MainWindow::fitSetupDockToItsPanels() {
+    // The Workers dock shares the left column; split evenly at 1280x800 it cut the Cluster panel
+    // in half. A layout the user saved is theirs, and is kept.
+    if (layout_restored_ || !dispatch_ || !setup_dock_->isVisible() || !dispatch_->dock()->isVisible()) return;
+    // resizeDocks sizes a dock's contents (the scroll area), not its title bar.
+    const int chrome = setup_scroll_->height() - setup_scroll_->viewport()->height();
+    const int cluster_bottom = cluster_panel_->mapTo(setup_scroll_->widget(), QPoint(0, cluster_panel_->height())).y();
+    const int wanted = cluster_bottom + kSetupMarginPx + chrome;
+    const int both = setup_scroll_->height() + dispatch_->dock()->widget()->height();
+    const int setup = std::min(wanted, both - kMinWorkersDockPx);
+    if (setup > setup_scroll_->height()) resizeDocks({setup_dock_, dispatch_->dock()}, {setup, both - setup}, Qt::Vertical);
 }
 
 QString MainWindow::openPlanFile(const QString& path, const QString& cluster_override) {

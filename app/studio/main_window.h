@@ -102,6 +102,8 @@ protected:
 private:
     void buildMenus();
     void buildHelpMenu();
+    // Gives the Setup dock the height its Model and Cluster panels need, the Workers dock the rest.
+    void fitSetupDockToItsPanels();
     void openUserGuide();
     void onRowSelected(int row);
     void onOverrides(ScheduleKind schedule, int micro_batches);
@@ -132,6 +134,7 @@ private:
     DispatchUi* dispatch_ = nullptr;
     QDockWidget* setup_dock_ = nullptr;
     QScrollArea* setup_scroll_ = nullptr;
+    bool layout_restored_ = false;  // the docks as the user left them (settings)
     QMenu* pages_menu_ = nullptr;
     QMenu* docks_menu_ = nullptr;
     MessageLabel* banner_ = nullptr;

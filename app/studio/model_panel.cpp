@@ -32,6 +32,7 @@ ModelPanel::ModelPanel(StudioSession* session, QWidget* parent)
       precision_(new QComboBox(this)),
       message_(new MessageLabel(this)),
       torchscript_(new TorchScriptImport(this)) {
+    zoo_->setObjectName(QStringLiteral("zoo-model"));  // for tests and style sheets
     for (const ZooEntry& z : zooModels()) {
         zoo_->addItem(QString::fromStdString(z.name));
         zoo_->setItemData(zoo_->count() - 1, QString::fromStdString(z.description), Qt::ToolTipRole);

@@ -7,6 +7,7 @@
 #include "planners/algorithms/evaluate.h"
 #include "planners/common/error.h"
 #include "planners/schedule/lower.h"
+#include "planners/schedule/plan_json.h"
 
 namespace hippie {
 
@@ -35,10 +36,16 @@ std::string fixed(double v, int digits) {
 }  // namespace
 
 std::vector<int> divisorsOf(int n) {
-    std::vector<int> out;
-    for (int d = 1; d <= n; ++d)
-        if (n % d == 0) out.push_back(d);
-    return out;
+    // Pairs d, n / d up to the square root: a global batch of 2^31 - 1 took 2^31 steps, and the
+    // counter overflowed into a division by zero (SIGFPE) on its way past INT_MAX.
+    std::vector<int> low, high;
+    for (int64_t d = 1; d * d <= n; ++d) {
+        if (n % d != 0) continue;
+        low.push_back(static_cast<int>(d));
+        if (d * d != n) high.push_back(static_cast<int>(n / d));
+    }
+    low.insert(low.end(), high.rbegin(), high.rend());
+    return low;
 }
 
 int largestDivisorAtMost(int n, int cap) {
@@ -51,8 +58,10 @@ std::vector<int> microBatchCounts(const Problem& problem, int dp) {
     std::vector<int> out;
     if (dp < 1 || problem.global_batch % dp != 0) return out;
     const int per_replica = problem.global_batch / dp;
+    // No more than a plan may hold (kMaxMicroBatches): a large prime batch would otherwise offer
+    // a plan of one sample per micro-batch, billions of them.
     for (int m : divisorsOf(per_replica))
-        if (per_replica / m >= problem.graph.min_micro_batch) out.push_back(m);
+        if (m <= kMaxMicroBatches && per_replica / m >= problem.graph.min_micro_batch) out.push_back(m);
     return out;
 }
 

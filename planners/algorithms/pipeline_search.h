@@ -28,7 +28,8 @@ std::vector<int> divisorsOf(int n);
 int largestDivisorAtMost(int n, int cap);
 // Micro-batch counts of one replica of a dp-way plan, ascending: the divisors m of its batch
 // whose micro-batches keep the model's Graph::min_micro_batch samples (BatchNorm over small
-// feature maps), so every plan a planner builds from them trains.
+// feature maps), so every plan a planner builds from them trains, and at most kMaxMicroBatches
+// (the most a plan may hold).
 std::vector<int> microBatchCounts(const Problem& problem, int dp);
 // The largest data-parallel degree at most cap that divides the global batch and leaves every
 // replica at least the model's smallest micro-batch (1 if none does).

@@ -66,6 +66,7 @@ json nodeToJson(const Node& n, int count) {
 Link readLink(const json& parent, const char* key, const std::string& where) {
     const json& j = requireObject(parent, key, where);
     const std::string w = at(where, key);
+    requireKnownFields(j, {"bandwidth_bytes_per_s", "latency_s"}, w);
     Link l;
     l.bandwidth_bytes_per_s = readRate(j, "bandwidth_bytes_per_s", w);
     l.latency_s = requireNumber(j, "latency_s", w, Bound::NonNegative);
@@ -78,6 +79,9 @@ Link readLink(const json& parent, const char* key, const std::string& where) {
 DeviceSpec readDevice(const json& parent, const std::string& where) {
     const json& j = requireObject(parent, "device", where);
     const std::string w = at(where, "device");
+    requireKnownFields(j, {"type", "peak_flops_fp32", "peak_flops_fp16", "efficiency", "memory_bytes", "profiled_time_scale",
+                           "memory_bandwidth_bytes_per_s", "launch_overhead_s", "half_rate_flops"},
+                       w);
     DeviceSpec d;
     d.type = requireString(j, "type", w);
     if (d.type.empty()) failField(w, "type", "must not be empty (e.g. \"A100-SXM4-40GB\")");
@@ -102,6 +106,7 @@ NetworkPorts readPorts(const json& node, const std::string& where) {
     if (!has(node, "ports")) return {};
     const json& j = requireObject(node, "ports", where);
     const std::string w = at(where, "ports");
+    requireKnownFields(j, {"count", "bandwidth_bytes_per_s"}, w);
     NetworkPorts p;
     p.count = requireInt(j, "count", w, Bound::Positive);
     p.bandwidth_bytes_per_s = requireNumber(j, "bandwidth_bytes_per_s", w, Bound::Positive);
@@ -112,6 +117,7 @@ NetworkPorts readPorts(const json& node, const std::string& where) {
 // caller: recounting it per node made reading quadratic in nodes).
 void readNode(const json& j, const std::string& w, Cluster& c, int64_t& devices) {
     if (!j.is_object()) fail(w, "must be an object (got " + describe(j) + ")");
+    requireKnownFields(j, {"count", "devices", "device", "intra", "ports"}, w);
     const int count = optionalInt(j, "count", w, Bound::Positive).value_or(1);
     Node n;
     n.devices = requireInt(j, "devices", w, Bound::Positive);
@@ -147,6 +153,8 @@ json clusterToJson(const Cluster& c) {
 
 Cluster clusterFromJson(const json& j, const std::string& where) {
     requireFormat(j, kFormat, kVersion, where);
+    // "probe": what `hippie-engine probe` measured to write the file; for people, not read.
+    requireKnownFields(j, {"format", "version", "name", "source", "nodes", "inter", "probe"}, where);
     Cluster c;
     c.name = requireString(j, "name", where);
     c.source = optionalString(j, "source", where).value_or("");

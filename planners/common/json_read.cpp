@@ -146,6 +146,20 @@ int requireFormat(const json& j, std::string_view format, int max_version, const
 
 bool has(const json& j, std::string_view key) { return j.is_object() && j.contains(key); }
 
+void requireKnownFields(const json& j, std::initializer_list<std::string_view> known, const std::string& where) {
+    if (!j.is_object()) return;  // the caller's type check names what it should be
+    for (const auto& item : j.items()) {
+        bool found = false;
+        for (const std::string_view k : known) found = found || item.key() == k;
+        if (found) continue;
+        std::string list;
+        for (const std::string_view k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+        // describe() quotes, escapes control characters and shortens the key as it was sent.
+        fail(where, "unknown field " + describe(json(item.key())) + " (known fields: " + list +
+                        "); is it misspelt, or from a newer version?");
+    }
+}
+
 const json& requireObject(const json& j, std::string_view key, const std::string& where) {
     const json& v = requireMember(j, key, where);
     if (!v.is_object()) failField(where, key, "must be an object (got " + describe(v) + ")");

@@ -4,6 +4,7 @@
 //   "model.json: ops[3] (id 7, 'fc1'): field 'param_bytes' must be a non-negative integer (got -4)"
 // `where` is everything before the field: the file and the object inside it.
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -39,6 +40,13 @@ void requireObjectRoot(const json& j, const std::string& where);
 int requireFormat(const json& j, std::string_view format, int max_version, const std::string& where);
 
 bool has(const json& j, std::string_view key);
+
+// Refuses a key of the object `j` that is not in `known`, naming it and listing the known ones.
+// Every schema says "additionalProperties": false, and readers hold to it: a misspelt optional
+// field would otherwise be ignored without a word, and an unknown one, however large, would
+// travel with the document to whatever copies, stores or writes it next (an agent's job, a run
+// in the store).
+void requireKnownFields(const json& j, std::initializer_list<std::string_view> known, const std::string& where);
 
 const json& requireObject(const json& j, std::string_view key, const std::string& where);
 const json& requireArray(const json& j, std::string_view key, const std::string& where);

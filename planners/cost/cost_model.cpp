@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <string>
+
+#include "planners/common/error.h"
 
 namespace hippie {
 
@@ -214,7 +217,13 @@ double CostModel::allGatherTime(int64_t bytes, std::span<const int> group, int s
 }
 
 int64_t CostModel::scaled(int64_t bytes_at_batch, double samples) const {
-    return static_cast<int64_t>(std::llround(static_cast<double>(bytes_at_batch) * samples / graph_.batch_size));
+    const double bytes = static_cast<double>(bytes_at_batch) * samples / graph_.batch_size;
+    // llround of 2^63 or more is undefined: such a size is the input's error, said as the simulator says it.
+    constexpr double kTwoPow63 = 9223372036854775808.0;
+    if (!(bytes < kTwoPow63))
+        throw Error("cost model: " + std::to_string(bytes_at_batch) + " bytes at batch " + std::to_string(graph_.batch_size) +
+                    " pass 2^63 bytes at " + std::to_string(samples) + " samples; the model's sizes are out of range");
+    return static_cast<int64_t>(std::llround(bytes));
 }
 
 StaticMemory CostModel::staticMemory(std::span<const int> ops, Optimizer o, int dp, int64_t bucket_bytes,

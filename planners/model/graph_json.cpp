@@ -70,6 +70,7 @@ ModelSpec readSource(const json& j, const std::string& where, int batch_size, Pr
     const json* src = optionalObject(j, "source", where);
     if (!src) return s;
     const std::string w = at(where, "source");
+    requireKnownFields(*src, {"zoo", "file", "batch_size", "seq_len", "precision", "overrides"}, w);
     s.zoo = optionalString(*src, "zoo", w).value_or("");
     s.file = optionalString(*src, "file", w).value_or("");
     s.batch_size = optionalInt(*src, "batch_size", w, Bound::Positive).value_or(batch_size);
@@ -110,6 +111,9 @@ TensorParallel readTensorParallel(const json& o, const std::string& w) {
 }
 
 Op readOp(const json& o, const std::string& w) {
+    requireKnownFields(o, {"id", "name", "kind", "layer", "fwd_flops", "bwd_flops", "param_bytes", "output_bytes", "temp_bytes",
+                           "moved_bytes", "fwd_time_s", "bwd_time_s", "tensor_parallel"},
+                       w);
     Op op;
     op.name = requireString(o, "name", w);
     op.kind = requireString(o, "kind", w);
@@ -205,6 +209,7 @@ void readEdges(const json& j, const std::string& where, const OpIndex& idx, Grap
         const std::string w = at(where, "edges", i);
         const json& e = edges[i];
         if (!e.is_object()) fail(w, "must be an object (got " + describe(e) + ")");
+        requireKnownFields(e, {"src", "dst", "bytes"}, w);
         Edge edge;
         edge.src = readEdgeEnd(e, "src", w, idx);
         edge.dst = readEdgeEnd(e, "dst", w, idx);
@@ -297,6 +302,9 @@ json graphToJson(const Graph& g) {
 
 Graph graphFromJson(const json& j, const std::string& where) {
     requireFormat(j, kFormat, kVersion, where);
+    requireKnownFields(j, {"format", "version", "name", "batch_size", "precision", "source", "ops", "edges", "min_micro_batch",
+                           "min_micro_batch_reason", "tensor_parallel_divisor"},
+                       where);
     Graph g;
     g.name = requireString(j, "name", where);
     g.batch_size = requireInt(j, "batch_size", where, Bound::Positive);

@@ -76,6 +76,7 @@ T readEnum(const json& j, const char* key, const std::string& where, T fallback,
 ModelSpec readModel(const json& j, const std::string& where) {
     const json& m = requireObject(j, "model", where);
     const std::string w = at(where, "model");
+    requireKnownFields(m, {"zoo", "file", "batch_size", "seq_len", "precision", "overrides"}, w);
     ModelSpec s;
     s.zoo = optionalString(m, "zoo", w).value_or("");
     s.file = optionalString(m, "file", w).value_or("");
@@ -96,6 +97,7 @@ std::vector<StageRange> readStages(const json& j, const std::string& where) {
         const std::string w = at(where, "stages", i);
         const json& s = (*arr)[i];
         if (!s.is_object()) fail(w, "must be an object (got " + describe(s) + ")");
+        requireKnownFields(s, {"first_layer", "last_layer"}, w);
         StageRange r;
         r.first_layer = requireInt(s, "first_layer", w, Bound::NonNegative);
         r.last_layer = requireInt(s, "last_layer", w, Bound::NonNegative);
@@ -183,6 +185,12 @@ int formatVersion(const Plan& p) {
     return modelSpecFormatVersion(p.model);
 }
 
+// "groups" is derived from device_map: its values are recomputed, not read, but it may hold
+// only the keys planToJson writes.
+void checkGroups(const json& j, const std::string& where) {
+    if (const json* groups = optionalObject(j, "groups", where)) requireKnownFields(*groups, {"pipelines", "stages", "tensor"}, at(where, "groups"));
+}
+
 }  // namespace
 
 json planToJson(const Plan& p) {
@@ -211,6 +219,11 @@ json planToJson(const Plan& p) {
 
 Plan planFromJson(const json& j, const std::string& where) {
     requireFormat(j, kFormat, kVersion, where);
+    requireKnownFields(j, {"format", "version", "model", "cluster", "planner", "stages", "dp", "placement", "placement_order",
+                           "micro_batches", "global_batch", "schedule", "virtual_stages", "optimizer", "recompute_layers",
+                           "bucket_bytes", "zero_stage", "tp", "sequence_parallel", "device_map", "groups"},
+                       where);
+    checkGroups(j, where);
     Plan p;
     p.model = readModel(j, where);
     p.cluster = optionalString(j, "cluster", where).value_or("");
@@ -237,7 +250,6 @@ Plan planFromJson(const json& j, const std::string& where) {
     p.device_map = readDeviceMap(j, where);
     if (p.device_map.empty() && !p.isPlacement()) p.device_map = defaultDeviceMap(p.pipelineDepth(), p.dp, p.tp);
     checkDeviceMap(p, where);
-    // "groups" is derived from device_map; whatever the file says is recomputed, not read.
     return p;
 }
 

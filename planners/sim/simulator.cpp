@@ -16,6 +16,15 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
+// A device's memory is a sum of the sizes the graph gives per op. A model built far beyond any
+// device (gpt3-13b with micro-batches of 2^20 sequences of 65,536 tokens) would wrap int64 and
+// report a small, plausible peak; it is refused instead.
+int64_t addBytes(int64_t a, int64_t b) {
+    const std::optional<int64_t> sum = checked::add(a, b);
+    if (!sum) throw Error("simulation: a device's memory passes 2^63 bytes; the model's sizes are out of range");
+    return *sum;
+}
+
 // What one micro-batch of a segment allocates, in bytes at the program's micro-batch size.
 struct SegmentMemory {
     int64_t kept = 0;           // stashed for backward: the input plus outputs of ops not recomputed
@@ -38,18 +47,20 @@ std::vector<SegmentMemory> segmentMemory(const Program& prog, const CostModel& c
     for (const Edge& e : g.edges) {
         const int a = seg_of[static_cast<size_t>(e.src)], b = seg_of[static_cast<size_t>(e.dst)];
         (a == b ? read_inside : read_outside)[static_cast<size_t>(e.src)] = true;
-        if (a != b && inputs_from_outside[static_cast<size_t>(b)].insert(e.src).second) out[static_cast<size_t>(b)].kept += e.bytes;
-        input_bytes_of_op[static_cast<size_t>(e.dst)] += e.bytes;
+        SegmentMemory& into = out[static_cast<size_t>(b)];
+        if (a != b && inputs_from_outside[static_cast<size_t>(b)].insert(e.src).second) into.kept = addBytes(into.kept, e.bytes);
+        input_bytes_of_op[static_cast<size_t>(e.dst)] = addBytes(input_bytes_of_op[static_cast<size_t>(e.dst)], e.bytes);
     }
     for (size_t s = 0; s < prog.segments.size(); ++s) {
         SegmentMemory& m = out[s];
         for (int op : prog.segments[s].ops) {
             const Op& o = g.ops[static_cast<size_t>(op)];
             const bool recompute = prog.recompute_op[static_cast<size_t>(op)];
-            (recompute ? m.recomputed : m.kept) += o.output_bytes;
+            int64_t& held = recompute ? m.recomputed : m.kept;
+            held = addBytes(held, o.output_bytes);
             if (!recompute && read_outside[static_cast<size_t>(op)] && !read_inside[static_cast<size_t>(op)])
-                m.sent_outputs += o.output_bytes;
-            if (o.param_bytes > 0) m.weight_inputs += input_bytes_of_op[static_cast<size_t>(op)];
+                m.sent_outputs = addBytes(m.sent_outputs, o.output_bytes);
+            if (o.param_bytes > 0) m.weight_inputs = addBytes(m.weight_inputs, input_bytes_of_op[static_cast<size_t>(op)]);
             m.temp = std::max(m.temp, o.temp_bytes);
         }
         m.weight_inputs = std::min(m.weight_inputs, m.kept);
@@ -59,6 +70,7 @@ std::vector<SegmentMemory> segmentMemory(const Program& prog, const CostModel& c
         m.sent_outputs = cost.scaled(m.sent_outputs, b);
         m.weight_inputs = cost.scaled(m.weight_inputs, b);
         m.temp = cost.scaled(m.temp, b);
+        (void)addBytes(m.kept, m.recomputed);  // freed together after backward (memoryCurves)
     }
     for (const Bucket& bk : prog.buckets)
         if (bk.tied_segment < 0) ++out[static_cast<size_t>(bk.segment)].buckets;  // a tied weight's sum splits no backward
@@ -272,9 +284,7 @@ private:
             int64_t cur = 0, peak = 0;
             auto& curve = t.memory[s];
             for (const auto& [time, delta] : deltas) {
-                const std::optional<int64_t> next = checked::add(cur, delta);
-                if (!next) throw Error("simulation: a device's memory passes 2^63 bytes; the model's sizes are out of range");
-                cur = *next;
+                cur = addBytes(cur, delta);
                 peak = std::max(peak, cur);
                 if (!curve.empty() && curve.back().time_s == time) curve.back().bytes = cur;
                 else curve.push_back({time, cur});

@@ -78,6 +78,7 @@ std::map<int, size_t> readDevices(const json& j, const std::string& where, Trace
 
 TraceEvent readEvent(const json& e, const std::string& w, const std::map<int, size_t>& row_of) {
     if (!e.is_object()) fail(w, "must be an object (got " + describe(e) + ")");
+    requireKnownFields(e, {"device", "start_s", "end_s", "kind", "stage", "mb", "peer", "bytes"}, w);
     TraceEvent ev;
     ev.device = requireInt(e, "device", w, Bound::NonNegative);
     if (!row_of.count(ev.device))
@@ -100,6 +101,7 @@ std::vector<MemorySample> readCurve(const json& arr, const std::string& w) {
         const std::string ws = w + "[" + std::to_string(i) + "]";
         const json& s = arr[i];
         if (!s.is_object()) fail(ws, "must be an object (got " + describe(s) + ")");
+        requireKnownFields(s, {"time_s", "bytes"}, ws);
         MemorySample m;
         m.time_s = requireNumber(s, "time_s", ws, Bound::NonNegative);
         m.bytes = requireInt64(s, "bytes", ws, Bound::NonNegative);
@@ -202,6 +204,9 @@ json metricsToJson(const TraceMetrics& m) {
 
 TraceMetrics metricsFromJson(const json& j, const std::string& where) {
     if (!j.is_object()) fail(where, "must be an object (got " + describe(j) + ")");
+    requireKnownFields(j, {"iteration_time_s", "throughput_samples_per_s", "peak_memory_bytes", "max_peak_memory_bytes",
+                           "bubble_fraction", "allreduce_hidden_fraction", "memory_efficiency", "fits_memory"},
+                       where);
     TraceMetrics m;
     m.iteration_time_s = requireNumber(j, "iteration_time_s", where, Bound::NonNegative);
     m.throughput_samples_per_s = requireNumber(j, "throughput_samples_per_s", where, Bound::NonNegative);
@@ -232,6 +237,7 @@ json traceToJson(const Trace& t) {
 
 Trace traceFromJson(const json& j, const std::string& where) {
     requireFormat(j, kFormat, kVersion, where);
+    requireKnownFields(j, {"format", "version", "devices", "capacity_bytes", "events", "memory", "metrics"}, where);
     Trace t;
     const std::map<int, size_t> row_of = readDevices(j, where, t);
     const size_t rows = t.devices.size();

@@ -107,6 +107,39 @@ expect_error "'dp'" simulate --plan "$OUT/dp.plan.json"
 mutate "$OUT/good.plan.json" "$OUT/wrapmb.plan.json" "j['dp'] = 65536; j['micro_batches'] = 65536; j['global_batch'] = 65536; del j['device_map']"
 expect_error "global_batch" simulate --plan "$OUT/wrapmb.plan.json"
 
+# Batch sizes and sequence lengths at 2^31 - 1 and 2^31: a flag or field that does not fit is
+# refused by name, one that fits but no model can hold is refused by the zoo's range.
+ZOO=(--model gpt2-small --cluster dgx-a100-1x8)
+expect_error "--global-batch" simulate "${ZOO[@]}" --pp 1 --dp 1 --microbatches 1 --global-batch 2147483648 --schedule 1f1b
+expect_error "batch size must be from 1 to 1048576, got 2147483647" simulate "${ZOO[@]}" --pp 1 --dp 1 --microbatches 1 --global-batch 2147483647 --schedule 1f1b
+expect_error "--seq-len" simulate "${ZOO[@]}" --pp 1 --dp 1 --microbatches 1 --global-batch 8 --seq-len 2147483648 --schedule 1f1b
+expect_error "seq_len 2147483647 is above 65536" simulate "${ZOO[@]}" --pp 1 --dp 1 --microbatches 1 --global-batch 8 --seq-len 2147483647 --schedule 1f1b
+expect_error "--global-batch" compare "${ZOO[@]}" --global-batch 2147483648
+expect_error "seq_len 2147483647 is above 65536" compare "${ZOO[@]}" --global-batch 8 --seq-len 2147483647
+"$BIN" simulate "${ZOO[@]}" --pp 2 --dp 1 --microbatches 2 --global-batch 16 --schedule 1f1b \
+    --save-plan "$OUT/zoo.plan.json" >/dev/null 2>"$OUT/stderr" || fail "saving a zoo plan: $(cat "$OUT/stderr")"
+for field in batch_size seq_len; do
+    mutate "$OUT/zoo.plan.json" "$OUT/$field-2^31.plan.json" "j['model']['$field'] = 2**31"
+    expect_error "model: field '$field' is out of range (got 2147483648)" simulate --plan "$OUT/$field-2^31.plan.json"
+done
+mutate "$OUT/zoo.plan.json" "$OUT/batch-2^31-1.plan.json" "j['model']['batch_size'] = 2**31 - 1"
+expect_error "batch size must be from 1 to 1048576, got 2147483647" simulate --plan "$OUT/batch-2^31-1.plan.json"
+mutate "$OUT/zoo.plan.json" "$OUT/seq-2^31-1.plan.json" "j['model']['seq_len'] = 2**31 - 1"
+expect_error "seq_len 2147483647 is above 65536" simulate --plan "$OUT/seq-2^31-1.plan.json"
+mutate "$OUT/zoo.plan.json" "$OUT/global-2^31.plan.json" "j['global_batch'] = 2**31"
+expect_error "field 'global_batch' is out of range (got 2147483648)" simulate --plan "$OUT/global-2^31.plan.json"
+# Within every range, but a device's memory passes 2^63 bytes (it wrapped to a 2.1e11-byte peak).
+expect_error "memory passes 2^63 bytes" simulate --model gpt3-13b --cluster dgx-a100-2x8 --precision fp16 --pp 1 --dp 1 \
+    --microbatches 1 --global-batch 1048576 --seq-len 65536 --schedule 1f1b
+# A global batch of 2^31 - 1 (a prime): the planners' divisor search counted past INT_MAX into a
+# division by zero (SIGFPE). Now every planner answers at once that nothing fits.
+rc=0
+(ulimit -t "$LIMIT_CPU_S"; exec timeout "$LIMIT_WALL_S" "$BIN" compare "${ZOO[@]}" --global-batch 2147483647) \
+    >"$OUT/stdout" 2>"$OUT/stderr" </dev/null || rc=$?
+[[ $rc -eq 0 ]] || fail "compare --global-batch 2147483647: exit code $rc (stderr: $(head -c 600 "$OUT/stderr"))"
+grep -qF "hippie: no plan fits device memory" "$OUT/stdout" || fail "compare --global-batch 2147483647: $(head -c 1500 "$OUT/stdout")"
+! grep -qiE "\b(inf|nan)\b" "$OUT/stdout" || fail "compare --global-batch 2147483647 printed a non-finite figure"
+
 # A cluster file of 200,000 single-device nodes reads in linear time: the read was quadratic in
 # nodes (50,000 took 4.3 s, 200,000 more than 20 s). Asking for more devices than it has makes
 # the command stop right after reading it.

@@ -60,6 +60,24 @@ std::string joined(const std::vector<std::string>& lines) {
 class TestBaselines : public QObject {
     Q_OBJECT
 private slots:
+    // The pipeline planners' search over micro-batch counts rests on these: exact for small
+    // numbers, and at 2^31 - 1 (a prime) quick and without counting past INT_MAX (it divided by
+    // zero there: SIGFPE in compare --global-batch 2147483647).
+    void divisorsAndMicroBatchCounts() {
+        QCOMPARE(hippie::divisorsOf(36), (std::vector<int>{1, 2, 3, 4, 6, 9, 12, 18, 36}));
+        QCOMPARE(hippie::divisorsOf(49), (std::vector<int>{1, 7, 49}));
+        QCOMPARE(hippie::divisorsOf(1), std::vector<int>{1});
+        QCOMPARE(hippie::divisorsOf(2147483647), (std::vector<int>{1, 2147483647}));
+        QCOMPARE(hippie::divisorsOf(1 << 30).size(), size_t{31});
+        // A plan holds at most kMaxMicroBatches (65,536): one replica of 2^20 samples may split
+        // into 1, 2, 4, ... 2^16 micro-batches, not 2^17 .. 2^20.
+        Problem p = twoStageMemoryProblem();
+        p.global_batch = 1 << 20;
+        std::vector<int> powers;
+        for (int m = 1; m <= (1 << 16); m *= 2) powers.push_back(m);
+        QCOMPARE(hippie::microBatchCounts(p, 1), powers);
+    }
+
     void registryListsTheBaselines() {
         for (const std::string& name : kBaselines) {
             const PlannerInfo* info = findPlanner(name);

@@ -217,6 +217,21 @@ private slots:
         QCOMPARE(hippie::clusterFromJson(j).source, std::string());
     }
 
+    // Every object holds only the fields the schema lists; a probe's measurements are the one
+    // object skipped unread.
+    void rejectsUnknownFields() {
+        expectRejected("top", [](json& j) { j["nodez"] = json::array(); }, {"c.json: unknown field \"nodez\" (known fields: format,"});
+        expectRejected("node", [](json& j) { j["nodes"][1]["gpus"] = 4; }, {"c.json: nodes[1]: unknown field \"gpus\""});
+        expectRejected("device", [](json& j) { j["nodes"][0]["device"]["tflops"] = 1; }, {"c.json: nodes[0].device: unknown field \"tflops\""});
+        expectRejected("link", [](json& j) { j["inter"]["mtu"] = 9000; },
+                       {"c.json: inter: unknown field \"mtu\" (known fields: bandwidth_bytes_per_s, latency_s)"});
+        expectRejected("ports", [](json& j) { j["nodes"][0]["ports"] = {{"count", 1}, {"bandwidth_bytes_per_s", 1e9}, {"kind", "ib"}}; },
+                       {"c.json: nodes[0].ports: unknown field \"kind\""});
+        json probed = hippie::clusterToJson(mixedCluster());
+        probed["probe"] = {{"cpu_cores", 2}, {"matmuls", json::array()}};
+        QCOMPARE(hippie::clusterFromJson(probed).deviceCount(), mixedCluster().deviceCount());
+    }
+
     void rejectsInvalidFields() {
         expectRejected("efficiency > 1", [](json& j) { j["nodes"][1]["device"]["efficiency"] = 1.5; },
                        {"nodes[1].device", "efficiency", "(0, 1]"});

@@ -106,6 +106,16 @@ class TestGraphJson : public QObject {
     }
 
 private slots:
+    // Every object holds only the fields the schema lists ("additionalProperties": false).
+    void rejectsUnknownFields() {
+        expectRejected("top", [](json& j) { j["comment"] = "x"; }, {"model.json: unknown field \"comment\" (known fields: format, version, name,"});
+        expectRejected("source", [](json& j) { j["source"] = {{"zoo", "mlp"}, {"size", 2}}; },
+                       {"model.json: source: unknown field \"size\""});
+        expectRejected("op", [](json& j) { j["ops"][2]["device"] = 3; }, {"model.json: ops[2] (id 30, 'l1.c'): unknown field \"device\""});
+        expectRejected("edge", [](json& j) { j["edges"][1]["tensor"] = "t"; },
+                       {"model.json: edges[1]: unknown field \"tensor\" (known fields: src, dst, bytes)"});
+    }
+
     void readsIdsAsPositions() {
         const Graph g = hippie::graphFromJson(validGraph());
         QCOMPARE(g.ops.size(), size_t{5});

@@ -397,6 +397,24 @@ private slots:
         expectRejected("placement", [](json& j) { j["placement"][3] = -1; }, {"placement[3]"}, placementPlan());
     }
 
+    // The schema's "additionalProperties": false, held by the reader: a misspelt optional field is
+    // named, not read as its default; unknown content never travels on with a plan.
+    void rejectsUnknownFields() {
+        json j = hippie::planToJson(pipelinePlan());
+        j["zero_stge"] = 2;
+        QCOMPARE(errorOf([&] { hippie::planFromJson(j, "p.json"); }),
+                 std::string("p.json: unknown field \"zero_stge\" (known fields: format, version, model, cluster, planner, stages, "
+                             "dp, placement, placement_order, micro_batches, global_batch, schedule, virtual_stages, optimizer, "
+                             "recompute_layers, bucket_bytes, zero_stage, device_map, groups); is it misspelt, or from a newer version?"));
+        expectRejected("model", [](json& j) { j["model"]["seqlen"] = 64; }, {"p.json: model: unknown field \"seqlen\" (known fields: zoo,"});
+        expectRejected("stage", [](json& j) { j["stages"][1]["tp"] = 2; }, {"p.json: stages[1]: unknown field \"tp\""});
+        expectRejected("groups", [](json& j) { j["groups"]["x"] = json::array({json::array()}); },
+                       {"p.json: groups: unknown field \"x\" (known fields: pipelines, stages)"});
+        // A key is quoted as JSON, cut short: a newline cannot start a new line of the message.
+        expectRejected("long key", [](json& j) { j[std::string("a\n") + std::string(100, 'k')] = 1; },
+                       {"unknown field \"a\\n" + std::string(36, 'k') + "... (known fields"});
+    }
+
     void rejectsBadDeviceMaps() {
         expectRejected("rows", [](json& j) { j["device_map"].erase(3); }, {"'device_map'", "3 rows", "4"});
         expectRejected("replicas", [](json& j) { j["device_map"][1] = {1}; }, {"device_map[1]", "'dp'"});

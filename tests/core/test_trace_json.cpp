@@ -177,6 +177,14 @@ private slots:
         compareTraces(t, hippie::traceFromJson(hippie::traceToJson(t)));
     }
 
+    // Every object holds only the fields the schema lists ("additionalProperties": false).
+    void rejectsUnknownFields() {
+        expectRejected("top", [](json& j) { j["name"] = "x"; }, {"t.json: unknown field \"name\" (known fields: format, version,"});
+        expectRejected("event", [](json& j) { j["events"][0]["label"] = "F0"; }, {"t.json: events[0]: unknown field \"label\""});
+        expectRejected("sample", [](json& j) { j["memory"][0][0]["peak"] = 1; }, {"t.json: memory[0][0]: unknown field \"peak\""});
+        expectRejected("metrics", [](json& j) { j["metrics"]["mfu"] = 0.5; }, {"t.json: metrics: unknown field \"mfu\""});
+    }
+
     void rejectsInvalidFields() {
         expectRejected("format", [](json& j) { j["format"] = "hippie-plan"; }, {"'format'", "hippie-trace"});
         expectRejected("version", [](json& j) { j["version"] = 3; }, {"'version'"});

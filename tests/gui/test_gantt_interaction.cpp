@@ -1,4 +1,5 @@
-// Gantt navigation as in Perfetto and Nsight Systems (issue 18, items 5 and 6): a clicked block
+// Gantt navigation as in Perfetto and Nsight Systems (issue 18, items 5 and 6): W/S zoom at the
+// cursor, A/D pan, Home and 0 fit, Shift+W/S zoom the memory axis; a clicked block
 // shows its details and outlines what it waits on and what waits on it; a drag along the time
 // axis measures a span; sub-pixel blocks are drawn in the neutral colour; a memory legend entry
 // highlights its device's curve and Gantt row; nodes collapse to one row for 16 devices.
@@ -36,6 +37,49 @@ void sendMouse(QWidget* w, QEvent::Type type, QPointF pos, Qt::MouseButtons butt
     QMouseEvent e(type, pos, w->mapToGlobal(pos), Qt::LeftButton, buttons, Qt::NoModifier);
     QApplication::sendEvent(w, &e);
 }
+
+// W zooms to 80% of the span and S to 125%, both keeping the anchor where it is; A/D move by
+// a fifth of the span (schedule_view.cpp's steps), worked out here by hand.
+TimeWindow zoomedBy(TimeWindow w, double anchor_s, double factor) {
+    return {anchor_s - (anchor_s - w.lower_s) * factor, anchor_s + (w.upper_s - anchor_s) * factor};
+}
+TimeWindow pannedBy(TimeWindow w, double fraction) {
+    const double shift = w.span() * fraction;
+    return {w.lower_s + shift, w.upper_s + shift};
+}
+
+// A two-stage pipeline drawn at 1200x600, with the whole iteration in view.
+struct NavigationView {
+    testing::Setup setup = testing::smallPipeline(2, 1, 4, ScheduleKind::OneFOneB);
+    Trace trace = simulateWithEvents(setup.problem, setup.plan);
+    ScheduleView view;
+
+    bool show() {
+        view.resize(1200, 600);
+        view.show();
+        if (!QTest::qWaitForWindowExposed(&view)) return false;
+        view.setTrace(trace, &setup.problem.cluster);
+        view.plot()->replot(QCustomPlot::rpImmediateRefresh);
+        return true;
+    }
+    QCPAxis* timeAxis() const { return view.gantt()->keyAxis(); }
+    // Moves the mouse over the rows to the pixel nearest `t_s`; returns the time under it.
+    double hover(double t_s) {
+        const double px = std::round(timeAxis()->coordToPixel(t_s));
+        const double y = timeAxis()->axisRect()->rect().center().y();
+        sendMouse(view.plot(), QEvent::MouseMove, QPointF(px, y), Qt::NoButton);
+        return timeAxis()->pixelToCoord(px);
+    }
+};
+
+#define COMPARE_WINDOW(actual, expected)                                                                             \
+    do {                                                                                                             \
+        const TimeWindow a_ = (actual), e_ = (expected);                                                             \
+        QVERIFY2(std::abs(a_.lower_s - e_.lower_s) <= 1e-12 && std::abs(a_.upper_s - e_.upper_s) <= 1e-12,          \
+                 qPrintable(QStringLiteral("[%1, %2] instead of [%3, %4]")                                           \
+                                .arg(a_.lower_s, 0, 'g', 15).arg(a_.upper_s, 0, 'g', 15)                             \
+                                .arg(e_.lower_s, 0, 'g', 15).arg(e_.upper_s, 0, 'g', 15)));                          \
+    } while (false)
 
 }  // namespace
 
@@ -101,6 +145,94 @@ private slots:
         QTest::keyClick(&view, Qt::Key_Escape);
         QCOMPARE(view.selectedBlock(), -1);
         QVERIFY(view.waitsOnBlocks().empty());
+    }
+
+    // W/S zoom at the mouse: the time under the cursor stays under it; zooming out stops at the
+    // iteration.
+    void wAndSZoomAtTheCursor() {
+        NavigationView n;
+        QVERIFY(n.show());
+        const TimeWindow full = n.view.fullWindow();
+        COMPARE_WINDOW(n.view.visibleWindow(), full);
+        const double anchor = n.hover(full.upper_s * 0.25);
+        const double anchor_px = n.timeAxis()->coordToPixel(anchor);
+        QTest::keyClick(&n.view, Qt::Key_W);
+        const TimeWindow in = zoomedBy(full, anchor, 0.8);
+        COMPARE_WINDOW(n.view.visibleWindow(), in);
+        QVERIFY(std::abs(n.timeAxis()->coordToPixel(anchor) - anchor_px) < 1e-6);
+        QTest::keyClick(&n.view, Qt::Key_W);
+        COMPARE_WINDOW(n.view.visibleWindow(), zoomedBy(in, anchor, 0.8));
+        QTest::keyClick(&n.view, Qt::Key_S);
+        COMPARE_WINDOW(n.view.visibleWindow(), in);
+        QTest::keyClick(&n.view, Qt::Key_S);
+        COMPARE_WINDOW(n.view.visibleWindow(), full);
+        QTest::keyClick(&n.view, Qt::Key_S);  // already the whole iteration: nothing further
+        COMPARE_WINDOW(n.view.visibleWindow(), full);
+    }
+
+    // Without the mouse over the chart, W/S zoom about the middle of the view.
+    void zoomWithoutTheMouseKeepsTheCentre() {
+        NavigationView n;
+        QVERIFY(n.show());
+        const TimeWindow full = n.view.fullWindow();
+        sendMouse(n.view.plot(), QEvent::MouseMove, QPointF(1, 1), Qt::NoButton);  // the corner: outside both charts
+        QTest::keyClick(&n.view, Qt::Key_W);
+        COMPARE_WINDOW(n.view.visibleWindow(), zoomedBy(full, full.upper_s / 2, 0.8));
+    }
+
+    // A/D pan by a fifth of the view and stop at either end of the iteration, keeping the zoom.
+    void aAndDPanWithinTheIteration() {
+        NavigationView n;
+        QVERIFY(n.show());
+        const TimeWindow full = n.view.fullWindow();
+        const double anchor = n.hover(full.upper_s * 0.5);
+        QTest::keyClick(&n.view, Qt::Key_W);
+        QTest::keyClick(&n.view, Qt::Key_W);
+        const TimeWindow zoomed = zoomedBy(zoomedBy(full, anchor, 0.8), anchor, 0.8);  // 64% of the iteration, centred
+        COMPARE_WINDOW(n.view.visibleWindow(), zoomed);
+        QTest::keyClick(&n.view, Qt::Key_D);
+        COMPARE_WINDOW(n.view.visibleWindow(), pannedBy(zoomed, 0.2));
+        QTest::keyClick(&n.view, Qt::Key_A);
+        COMPARE_WINDOW(n.view.visibleWindow(), zoomed);
+        // 18% of the iteration lies before the view and 12.8% is one step: two steps reach 0.
+        QTest::keyClick(&n.view, Qt::Key_A);
+        COMPARE_WINDOW(n.view.visibleWindow(), pannedBy(zoomed, -0.2));
+        QTest::keyClick(&n.view, Qt::Key_A);
+        COMPARE_WINDOW(n.view.visibleWindow(), (TimeWindow{0, zoomed.span()}));
+        for (int i = 0; i < 5; ++i) QTest::keyClick(&n.view, Qt::Key_D);
+        COMPARE_WINDOW(n.view.visibleWindow(), (TimeWindow{full.upper_s - zoomed.span(), full.upper_s}));
+    }
+
+    // Home and 0 fit the whole iteration again, however far the view was zoomed and panned.
+    void homeAndZeroFitTheIteration() {
+        NavigationView n;
+        QVERIFY(n.show());
+        const TimeWindow full = n.view.fullWindow();
+        for (const Qt::Key fit : {Qt::Key_Home, Qt::Key_0}) {
+            n.hover(full.upper_s * 0.8);
+            for (int i = 0; i < 6; ++i) QTest::keyClick(&n.view, Qt::Key_W);
+            QTest::keyClick(&n.view, Qt::Key_A);
+            QVERIFY(n.view.visibleWindow().span() < full.span() / 3);
+            QTest::keyClick(&n.view, fit);
+            COMPARE_WINDOW(n.view.visibleWindow(), full);
+        }
+    }
+
+    // Shift+W / Shift+S zoom the memory curves vertically (from 0), leaving the time axis alone.
+    void shiftWAndSZoomTheMemoryAxis() {
+        NavigationView n;
+        QVERIFY(n.show());
+        QVERIFY(n.view.memory()->graphCount() > 0);
+        const QCPAxis* bytes = n.view.memory()->graph(0)->valueAxis();
+        const double top = bytes->range().upper;
+        QVERIFY(top > 0);
+        const TimeWindow before = n.view.visibleWindow();
+        QTest::keyClick(&n.view, Qt::Key_W, Qt::ShiftModifier);
+        QCOMPARE(bytes->range().lower, 0.0);
+        QCOMPARE(bytes->range().upper, top * 0.8);
+        QTest::keyClick(&n.view, Qt::Key_S, Qt::ShiftModifier);
+        QCOMPARE(bytes->range().upper, top * 0.8 * 1.25);
+        COMPARE_WINDOW(n.view.visibleWindow(), before);
     }
 
     void dragOnTheTimeAxisMeasuresASpan() {

@@ -12,7 +12,9 @@
 #include "app/dispatch/step_tally.h"
 #include "app/store/run_store.h"
 #include "app/studio/dispatch/run_comparison.h"
+#include "app/studio/dispatch/dispatch_ui.h"
 #include "app/studio/dispatch/run_view.h"
+#include "app/studio/main_window.h"
 #include "planners/sim/trace_json.h"
 #include "widgets/gantt/gantt_plottable.h"
 #include "widgets/gantt/schedule_view.h"
@@ -112,6 +114,34 @@ private slots:
             QVERIFY(p->legend->visible());
             QVERIFY(!p->axisRect()->insetLayout()->elements(false).contains(p->legend));
             QVERIFY(!p->axisRect()->rect().intersects(p->legend->outerRect()));
+        }
+    }
+
+    // The run page inside the studio at 1280x800, beside the Setup dock: every chart keeps an
+    // axis area a reader can use, its legend beside it, and the step axis its whole-step ticks.
+    // With HIPPIE_SCREENSHOT_DIR set the window is saved there (run-stored-1280.png).
+    void runPageIsReadableAt1280x800() {
+        MainWindow w(false);
+        w.resize(1280, 800);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        QVERIFY(w.dispatchUi());
+        w.showPage(MainWindow::Page::Runs);
+        RunView* view = w.dispatchUi()->runView();
+        view->showStored(cancelledCpuRun(), tinyTrace(), std::nullopt, QString());
+        QCoreApplication::processEvents();
+        const QByteArray dir = qgetenv("HIPPIE_SCREENSHOT_DIR");
+        if (!dir.isEmpty()) QVERIFY(w.grab().save(QString::fromLocal8Bit(dir) + QStringLiteral("/run-stored-1280.png")));
+        for (QCustomPlot* p : {view->lossPlot(), view->throughputPlot(), view->memoryPlot()}) {
+            p->replot(QCustomPlot::rpImmediateRefresh);
+            const QRect axes = p->axisRect()->rect();
+            QVERIFY2(axes.width() >= 150 && axes.height() >= 80,
+                     qPrintable(QStringLiteral("%1: axes %2x%3").arg(p->yAxis->label()).arg(axes.width()).arg(axes.height())));
+            QVERIFY(!p->legend->visible() || !axes.intersects(p->legend->outerRect()));
+        }
+        for (QCustomPlot* p : {view->lossPlot(), view->throughputPlot()}) {
+            const QVector<double> ticks = p->xAxis->tickVector();
+            QVERIFY2(ticks.size() >= 3 && ticks.size() <= 12, qPrintable(QString::number(ticks.size())));
         }
     }
 

@@ -97,6 +97,17 @@ struct EnvGuard {
     }
 };
 
+// The hippie-engine of this build, given to the studio as $HIPPIE_ENGINE while this object
+// lives (the variable is restored after). `path` is empty when no engine is built: the test skips.
+struct EngineForStudio {
+    static constexpr const char* kMissing = "hippie-engine is not built (set HIPPIE_ENGINE or HIPPIE_BIN_DIR)";
+    const QString path = findEngine();
+    const EnvGuard guard{"HIPPIE_ENGINE"};
+    EngineForStudio() {
+        if (!path.isEmpty()) qputenv("HIPPIE_ENGINE", path.toLocal8Bit());
+    }
+};
+
 }  // namespace
 
 class TestStudioFiles : public QObject {
@@ -217,10 +228,9 @@ private slots:
     }
 
     void importsTorchScriptThroughTheEngine() {
-        const QString engine = findEngine();
-        if (engine.isEmpty()) QSKIP("hippie-engine is not built (set HIPPIE_ENGINE or HIPPIE_BIN_DIR)");
-        EnvGuard guard("HIPPIE_ENGINE");
-        qputenv("HIPPIE_ENGINE", engine.toLocal8Bit());
+        const EngineForStudio for_studio;
+        if (for_studio.path.isEmpty()) QSKIP(EngineForStudio::kMissing);
+        const QString& engine = for_studio.path;
         QTemporaryDir dir;
         const QString pt = dir.filePath("mlp.pt");
         QProcess exporter;
@@ -260,10 +270,9 @@ private slots:
     // (issue 18: it was refused as "unknown zoo model 'gpt-tiny'"): the engine profiles the model
     // for its graph, and the plan is selected and simulated.
     void opensAPlanTheEngineWrote() {
-        const QString engine = findEngine();
-        if (engine.isEmpty()) QSKIP("hippie-engine is not built (set HIPPIE_ENGINE or HIPPIE_BIN_DIR)");
-        EnvGuard guard("HIPPIE_ENGINE");
-        qputenv("HIPPIE_ENGINE", engine.toLocal8Bit());
+        const EngineForStudio for_studio;
+        if (for_studio.path.isEmpty()) QSKIP(EngineForStudio::kMissing);
+        const QString& engine = for_studio.path;
         QTemporaryDir dir;
         const QString plan_path = dir.filePath("gpt-tiny.plan.json");
         QProcess planner;

@@ -3,10 +3,14 @@
 // the previous model; exhaustive is ticked only where it applies; pages cycle with Ctrl+Tab
 // and have shortcuts; Right/Space step the teaching page; an error shows in the banner above
 // the pages; a failed re-simulation clears the chart; time axes use readable units.
+#include <QComboBox>
 #include <QDockWidget>
 #include <QDoubleSpinBox>
 #include <QFile>
 #include <QMenu>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QTemporaryDir>
 #include <QSpinBox>
 #include <QTabWidget>
@@ -14,7 +18,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/studio/cluster_panel.h"
 #include "app/studio/main_window.h"
+#include "app/studio/message_label.h"
 #include "app/studio/model_panel.h"
 #include "app/studio/planner_run_list.h"
 #include "app/studio/planners_panel.h"
@@ -23,6 +29,7 @@
 #include "app/studio/studio_session.h"
 #include "app/studio/teaching_page.h"
 #include "planners/algorithms/exhaustive_planner.h"
+#include "planners/model/zoo.h"
 #include "widgets/common/time_units.h"
 #include "widgets/compare/comparison_model.h"
 #include "widgets/gantt/schedule_view.h"
@@ -31,6 +38,17 @@ using namespace hippie;
 using namespace hippie::studio;
 
 namespace {
+// The Setup dock's scroll area and where `w` lies in its viewport.
+QScrollArea* setupScroll(const MainWindow& w) { return qobject_cast<QScrollArea*>(w.setupDock()->widget()); }
+QRect inViewport(const QScrollArea* scroll, const QWidget* w) { return {w->mapTo(scroll->viewport(), QPoint(0, 0)), w->size()}; }
+
+void wheelDown(QWidget* w) {
+    const QPointF centre = QRectF(w->rect()).center();
+    QWheelEvent wheel(centre, w->mapToGlobal(centre), QPoint(), QPoint(0, -120), Qt::NoButton, Qt::NoModifier, Qt::NoScrollPhase,
+                      false);
+    QApplication::sendEvent(w, &wheel);
+}
+
 StartOptions start(const std::string& zoo, bool run) {
     StartOptions o;
     ModelSpec spec;
@@ -71,6 +89,86 @@ private slots:
                           Qt::NoScrollPhase, false);
         QApplication::sendEvent(budget, &again);
         QVERIFY(budget->value() != before);
+    }
+
+    // At 1280x800 the studio opens with the Setup dock shown, scrolled to its top, Model and
+    // Cluster wholly in view (issue 18: they were scrolled out of view at launch).
+    void setupDockOpensWithModelAndClusterInView() {
+        MainWindow w(false);
+        w.resize(1280, 800);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        QVERIFY(w.start(start("gpt2-small", false)));
+        QVERIFY(w.setupDock()->isVisible());
+        QScrollArea* scroll = setupScroll(w);
+        QVERIFY(scroll);
+        QTest::qWait(50);  // the dock layout settles after the first event loop turn
+        QCOMPARE(scroll->verticalScrollBar()->value(), 0);
+        const QRect viewport = scroll->viewport()->rect();
+        const ClusterPanel* cluster = w.findChild<ClusterPanel*>();
+        QVERIFY(cluster);
+        for (const QGroupBox* panel : {static_cast<const QGroupBox*>(w.modelPanel()), static_cast<const QGroupBox*>(cluster)}) {
+            const QRect r = inViewport(scroll, panel);
+            QVERIFY2(viewport.contains(r), qPrintable(QStringLiteral("%1 at %2,%3 %4x%5 in a %6x%7 viewport")
+                                                          .arg(panel->title())
+                                                          .arg(r.x()).arg(r.y()).arg(r.width()).arg(r.height())
+                                                          .arg(viewport.width()).arg(viewport.height())));
+        }
+    }
+
+    // The Setup is taller than a 1280x800 window: the wheel scrolls the dock, over a spin box
+    // too (which keeps its value), down to the whole Planners panel.
+    void setupDockScrollsToThePlannersAt1280x800() {
+        MainWindow w(false);
+        w.resize(1280, 800);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        QVERIFY(w.start(start("gpt2-small", false)));
+        QScrollArea* scroll = setupScroll(w);
+        QScrollBar* bar = scroll->verticalScrollBar();
+        QTRY_COMPARE(bar->value(), 0);
+        QVERIFY2(bar->maximum() > 0, "the whole Setup fits at 1280x800: nothing to scroll");
+        QVERIFY(!scroll->viewport()->rect().contains(inViewport(scroll, w.plannersPanel())));
+        auto* batch = w.modelPanel()->findChild<QSpinBox*>();
+        QVERIFY(batch && !batch->hasFocus());
+        const int batch_before = batch->value();
+        for (int i = 0; i < 100 && bar->value() < bar->maximum(); ++i) wheelDown(batch);
+        QCOMPARE(bar->value(), bar->maximum());
+        QCOMPARE(batch->value(), batch_before);
+        QVERIFY(scroll->viewport()->rect().contains(inViewport(scroll, w.plannersPanel())));
+    }
+
+    // The zoo combo: a model applies as soon as it is picked (as a cluster preset does); after
+    // Graph JSON… the combo names the file, not the previous model, and Load asks for a zoo
+    // model instead of reloading that one.
+    void modelComboAppliesAtOnceAndNamesAGraphFile() {
+        MainWindow w(false);
+        w.resize(1280, 800);
+        w.show();
+        QVERIFY(w.start(start("gpt2-small", false)));
+        auto* combo = w.modelPanel()->findChild<QComboBox*>(QStringLiteral("zoo-model"));
+        QVERIFY(combo);
+        QCOMPARE(combo->count(), int(zooModels().size()));
+        QCOMPARE(combo->currentText(), QStringLiteral("gpt2-small"));
+        const QString next = combo->itemText(combo->currentIndex() + 1);
+        combo->setFocus();
+        QTest::keyClick(combo, Qt::Key_Down);  // the user's pick: no Load needed
+        QCOMPARE(combo->currentText(), next);
+        QCOMPARE(QString::fromStdString(w.session()->graph().name), next);
+
+        const QString file = QStringLiteral(HIPPIE_SOURCE_DIR "/resources/examples/tiny-mlp.graph.json");
+        QVERIFY(w.modelPanel()->openGraphFile(file));
+        QCOMPARE(combo->currentIndex(), -1);
+        QCOMPARE(combo->placeholderText(), QStringLiteral("file: tiny-mlp.graph.json"));
+        const std::string graph = w.session()->graph().name;
+        QPushButton* load = nullptr;
+        for (QPushButton* b : w.modelPanel()->findChildren<QPushButton*>())
+            if (b->text() == QStringLiteral("Load")) load = b;
+        QVERIFY(load);
+        QTest::mouseClick(load, Qt::LeftButton);
+        QVERIFY2(w.modelPanel()->message()->text().contains(QStringLiteral("Pick a zoo model first")),
+                 qPrintable(w.modelPanel()->message()->text()));
+        QCOMPARE(w.session()->graph().name, graph);
     }
 
     // The issue's steps: gnmt-8 on dgx-a100-1x8, run the planners, load resnet50 meanwhile.

@@ -8,6 +8,7 @@
 #include <QFileInfo>
 #include <QProcess>
 #include <QProcessEnvironment>
+#include <QStandardPaths>
 #include <QTcpSocket>
 #include <QTemporaryDir>
 #include <QTest>
@@ -64,6 +65,35 @@ inline json makePlan(const QString& engine, const QStringList& args) {
     }
     const QByteArray out = p.readAllStandardOutput();
     return json::parse(out.constBegin(), out.constEnd());
+}
+
+inline QString openssl() { return QStandardPaths::findExecutable(QStringLiteral("openssl")); }
+
+// A self-signed RSA certificate for an agent on 127.0.0.1, made with the openssl command line.
+struct TestCertificate {
+    QString cert, key;   // PEM files in the given directory
+    QString fingerprint;  // SHA-256, "AB:CD:..." as `openssl x509 -fingerprint` prints it
+    QString error;        // what went wrong; empty when the files are there
+};
+
+inline TestCertificate makeTestCertificate(const QTemporaryDir& dir) {
+    TestCertificate c{dir.filePath(QStringLiteral("cert.pem")), dir.filePath(QStringLiteral("key.pem")), {}, {}};
+    QProcess gen;
+    gen.start(openssl(), {QStringLiteral("req"), QStringLiteral("-x509"), QStringLiteral("-newkey"), QStringLiteral("rsa:2048"),
+                          QStringLiteral("-nodes"), QStringLiteral("-subj"), QStringLiteral("/CN=localhost"), QStringLiteral("-days"),
+                          QStringLiteral("1"), QStringLiteral("-keyout"), c.key, QStringLiteral("-out"), c.cert});
+    if (!gen.waitForFinished(60000) || gen.exitCode() != 0) {
+        c.error = QStringLiteral("openssl req failed: ") + QString::fromUtf8(gen.readAllStandardError());
+        return c;
+    }
+    QProcess fp;
+    fp.start(openssl(), {QStringLiteral("x509"), QStringLiteral("-noout"), QStringLiteral("-fingerprint"), QStringLiteral("-sha256"),
+                         QStringLiteral("-in"), c.cert});
+    fp.waitForFinished(20000);
+    const QString out = QString::fromUtf8(fp.readAllStandardOutput()).trimmed();
+    c.fingerprint = out.mid(out.indexOf(QLatin1Char('=')) + 1);
+    if (c.fingerprint.count(QLatin1Char(':')) != 31) c.error = QStringLiteral("no SHA-256 fingerprint in: ") + out;
+    return c;
 }
 
 inline bool writeFile(const QString& path, const QByteArray& data) {
@@ -210,7 +240,7 @@ struct Recorder {
         QObject::connect(&c, &hj::AgentClient::failed, [this](const QString& m) { failed << m; });
         QObject::connect(&c, &hj::AgentClient::accepted, [this](const QString& j, int port) { accepted << qMakePair(j, port); });
         QObject::connect(&c, &hj::AgentClient::rejected, [this](const QString&, const QString& m) { rejected << m; });
-        QObject::connect(&c, &hj::AgentClient::event, [this](const QString& j, qint64 seq, const json& e) {
+        QObject::connect(&c, &hj::AgentClient::jobEvent, [this](const QString& j, qint64 seq, const json& e) {
             events.push_back({j, seq, e});
         });
         QObject::connect(&c, &hj::AgentClient::jobState, [this](const QString& j, hj::JobState s, const QString& m) {

@@ -48,8 +48,6 @@ void killPids(const json& running_event) {
     for (const json& r : running_event["ranks"]) ::kill(static_cast<pid_t>(r.value("pid", 0)), SIGKILL);
 }
 
-QString openssl() { return QStandardPaths::findExecutable(QStringLiteral("openssl")); }
-
 }  // namespace
 
 class TestAgent : public QObject {
@@ -314,23 +312,12 @@ private slots:
     void tlsWithPinnedFingerprint() {
         if (openssl().isEmpty()) QSKIP("openssl is not installed (packaging/debian-packages.txt: build openssl)");
         QTemporaryDir dir;
-        const QString cert = dir.filePath(QStringLiteral("cert.pem")), key = dir.filePath(QStringLiteral("key.pem"));
-        QProcess gen;
-        gen.start(openssl(), {QStringLiteral("req"), QStringLiteral("-x509"), QStringLiteral("-newkey"), QStringLiteral("rsa:2048"),
-                              QStringLiteral("-nodes"), QStringLiteral("-subj"), QStringLiteral("/CN=localhost"), QStringLiteral("-days"),
-                              QStringLiteral("1"), QStringLiteral("-keyout"), key, QStringLiteral("-out"), cert});
-        QVERIFY(gen.waitForFinished(60000));
-        QCOMPARE(gen.exitCode(), 0);
-        QProcess fp;
-        fp.start(openssl(), {QStringLiteral("x509"), QStringLiteral("-noout"), QStringLiteral("-fingerprint"), QStringLiteral("-sha256"),
-                             QStringLiteral("-in"), cert});
-        QVERIFY(fp.waitForFinished(20000));
-        const QString out = QString::fromUtf8(fp.readAllStandardOutput()).trimmed();
-        const QString fingerprint = out.mid(out.indexOf(QLatin1Char('=')) + 1);  // AB:CD:...
-        QVERIFY2(fingerprint.count(QLatin1Char(':')) == 31, qPrintable(out));
+        const TestCertificate tls = makeTestCertificate(dir);
+        QVERIFY2(tls.error.isEmpty(), qPrintable(tls.error));
+        const QString& fingerprint = tls.fingerprint;
 
         Agent agent;
-        QVERIFY(agent.start(enginePath(), {QStringLiteral("--tls-cert"), cert, QStringLiteral("--tls-key"), key}));
+        QVERIFY(agent.start(enginePath(), {QStringLiteral("--tls-cert"), tls.cert, QStringLiteral("--tls-key"), tls.key}));
         {
             hj::AgentAddress a = agent.address();
             a.fingerprint_sha256 = fingerprint;

@@ -47,6 +47,25 @@ bool agentAlive(Agent& agent) {
 
 QByteArray deepArray(int depth) { return QByteArray(depth, '[') + QByteArray(depth, ']'); }
 
+// What `openssl s_client` offering a single TLS 1.2 suite gets from the agent.
+struct Handshake {
+    bool established = false;
+    QString output;  // s_client's -brief report (stderr and stdout)
+};
+
+Handshake handshakeOffering(quint16 port, const QString& suite) {
+    QProcess p;
+    p.setProcessChannelMode(QProcess::MergedChannels);
+    p.start(openssl(), {QStringLiteral("s_client"), QStringLiteral("-connect"), QStringLiteral("127.0.0.1:%1").arg(port),
+                        QStringLiteral("-tls1_2"), QStringLiteral("-cipher"), suite, QStringLiteral("-brief")});
+    p.closeWriteChannel();  // s_client ends after the handshake instead of waiting for input
+    p.waitForFinished(30000);
+    Handshake h;
+    h.output = QString::fromUtf8(p.readAll());
+    h.established = h.output.contains(QLatin1String("CONNECTION ESTABLISHED"));
+    return h;
+}
+
 }  // namespace
 
 class TestAgentHostile : public QObject {
@@ -96,6 +115,73 @@ private slots:
         QCOMPARE(raw.nextOf("pong").value("type", ""), std::string("pong"));
         QVERIFY(!QFileInfo::exists(agent.workDir() + QStringLiteral("/jobs/deep")));
         QVERIFY(agentAlive(agent));
+    }
+
+    // Every object of a request holds only the fields the protocol defines (protocol.h): an
+    // unknown one, in the message, the job or the plan inside it, is refused by name before the
+    // job is stored, copied or written, and the connection carries on.
+    void unknownFieldsAreRefused() {
+        Agent agent;
+        QVERIFY(agent.start(enginePath()));
+        RawClient raw;
+        QVERIFY(raw.connectTo(agent.port()));
+        QVERIFY(raw.hello(agent.token()));
+
+        raw.send(json{{"type", "ping"}, {"padding", std::string(1000, 'p')}});
+        std::string message = raw.nextOf("error").value("message", "");
+        QVERIFY2(message.starts_with("message 'ping': unknown field \"padding\" (known fields: type)"), message.c_str());
+
+        json submit = submitOf("extra-job-field", wellFormedPlan(), 1);
+        submit["job"]["priority"] = 1;
+        raw.send(submit);
+        message = raw.nextOf("rejected").value("message", "");
+        QVERIFY2(message.starts_with("job 'extra-job-field': unknown field \"priority\""), message.c_str());
+
+        json plan = wellFormedPlan();
+        plan["model"]["comment"] = json::array({json::array({json::array({1, 2, 3})})});
+        raw.send(submitOf("extra-plan-field", plan, 1));
+        message = raw.nextOf("rejected").value("message", "");
+        QVERIFY2(message.starts_with("job 'extra-plan-field': plan.model: unknown field \"comment\" (known fields: zoo, file,"),
+                 message.c_str());
+        for (const char* id : {"extra-job-field", "extra-plan-field"})
+            QVERIFY(!QFileInfo::exists(agent.workDir() + QStringLiteral("/jobs/") + QLatin1String(id)));
+        raw.send(json{{"type", "ping"}});
+        QCOMPARE(raw.nextOf("pong").value("type", ""), std::string("pong"));
+
+        RawClient stranger;  // before authentication the hello is held to its four fields too
+        QVERIFY(stranger.connectTo(agent.port()));
+        stranger.send(json{{"type", "hello"}, {"token", agent.token().toStdString()}, {"protocol", hj::kProtocolVersion},
+                           {"x", json::array({1})}});
+        const json refused = stranger.next();
+        QCOMPARE(refused.value("type", ""), std::string("refused"));
+        QVERIFY2(refused.value("message", "").find("unknown field \"x\"") != std::string::npos, refused.dump().c_str());
+        QVERIFY(agentAlive(agent));
+    }
+
+    // TLS 1.2 is held to suites with forward secrecy (ECDHE) and authenticated encryption (GCM,
+    // ChaCha20-Poly1305): a client that offers only RSA key exchange or only CBC gets no session.
+    void tls12OffersOnlyForwardSecretAeadSuites() {
+        if (openssl().isEmpty()) QSKIP("openssl is not installed (packaging/debian-packages.txt: build openssl)");
+        QTemporaryDir dir;
+        const TestCertificate tls = makeTestCertificate(dir);
+        QVERIFY2(tls.error.isEmpty(), qPrintable(tls.error));
+        Agent agent;
+        QVERIFY(agent.start(enginePath(), {QStringLiteral("--tls-cert"), tls.cert, QStringLiteral("--tls-key"), tls.key}));
+        for (const QString suite : {QStringLiteral("ECDHE-RSA-AES128-GCM-SHA256"), QStringLiteral("ECDHE-RSA-AES256-GCM-SHA384"),
+                                    QStringLiteral("ECDHE-RSA-CHACHA20-POLY1305")}) {
+            const Handshake h = handshakeOffering(agent.port(), suite);
+            QVERIFY2(h.established, qPrintable(suite + QLatin1String(": ") + h.output));
+            QVERIFY2(h.output.contains(QLatin1String("Ciphersuite: ") + suite), qPrintable(h.output));
+        }
+        // RSA key exchange (no forward secrecy) with CBC and with GCM; ECDHE with CBC (no AEAD).
+        for (const QString suite : {QStringLiteral("AES128-SHA"), QStringLiteral("AES128-GCM-SHA256"), QStringLiteral("AES256-SHA256"),
+                                    QStringLiteral("ECDHE-RSA-AES128-SHA"), QStringLiteral("ECDHE-RSA-AES256-SHA384")}) {
+            const Handshake h = handshakeOffering(agent.port(), suite);
+            QVERIFY2(!h.established, qPrintable(suite + QLatin1String(" was accepted: ") + h.output));
+            // The agent said no (a handshake alert), not the client (an unknown suite name).
+            QVERIFY2(h.output.contains(QLatin1String("handshake failure")), qPrintable(suite + QLatin1String(": ") + h.output));
+        }
+        QCOMPARE(agent.process().state(), QProcess::Running);
     }
 
     // Before its hello a connection may send a few KiB, not 16 MiB.

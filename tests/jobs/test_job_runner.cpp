@@ -15,7 +15,7 @@ namespace {
 
 struct RunnerLog {
     explicit RunnerLog(hj::JobRunner& r) {
-        QObject::connect(&r, &hj::JobRunner::event, [this](const QString&, qint64 seq, const json& e) { events.push_back({seq, e}); });
+        QObject::connect(&r, &hj::JobRunner::jobEvent, [this](const QString&, qint64 seq, const json& e) { events.push_back({seq, e}); });
         QObject::connect(&r, &hj::JobRunner::finished, [this](hj::JobState s, const QString& m) {
             state = s;
             message = m;

@@ -34,7 +34,8 @@ constexpr double kBarWidth = 0.38;
 constexpr double kBarOffset = 0.1;
 constexpr int kChartHeight = 230;  // an axis rect tall enough for five tick labels
 constexpr double kRangeMargin = 1.02;
-constexpr int kLegendRowsPerColumn = 8;
+constexpr int kRankEntriesPerRow = 4;     // rank 0 .. rank 3 side by side under a step chart
+constexpr int kMemoryEntriesPerRow = 1;   // "predicted" and "measured (tracked tensors)" are long
 
 std::optional<double> numberAt(const json& j, const char* key) {
     if (!j.is_object()) return std::nullopt;
@@ -43,7 +44,7 @@ std::optional<double> numberAt(const json& j, const char* key) {
     return it->get<double>();
 }
 
-QCustomPlot* makeChart(const QString& title, const QString& x_label, const QString& y_label) {
+QCustomPlot* makeChart(const QString& title, const QString& x_label, const QString& y_label, int legend_entries_per_row) {
     auto* p = new QCustomPlot;
     p->setMinimumHeight(kChartHeight);
     p->plotLayout()->insertRow(0);
@@ -52,18 +53,14 @@ QCustomPlot* makeChart(const QString& title, const QString& x_label, const QStri
     p->yAxis->setLabel(y_label);
     p->legend->setVisible(true);
     p->legend->setFont(QFont(QStringLiteral("sans"), 7));
-    // The legend in a column of its own beside the axes: over the data it hid the latest steps.
+    // The legend in a row of its own under the axes: over the data it hid the latest steps, and
+    // in a column beside them it left three charts side by side at 1280x800 with axes 89 px wide
+    // (step labels ran together, titles were cut).
     if (p->axisRect()->insetLayout()->take(p->legend)) p->axisRect()->insetLayout()->simplify();
-    // In a column of its own with free space under it: a grid row is no taller than its
-    // smallest element allows, and the legend alone would squash the axes to its height.
-    auto* side = new QCPLayoutGrid;
-    p->plotLayout()->addElement(1, 1, side);
-    side->addElement(0, 0, p->legend);
-    side->addElement(1, 0, new QCPLayoutElement(p));
-    side->setRowStretchFactor(1, 1000);
-    p->plotLayout()->setColumnStretchFactor(1, 0.001);
-    p->legend->setWrap(kLegendRowsPerColumn);
-    p->legend->setFillOrder(QCPLayoutGrid::foRowsFirst);
+    p->plotLayout()->addElement(2, 0, p->legend);
+    p->plotLayout()->setRowStretchFactor(2, 0.001);
+    p->legend->setWrap(legend_entries_per_row);
+    p->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
     p->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
     return p;
 }
@@ -73,9 +70,9 @@ QCustomPlot* makeChart(const QString& title, const QString& x_label, const QStri
 RunView::RunView(QWidget* parent)
     : QWidget(parent), title_(new QLabel), state_(new QLabel), error_(new QLabel), cancel_(new QPushButton(tr("Cancel run"))),
       resume_(new QPushButton(tr("Resume run"))),
-      loss_plot_(makeChart(tr("Loss"), tr("step"), tr("loss"))),
-      throughput_plot_(makeChart(tr("Throughput per rank"), tr("step"), tr("samples/s"))),
-      memory_plot_(makeChart(tr("Peak memory per rank"), tr("rank"), tr("memory"))), predicted_title_(new QLabel),
+      loss_plot_(makeChart(tr("Loss"), tr("step"), tr("loss"), kRankEntriesPerRow)),
+      throughput_plot_(makeChart(tr("Throughput per rank"), tr("step"), tr("samples/s"), kRankEntriesPerRow)),
+      memory_plot_(makeChart(tr("Peak memory per rank"), tr("rank"), tr("memory"), kMemoryEntriesPerRow)), predicted_title_(new QLabel),
       measured_title_(new QLabel), predicted_view_(new widgets::ScheduleView), measured_view_(new widgets::ScheduleView),
       log_title_(new QLabel(tr("stderr of failed ranks"))), log_(new QPlainTextEdit) {
     QFont bold = title_->font();
@@ -83,6 +80,7 @@ RunView::RunView(QWidget* parent)
     bold.setPointSizeF(bold.pointSizeF() * 1.15);
     title_->setFont(bold);
     title_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    title_->setWordWrap(true);  // a long run title wraps instead of being cut at 1280 px
     state_->setWordWrap(true);
     error_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     cancel_->setEnabled(false);
