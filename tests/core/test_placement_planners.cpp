@@ -6,7 +6,6 @@
 #include <QtTest>
 
 #include <algorithm>
-#include <chrono>
 #include <set>
 
 #include "planners/algorithms/evaluate.h"
@@ -243,16 +242,16 @@ private slots:
         for (const char* baechi : {"m-topo", "m-etf", "m-sct"}) QVERIFY(tga <= planWith(baechi, p).metrics.iteration_time_s);
     }
 
+    // A budget spent before the search starts (the seeds alone take longer than a microsecond):
+    // no generation runs, and TGA still returns the best of its seeds, a placement that fits.
+    // Deterministic where a wall-clock bound on the whole run is not (it failed under ASan).
     void tgaStopsAtItsTimeBudget() {
         RandomDagOptions o;
-        o.ops = 5000;
-        const Problem p = problemOf(randomLayeredDag(o), dgx(4), 4, 2);
-        const auto start = std::chrono::steady_clock::now();
+        o.ops = 500;
+        const Problem p = problemOf(randomLayeredDag(o), dgx(4), 4, 1e-6);
         const PlannerResult r = planWith("tga", p);
-        const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         checkPlacementResult(p, r);
-        QVERIFY(!r.convergence.empty());
-        QVERIFY2(took < p.time_budget_s + 10, qPrintable(QString::number(took)));  // the last generation and one simulation
+        QVERIFY2(r.convergence.empty(), qPrintable(QString::number(r.convergence.size()) + " generations ran"));
     }
 
     void cancelledPlannersStopEarly_data() { addPlannerRows(); }
