@@ -409,7 +409,7 @@ private slots:
         expectRejected("model", [](json& j) { j["model"]["seqlen"] = 64; }, {"p.json: model: unknown field \"seqlen\" (known fields: zoo,"});
         expectRejected("stage", [](json& j) { j["stages"][1]["tp"] = 2; }, {"p.json: stages[1]: unknown field \"tp\""});
         expectRejected("groups", [](json& j) { j["groups"]["x"] = json::array({json::array()}); },
-                       {"p.json: groups: unknown field \"x\" (known fields: pipelines, stages)"});
+                       {"p.json: groups: unknown field \"x\" (known fields: pipelines, stages, tensor)"});
         // A key is quoted as JSON, cut short: a newline cannot start a new line of the message.
         expectRejected("long key", [](json& j) { j[std::string("a\n") + std::string(100, 'k')] = 1; },
                        {"unknown field \"a\\n" + std::string(36, 'k') + "... (known fields"});
