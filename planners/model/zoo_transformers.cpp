@@ -1,10 +1,13 @@
 // Transformer models of the zoo: GPT-2, GPT-3, BERT and the Transformer (big) of Vaswani et
 // al., all made of the one transformerBlock() below.
 #include <algorithm>
-#include <variant>
+#include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
+#include "planners/common/checked.h"
+#include "planners/common/error.h"
 #include "planners/model/zoo_builder.h"
 
 namespace hippie::zoo {
@@ -40,6 +43,18 @@ Tensor residual(GraphBuilder& g, const std::string& name, Tensor branch, Tensor 
     return g.add(name, elementwiseCost("add", branch.elements, kAddFlopsPerElement), {branch, skip});
 }
 
+// The attention scores of a micro-batch, b * heads * q_seq * kv_seq elements; sizes whose
+// product does not fit 64 bits are an input error, not a wrapped count.
+int64_t scoreElements(int64_t b, int64_t heads, int64_t q_seq, int64_t kv_seq) {
+    std::optional<int64_t> n = checked::mul(b, heads);
+    if (n) n = checked::mul(*n, q_seq);
+    if (n) n = checked::mul(*n, kv_seq);
+    if (!n)
+        throw Error("attention scores of " + std::to_string(b) + " samples x " + std::to_string(heads) + " heads x " +
+                    std::to_string(q_seq) + " x " + std::to_string(kv_seq) + " tokens do not fit 64 bits: use a smaller batch or sequence");
+    return *n;
+}
+
 // Multi-head attention of q_seq queries: projections, scores Q K^T (2*q_seq*kv_seq*d_model
 // FLOPs a sample), softmax (whose probabilities backward needs: they are its output),
 // context P V (same FLOPs) and the output projection. Self-attention projects Q, K and V in
@@ -66,8 +81,11 @@ Tensor attention(GraphBuilder& g, const BlockShape& s, const std::string& prefix
         score_inputs = {q, Tensor{kv.op, kv_rows * d}};
         values = Tensor{kv.op, kv_rows * d};
     }
-    const double matmul_flops = 2.0 * static_cast<double>(b * q_seq * kv_seq * d);
-    const int64_t score_elements = b * s.heads * q_seq * kv_seq;
+    // In double: b * q_seq * kv_seq * d passes 2^63 at the sizes overrides allow (2^20
+    // samples of 65,536 tokens), and FLOPs are doubles anyway.
+    const double matmul_flops = 2.0 * static_cast<double>(b) * static_cast<double>(q_seq) * static_cast<double>(kv_seq) *
+                                static_cast<double>(d);
+    const int64_t score_elements = scoreElements(b, s.heads, q_seq, kv_seq);
     const Tensor scores =
         g.split(TensorParallel::Column, g.add(prefix + "_scores", activationMatmulCost(matmul_flops, score_elements), score_inputs));
     const Tensor probs = g.split(TensorParallel::Column, g.add(prefix + "_softmax", softmaxCost(score_elements), {scores}));
