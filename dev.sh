@@ -3,8 +3,9 @@
 #   ./dev.sh run    install what is missing, build, open the studio on the default example
 #                   (with no display: run the headless comparison instead)
 #   ./dev.sh test   install what is missing, build, run the whole test suite, then the sanitizer
-#                   build (clang, ASan + UBSan) of the CLI and agent with the CLI suites, a short
-#                   agent soak and each fuzzer briefly (tests/sanitize/run.sh; SANITIZE=0 skips it)
+#                   build (clang, ASan + UBSan) of the planning core, CLI, agent and job libraries
+#                   with their core, CLI and job suites, a short agent soak and each fuzzer briefly
+#                   (tests/sanitize/run.sh; SANITIZE=0 skips it)
 # BUILD_DIR (default: build) and JOBS (default: all cores) can be set in the environment.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
