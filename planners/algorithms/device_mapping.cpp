@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "planners/algorithms/pipeline_search.h"
 #include "planners/common/error.h"
 #include "planners/cost/cost_model.h"
 
@@ -66,18 +67,11 @@ std::vector<std::vector<int>> applyLayout(const Layout& l, int pp, int dp, const
     return map;
 }
 
-std::vector<int> divisors(int n) {
-    std::vector<int> out;
-    for (int d = 1; d <= n; ++d)
-        if (n % d == 0) out.push_back(d);
-    return out;
-}
-
 // The default map's layout first: the one kept unless another saves enough.
 std::vector<Layout> candidateLayouts(int pp, int dp) {
     std::vector<Layout> out{{pp, 1, true, true}};
-    for (int ts : divisors(pp))
-        for (int tr : divisors(dp))
+    for (int ts : divisorsOf(pp))
+        for (int tr : divisorsOf(dp))
             for (bool outer : {true, false})
                 for (bool inner : {true, false}) out.push_back({ts, tr, outer, inner});
     return out;
