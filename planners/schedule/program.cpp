@@ -18,6 +18,7 @@ const char* toString(InstrKind k) {
     case InstrKind::AllReduce: return "all-reduce";
     case InstrKind::ReduceScatter: return "reduce-scatter";
     case InstrKind::AllGather: return "all-gather";
+    case InstrKind::TensorParallel: return "tensor-parallel";
     case InstrKind::OptimizerStep: return "optimizer-step";
     }
     return "?";
@@ -41,6 +42,7 @@ bool isCompute(InstrKind k) {
 
 bool isSend(InstrKind k) { return k == InstrKind::SendActivation || k == InstrKind::SendGrad; }
 bool isRecv(InstrKind k) { return k == InstrKind::RecvActivation || k == InstrKind::RecvGrad; }
+bool isTensorParallel(InstrKind k) { return k == InstrKind::TensorParallel; }
 
 std::string Instr::str() const {
     const std::string s = std::to_string(segment);
@@ -58,6 +60,12 @@ std::string Instr::str() const {
     case InstrKind::AllReduce: return "AR" + std::to_string(bucket);
     case InstrKind::ReduceScatter: return "RS" + std::to_string(bucket) + (mb >= 0 ? "@" + m : "");
     case InstrKind::AllGather: return "AG" + std::to_string(bucket) + (mb >= 0 ? "@" + m : "");
+    case InstrKind::TensorParallel: {
+        Instr compute = *this;
+        compute.kind = of;
+        compute.bucket = -1;
+        return std::string(sequence_parallel ? "TPSP" : "TPAR") + compute.str();
+    }
     case InstrKind::OptimizerStep: return "OPT";
     }
     return "?";

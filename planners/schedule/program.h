@@ -19,6 +19,16 @@
 //   instruction before it has started (a prefetch of the parameters the next compute needs),
 //   or ended when that instruction is the OptimizerStep (it gathers the updated shards).
 //   A compute instruction waits for every AllGather of its device posted before it.
+// - Tensor parallelism (Plan::tp > 1): TensorParallel stands right after the compute
+//   instruction (Forward, Recompute, Backward or BackwardInput) whose in-line collectives it
+//   lists: Megatron's all-reduces of the row-parallel outputs (forward, recompute) and of the
+//   column-parallel input gradients (backward), or with sequence parallelism a reduce-scatter
+//   plus an all-gather of the same bytes each. They sit inside that compute, on the critical
+//   path: the compute and its TensorParallel instruction run as one blocking unit over the
+//   instruction's tp group (every member runs the same stream of compute instructions), the
+//   GEMMs between the collectives on the compute stream and the collectives on the links of
+//   the group. The engine runs them inside the layers' forward and backward; the simulator
+//   times them from `count` and `bytes`. BackwardWeight has none (weight gradients are local).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -40,6 +50,7 @@ enum class InstrKind {
     AllReduce,
     ReduceScatter,   // ZeRO 2/3: gradient bucket summed, each member keeps its shard
     AllGather,       // ZeRO 1-3: parameter bucket gathered from the members' shards
+    TensorParallel,  // the tp collectives inside the compute instruction before it (see above)
     OptimizerStep    // last: loops over every kind run up to it
 };
 const char* toString(InstrKind k);
@@ -47,6 +58,7 @@ bool isCollective(InstrKind k);  // AllReduce, ReduceScatter, AllGather
 bool isCompute(InstrKind k);
 bool isSend(InstrKind k);
 bool isRecv(InstrKind k);
+bool isTensorParallel(InstrKind k);  // TensorParallel (not a bucket collective: isCollective is false)
 
 // A unit of compute: a pipeline stage (or interleaved chunk), or a group of ops placed on one
 // device. Its ops are listed in execution (topological) order.
@@ -76,8 +88,17 @@ struct Instr {
     int group = -1;    // collectives: index into Program::groups
     // ReduceScatter: the micro-batch whose gradients it reduces (-1: all, at the end).
     // AllGather: the micro-batch of the compute it gathers for (-1: after the optimizer step).
+    // TensorParallel: segment, mb as its compute instruction; `group` its tp group; `bytes` the
+    // whole tensors of all its collectives summed (one micro-batch); `count` how many
+    // collectives (all-reduces, or with sequence parallelism reduce-scatter + all-gather pairs);
+    // `of` the compute kind it belongs to (Forward, Recompute, Backward or BackwardInput).
+    int count = 0;
+    InstrKind of = InstrKind::Forward;
+    bool sequence_parallel = false;  // TensorParallel: reduce-scatter + all-gather pairs, not all-reduces
 
-    std::string str() const;  // compact form: "0F3", "1B2", "AR0", "RS3", "RS3@1", "AG3", "AG3@1", ...
+    // compact form: "0F3", "1B2", "AR0", "RS3", "RS3@1", "AG3", "AG3@1", "TPAR0F3" (the tp
+    // all-reduces of 0F3), "TPSP0B3" (its sequence-parallel reduce-scatter + all-gather pairs), ...
+    std::string str() const;
     bool operator==(const Instr&) const = default;
 };
 
@@ -87,6 +108,8 @@ struct Program {
     int micro_batches = 1;         // per pipeline
     int pipelines = 1;             // data-parallel replicas
     int zero_stage = 0;            // Plan::zero_stage as lowered (0 when pipelines == 1)
+    int tp = 1;                    // Plan::tp: devices of one tensor-parallel group
+    bool sequence_parallel = false;  // TensorParallel instructions are reduce-scatter + all-gather pairs
     std::vector<Segment> segments;
     std::vector<Bucket> buckets;
     std::vector<std::vector<int>> groups;        // all-reduce groups of global device ids

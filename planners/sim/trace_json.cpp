@@ -129,6 +129,7 @@ std::string eventPrefix(InstrKind k) {
     case InstrKind::AllReduce: return "AR";
     case InstrKind::ReduceScatter: return "RS";
     case InstrKind::AllGather: return "AG";
+    case InstrKind::TensorParallel: return "TP";
     case InstrKind::OptimizerStep: return "OPT";
     }
     return "?";

@@ -35,6 +35,7 @@ QColor instrColor(InstrKind kind) {
     case InstrKind::AllReduce: return QColor(0xb279a2);
     case InstrKind::ReduceScatter: return QColor(0xd4a6c8);
     case InstrKind::AllGather: return QColor(0x8c6d8c);
+    case InstrKind::TensorParallel: return QColor(0x17becf);
     case InstrKind::OptimizerStep: return QColor(0x555555);
     }
     return Qt::gray;

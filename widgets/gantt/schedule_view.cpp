@@ -37,7 +37,7 @@ QString legendHtml() {
                                         {InstrKind::Recompute, "recompute"},     {InstrKind::SendActivation, "send/recv act."},
                                         {InstrKind::SendGrad, "send/recv grad"}, {InstrKind::AllReduce, "all-reduce"},
                                         {InstrKind::ReduceScatter, "reduce-scatter"}, {InstrKind::AllGather, "all-gather"},
-                                        {InstrKind::OptimizerStep, "optimizer"}};
+                                        {InstrKind::TensorParallel, "tensor parallel"}, {InstrKind::OptimizerStep, "optimizer"}};
     QString html;
     for (const Entry& e : entries)
         html += QStringLiteral("<span style='color:%1'>&#9632;</span>&nbsp;%2&nbsp;&nbsp; ")

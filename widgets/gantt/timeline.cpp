@@ -136,6 +136,7 @@ std::string blockLabel(const GanttBlock& block) {
     case InstrKind::AllReduce: return "AR";
     case InstrKind::ReduceScatter: return "RS";
     case InstrKind::AllGather: return "AG";
+    case InstrKind::TensorParallel: return "TP" + mb;
     case InstrKind::OptimizerStep: return "OPT";
     }
     return {};
