@@ -31,6 +31,14 @@ std::vector<std::pair<std::string, Tensor>> Stage::namedParameters() const {
     return out;
 }
 
+std::map<std::string, ParamSplit> Stage::parameterSplits() const {
+    std::map<std::string, ParamSplit> out;
+    for (size_t i = 0; i < layers_.size(); ++i)
+        for (const auto& [name, split] : layers_[i]->tensorParallelSplits())
+            out["L" + std::to_string(io_.first_layer + static_cast<int>(i)) + "." + name] = split;
+    return out;
+}
+
 std::vector<std::pair<int, std::vector<Tensor>>> Stage::parametersByLayer() const {
     std::vector<std::pair<int, std::vector<Tensor>>> out;
     for (size_t i = 0; i < layers_.size(); ++i) out.emplace_back(io_.first_layer + static_cast<int>(i), layers_[i]->parameters());

@@ -45,6 +45,8 @@ public:
     const std::vector<LayerPtr>& layers() const { return layers_; }
     std::vector<torch::Tensor> parameters() const;
     std::vector<std::pair<std::string, torch::Tensor>> namedParameters() const;  // "L<layer>.<name>"
+    // Tensor parallelism: the parameters split over the tp group ("L<layer>.<name>"), and how.
+    std::map<std::string, ParamSplit> parameterSplits() const;
     std::vector<std::pair<int, std::vector<torch::Tensor>>> parametersByLayer() const;  // (layer, its params)
     void train(bool on);
 
