@@ -34,7 +34,7 @@ Tensor TpGroup::allReduceMax(const Tensor& t, Purpose why) {
 Tensor TpGroup::allGather(const Tensor& t, int64_t dim, Purpose why) {
     const Tensor c = t.contiguous();
     Tensor flat = torch::empty({size_ * c.numel()}, c.options());
-    allGatherFlat(c, flat);
+    allGatherFlat(c.reshape({-1}), flat);  // flat in, flat out: Gloo wants one shape
     count(why, &Counts::all_gathers, static_cast<int64_t>(flat.nbytes()));
     std::vector<int64_t> shape{size_};
     for (int64_t s : c.sizes()) shape.push_back(s);

@@ -255,6 +255,7 @@ void Executor::buildStages(const Graph& graph) {
         auto layers = model_.tensorParallelLayers(range.first_layer, range.last_layer, seed_, device_, tp_);
         const int seg = static_cast<int>(s);
         stages_[seg] = std::make_unique<Stage>(seg, std::move(layers), recompute, io_[s], seg == last_segment);
+        stages_[seg]->setInputPassThroughActivations(tp_.enabled());
         max_stashed_[seg] = 0;
         const auto splits = stages_[seg]->parameterSplits();
         for (const auto& [name, t] : stages_[seg]->namedParameters())

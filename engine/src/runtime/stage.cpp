@@ -163,6 +163,14 @@ Live Stage::backwardPieces(MicroBatchState& st, const Live& output_grad, bool ke
                 leaf_keys.push_back(key);
                 leaves.push_back(torch::autograd::impl::gradient_edge(t));
             }
+        if (!accumulate && leaves.empty() && input_pass_through_activations_) {
+            // Gradients of the piece's first layer's weights (or all its weights), thrown away:
+            // the backward then runs through every activation of the piece.
+            const Piece& piece = pieces_[k];
+            for (size_t i = piece.begin; i < piece.end && leaves.empty(); ++i)
+                for (const Tensor& p : layers_[i]->parameters())
+                    if (p.requires_grad()) leaves.push_back(torch::autograd::impl::gradient_edge(p));
+        }
         Live in_grad;
         if (!roots.empty()) {
             if (accumulate) {

@@ -64,6 +64,10 @@ public:
     Live backward(int mb, const Live& output_grad);
     // zb-h1 split: input gradients only (keeps the graph), then the weight gradients.
     Live backwardInput(int mb, const Live& output_grad);
+    // Tensor parallelism: the input pass of a piece without input gradients (the model's first
+    // layers) still runs the backward of its activations, whose tp collectives belong to it (the
+    // weight pass reuses them), by asking for its first layer's weight gradients, not kept.
+    void setInputPassThroughActivations(bool on) { input_pass_through_activations_ = on; }
     void backwardWeight(int mb);
 
     const Live& output(int mb) const;
@@ -90,6 +94,7 @@ private:
     SegmentIO io_;
     bool computes_loss_;
     std::map<int, MicroBatchState> stash_;
+    bool input_pass_through_activations_ = false;
 };
 
 }  // namespace hippie::engine
