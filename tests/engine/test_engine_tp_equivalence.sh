@@ -2,12 +2,15 @@
 # Tensor parallelism (Plan::tp, Megatron-LM) trains as one process does: a GPT at a reduced size
 # (2 blocks, d_model 64, 4 heads, 16 tokens, a vocabulary of 96) split over 2 tensor-parallel
 # ranks, alone (t2), with 2 pipeline stages (t2 x pp2: 4 ranks, the embedding and the tied LM
-# head on different stages, both split by vocabulary), with zb-h1 (whose weight pass reuses
-# the input pass's collectives), with 2 data-parallel replicas under ZeRO 1, 2 and 3 (t2 x dp2,
-# hippie: the last backward runs in bucket parts), and with sequence parallelism (alone and with
-# 2 stages: the stage boundary carries each rank's half of the sequence), gives the losses and
-# the final parameters of one process (fp32, SGD with momentum, 1e-5), the ranks' slices
-# gathered into whole tensors by --dump-params. A BERT at a reduced size trains the same at t2.
+# head on different stages, both split by vocabulary; 1f1b, zb-h1 whose weight pass reuses the
+# input pass's collectives, and interleaved with 2 chunks a device), with recomputed blocks
+# (their collectives run again in Recompute), with 2 data-parallel replicas under ZeRO 1, 2 and
+# 3 (t2 x dp2, hippie: the last backward runs in bucket parts), and with sequence parallelism
+# (alone and with 2 stages: the stage boundary carries each rank's half of the sequence), gives
+# the losses and the final parameters of one process (fp32, SGD with momentum, 1e-5), the ranks'
+# slices gathered into whole tensors by --dump-params. With gradient clipping (sequence parallel,
+# and ZeRO-2), the global gradient norm is one process's too (whole parameters counted once over
+# the tp group). A BERT and a Transformer at reduced sizes train the same at t2.
 # Every rank checks that the collectives its layers ran are those the Program's TensorParallel
 # instructions list (else the run fails), and the measured trace holds TensorParallel events.
 # Then the refusals: a tp that does not divide the heads (the planner's check, at plan time) and
@@ -17,12 +20,14 @@ source "$(dirname "$0")/lib.sh"
 STEPS=3
 GPT="layers=2,d_model=64,heads=4,vocab=96,seq_len=16"
 BERT="layers=2,d_model=64,heads=4,vocab=96,seq_len=16"
+TRANSFORMER="layers=1,d_model=64,heads=4,d_ff=128,vocab=96,seq_len=16"
+EXTRA=()  # more arguments for every rank (the reference's too)
 TOL=1e-5
 common=(--global-batch 8 --optimizer sgd-momentum --bucket-bytes 8192)
 
 reference() {  # NAME MODEL OVERRIDES
     plan "$WORK/$1.ref.json" --model "$2" --override "$3" "${common[@]}" --pp 1 --dp 1 --microbatches 1 --schedule 1f1b
-    launch "$WORK/$1.ref.json" 1 $STEPS "$WORK/$1.ref.out" --threads 1 --dump-params "$WORK/$1.ref.params.json" \
+    launch "$WORK/$1.ref.json" 1 $STEPS "$WORK/$1.ref.out" --threads 1 "${EXTRA[@]}" --dump-params "$WORK/$1.ref.params.json" \
         || fail "$1 reference run: $(tail -2 "$WORK/$1.ref.out.err")"
 }
 
@@ -33,7 +38,7 @@ run() {
     rm -f "$WORK"/p.*.json
     plan "$WORK/p.json" --model "$model" --override "$ov" "${common[@]}" "$@" || return
     start=$(date +%s%N)
-    if ! launch "$WORK/p.json" "$n" $STEPS "$WORK/p.out" --threads 1 --dump-params "$WORK/p.{rank}.json"; then
+    if ! launch "$WORK/p.json" "$n" $STEPS "$WORK/p.out" --threads 1 "${EXTRA[@]}" --dump-params "$WORK/p.{rank}.json"; then
         fail "$what: $(grep -h '"event":"error"' "$WORK/p.out" | head -1) $(tail -2 "$WORK/p.out.err")"
         return
     fi
@@ -51,12 +56,24 @@ run() {
     fi
     awk -v a="$ref_loss" -v b="$loss" -v t=$TOL 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d < t) }' \
         || fail "$what: final loss $loss differs from the reference $ref_loss"
+    if [ ${#EXTRA[@]} -gt 0 ]; then  # clipping: every rank's first gradient norm is one process's
+        local want got norms
+        want=$(grep -o '"grad_norm":[^,]*' "$WORK/$ref.ref.out" | head -1 | cut -d: -f2)
+        norms=$(grep '"step":0' "$WORK/p.out" | grep -o '"grad_norm":[^,]*' | cut -d: -f2)
+        [ "$(echo "$norms" | grep -c .)" = "$n" ] || fail "$what: $(echo "$norms" | grep -c .) ranks report a gradient norm, not $n"
+        for got in $norms; do
+            awk -v a="$want" -v b="$got" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 0.5 && d < 1e-5 * a) }' \
+                || fail "$what: gradient norm $got, one process $want"
+        done
+    fi
 }
 
 reference gpt gpt2-small "$GPT"
 run "t2" gpt gpt2-small "$GPT" 2 --pp 1 --dp 1 --tp 2 --microbatches 2 --schedule 1f1b
 run "t2 x pp2 (1f1b)" gpt gpt2-small "$GPT" 4 --pp 2 --dp 1 --tp 2 --microbatches 4 --schedule 1f1b
 run "t2 x pp2 (zb-h1)" gpt gpt2-small "$GPT" 4 --pp 2 --dp 1 --tp 2 --microbatches 4 --schedule zb-h1
+run "t2 x pp2 (interleaved, 2 chunks)" gpt gpt2-small "$GPT" 4 --pp 2 --dp 1 --tp 2 --microbatches 4 --schedule interleaved --virtual-stages 2
+run "t2 recomputing the blocks" gpt gpt2-small "$GPT" 2 --pp 1 --dp 1 --tp 2 --microbatches 2 --schedule 1f1b --recompute 1,2
 for zero in 1 2 3; do
     run "t2 x dp2 ZeRO-$zero (hippie)" gpt gpt2-small "$GPT" 4 --pp 1 --dp 2 --tp 2 --microbatches 2 --schedule hippie --zero $zero
 done
@@ -65,6 +82,14 @@ run "t2 sequence parallel x pp2" gpt gpt2-small "$GPT" 4 --pp 2 --dp 1 --tp 2 --
 
 reference bert bert-base "$BERT"
 run "t2" bert bert-base "$BERT" 2 --pp 1 --dp 1 --tp 2 --microbatches 2 --schedule 1f1b
+reference transformer transformer-big "$TRANSFORMER"
+run "t2" transformer transformer-big "$TRANSFORMER" 2 --pp 1 --dp 1 --tp 2 --microbatches 2 --schedule 1f1b
+
+EXTRA=(--clip-grad-norm 0.5)
+reference gptclip gpt2-small "$GPT"
+run "t2 sequence parallel, clipped to norm 0.5" gptclip gpt2-small "$GPT" 2 --pp 1 --dp 1 --tp 2 --sequence-parallel --microbatches 2 --schedule 1f1b
+run "t2 x dp2 ZeRO-2, clipped to norm 0.5" gptclip gpt2-small "$GPT" 4 --pp 1 --dp 2 --tp 2 --microbatches 2 --schedule 1f1b --zero 2
+EXTRA=()
 
 # Refusals. The planner: tp 3 does not divide 4 heads.
 if "$ENGINE" plan --out "$WORK/bad.json" --model gpt2-small --override "$GPT" "${common[@]}" --pp 1 --tp 3 > "$WORK/bad.out" 2>&1; then
