@@ -10,7 +10,8 @@
 # the losses and the final parameters of one process (fp32, SGD with momentum, 1e-5), the ranks'
 # slices gathered into whole tensors by --dump-params. With gradient clipping (sequence parallel,
 # and ZeRO-2), the global gradient norm is one process's too (whole parameters counted once over
-# the tp group). A BERT and a Transformer at reduced sizes train the same at t2.
+# the tp group). A BERT and a Transformer at reduced sizes train the same at t2. A t2 x dp2
+# ZeRO-2 run checkpointed and resumed ends where the uninterrupted run does.
 # Every rank checks that the collectives its layers ran are those the Program's TensorParallel
 # instructions list (else the run fails), and the measured trace holds TensorParallel events.
 # Then the refusals: a tp that does not divide the heads (the planner's check, at plan time) and
@@ -90,6 +91,24 @@ reference gptclip gpt2-small "$GPT"
 run "t2 sequence parallel, clipped to norm 0.5" gptclip gpt2-small "$GPT" 2 --pp 1 --dp 1 --tp 2 --sequence-parallel --microbatches 2 --schedule 1f1b
 run "t2 x dp2 ZeRO-2, clipped to norm 0.5" gptclip gpt2-small "$GPT" 4 --pp 1 --dp 2 --tp 2 --microbatches 2 --schedule 1f1b --zero 2
 EXTRA=()
+
+# Checkpoint after 2 steps, resume for the 3rd (t2 x dp2 ZeRO-2): each rank restores its own
+# slices and its shards' optimizer state; the same parameters as 3 steps at once.
+ck=(--model gpt2-small --override "$GPT" "${common[@]}" --pp 1 --dp 2 --tp 2 --microbatches 2 --schedule 1f1b --zero 2)
+plan "$WORK/ck.json" "${ck[@]}"
+rm -f "$WORK"/p.*.json "$WORK"/w.*.json
+if launch "$WORK/ck.json" 4 2 "$WORK/c1.out" --threads 1 --checkpoint-dir "$WORK/ck" --checkpoint-every 1 &&
+   launch "$WORK/ck.json" 4 3 "$WORK/c2.out" --threads 1 --checkpoint-dir "$WORK/ck" --resume --dump-params "$WORK/p.{rank}.json" &&
+   launch "$WORK/ck.json" 4 3 "$WORK/c3.out" --threads 1 --dump-params "$WORK/w.{rank}.json"; then
+    ok=1
+    for r in 0 1 2 3; do
+        "$ENGINE" compare-params --reference "$WORK/w.$r.json" --tol 1e-6 "$WORK/p.$r.json" > "$WORK/cmp.out" \
+            || { ok=0; fail "t2 x dp2 ZeRO-2 resumed, rank $r: $(cat "$WORK/cmp.out")"; }
+    done
+    [ $ok = 1 ] && pass "gpt2-small t2 x dp2 ZeRO-2 resumed from a checkpoint matches the uninterrupted run"
+else
+    fail "t2 checkpoint/resume runs: $(grep -h '"event":"error"' "$WORK"/c[123].out | head -1)"
+fi
 
 # Refusals. The planner: tp 3 does not divide 4 heads.
 if "$ENGINE" plan --out "$WORK/bad.json" --model gpt2-small --override "$GPT" "${common[@]}" --pp 1 --tp 3 > "$WORK/bad.out" 2>&1; then
