@@ -91,8 +91,12 @@ TensorParallelTraffic tensorParallelTraffic(const Graph& graph, TensorSplit spli
         const Op& o = graph.ops[static_cast<size_t>(op)];
         if (o.tensor_parallel == TensorParallel::Row) t.forward.push_back(scaledBytes(graph, o.output_bytes, samples));
         if (o.tensor_parallel != TensorParallel::Column) continue;
-        for (const Edge* e : inputs[static_cast<size_t>(op)])
-            if (!isSplit(graph.ops[static_cast<size_t>(e->src)])) t.backward.push_back(scaledBytes(graph, e->bytes, samples));
+        // Only an op that reads nothing split enters the tensor-parallel region: one that reads a
+        // split tensor is inside it already, and reads its whole inputs beside that on every rank
+        // alike (BERT's NSP logits into the vocabulary-split loss), with no collective.
+        const auto& in = inputs[static_cast<size_t>(op)];
+        if (std::any_of(in.begin(), in.end(), [&](const Edge* e) { return isSplit(graph.ops[static_cast<size_t>(e->src)]); })) continue;
+        for (const Edge* e : in) t.backward.push_back(scaledBytes(graph, e->bytes, samples));
     }
     return t;
 }

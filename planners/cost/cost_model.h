@@ -29,8 +29,8 @@ struct TensorSplit {
 // The tensor-parallel collectives of a set of ops for one micro-batch, in op order (bytes of
 // the whole tensor; an all-reduce, or with sequence parallelism a reduce-scatter plus an
 // all-gather of the same bytes). Forward: the partial sums of each Row op's output.
-// Backward: the input gradient of each Column op on each of its inputs that comes from an
-// op that is not split (Megatron's conjugate f operator).
+// Backward: the input gradient of each Column op that reads no split tensor, on each of its
+// inputs (Megatron's conjugate f operator, where the region is entered).
 struct TensorParallelTraffic {
     std::vector<int64_t> forward;
     std::vector<int64_t> backward;

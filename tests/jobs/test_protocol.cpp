@@ -245,14 +245,16 @@ private slots:
         s.plan["model"] = {{"file", "/home/me/model.json"}, {"batch_size", 16}};
         QVERIFY(errorOf([&] { hj::JobRunner::checkSpec(s); }).contains(QLatin1String("'graph'")));
         QVERIFY(errorOf([&] { hj::JobRunner::checkSpec(sampleJob()); }).isEmpty());
-        // Tensor parallelism is planned, not trained: the agent refuses it before starting ranks.
+        // Tensor parallelism of a model the engine does not split (a tiny model): the agent
+        // refuses it before starting ranks.
         s = sampleJob();
         s.plan["version"] = 4;
         s.plan["tp"] = 2;
         s.plan["device_map"] = {{0, 1}, {2, 3}};
         s.world_size = 4;
         const QString tp = errorOf([&] { hj::JobRunner::checkSpec(s); });
-        QVERIFY2(tp.contains(QLatin1String("tensor parallelism (tp 2) is planned, not yet trained by this engine")), qPrintable(tp));
+        QVERIFY2(tp.contains(QLatin1String("tensor parallelism (tp 2) is trained by this engine for the zoo's transformer models")),
+                 qPrintable(tp));
     }
 
     void runnerKeepsFilesInsideTheWorkDir_data() {
