@@ -18,6 +18,8 @@ constexpr int kLegendRowsPerColumn = 8;
 constexpr double kCurvePenWidth = 1.5;
 constexpr double kHighlightPenWidth = 3.0;
 constexpr int kFaintAlpha = 50;
+constexpr int kLegendGapPx = 4;    // between the curves' axis rect and the legend
+constexpr int kLegendInsetPx = 3;  // between the legend and the widget's right edge
 }  // namespace
 
 MemoryPlot::MemoryPlot(QCustomPlot* plot, QCPAxisRect* rect) : plot_(plot), rect_(rect) {
@@ -38,6 +40,8 @@ MemoryPlot::MemoryPlot(QCustomPlot* plot, QCPAxisRect* rect) : plot_(plot), rect
     side->addElement(0, 0, legend);
     side->addElement(1, 0, new QCPLayoutElement(plot_));
     side->setRowStretchFactor(1, 1000);
+    // Off the widget's right edge: the legend's frame is drawn one pixel past its rect.
+    side->setMargins(QMargins(kLegendGapPx, 0, kLegendInsetPx, 0));
     plot_->plotLayout()->setColumnStretchFactor(column, 0.001);
     legend->setFillOrder(QCPLayoutGrid::foRowsFirst);
     legend->setWrap(kLegendRowsPerColumn);

@@ -4,7 +4,7 @@
 #include <QDialog>
 #include <QDialogButtonBox>
 #include <QFormLayout>
-#include <QHBoxLayout>
+#include <QGridLayout>
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
@@ -118,13 +118,14 @@ WorkersPanel::WorkersPanel(bool use_settings, QWidget* parent)
     auto* add_slurm = new QPushButton(tr("Add Slurm cluster…"));
     add_slurm->setObjectName(QStringLiteral("add-slurm"));
     add_slurm->setToolTip(tr("Run plans through sbatch on a Slurm cluster, here or on a login host over ssh"));
-    auto* buttons = new QHBoxLayout;
-    buttons->addWidget(add);
-    buttons->addWidget(add_slurm);
-    buttons->addWidget(remove_);
-    buttons->addWidget(probe_);
-    buttons->addWidget(use_);
-    buttons->addStretch(1);
+    // Two rows: in one, the five buttons made the left dock column 500 px wide, two fifths of a
+    // 1280 px screen, and squeezed every page beside it.
+    auto* buttons = new QGridLayout;
+    buttons->addWidget(add, 0, 0);
+    buttons->addWidget(add_slurm, 0, 1);
+    buttons->addWidget(remove_, 0, 2);
+    buttons->addWidget(probe_, 1, 0);
+    buttons->addWidget(use_, 1, 1);
     auto* layout = new QVBoxLayout(this);
     layout->addWidget(list_, 1);
     layout->addLayout(buttons);
