@@ -19,6 +19,7 @@
 #include "gui_fixtures.h"
 #include "planners/sim/trace_json.h"
 #include "widgets/gantt/schedule_view.h"
+#include "widgets/memory/capacity_legend_item.h"
 
 using namespace hippie;
 using namespace hippie::studio;
@@ -181,7 +182,36 @@ void checkChart(QCustomPlot* plot, const QString& name) {
     }
 }
 
+// One entry per device in row order, then the capacity, far above these curves.
+void checkMemoryCurvesLegend(const QCustomPlot* plot, const QString& noun) {
+    const std::vector<const QCPAbstractLegendItem*> items = entries(plot->legend);
+    QCOMPARE(int(items.size()), kRanks + 1);
+    for (int r = 0; r < kRanks; ++r) {
+        const auto* device = qobject_cast<const QCPPlottableLegendItem*>(items[size_t(r)]);
+        QVERIFY(device);
+        QCOMPARE(const_cast<QCPPlottableLegendItem*>(device)->plottable()->name(), QStringLiteral("%1 %2").arg(noun).arg(r));
+    }
+    const auto* capacity = qobject_cast<const widgets::CapacityLegendItem*>(items.back());
+    QVERIFY(capacity);
+    QCOMPARE(capacity->text(), QStringLiteral("capacity 40.00 GiB (off scale)"));
+}
+
+// A Gantt chart's axes take its whole width, also with nothing to draw yet (an empty legend
+// once capped them at 119 of 446 px), and its memory curves are tall enough for their label.
+void checkScheduleAxes(widgets::ScheduleView* view, const QString& name) {
+    view->plot()->replot(QCustomPlot::rpImmediateRefresh);
+    QCOMPARE(view->plot()->axisRect()->outerRect().width(), view->plot()->viewport().width());
+    const QCPAxisRect* memory = view->plot()->axisRects().value(1);
+    QVERIFY(memory);
+    const QCPAxis* y = memory->axis(QCPAxis::atLeft);
+    const int length = QFontMetrics(y->labelFont()).horizontalAdvance(y->label());
+    QVERIFY2(length <= memory->rect().height(),
+             qPrintable(QStringLiteral("%1: label '%2' is %3 px, the curves %4 px high").arg(name, y->label()).arg(length).arg(memory->rect().height())));
+}
+
 void checkRunPage(RunView* view, const QString& when) {
+    checkScheduleAxes(view->predictedView(), when + QStringLiteral(" predicted"));
+    checkScheduleAxes(view->measuredView(), when + QStringLiteral(" measured"));
     checkChart(view->lossPlot(), when + QStringLiteral(" loss"));
     checkChart(view->throughputPlot(), when + QStringLiteral(" throughput"));
     checkChart(view->memoryPlot(), when + QStringLiteral(" peak memory"));
@@ -224,7 +254,7 @@ private slots:
         QCOMPARE(view->lossPoints(), kSteps * kRanks);
         QCOMPARE(entryCount(view->lossPlot()), kRanks);
         QCOMPARE(entryCount(view->memoryPlot()), 2);  // predicted, measured
-        QCOMPARE(entryCount(view->predictedView()->plot()), kRanks);
+        checkMemoryCurvesLegend(view->predictedView()->plot(), QStringLiteral("GPU"));
         checkRunPage(view, QStringLiteral("stored at ") + size);
         saveScreenshot(w, QStringLiteral("run-stored-%1.png").arg(size));
     }
@@ -274,7 +304,7 @@ private slots:
         QVERIFY2(view->stateText().contains(QStringLiteral("succeeded")), qPrintable(view->stateText()));
         QCOMPARE(view->lossPoints(), kSteps * kRanks);
         QCOMPARE(entryCount(view->memoryPlot()), 2);  // predicted and measured
-        QCOMPARE(entryCount(view->measuredView()->plot()), kRanks);
+        checkMemoryCurvesLegend(view->measuredView()->plot(), QStringLiteral("CPU"));  // the ranks ran on CPUs
         checkRunPage(view, QStringLiteral("finished"));
         saveScreenshot(w, QStringLiteral("run-finished-1280x800.png"));
     }

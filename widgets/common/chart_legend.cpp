@@ -4,6 +4,7 @@
 #include <QObject>
 
 #include <algorithm>
+#include <vector>
 
 #include <qcustomplot.h>
 
@@ -37,6 +38,11 @@ void putLegendUnderAxes(QCustomPlot* plot) {
     const int row = plot->plotLayout()->rowCount();
     plot->plotLayout()->addElement(row, 0, holder);
     holder->addElement(0, 0, legend);
+    // Free space beside the legend: a grid is no wider than its elements allow, and an empty
+    // legend's few pixels would cap the plot's one column, the axes too.
+    holder->addElement(0, 1, new QCPLayoutElement(plot));
+    holder->setColumnStretchFactor(0, 0.001);
+    holder->setColumnStretchFactor(1, 1000);
     plot->plotLayout()->setRowStretchFactor(row, 0.001);  // only the height its entries need
     legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
     new LegendColumnFitter(plot);
@@ -45,16 +51,21 @@ void putLegendUnderAxes(QCustomPlot* plot) {
 void fitLegendColumns(QCustomPlot* plot) {
     QCPLegend* legend = plot->legend;
     // itemCount() counts the grid's cells, empty ones (null items) too.
-    int items = 0, widest = 0;
+    std::vector<int> widths;
     for (int i = 0; i < legend->itemCount(); ++i)
-        if (const QCPAbstractLegendItem* item = legend->item(i)) {
-            ++items;
-            widest = std::max(widest, item->minimumOuterSizeHint().width());
-        }
-    if (items == 0) return;
+        if (const QCPAbstractLegendItem* item = legend->item(i)) widths.push_back(item->minimumOuterSizeHint().width());
+    if (widths.empty()) return;
     const QMargins m = legend->margins();
-    const int room = plot->width() - 2 * kLegendInsetPx - m.left() - m.right() + legend->columnSpacing();
-    const int columns = std::clamp(room / std::max(1, widest + legend->columnSpacing()), 1, items);
+    const int room = plot->width() - 2 * kLegendInsetPx - m.left() - m.right();
+    // The most columns whose widest entries fit side by side (each column as wide as its widest).
+    int columns = static_cast<int>(widths.size());
+    for (; columns > 1; --columns) {
+        std::vector<int> column(static_cast<size_t>(columns), 0);
+        for (size_t i = 0; i < widths.size(); ++i) column[i % column.size()] = std::max(column[i % column.size()], widths[i]);
+        int total = legend->columnSpacing() * (columns - 1);
+        for (int w : column) total += w;
+        if (total <= room) break;
+    }
     if (columns == legend->wrap()) return;
     legend->setWrap(columns);
     legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);  // the entries move to the new grid

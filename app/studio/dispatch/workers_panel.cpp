@@ -112,6 +112,7 @@ WorkersPanel::WorkersPanel(bool use_settings, QWidget* parent)
     list_->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
     list_->setObjectName(QStringLiteral("workers-list"));
     message_->setWordWrap(true);
+    message_->setVisible(false);  // its empty line cost the Setup dock above the height of a row
     auto* add = new QPushButton(tr("Add agent…"));
     add->setToolTip(tr("Connect to a hippie-agent on a GPU host"));
     use_->setToolTip(tr("Turn the selected probed workers (all probed ones if none is selected) into the planners' cluster"));
@@ -160,6 +161,11 @@ WorkersPanel::WorkersPanel(bool use_settings, QWidget* parent)
     connect(retry_, &QTimer::timeout, this, &WorkersPanel::retryUnreachable);
     retry_->start();
     if (use_settings_) load();
+}
+
+void WorkersPanel::say(const QString& message) {
+    message_->setText(message);
+    message_->setVisible(!message.isEmpty());
 }
 
 void WorkersPanel::setRetryInterval(int ms) { retry_->setInterval(ms); }
@@ -304,7 +310,7 @@ void WorkersPanel::connectAgent(int i, bool retry) {
         emit workerChanged(row);
     });
     connect(c, &jobs::AgentClient::errorMessage, this, [this, c](const QString& m) {
-        if (rowOfClient(c) >= 0) message_->setText(m);
+        if (rowOfClient(c) >= 0) say(m);
     });
     // A retry keeps showing why the agent is away until it answers.
     if (!retry) setState(i, tr("connecting"));
@@ -387,7 +393,7 @@ void WorkersPanel::onAddClicked() {
     if (d.exec() != QDialog::Accepted) return;
     const jobs::AgentAddress a = d.address();
     if (a.host.isEmpty()) {
-        message_->setText(tr("An agent needs a host name or address."));
+        say(tr("An agent needs a host name or address."));
         return;
     }
     addAgent(a, d.remember());
@@ -437,10 +443,10 @@ void WorkersPanel::onUseClicked() {
     QString error;
     const std::optional<Cluster> c = clusterOf(rows, &error);
     if (!c) {
-        message_->setText(error);
+        say(error);
         return;
     }
-    message_->setText(tr("Cluster %1: %2 devices").arg(QString::fromStdString(c->name)).arg(c->deviceCount()));
+    say(tr("Cluster %1: %2 devices").arg(QString::fromStdString(c->name)).arg(c->deviceCount()));
     emit useAsCluster(*c, QString::fromStdString(c->name));
 }
 
