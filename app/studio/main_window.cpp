@@ -53,6 +53,7 @@ constexpr int kDefaultHeight = 950;
 // The Setup dock: room under the Cluster panel; the Workers dock below keeps a few rows of its table.
 constexpr int kSetupMarginPx = 12;
 constexpr int kMinWorkersDockPx = 130;
+constexpr int kLayoutPasses = 4;
 
 // Runs `write` and turns an exception into its message.
 QString tryWrite(const std::function<bool()>& write, const QString& path) {
@@ -349,13 +350,22 @@ void MainWindow::fitSetupDockToItsPanels() {
     // The Workers dock shares the left column; split evenly at 1280x800 it cut the Cluster panel
     // in half. A layout the user saved is theirs, and is kept.
     if (layout_restored_ || !dispatch_ || !setup_dock_->isVisible() || !dispatch_->dock()->isVisible()) return;
+    const auto cluster_bottom = [this] { return cluster_panel_->mapTo(setup_scroll_->widget(), QPoint(0, cluster_panel_->height())).y(); };
+    // Wrapped labels (the model's summary) take their height at the dock's width only once laid
+    // out, and a label that wraps anew moves what is under it: lay out until nothing moves.
+    for (int pass = 0, last = -1; pass < kLayoutPasses && last != cluster_bottom(); ++pass) {
+        last = cluster_bottom();
+        QCoreApplication::sendPostedEvents(nullptr, QEvent::LayoutRequest);
+    }
     // resizeDocks sizes a dock's contents (the scroll area), not its title bar.
     const int chrome = setup_scroll_->height() - setup_scroll_->viewport()->height();
-    const int cluster_bottom = cluster_panel_->mapTo(setup_scroll_->widget(), QPoint(0, cluster_panel_->height())).y();
-    const int wanted = cluster_bottom + kSetupMarginPx + chrome;
+    const int wanted = cluster_bottom() + kSetupMarginPx + chrome;
     const int both = setup_scroll_->height() + dispatch_->dock()->widget()->height();
     const int setup = std::min(wanted, both - kMinWorkersDockPx);
-    if (setup > setup_scroll_->height()) resizeDocks({setup_dock_, dispatch_->dock()}, {setup, both - setup}, Qt::Vertical);
+    if (setup <= setup_scroll_->height()) return;
+    resizeDocks({setup_dock_, dispatch_->dock()}, {setup, both - setup}, Qt::Vertical);
+    // Laid out at once, as above, so that the first paint shows the new split.
+    QCoreApplication::sendPostedEvents(nullptr, QEvent::LayoutRequest);
 }
 
 QString MainWindow::openPlanFile(const QString& path, const QString& cluster_override) {

@@ -27,7 +27,10 @@ constexpr double kPanStep = 0.2;         // A/D move by a fifth of the span
 constexpr double kMinSpanFraction = 1e-5;  // deepest zoom: this fraction of the iteration
 constexpr double kFitMargin = 1.01;
 
-QString legendHtml() {
+// The instruction kinds `kinds` holds (all of them when empty), with the marks that every chart
+// may show: what the blocks and ticks of this chart mean, in as few lines as they take. Entries
+// break only between each other; how to select and measure is in the tooltip.
+QString legendHtml(const std::set<InstrKind>& kinds) {
     struct Entry {
         InstrKind kind;
         const char* text;
@@ -38,16 +41,24 @@ QString legendHtml() {
                                         {InstrKind::SendGrad, "send/recv grad"}, {InstrKind::AllReduce, "all-reduce"},
                                         {InstrKind::ReduceScatter, "reduce-scatter"}, {InstrKind::AllGather, "all-gather"},
                                         {InstrKind::TensorParallel, "tensor parallel"}, {InstrKind::OptimizerStep, "optimizer"}};
+    const auto entry = [](const QColor& colour, const char* mark, const QString& text) {
+        return QStringLiteral("<span style='color:%1'>%2</span>&nbsp;%3&nbsp;&nbsp; ")
+            .arg(colour.name(), QString::fromLatin1(mark), text.toHtmlEscaped().replace(QLatin1Char(' '), QStringLiteral("&nbsp;"))
+                     .replace(QLatin1Char('-'), QChar(0x2011)));  // a non-breaking hyphen: not "all-" and "reduce"
+    };
     QString html;
     for (const Entry& e : entries)
-        html += QStringLiteral("<span style='color:%1'>&#9632;</span>&nbsp;%2&nbsp;&nbsp; ")
-                    .arg(instrColor(e.kind).name(), QString::fromLatin1(e.text));
-    html += QStringLiteral("<span style='color:%1'>&#9632;</span>&nbsp;narrower than a pixel (zoom in: W)&nbsp;&nbsp; ")
-                .arg(GanttPlottable::subPixelColor().name());
-    html += QStringLiteral("<span style='color:%1'>&#9633;</span>&nbsp;waits on&nbsp;&nbsp; <span style='color:%2'>&#9633;</span>&nbsp;waited on by "
-                           "(click a block) &nbsp;·&nbsp; drag the time axis to measure")
-                .arg(GanttPlottable::waitsOnColor().name(), GanttPlottable::waitedByColor().name());
+        if (kinds.empty() || kinds.contains(e.kind)) html += entry(instrColor(e.kind), "&#9632;", QString::fromLatin1(e.text));
+    html += entry(GanttPlottable::subPixelColor(), "&#9632;", QStringLiteral("narrower than a pixel"));
+    html += entry(GanttPlottable::waitsOnColor(), "&#9633;", QStringLiteral("waits on"));
+    html += entry(GanttPlottable::waitedByColor(), "&#9633;", QStringLiteral("waited on by"));
     return html;
+}
+
+std::set<InstrKind> kindsOf(const Trace& trace) {
+    std::set<InstrKind> kinds;
+    for (const TraceEvent& e : trace.events) kinds.insert(e.kind);
+    return kinds;
 }
 
 QString eventText(const TraceEvent& e) {
@@ -63,7 +74,7 @@ QString eventText(const TraceEvent& e) {
 }  // namespace
 
 ScheduleView::ScheduleView(QWidget* parent)
-    : QWidget(parent), plot_(new QCustomPlot(this)), legend_(new QLabel(legendHtml(), this)) {
+    : QWidget(parent), plot_(new QCustomPlot(this)), legend_(new QLabel(legendHtml({}), this)) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     auto* head = new QHBoxLayout;
@@ -79,6 +90,8 @@ ScheduleView::ScheduleView(QWidget* parent)
     connect(collapse_button_, &QToolButton::toggled, this, [this](bool on) { setAllNodesCollapsed(on); });
     legend_->setTextFormat(Qt::RichText);
     legend_->setWordWrap(true);
+    legend_->setToolTip(tr("Grey: blocks narrower than a pixel (zoom in with W). Click a block to outline what it waits on and "
+                           "what waits on it; drag along the time axis to measure a span."));
 
     gantt_rect_ = plot_->axisRect();
     memory_rect_ = new QCPAxisRect(plot_);
@@ -163,6 +176,8 @@ void ScheduleView::setTrace(const Trace& trace, const Cluster* cluster) {
     cluster_ = cluster ? std::optional<Cluster>(*cluster) : std::nullopt;
     collapsed_nodes_.clear();
     all_curves_ = memoryCurves(trace_, endTime());
+    legend_->setText(legendHtml(kindsOf(trace_)));
+    legend_->setVisible(!trace_.events.empty());  // no key to an empty chart
     layOut();
     {
         const QSignalBlocker block(collapse_button_);
@@ -215,6 +230,10 @@ void ScheduleView::layOut() {
             if (node_of(other.device) == node && (!fullest || other.peak_gib > fullest->peak_gib)) fullest = &other;
         if (fullest == &curve) shown.push_back(curve);
     }
+    // In the Gantt chart's row order, so that the legend reads as the rows do.
+    std::stable_sort(shown.begin(), shown.end(), [this](const MemoryCurve& a, const MemoryCurve& b) {
+        return layout_.rowOfDevice(a.device) < layout_.rowOfDevice(b.device);
+    });
     auto label = [this, node_of](int device) {
         const QString name = rowLabel(device);
         return collapsed_nodes_.contains(node_of(device)) ? tr("n%1 fullest: %2").arg(node_of(device)).arg(name) : name;

@@ -5,8 +5,10 @@
 #include <limits>
 #include <set>
 
+#include "widgets/common/chart_legend.h"
 #include "widgets/common/palette.h"
 #include "widgets/common/units.h"
+#include "widgets/memory/capacity_legend_item.h"
 
 namespace hippie::widgets {
 
@@ -14,43 +16,34 @@ namespace {
 constexpr double kCapacityZoomRatio = 2.5;  // capacity above this many peaks is left off scale
 constexpr double kPeakHeadroom = 1.25;
 constexpr double kCapacityHeadroom = 1.08;
-constexpr int kLegendRowsPerColumn = 8;
 constexpr double kCurvePenWidth = 1.5;
 constexpr double kHighlightPenWidth = 3.0;
 constexpr int kFaintAlpha = 50;
+constexpr int kLegendIconWidthPx = 20;  // a line sample needs no more than QCustomPlot's 32x18
+constexpr int kLegendIconHeightPx = 10;
+constexpr int kLabelPaddingPx = 4;
+const QPen kCapacityPen(QColor(0xd62728), 1.2, Qt::DashLine);
 }  // namespace
 
 MemoryPlot::MemoryPlot(QCustomPlot* plot, QCPAxisRect* rect) : plot_(plot), rect_(rect) {
     rect_->axis(QCPAxis::atLeft)->setLabel(QStringLiteral("memory (GiB)"));
-    // The legend beside the memory curves, in a column of its own, so it never covers data.
+    // Under the curves, as wide as the time axis: beside them, a column of 16 or 32 devices
+    // took the width of the Gantt chart above too (the two share their time axis).
     QCPLegend* legend = plot_->legend;
-    if (plot_->axisRect()->insetLayout()->take(legend)) plot_->axisRect()->insetLayout()->simplify();
-    int row = 0, column = 0;
-    if (plot_->plotLayout()->hasElement(0, 0)) {
-        for (int r = 0; r < plot_->plotLayout()->rowCount(); ++r)
-            if (plot_->plotLayout()->element(r, 0) == rect_) row = r;
-        column = 1;
-    }
-    // With free space under it: a grid row is no taller than its smallest element allows, and
-    // the legend alone (a few devices, or none) would squash the curves to its height.
-    auto* side = new QCPLayoutGrid;
-    plot_->plotLayout()->addElement(row, column, side);
-    side->addElement(0, 0, legend);
-    side->addElement(1, 0, new QCPLayoutElement(plot_));
-    side->setRowStretchFactor(1, 1000);
-    plot_->plotLayout()->setColumnStretchFactor(column, 0.001);
-    legend->setFillOrder(QCPLayoutGrid::foRowsFirst);
-    legend->setWrap(kLegendRowsPerColumn);
     legend->setFont(QFont(legend->font().family(), 8));
+    legend->setIconSize(kLegendIconWidthPx, kLegendIconHeightPx);
     legend->setSelectableParts(QCPLegend::spItems);
+    putLegendUnderAxes(plot_);
     legend->setVisible(true);
 }
 
 void MemoryPlot::clear() {
     for (QCPGraph* g : graphs_) plot_->removeGraph(g);
     for (QCPItemStraightLine* l : capacity_lines_) plot_->removeItem(l);
+    for (CapacityLegendItem* item : capacity_items_) plot_->legend->removeItem(item);
     graphs_.clear();
     capacity_lines_.clear();
+    capacity_items_.clear();
 }
 
 void MemoryPlot::setCurves(std::vector<MemoryCurve> curves, const std::function<QString(int)>& label) {
@@ -82,7 +75,7 @@ void MemoryPlot::setCurves(std::vector<MemoryCurve> curves, const std::function<
         line->point2->setAxes(x, y);
         line->point1->setCoords(0, cap);
         line->point2->setCoords(1, cap);
-        line->setPen(QPen(QColor(0xd62728), 1.2, Qt::DashLine));
+        line->setPen(kCapacityPen);
         capacity_lines_.push_back(line);
     }
     // Far below capacity, the curves would be a flat line at the bottom: zoom on them and say
@@ -97,10 +90,17 @@ void MemoryPlot::setCurves(std::vector<MemoryCurve> curves, const std::function<
     }
     const double top = (capacity_off_scale ? peak * kPeakHeadroom : std::max(peak, capacity) * kCapacityHeadroom) * per_gib_;
     y->setRange(0, top > 0 ? top : 1.0);
-    y->setLabel(capacity_off_scale ? QStringLiteral("memory (%1)\ncapacity %2 off scale")
-                                         .arg(unitName(), formatBytes(static_cast<int64_t>(capacity * kBytesPerGiB)))
-                                   : QStringLiteral("memory (%1)").arg(unitName()));
+    y->setLabel(QStringLiteral("memory (%1)").arg(unitName()));
+    // Never lower than its label: squeezed under a Gantt chart at 1280x800 it was cut.
+    rect_->setMinimumSize(rect_->minimumSize().width(), QFontMetrics(y->labelFont()).horizontalAdvance(y->label()) + kLabelPaddingPx);
+    for (double cap : capacities) {
+        const QString text = QStringLiteral("capacity %1").arg(formatBytes(static_cast<int64_t>(cap * kBytesPerGiB)));
+        auto* item = new CapacityLegendItem(plot_->legend, capacity_off_scale ? text + QStringLiteral(" (off scale)") : text, kCapacityPen);
+        plot_->legend->addItem(item);
+        capacity_items_.push_back(item);
+    }
     plot_->legend->setVisible(!curves_.empty());  // an empty legend is a stray frame
+    fitLegendColumns(plot_);
     fill(std::numeric_limits<double>::infinity());
 }
 

@@ -17,6 +17,7 @@
 #include "app/store/run_store.h"
 #include "planners/common/error.h"
 #include "planners/sim/trace_json.h"
+#include "widgets/common/chart_legend.h"
 #include "widgets/common/palette.h"
 #include "widgets/common/time_units.h"
 #include "widgets/common/units.h"
@@ -34,8 +35,6 @@ constexpr double kBarWidth = 0.38;
 constexpr double kBarOffset = 0.1;
 constexpr int kChartHeight = 230;  // an axis rect tall enough for five tick labels
 constexpr double kRangeMargin = 1.02;
-constexpr int kRankEntriesPerRow = 4;     // rank 0 .. rank 3 side by side under a step chart
-constexpr int kMemoryEntriesPerRow = 1;   // "predicted" and "measured (tracked tensors)" are long
 
 std::optional<double> numberAt(const json& j, const char* key) {
     if (!j.is_object()) return std::nullopt;
@@ -44,7 +43,7 @@ std::optional<double> numberAt(const json& j, const char* key) {
     return it->get<double>();
 }
 
-QCustomPlot* makeChart(const QString& title, const QString& x_label, const QString& y_label, int legend_entries_per_row) {
+QCustomPlot* makeChart(const QString& title, const QString& x_label, const QString& y_label) {
     auto* p = new QCustomPlot;
     p->setMinimumHeight(kChartHeight);
     p->plotLayout()->insertRow(0);
@@ -53,14 +52,9 @@ QCustomPlot* makeChart(const QString& title, const QString& x_label, const QStri
     p->yAxis->setLabel(y_label);
     p->legend->setVisible(true);
     p->legend->setFont(QFont(QStringLiteral("sans"), 7));
-    // The legend in a row of its own under the axes: over the data it hid the latest steps, and
-    // in a column beside them it left three charts side by side at 1280x800 with axes 89 px wide
-    // (step labels ran together, titles were cut).
-    if (p->axisRect()->insetLayout()->take(p->legend)) p->axisRect()->insetLayout()->simplify();
-    p->plotLayout()->addElement(2, 0, p->legend);
-    p->plotLayout()->setRowStretchFactor(2, 0.001);
-    p->legend->setWrap(legend_entries_per_row);
-    p->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+    // Under the axes: over the data it hid the latest steps, and in a column beside them it
+    // left three charts side by side at 1280x800 with axes 89 px wide.
+    widgets::putLegendUnderAxes(p);
     p->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
     return p;
 }
@@ -70,9 +64,9 @@ QCustomPlot* makeChart(const QString& title, const QString& x_label, const QStri
 RunView::RunView(QWidget* parent)
     : QWidget(parent), title_(new QLabel), state_(new QLabel), error_(new QLabel), cancel_(new QPushButton(tr("Cancel run"))),
       resume_(new QPushButton(tr("Resume run"))),
-      loss_plot_(makeChart(tr("Loss"), tr("step"), tr("loss"), kRankEntriesPerRow)),
-      throughput_plot_(makeChart(tr("Throughput per rank"), tr("step"), tr("samples/s"), kRankEntriesPerRow)),
-      memory_plot_(makeChart(tr("Peak memory per rank"), tr("rank"), tr("memory"), kMemoryEntriesPerRow)), predicted_title_(new QLabel),
+      loss_plot_(makeChart(tr("Loss"), tr("step"), tr("loss"))),
+      throughput_plot_(makeChart(tr("Throughput per rank"), tr("step"), tr("samples/s"))),
+      memory_plot_(makeChart(tr("Peak memory per rank"), tr("rank"), tr("memory"))), predicted_title_(new QLabel),
       measured_title_(new QLabel), predicted_view_(new widgets::ScheduleView), measured_view_(new widgets::ScheduleView),
       log_title_(new QLabel(tr("stderr of failed ranks"))), log_(new QPlainTextEdit) {
     QFont bold = title_->font();
@@ -456,6 +450,7 @@ void RunView::updateCharts() {
     throughput_plot_->xAxis->setTicker(integer);
     for (QCustomPlot* p : {loss_plot_, throughput_plot_, memory_plot_}) {
         p->legend->setVisible(p->plottableCount() > 0);
+        widgets::fitLegendColumns(p);
         p->rescaleAxes();
         const QCPRange x = p->xAxis->range();
         p->xAxis->setRange(x.lower - 0.5, x.upper + 0.5);

@@ -4,7 +4,7 @@
 #include <QDialog>
 #include <QDialogButtonBox>
 #include <QFormLayout>
-#include <QHBoxLayout>
+#include <QGridLayout>
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
@@ -112,19 +112,21 @@ WorkersPanel::WorkersPanel(bool use_settings, QWidget* parent)
     list_->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
     list_->setObjectName(QStringLiteral("workers-list"));
     message_->setWordWrap(true);
+    message_->setVisible(false);  // its empty line cost the Setup dock above the height of a row
     auto* add = new QPushButton(tr("Add agent…"));
     add->setToolTip(tr("Connect to a hippie-agent on a GPU host"));
     use_->setToolTip(tr("Turn the selected probed workers (all probed ones if none is selected) into the planners' cluster"));
     auto* add_slurm = new QPushButton(tr("Add Slurm cluster…"));
     add_slurm->setObjectName(QStringLiteral("add-slurm"));
     add_slurm->setToolTip(tr("Run plans through sbatch on a Slurm cluster, here or on a login host over ssh"));
-    auto* buttons = new QHBoxLayout;
-    buttons->addWidget(add);
-    buttons->addWidget(add_slurm);
-    buttons->addWidget(remove_);
-    buttons->addWidget(probe_);
-    buttons->addWidget(use_);
-    buttons->addStretch(1);
+    // Two rows: in one, the five buttons made the left dock column 500 px wide, two fifths of a
+    // 1280 px screen, and squeezed every page beside it.
+    auto* buttons = new QGridLayout;
+    buttons->addWidget(add, 0, 0);
+    buttons->addWidget(add_slurm, 0, 1);
+    buttons->addWidget(remove_, 0, 2);
+    buttons->addWidget(probe_, 1, 0);
+    buttons->addWidget(use_, 1, 1);
     auto* layout = new QVBoxLayout(this);
     layout->addWidget(list_, 1);
     layout->addLayout(buttons);
@@ -159,6 +161,11 @@ WorkersPanel::WorkersPanel(bool use_settings, QWidget* parent)
     connect(retry_, &QTimer::timeout, this, &WorkersPanel::retryUnreachable);
     retry_->start();
     if (use_settings_) load();
+}
+
+void WorkersPanel::say(const QString& message) {
+    message_->setText(message);
+    message_->setVisible(!message.isEmpty());
 }
 
 void WorkersPanel::setRetryInterval(int ms) { retry_->setInterval(ms); }
@@ -309,7 +316,7 @@ void WorkersPanel::connectAgent(int i, bool retry) {
         emit workerChanged(row);
     });
     connect(c, &jobs::AgentClient::errorMessage, this, [this, c](const QString& m) {
-        if (rowOfClient(c) >= 0) message_->setText(m);
+        if (rowOfClient(c) >= 0) say(m);
     });
     // A retry keeps showing why the agent is away until it answers.
     if (!retry) setState(i, tr("connecting"));
@@ -392,7 +399,7 @@ void WorkersPanel::onAddClicked() {
     if (d.exec() != QDialog::Accepted) return;
     const jobs::AgentAddress a = d.address();
     if (a.host.isEmpty()) {
-        message_->setText(tr("An agent needs a host name or address."));
+        say(tr("An agent needs a host name or address."));
         return;
     }
     addAgent(a, d.remember());
@@ -442,10 +449,10 @@ void WorkersPanel::onUseClicked() {
     QString error;
     const std::optional<Cluster> c = clusterOf(rows, &error);
     if (!c) {
-        message_->setText(error);
+        say(error);
         return;
     }
-    message_->setText(tr("Cluster %1: %2 devices").arg(QString::fromStdString(c->name)).arg(c->deviceCount()));
+    say(tr("Cluster %1: %2 devices").arg(QString::fromStdString(c->name)).arg(c->deviceCount()));
     emit useAsCluster(*c, QString::fromStdString(c->name));
 }
 

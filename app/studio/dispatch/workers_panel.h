@@ -61,6 +61,7 @@ signals:
     void useAsCluster(const hippie::Cluster& cluster, const QString& name);
 
 private:
+    void say(const QString& message);  // the line under the buttons, hidden while empty
     struct Worker {
         bool local = false;
         jobs::AgentAddress address;

@@ -1,0 +1,314 @@
+// The Run page as it is seen at 1280x800 and 1600x1000 (issue 18): every chart lies wholly in
+// the window, each legend is drawn whole inside its chart (its frame too) and covers no axis
+// area. Checked for a stored run of four ranks and for a run that is live: a stand-in
+// hippie-engine (a shell script given as $HIPPIE_ENGINE) replays each rank's events, the first
+// half of the steps, then waits for the test's word before its last steps, trace and "done".
+// With HIPPIE_SCREENSHOT_DIR set, the pages are saved there as PNG.
+#include <QDir>
+#include <QFile>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <qcustomplot.h>
+
+#include "app/dispatch/run_controller.h"
+#include "app/store/run_store.h"
+#include "app/studio/dispatch/dispatch_ui.h"
+#include "app/studio/dispatch/run_view.h"
+#include "app/studio/main_window.h"
+#include "gui_fixtures.h"
+#include "planners/sim/trace_json.h"
+#include "widgets/gantt/schedule_view.h"
+#include "widgets/memory/capacity_legend_item.h"
+
+using namespace hippie;
+using namespace hippie::studio;
+using nlohmann::json;
+
+namespace {
+
+constexpr int kPipeline = 2, kReplicas = 2, kRanks = kPipeline * kReplicas;
+constexpr int kSteps = 60;
+constexpr int kLiveSteps = kSteps / 2;  // what the stand-in engine sends before it waits
+constexpr double kMeasuredSlowdown = 1.3;
+constexpr int kRunTimeoutMs = 60 * 1000;
+
+testing::Setup pipeline() { return testing::smallPipeline(kPipeline, kReplicas, 4, ScheduleKind::OneFOneB); }
+
+Trace predictedTrace() {
+    const testing::Setup s = pipeline();
+    return simulateWithEvents(s.problem, s.plan);
+}
+
+// What rank `rank` measured in the last step: its row of the prediction, slower.
+Trace rankTrace(const Trace& predicted, int rank) {
+    Trace t;
+    t.devices = {rank};
+    t.capacity_bytes = {predicted.capacity_bytes[static_cast<size_t>(rank)]};
+    for (TraceEvent e : predicted.events)
+        if (e.device == rank) {
+            e.start_s *= kMeasuredSlowdown;
+            e.end_s *= kMeasuredSlowdown;
+            t.events.push_back(e);
+        }
+    std::vector<MemorySample> memory = predicted.memory[static_cast<size_t>(rank)];
+    for (MemorySample& m : memory) m.time_s *= kMeasuredSlowdown;
+    t.memory.push_back(memory);
+    t.metrics.iteration_time_s = predicted.metrics.iteration_time_s * kMeasuredSlowdown;
+    t.metrics.peak_memory_bytes = {predicted.metrics.peak_memory_bytes[static_cast<size_t>(rank)]};
+    t.metrics.max_peak_memory_bytes = t.metrics.peak_memory_bytes.front();
+    return t;
+}
+
+json stepEvent(int rank, int step) {
+    const double time_s = step == 0 ? 0.4 : 0.1 + 0.001 * rank;
+    return {{"event", "step"}, {"rank", rank}, {"step", step}, {"time_s", time_s},
+            {"samples_per_s", 16 / time_s}, {"loss", 6.0 - 0.02 * step - 0.01 * rank}};
+}
+
+// A run of four GPU ranks that succeeded, as the store gives it back.
+store::RunDetails storedRun(const Trace& predicted) {
+    store::RunDetails d;
+    d.summary.id = 3;
+    d.summary.job_id = QStringLiteral("run-20261204-120000-4ranks");
+    d.summary.planner = QStringLiteral("hippie");
+    d.summary.model = QStringLiteral("gpt2-small");
+    d.summary.cluster = QStringLiteral("dgx-a100-1x8");
+    d.summary.state = store::RunState::Succeeded;
+    qint64 seq = 0;
+    for (int r = 0; r < kRanks; ++r)
+        d.events.push_back({0, seq++, json{{"event", "setup"}, {"rank", r}, {"device", "cuda:" + std::to_string(r)}}});
+    for (int s = 0; s < kSteps; ++s)
+        for (int r = 0; r < kRanks; ++r) d.events.push_back({0, seq++, stepEvent(r, s)});
+    std::vector<json> traces;
+    for (int r = 0; r < kRanks; ++r) traces.push_back(json{{"event", "trace"}, {"rank", r}, {"step", kSteps - 1}, {"trace", traceToJson(rankTrace(predicted, r))}});
+    Trace measured = predicted;  // all ranks' rows, as mergeRankTraces gives them
+    measured.events.clear();
+    measured.memory.clear();
+    measured.metrics.peak_memory_bytes.clear();
+    for (int r = 0; r < kRanks; ++r) {
+        const Trace t = rankTrace(predicted, r);
+        measured.events.insert(measured.events.end(), t.events.begin(), t.events.end());
+        measured.memory.push_back(t.memory.front());
+        measured.metrics.peak_memory_bytes.push_back(t.metrics.peak_memory_bytes.front());
+    }
+    measured.metrics.iteration_time_s = predicted.metrics.iteration_time_s * kMeasuredSlowdown;
+    d.measured_trace = traceToJson(measured);
+    return d;
+}
+
+// The stand-in engine: `run ... --rank N ...` prints rank-N-live.jsonl, waits for the file "go",
+// then prints rank-N-end.jsonl. It gives up after two minutes so that a failed test leaves no
+// process behind.
+QString writeStandInEngine(const QDir& dir) {
+    const QString path = dir.filePath(QStringLiteral("hippie-engine"));
+    QFile f(path);
+    if (!f.open(QIODevice::WriteOnly)) return {};
+    f.write(QStringLiteral("#!/bin/sh\n"
+                           "cd '%1' || exit 2\n"
+                           "rank=\n"
+                           "while [ $# -gt 0 ]; do [ \"$1\" = --rank ] && rank=$2; shift; done\n"
+                           "cat rank-$rank-live.jsonl\n"
+                           "n=0\n"
+                           "while [ ! -e go ]; do sleep 0.05; n=$((n+1)); [ $n -gt 2400 ] && exit 1; done\n"
+                           "cat rank-$rank-end.jsonl\n")
+                .arg(dir.absolutePath())
+                .toUtf8());
+    f.close();
+    f.setPermissions(f.permissions() | QFileDevice::ExeOwner);
+    return path;
+}
+
+bool writeLines(const QString& path, const std::vector<json>& events) {
+    QFile f(path);
+    if (!f.open(QIODevice::WriteOnly)) return false;
+    for (const json& e : events) f.write(QByteArray::fromStdString(e.dump()) + '\n');
+    return true;
+}
+
+// Each rank's events, split where the stand-in engine waits.
+bool writeRankEvents(const QDir& dir, const Trace& predicted) {
+    for (int r = 0; r < kRanks; ++r) {
+        std::vector<json> live = {json{{"event", "setup"}, {"rank", r}, {"device", "cpu"}}}, end;
+        for (int s = 0; s < kSteps; ++s) (s < kLiveSteps ? live : end).push_back(stepEvent(r, s));
+        end.push_back(json{{"event", "trace"}, {"rank", r}, {"step", kSteps - 1}, {"trace", traceToJson(rankTrace(predicted, r))}});
+        end.push_back(json{{"event", "done"}, {"rank", r}, {"steps", kSteps}, {"mean_step_s", 0.1 + 0.001 * r},
+                           {"samples_per_s", 16 / (0.1 + 0.001 * r)}, {"peak_rss_bytes", 300 << 20}, {"loss", 4.8}});
+        if (!writeLines(dir.filePath(QStringLiteral("rank-%1-live.jsonl").arg(r)), live) ||
+            !writeLines(dir.filePath(QStringLiteral("rank-%1-end.jsonl").arg(r)), end))
+            return false;
+    }
+    return true;
+}
+
+// The rectangle QCustomPlot paints a legend's frame in: one pixel past its rect on the right
+// and at the bottom.
+QRect legendFrame(const QCPLegend* legend) { return legend->outerRect().adjusted(0, 0, 1, 1); }
+
+// The legend's entries: itemCount() counts the cells of its grid, empty ones too.
+std::vector<const QCPAbstractLegendItem*> entries(const QCPLegend* legend) {
+    std::vector<const QCPAbstractLegendItem*> items;
+    for (int i = 0; i < legend->itemCount(); ++i)
+        if (const QCPAbstractLegendItem* item = legend->item(i)) items.push_back(item);
+    return items;
+}
+int entryCount(const QCustomPlot* plot) { return static_cast<int>(entries(plot->legend).size()); }
+
+QString describe(const QRect& r) { return QStringLiteral("%1,%2 %3x%4").arg(r.x()).arg(r.y()).arg(r.width()).arg(r.height()); }
+
+// `plot` lies wholly in the window, its legend is shown whole inside it, and covers no axis rect.
+void checkChart(QCustomPlot* plot, const QString& name) {
+    plot->replot(QCustomPlot::rpImmediateRefresh);
+    QVERIFY2(plot->isVisible(), qPrintable(name));
+    QVERIFY2(plot->visibleRegion() == QRegion(plot->rect()),
+             qPrintable(QStringLiteral("%1: shown %2 of %3").arg(name, describe(plot->visibleRegion().boundingRect()), describe(plot->rect()))));
+    QVERIFY2(plot->legend->visible() && entryCount(plot) > 0, qPrintable(name));
+    const QRect frame = legendFrame(plot->legend);
+    QVERIFY2(plot->viewport().contains(frame),
+             qPrintable(QStringLiteral("%1: legend frame %2 outside the chart's %3").arg(name, describe(frame), describe(plot->viewport()))));
+    for (QCPAxisRect* axes : plot->axisRects())
+        QVERIFY2(!axes->rect().intersects(frame),
+                 qPrintable(QStringLiteral("%1: legend %2 over the axes %3").arg(name, describe(frame), describe(axes->rect()))));
+    // Every entry whole inside the frame and at its full size: a legend given less room than it
+    // needs squeezes its entries until their names run into each other.
+    const std::vector<const QCPAbstractLegendItem*> items = entries(plot->legend);
+    for (size_t i = 0; i < items.size(); ++i) {
+        const QCPAbstractLegendItem* entry = items[i];
+        const QRect item = entry->outerRect();
+        const QSize needed = entry->minimumOuterSizeHint();
+        QVERIFY2(frame.contains(item), qPrintable(QStringLiteral("%1: entry %2 at %3 outside %4").arg(name).arg(i).arg(describe(item), describe(frame))));
+        QVERIFY2(item.width() >= needed.width() && item.height() >= needed.height(),
+                 qPrintable(QStringLiteral("%1: entry %2 is %3, needs %4x%5").arg(name).arg(i).arg(describe(item)).arg(needed.width()).arg(needed.height())));
+    }
+}
+
+// One entry per device in row order, then the capacity, far above these curves.
+void checkMemoryCurvesLegend(const QCustomPlot* plot, const QString& noun) {
+    const std::vector<const QCPAbstractLegendItem*> items = entries(plot->legend);
+    QCOMPARE(int(items.size()), kRanks + 1);
+    for (int r = 0; r < kRanks; ++r) {
+        const auto* device = qobject_cast<const QCPPlottableLegendItem*>(items[size_t(r)]);
+        QVERIFY(device);
+        QCOMPARE(const_cast<QCPPlottableLegendItem*>(device)->plottable()->name(), QStringLiteral("%1 %2").arg(noun).arg(r));
+    }
+    const auto* capacity = qobject_cast<const widgets::CapacityLegendItem*>(items.back());
+    QVERIFY(capacity);
+    QCOMPARE(capacity->text(), QStringLiteral("capacity 40.00 GiB (off scale)"));
+}
+
+// A Gantt chart's axes take its whole width, also with nothing to draw yet (an empty legend
+// once capped them at 119 of 446 px), and its memory curves are tall enough for their label.
+void checkScheduleAxes(widgets::ScheduleView* view, const QString& name) {
+    view->plot()->replot(QCustomPlot::rpImmediateRefresh);
+    QCOMPARE(view->plot()->axisRect()->outerRect().width(), view->plot()->viewport().width());
+    const QCPAxisRect* memory = view->plot()->axisRects().value(1);
+    QVERIFY(memory);
+    const QCPAxis* y = memory->axis(QCPAxis::atLeft);
+    const int length = QFontMetrics(y->labelFont()).horizontalAdvance(y->label());
+    QVERIFY2(length <= memory->rect().height(),
+             qPrintable(QStringLiteral("%1: label '%2' is %3 px, the curves %4 px high").arg(name, y->label()).arg(length).arg(memory->rect().height())));
+}
+
+void checkRunPage(RunView* view, const QString& when) {
+    checkScheduleAxes(view->predictedView(), when + QStringLiteral(" predicted"));
+    checkScheduleAxes(view->measuredView(), when + QStringLiteral(" measured"));
+    checkChart(view->lossPlot(), when + QStringLiteral(" loss"));
+    checkChart(view->throughputPlot(), when + QStringLiteral(" throughput"));
+    checkChart(view->memoryPlot(), when + QStringLiteral(" peak memory"));
+    checkChart(view->predictedView()->plot(), when + QStringLiteral(" predicted memory curves"));
+    if (view->measuredView()->plot()->legend->visible()) checkChart(view->measuredView()->plot(), when + QStringLiteral(" measured memory curves"));
+}
+
+void saveScreenshot(QWidget& w, const QString& name) {
+    const QByteArray dir = qgetenv("HIPPIE_SCREENSHOT_DIR");
+    if (!dir.isEmpty()) QVERIFY(w.grab().save(QString::fromLocal8Bit(dir) + QLatin1Char('/') + name));
+}
+
+QSize sizeOf(const QString& name) { return name == QLatin1String("1280x800") ? QSize(1280, 800) : QSize(1600, 1000); }
+
+}  // namespace
+
+class TestRunPageLayout : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
+
+    void storedRunShowsEveryLegendWhole_data() {
+        QTest::addColumn<QString>("size");
+        QTest::newRow("1280x800") << QStringLiteral("1280x800");
+        QTest::newRow("1600x1000") << QStringLiteral("1600x1000");
+    }
+    void storedRunShowsEveryLegendWhole() {
+        QFETCH(QString, size);
+        MainWindow w(false);
+        w.resize(sizeOf(size));
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        QVERIFY(w.dispatchUi());
+        w.showPage(MainWindow::Page::Runs);
+        RunView* view = w.dispatchUi()->runView();
+        const testing::Setup s = pipeline();
+        const Trace predicted = predictedTrace();
+        view->showStored(storedRun(predicted), predicted, s.problem.cluster, QString());
+        QCoreApplication::processEvents();
+        QCOMPARE(view->lossPoints(), kSteps * kRanks);
+        QCOMPARE(entryCount(view->lossPlot()), kRanks);
+        QCOMPARE(entryCount(view->memoryPlot()), 2);  // predicted, measured
+        checkMemoryCurvesLegend(view->predictedView()->plot(), QStringLiteral("GPU"));
+        checkRunPage(view, QStringLiteral("stored at ") + size);
+        saveScreenshot(w, QStringLiteral("run-stored-%1.png").arg(size));
+    }
+
+    // A run followed live: half its steps plotted while the ranks run, then its end.
+    void liveRunShowsEveryLegendWhole() {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const QDir d(dir.path());
+        const QString engine = writeStandInEngine(d);
+        QVERIFY(!engine.isEmpty());
+        const Trace predicted = predictedTrace();
+        QVERIFY(writeRankEvents(d, predicted));
+        const QByteArray saved_engine = qgetenv("HIPPIE_ENGINE");
+        qputenv("HIPPIE_ENGINE", engine.toLocal8Bit());
+        const auto restore = qScopeGuard([&] {
+            if (saved_engine.isEmpty()) qunsetenv("HIPPIE_ENGINE");
+            else qputenv("HIPPIE_ENGINE", saved_engine);
+        });
+
+        MainWindow w(false);
+        w.resize(1280, 800);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        DispatchUi* ui = w.dispatchUi();
+        QVERIFY(ui);
+        ui->setDbPath(d.filePath(QStringLiteral("runs.sqlite")));
+        ui->setWorkRoot(d.filePath(QStringLiteral("work")));
+        const testing::Setup s = pipeline();
+        dispatch::RunController* run = ui->dispatchPlan(s.plan, s.problem.graph, s.problem.cluster, {0}, kSteps, 0);
+        QVERIFY(run);
+        QSignalSpy finished(run, &dispatch::RunController::finished);
+        RunView* view = ui->runView();
+        QTRY_COMPARE_WITH_TIMEOUT(view->lossPoints(), kLiveSteps * kRanks, kRunTimeoutMs);
+        QCoreApplication::processEvents();
+        QVERIFY2(view->stateText().contains(QStringLiteral("running")), qPrintable(view->stateText()));
+        QCOMPARE(entryCount(view->lossPlot()), kRanks);
+        QCOMPARE(entryCount(view->memoryPlot()), 1);  // the prediction; nothing measured yet
+        checkRunPage(view, QStringLiteral("live"));
+        saveScreenshot(w, QStringLiteral("run-live-1280x800.png"));
+
+        QFile go(d.filePath(QStringLiteral("go")));
+        QVERIFY(go.open(QIODevice::WriteOnly));
+        go.close();
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, kRunTimeoutMs);
+        QCoreApplication::processEvents();
+        QVERIFY2(view->stateText().contains(QStringLiteral("succeeded")), qPrintable(view->stateText()));
+        QCOMPARE(view->lossPoints(), kSteps * kRanks);
+        QCOMPARE(entryCount(view->memoryPlot()), 2);  // predicted and measured
+        checkMemoryCurvesLegend(view->measuredView()->plot(), QStringLiteral("CPU"));  // the ranks ran on CPUs
+        checkRunPage(view, QStringLiteral("finished"));
+        saveScreenshot(w, QStringLiteral("run-finished-1280x800.png"));
+    }
+};
+
+QTEST_MAIN(TestRunPageLayout)
+#include "test_run_page_layout.moc"
