@@ -58,10 +58,12 @@ namespace {
 bool isSplit(const Op& o) { return o.tensor_parallel != TensorParallel::Replicated; }
 }  // namespace
 
-double CostModel::rankShare(int op) const {
-    const bool divided = isSplit(graph_.ops[static_cast<size_t>(op)]) || split_.sequence_parallel;
-    return divided && split_.tp > 1 ? 1.0 / split_.tp : 1.0;
+double rankShare(const Op& op, TensorSplit split) {
+    const bool divided = isSplit(op) || split.sequence_parallel;
+    return divided && split.tp > 1 ? 1.0 / split.tp : 1.0;
 }
+
+double CostModel::rankShare(int op) const { return hippie::rankShare(graph_.ops[static_cast<size_t>(op)], split_); }
 
 int64_t rankParamBytes(const Graph& graph, TensorSplit split, int op) {
     const Op& o = graph.ops[static_cast<size_t>(op)];

@@ -39,6 +39,7 @@ struct TensorParallelTraffic {
 // The same without a cluster (lowering needs the traffic, not the times): CostModel's
 // rankParamBytes and tensorParallelTraffic for `graph` under `split`.
 int64_t rankParamBytes(const Graph& graph, TensorSplit split, int op);
+double rankShare(const Op& op, TensorSplit split);
 TensorParallelTraffic tensorParallelTraffic(const Graph& graph, TensorSplit split, std::span<const int> ops, double samples);
 // Share of an op's output a tensor-parallel rank holds when it leaves for another pipeline
 // stage: a column-split output is 1/tp on each rank; any other output is whole on each rank
