@@ -109,8 +109,12 @@ std::vector<OpTensorParallelTraffic> tensorParallelTrafficByOp(const Graph& grap
             out[op].forward = 1;
             out[op].forward_bytes = scaledBytes(graph, graph.ops[op].output_bytes, samples);
         }
+    // As tensorParallelTraffic: only a Column op that reads nothing split enters the region.
+    std::vector<bool> reads_split(graph.ops.size(), false);
+    for (const Edge& e : graph.edges)
+        if (isSplit(graph.ops[static_cast<size_t>(e.src)])) reads_split[static_cast<size_t>(e.dst)] = true;
     for (const Edge& e : graph.edges) {
-        if (graph.ops[static_cast<size_t>(e.dst)].tensor_parallel != TensorParallel::Column || isSplit(graph.ops[static_cast<size_t>(e.src)]))
+        if (graph.ops[static_cast<size_t>(e.dst)].tensor_parallel != TensorParallel::Column || reads_split[static_cast<size_t>(e.dst)])
             continue;
         OpTensorParallelTraffic& t = out[static_cast<size_t>(e.dst)];
         ++t.backward;
