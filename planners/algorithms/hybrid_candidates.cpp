@@ -417,18 +417,22 @@ Estimator::Estimator(const Problem& problem, int tp)
     tp_fwd_bytes_prefix_.assign(n + 1, 0);
     tp_bwd_bytes_prefix_.assign(n + 1, 0);
     if (tp_ > 1) {
-        const TensorSplit split{tp_, true};
         const double batch = problem.graph.batch_size;
+        const std::vector<OpTensorParallelTraffic> by_op = tensorParallelTrafficByOp(problem.graph, TensorSplit{tp_, true}, batch);
         for (int l = 0; l < layers_; ++l) {
             const size_t i = static_cast<size_t>(l);
-            const TensorParallelTraffic t = tensorParallelTraffic(problem.graph, split, costs_.ops(l, l), batch);
-            double forward = 0, backward = 0;
-            for (int64_t b : t.forward) forward += static_cast<double>(b);
-            for (int64_t b : t.backward) backward += static_cast<double>(b);
-            tp_fwd_count_prefix_[i + 1] = tp_fwd_count_prefix_[i] + static_cast<double>(t.forward.size());
-            tp_bwd_count_prefix_[i + 1] = tp_bwd_count_prefix_[i] + static_cast<double>(t.backward.size());
-            tp_fwd_bytes_prefix_[i + 1] = tp_fwd_bytes_prefix_[i] + forward / batch;
-            tp_bwd_bytes_prefix_[i + 1] = tp_bwd_bytes_prefix_[i] + backward / batch;
+            OpTensorParallelTraffic t;
+            for (int op : costs_.ops(l, l)) {
+                const OpTensorParallelTraffic& o = by_op[static_cast<size_t>(op)];
+                t.forward += o.forward;
+                t.backward += o.backward;
+                t.forward_bytes += o.forward_bytes;
+                t.backward_bytes += o.backward_bytes;
+            }
+            tp_fwd_count_prefix_[i + 1] = tp_fwd_count_prefix_[i] + t.forward;
+            tp_bwd_count_prefix_[i + 1] = tp_bwd_count_prefix_[i] + t.backward;
+            tp_fwd_bytes_prefix_[i + 1] = tp_fwd_bytes_prefix_[i] + static_cast<double>(t.forward_bytes) / batch;
+            tp_bwd_bytes_prefix_[i + 1] = tp_bwd_bytes_prefix_[i] + static_cast<double>(t.backward_bytes) / batch;
         }
     }
     fwd_prefix_s_.assign(n + 1, 0);

@@ -101,6 +101,28 @@ TensorParallelTraffic tensorParallelTraffic(const Graph& graph, TensorSplit spli
     return t;
 }
 
+std::vector<OpTensorParallelTraffic> tensorParallelTrafficByOp(const Graph& graph, TensorSplit split, double samples) {
+    std::vector<OpTensorParallelTraffic> out(graph.ops.size());
+    if (split.tp <= 1) return out;
+    for (size_t op = 0; op < graph.ops.size(); ++op)
+        if (graph.ops[op].tensor_parallel == TensorParallel::Row) {
+            out[op].forward = 1;
+            out[op].forward_bytes = scaledBytes(graph, graph.ops[op].output_bytes, samples);
+        }
+    // As tensorParallelTraffic: only a Column op that reads nothing split enters the region.
+    std::vector<bool> reads_split(graph.ops.size(), false);
+    for (const Edge& e : graph.edges)
+        if (isSplit(graph.ops[static_cast<size_t>(e.src)])) reads_split[static_cast<size_t>(e.dst)] = true;
+    for (const Edge& e : graph.edges) {
+        if (graph.ops[static_cast<size_t>(e.dst)].tensor_parallel != TensorParallel::Column || reads_split[static_cast<size_t>(e.dst)])
+            continue;
+        OpTensorParallelTraffic& t = out[static_cast<size_t>(e.dst)];
+        ++t.backward;
+        t.backward_bytes += scaledBytes(graph, e.bytes, samples);
+    }
+    return out;
+}
+
 TensorParallelTraffic CostModel::tensorParallelTraffic(std::span<const int> ops, double samples) const {
     return hippie::tensorParallelTraffic(graph_, split_, ops, samples);
 }

@@ -36,11 +36,22 @@ struct TensorParallelTraffic {
     std::vector<int64_t> backward;
 };
 
+// One op's share of tensorParallelTraffic: how many collectives and their whole tensors'
+// bytes, forward and backward.
+struct OpTensorParallelTraffic {
+    int forward = 0;
+    int backward = 0;
+    int64_t forward_bytes = 0;
+    int64_t backward_bytes = 0;
+};
+
 // The same without a cluster (lowering needs the traffic, not the times): CostModel's
-// rankParamBytes and tensorParallelTraffic for `graph` under `split`.
+// rankParamBytes and tensorParallelTraffic for `graph` under `split`, and the traffic of every
+// op at once (one pass over the edges), indexed by op id, to sum over many op sets.
 int64_t rankParamBytes(const Graph& graph, TensorSplit split, int op);
 double rankShare(const Op& op, TensorSplit split);
 TensorParallelTraffic tensorParallelTraffic(const Graph& graph, TensorSplit split, std::span<const int> ops, double samples);
+std::vector<OpTensorParallelTraffic> tensorParallelTrafficByOp(const Graph& graph, TensorSplit split, double samples);
 // Share of an op's output a tensor-parallel rank holds when it leaves for another pipeline
 // stage: a column-split output is 1/tp on each rank; any other output is whole on each rank
 // (each rank sends it whole, as Megatron does without its scatter-gather of pipeline

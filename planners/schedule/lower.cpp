@@ -445,18 +445,23 @@ class TensorParallelInstructions {
 public:
     TensorParallelInstructions(const Graph& graph, const Program& prog, TensorSplit split) : prog_(prog) {
         if (split.tp <= 1) return;
-        const double samples = prog.micro_batch_size;
-        auto sum = [](const std::vector<int64_t>& v) { return std::pair{static_cast<int>(v.size()), std::accumulate(v.begin(), v.end(), int64_t{0})}; };
+        const std::vector<OpTensorParallelTraffic> by_op = tensorParallelTrafficByOp(graph, split, prog.micro_batch_size);
+        auto sum = [&](const std::vector<int>& ops, bool backward, bool recomputed_only) {
+            std::pair<int, int64_t> t{0, 0};
+            for (int op : ops) {
+                if (recomputed_only && !prog.recompute_op[static_cast<size_t>(op)]) continue;
+                const OpTensorParallelTraffic& o = by_op[static_cast<size_t>(op)];
+                t.first += backward ? o.backward : o.forward;
+                t.second += backward ? o.backward_bytes : o.forward_bytes;
+            }
+            return t;
+        };
         for (const Segment& seg : prog.segments) {
-            const TensorParallelTraffic t = tensorParallelTraffic(graph, split, seg.ops, samples);
-            std::vector<int> recomputed;
-            for (int op : seg.ops)
-                if (prog.recompute_op[static_cast<size_t>(op)]) recomputed.push_back(op);
-            forward_.push_back(sum(t.forward));
-            backward_.push_back(sum(t.backward));
-            recompute_.push_back(sum(tensorParallelTraffic(graph, split, recomputed, samples).forward));
+            forward_.push_back(sum(seg.ops, false, false));
+            backward_.push_back(sum(seg.ops, true, false));
+            recompute_.push_back(sum(seg.ops, false, true));
         }
-        for (const Bucket& b : prog.buckets) bucket_backward_.push_back(sum(tensorParallelTraffic(graph, split, b.ops, samples).backward));
+        for (const Bucket& b : prog.buckets) bucket_backward_.push_back(sum(b.ops, true, false));
     }
 
     // `order` with a TensorParallel instruction of group `group` after each compute that has some.

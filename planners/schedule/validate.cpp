@@ -232,30 +232,24 @@ private:
     }
 
     // The tensor-parallel collectives a compute instruction runs, from the graph: (count, bytes).
-    std::pair<int, int64_t> expectedTensorParallel(const Instr& in) const {
+    std::pair<int, int64_t> expectedTensorParallel(const Instr& in) {
         if (p_.tp <= 1 || in.segment < 0 || in.segment >= static_cast<int>(p_.segments.size())) return {0, 0};
-        const TensorSplit split{p_.tp, p_.sequence_parallel};
-        const auto& seg = p_.segments[static_cast<size_t>(in.segment)].ops;
-        auto sum = [](const std::vector<int64_t>& v) {
-            int64_t b = 0;
-            for (int64_t x : v) b += x;
-            return std::pair{static_cast<int>(v.size()), b};
-        };
-        switch (in.kind) {
-        case InstrKind::Forward: return sum(tensorParallelTraffic(g_, split, seg, p_.micro_batch_size).forward);
-        case InstrKind::Recompute: {
-            std::vector<int> ops;
-            for (int op : seg)
-                if (op >= 0 && static_cast<size_t>(op) < p_.recompute_op.size() && p_.recompute_op[static_cast<size_t>(op)]) ops.push_back(op);
-            return sum(tensorParallelTraffic(g_, split, ops, p_.micro_batch_size).forward);
+        if (tp_by_op_.empty()) tp_by_op_ = tensorParallelTrafficByOp(g_, TensorSplit{p_.tp, p_.sequence_parallel}, p_.micro_batch_size);
+        const std::vector<int>* ops = &p_.segments[static_cast<size_t>(in.segment)].ops;
+        if (in.kind == InstrKind::Backward && in.bucket >= 0 && in.bucket < static_cast<int>(p_.buckets.size()))
+            ops = &p_.buckets[static_cast<size_t>(in.bucket)].ops;
+        const bool backward = in.kind == InstrKind::Backward || in.kind == InstrKind::BackwardInput;
+        if (!backward && in.kind != InstrKind::Forward && in.kind != InstrKind::Recompute) return {0, 0};
+        std::pair<int, int64_t> t{0, 0};
+        for (int op : *ops) {
+            if (op < 0 || static_cast<size_t>(op) >= tp_by_op_.size()) continue;
+            if (in.kind == InstrKind::Recompute && !(static_cast<size_t>(op) < p_.recompute_op.size() && p_.recompute_op[static_cast<size_t>(op)]))
+                continue;
+            const OpTensorParallelTraffic& o = tp_by_op_[static_cast<size_t>(op)];
+            t.first += backward ? o.backward : o.forward;
+            t.second += backward ? o.backward_bytes : o.forward_bytes;
         }
-        case InstrKind::Backward:
-            if (in.bucket >= 0 && in.bucket < static_cast<int>(p_.buckets.size()))
-                return sum(tensorParallelTraffic(g_, split, p_.buckets[static_cast<size_t>(in.bucket)].ops, p_.micro_batch_size).backward);
-            return sum(tensorParallelTraffic(g_, split, seg, p_.micro_batch_size).backward);
-        case InstrKind::BackwardInput: return sum(tensorParallelTraffic(g_, split, seg, p_.micro_batch_size).backward);
-        default: return {0, 0};
-        }
+        return t;
     }
 
     // A compute instruction whose ops have tensor-parallel collectives is followed by them.
@@ -437,6 +431,7 @@ private:
     ValidationResult r_;
     std::vector<int> op_segment_;
     std::vector<std::set<int>> producers_, consumers_;
+    std::vector<OpTensorParallelTraffic> tp_by_op_;  // computed on first use (tp > 1)
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include "planners/common/checked.h"
@@ -113,19 +114,29 @@ public:
         ExecutionDurations d;
         d.compute = [this](int s, const Instr& in) { return computeTime(prog_.devices[static_cast<size_t>(s)], in); };
         d.transfer = [this](const Instr& in, int from, int to) { return cost_.p2pTime(in.bytes, from, to, sendSharing(from, to)); };
+        // A bucket's collective takes the same time every micro-batch (ZeRO-2 reduce-scatters
+        // each one's): timed once per (kind, bucket, group).
         d.collective = [this](const Instr& in) {
+            const uint64_t key = (static_cast<uint64_t>(in.kind) << 56) | (static_cast<uint64_t>(static_cast<uint32_t>(in.group)) << 28) |
+                                 static_cast<uint32_t>(in.bucket);
+            if (auto it = collective_s_.find(key); it != collective_s_.end()) return it->second;
             const int64_t bytes = prog_.buckets[static_cast<size_t>(in.bucket)].bytes;
             const auto& group = prog_.groups[static_cast<size_t>(in.group)];
             const int sharing = group_sharing_[static_cast<size_t>(in.group)];
+            double t = 0;
             switch (in.kind) {
-            case InstrKind::ReduceScatter: return cost_.reduceScatterTime(bytes, group, sharing);
-            case InstrKind::AllGather: return cost_.allGatherTime(bytes, group, sharing);
-            default: return cost_.allReduceTime(bytes, group, sharing);
+            case InstrKind::ReduceScatter: t = cost_.reduceScatterTime(bytes, group, sharing); break;
+            case InstrKind::AllGather: t = cost_.allGatherTime(bytes, group, sharing); break;
+            default: t = cost_.allReduceTime(bytes, group, sharing); break;
             }
+            return collective_s_[key] = t;
         };
         d.tensor_parallel = [this](const Instr& in) {
+            const auto key = std::make_tuple(in.group, in.count, in.bytes, in.sequence_parallel);
+            if (auto it = tensor_parallel_s_.find(key); it != tensor_parallel_s_.end()) return it->second;
             const auto& group = prog_.groups[static_cast<size_t>(in.group)];
-            return cost_.tensorParallelTime(in.bytes, in.count, group, in.sequence_parallel, group_sharing_[static_cast<size_t>(in.group)]);
+            return tensor_parallel_s_[key] =
+                       cost_.tensorParallelTime(in.bytes, in.count, group, in.sequence_parallel, group_sharing_[static_cast<size_t>(in.group)]);
         };
         const ExecutionResult res = execute(prog_, d);
         if (!res.finished) throw Error("the program deadlocks: " + res.stuck.front());
@@ -201,9 +212,11 @@ private:
         }
     }
 
+    // Devices of one node share their spec: a segment's times are the same on each (tensor-
+    // parallel ranks and replicas), so they are kept per (segment, node).
     template <class F>
     double cached(std::unordered_map<uint64_t, double>& cache, int segment, int device, F f) {
-        const uint64_t key = (static_cast<uint64_t>(segment) << 32) | static_cast<uint32_t>(device);
+        const uint64_t key = (static_cast<uint64_t>(segment) << 32) | static_cast<uint32_t>(cost_.cluster().nodeOf(device));
         if (auto it = cache.find(key); it != cache.end()) return it->second;
         return cache[key] = f();
     }
@@ -380,6 +393,8 @@ private:
     std::map<std::pair<int, int>, int> send_sharing_;  // cross-node (from, to) pairs: flows sharing their ports
     std::vector<int> group_sharing_;                   // per all-reduce group: collectives sharing its ports
     std::unordered_map<uint64_t, double> fwd_, bwd_, bwd_w_, recompute_;
+    std::unordered_map<uint64_t, double> collective_s_;  // by (kind, group, bucket)
+    std::map<std::tuple<int, int, int64_t, bool>, double> tensor_parallel_s_;  // by (group, count, bytes, sequence parallel)
 };
 
 }  // namespace

@@ -198,31 +198,23 @@ void Executor::createGroups() {
         if (members.size() > 1 && std::find(members.begin(), members.end(), rank_) != members.end())
             comm_.addGroup(static_cast<int>(g), members);
     }
-    int next = static_cast<int>(program_.groups.size());
     if (plan_.tp > 1) {
-        // The tp group of this rank's (stage, replica), its members in tp-rank order: the
-        // Program's (a TensorParallel instruction's group) or, when it has none, one of
-        // Plan::tpGroups() numbered after the Program's groups (the same ids on every rank).
-        const auto groups = plan_.tpGroups();
+        // The tp group of this rank's (stage, replica), its members in tp-rank order
+        // (Plan::tpGroups()), as the Program lists it for its TensorParallel instructions.
         std::vector<int> mine;
-        for (const auto& g : groups)
+        for (const auto& g : plan_.tpGroups())
             if (std::find(g.begin(), g.end(), rank_) != g.end()) mine = g;
-        TORCH_CHECK(!mine.empty() && mine.at(static_cast<size_t>(tp_rank_)) == rank_, "rank ", rank_, " is not tp rank ", tp_rank_,
-                    " of a tp group of the plan");
         const auto found = std::find(program_.groups.begin(), program_.groups.end(), mine);
-        if (found != program_.groups.end()) {
-            tp_group_ = static_cast<int>(found - program_.groups.begin());
-        } else {
-            tp_group_ = next + static_cast<int>(std::find(groups.begin(), groups.end(), mine) - groups.begin());
-            comm_.addGroup(tp_group_, mine);
-            next += static_cast<int>(groups.size());
-        }
+        if (mine.empty() || mine.at(static_cast<size_t>(tp_rank_)) != rank_ || found == program_.groups.end())
+            throw Error("rank " + std::to_string(rank_) + " (tp rank " + std::to_string(tp_rank_) +
+                        ") finds no tensor-parallel group of the plan holding it among the program's groups");
+        tp_group_ = static_cast<int>(found - program_.groups.begin());
         tp_ = TpContext{std::make_shared<CommTpGroup>(comm_, tp_group_, tp_rank_, plan_.tp), plan_.sequence_parallel};
     }
-    // One more group of every rank, after those (same id everywhere): the global gradient norm
-    // and the fp16 overflow check are sums over all stages, replicas and tp ranks.
+    // One more group of every rank, after the Program's (same id everywhere): the global
+    // gradient norm and the fp16 overflow check are sums over all stages, replicas and tp ranks.
     if (comm_.worldSize() > 1 && (training_.clip_grad_norm > 0 || scaler_.enabled())) {
-        world_group_ = next;
+        world_group_ = static_cast<int>(program_.groups.size());
         std::vector<int> all;
         for (int r = 0; r < comm_.worldSize(); ++r) all.push_back(r);
         comm_.addGroup(world_group_, all);

@@ -147,8 +147,8 @@ private:
     void finishReduceScatter(ZeroBucket& z);
     void gatherBucket(ZeroBucket& z);
     void releaseSegment(int segment);
-    // Tensor parallelism: the tp group of this rank (created beside the Program's groups when
-    // the Program has none for it), the dp group of a segment (its replicas of this tp rank).
+    // The Program's groups of this rank, its tp group among them, and the world group; the dp
+    // group of a segment (its replicas of this tp rank).
     void createGroups();
     int dpGroup(int segment) const;
     // Whole parameters (not split over the tp group) of this rank's segments.
@@ -193,7 +193,7 @@ private:
     int tp_rank_ = 0;   // tensor-parallel rank within the replica
     int pipe_ = 0;      // index of this rank in Program::segment_devices rows: replica * tp + tp rank
     TpContext tp_;      // this rank's tp group (none when tp == 1)
-    int tp_group_ = -1;  // its Comm group id
+    int tp_group_ = -1;  // its Program group id
     std::set<const void*> split_params_;  // TensorImpls of parameters split over the tp group
     int micro_batch_size_ = 1;
     const std::vector<Instr>* stream_ = nullptr;
