@@ -162,6 +162,9 @@ void checkChart(QCustomPlot* plot, const QString& name) {
     QVERIFY2(plot->isVisible(), qPrintable(name));
     QVERIFY2(plot->visibleRegion() == QRegion(plot->rect()),
              qPrintable(QStringLiteral("%1: shown %2 of %3").arg(name, describe(plot->visibleRegion().boundingRect()), describe(plot->rect()))));
+    if (const auto* title = qobject_cast<QCPTextElement*>(plot->plotLayout()->element(0, 0)))
+        QVERIFY2(QFontMetrics(title->font()).horizontalAdvance(title->text()) <= plot->viewport().width(),
+                 qPrintable(QStringLiteral("%1: title '%2' wider than the chart").arg(name, title->text())));
     QVERIFY2(plot->legend->visible() && entryCount(plot) > 0, qPrintable(name));
     const QRect frame = legendFrame(plot->legend);
     QVERIFY2(plot->viewport().contains(frame),
@@ -182,18 +185,25 @@ void checkChart(QCustomPlot* plot, const QString& name) {
     }
 }
 
-// One entry per device in row order, then the capacity, far above these curves.
+// One entry per device in row order; the capacity, far above these curves, in a legend of its
+// own beside theirs, drawn whole inside the chart.
 void checkMemoryCurvesLegend(const QCustomPlot* plot, const QString& noun) {
     const std::vector<const QCPAbstractLegendItem*> items = entries(plot->legend);
-    QCOMPARE(int(items.size()), kRanks + 1);
+    QCOMPARE(int(items.size()), kRanks);
     for (int r = 0; r < kRanks; ++r) {
         const auto* device = qobject_cast<const QCPPlottableLegendItem*>(items[size_t(r)]);
         QVERIFY(device);
         QCOMPARE(const_cast<QCPPlottableLegendItem*>(device)->plottable()->name(), QStringLiteral("%1 %2").arg(noun).arg(r));
     }
-    const auto* capacity = qobject_cast<const widgets::CapacityLegendItem*>(items.back());
-    QVERIFY(capacity);
-    QCOMPARE(capacity->text(), QStringLiteral("capacity 40.00 GiB (off scale)"));
+    const QList<widgets::CapacityLegendItem*> capacities = plot->findChildren<widgets::CapacityLegendItem*>();
+    QCOMPARE(capacities.size(), 1);
+    QCOMPARE(capacities[0]->text(), QStringLiteral("capacity 40.00 GiB (off scale)"));
+    const QCPLegend* beside = capacities[0]->parentLegend();
+    QVERIFY(beside->visible());
+    const QRect frame = legendFrame(beside);
+    QVERIFY2(plot->viewport().contains(frame), qPrintable(describe(frame)));
+    QVERIFY(!frame.intersects(plot->legend->outerRect()));
+    QVERIFY(capacities[0]->outerRect().width() >= capacities[0]->minimumOuterSizeHint().width());
 }
 
 // A Gantt chart's axes take its whole width, also with nothing to draw yet (an empty legend
@@ -302,6 +312,7 @@ private slots:
         QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, kRunTimeoutMs);
         QCoreApplication::processEvents();
         QVERIFY2(view->stateText().contains(QStringLiteral("succeeded")), qPrintable(view->stateText()));
+        QVERIFY2(view->errorText().endsWith(QStringLiteral(" · engine processes' peak RSS up to 300.0 MiB")), qPrintable(view->errorText()));
         QCOMPARE(view->lossPoints(), kSteps * kRanks);
         QCOMPARE(entryCount(view->memoryPlot()), 2);  // predicted and measured
         checkMemoryCurvesLegend(view->measuredView()->plot(), QStringLiteral("CPU"));  // the ranks ran on CPUs

@@ -35,15 +35,22 @@ MemoryPlot::MemoryPlot(QCustomPlot* plot, QCPAxisRect* rect) : plot_(plot), rect
     legend->setSelectableParts(QCPLegend::spItems);
     putLegendUnderAxes(plot_);
     legend->setVisible(true);
+    // The capacity in a legend of its own beside the devices': as an entry among theirs, its
+    // long name widened one column of sixteen short ones.
+    capacity_legend_ = new QCPLegend;
+    addBesideLegend(plot_, capacity_legend_);
+    capacity_legend_->setLayer(QStringLiteral("legend"));
+    capacity_legend_->setFont(legend->font());
+    capacity_legend_->setIconSize(legend->iconSize());
+    capacity_legend_->setVisible(false);
 }
 
 void MemoryPlot::clear() {
     for (QCPGraph* g : graphs_) plot_->removeGraph(g);
     for (QCPItemStraightLine* l : capacity_lines_) plot_->removeItem(l);
-    for (CapacityLegendItem* item : capacity_items_) plot_->legend->removeItem(item);
+    capacity_legend_->clearItems();
     graphs_.clear();
     capacity_lines_.clear();
-    capacity_items_.clear();
 }
 
 void MemoryPlot::setCurves(std::vector<MemoryCurve> curves, const std::function<QString(int)>& label) {
@@ -95,11 +102,11 @@ void MemoryPlot::setCurves(std::vector<MemoryCurve> curves, const std::function<
     rect_->setMinimumSize(rect_->minimumSize().width(), QFontMetrics(y->labelFont()).horizontalAdvance(y->label()) + kLabelPaddingPx);
     for (double cap : capacities) {
         const QString text = QStringLiteral("capacity %1").arg(formatBytes(static_cast<int64_t>(cap * kBytesPerGiB)));
-        auto* item = new CapacityLegendItem(plot_->legend, capacity_off_scale ? text + QStringLiteral(" (off scale)") : text, kCapacityPen);
-        plot_->legend->addItem(item);
-        capacity_items_.push_back(item);
+        capacity_legend_->addItem(
+            new CapacityLegendItem(capacity_legend_, capacity_off_scale ? text + QStringLiteral(" (off scale)") : text, kCapacityPen));
     }
     plot_->legend->setVisible(!curves_.empty());  // an empty legend is a stray frame
+    capacity_legend_->setVisible(!capacities.empty() && !curves_.empty());
     fitLegendColumns(plot_);
     fill(std::numeric_limits<double>::infinity());
 }

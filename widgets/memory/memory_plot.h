@@ -1,7 +1,7 @@
 #pragma once
 // Memory curves of a Trace drawn into one axis rect of a QCustomPlot: a step line per
 // device, in colours apart from the Gantt chart's, named in a legend under the curves (not
-// over them), and each distinct device capacity as a dashed line, named in the legend too.
+// over them), and each distinct device capacity as a dashed line, named in a legend beside it.
 #include <functional>
 #include <vector>
 
@@ -13,8 +13,6 @@
 #include "widgets/memory/memory_series.h"
 
 namespace hippie::widgets {
-
-class CapacityLegendItem;
 
 class MemoryPlot {
 public:
@@ -42,7 +40,7 @@ private:
     std::vector<MemoryCurve> curves_;
     std::vector<QCPGraph*> graphs_;
     std::vector<QCPItemStraightLine*> capacity_lines_;
-    std::vector<CapacityLegendItem*> capacity_items_;
+    QCPLegend* capacity_legend_;
     std::vector<QColor> colors_;
     ByteUnit unit_;
     double per_gib_ = 1.0;  // displayed units per GiB

@@ -77,6 +77,7 @@ RunView::RunView(QWidget* parent)
     title_->setWordWrap(true);  // a long run title wraps instead of being cut at 1280 px
     state_->setWordWrap(true);
     error_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    error_->setWordWrap(true);
     cancel_->setEnabled(false);
     auto* head = new QHBoxLayout;
     head->addWidget(title_, 1);
@@ -364,18 +365,25 @@ void RunView::syncTimeAxes() {
 }
 
 void RunView::updateError() {
-    if (!measured_step_s_ || !predicted_step_s_ || *predicted_step_s_ <= 0) {
-        error_->setText(measured_step_s_ ? tr("Measured %1 ms per step (mean of the steps after the first); no prediction to compare.")
-                                              .arg(*measured_step_s_ * 1e3, 0, 'f', 2)
-                                         : QString());
-        return;
+    QString text;
+    if (measured_step_s_ && predicted_step_s_ && *predicted_step_s_ > 0) {
+        const double e = (*measured_step_s_ - *predicted_step_s_) / *predicted_step_s_ * 100.0;
+        text = tr("Step time: predicted %1 ms, measured %2 ms (mean of the steps after the first) — error %3%4 %")
+                   .arg(*predicted_step_s_ * 1e3, 0, 'f', 2)
+                   .arg(*measured_step_s_ * 1e3, 0, 'f', 2)
+                   .arg(e >= 0 ? QStringLiteral("+") : QString())
+                   .arg(e, 0, 'f', 1);
+    } else if (measured_step_s_) {
+        text = tr("Measured %1 ms per step (mean of the steps after the first); no prediction to compare.").arg(*measured_step_s_ * 1e3, 0, 'f', 2);
     }
-    const double e = (*measured_step_s_ - *predicted_step_s_) / *predicted_step_s_ * 100.0;
-    error_->setText(tr("Step time: predicted %1 ms, measured %2 ms (mean of the steps after the first) — error %3%4 %")
-                        .arg(*predicted_step_s_ * 1e3, 0, 'f', 2)
-                        .arg(*measured_step_s_ * 1e3, 0, 'f', 2)
-                        .arg(e >= 0 ? QStringLiteral("+") : QString())
-                        .arg(e, 0, 'f', 1));
+    // The engine processes' RSS (LibTorch itself included) is not what the cost model predicts:
+    // said here, not beside the predicted bars (in the chart's title it was cut at 1280 px).
+    double rss = 0;
+    for (const auto& [rank, bytes] : peak_rss_) rss = std::max(rss, bytes);
+    if (rss > 0)
+        text += (text.isEmpty() ? QString() : QStringLiteral(" · ")) +
+                tr("engine processes' peak RSS up to %1").arg(widgets::formatBytes(static_cast<int64_t>(rss)));
+    error_->setText(text);
 }
 
 void RunView::updateCharts() {
@@ -434,13 +442,6 @@ void RunView::updateCharts() {
         for (size_t i = 0; i < measured_->devices.size() && i < measured_->metrics.peak_memory_bytes.size(); ++i)
             b->addData(measured_->devices[i] + kBarOffset, static_cast<double>(measured_->metrics.peak_memory_bytes[i]) * unit.per_byte);
     }
-    // The engine processes' RSS (LibTorch itself included) is not what the cost model predicts:
-    // it goes in the title, not beside the predicted bars.
-    double rss = 0;
-    for (const auto& [rank, bytes] : peak_rss_) rss = std::max(rss, bytes);
-    if (auto* title = qobject_cast<QCPTextElement*>(memory_plot_->plotLayout()->element(0, 0)))
-        title->setText(rss > 0 ? tr("Peak memory per rank (process RSS up to %1)").arg(widgets::formatBytes(static_cast<int64_t>(rss)))
-                               : tr("Peak memory per rank"));
     // Whole steps and ranks, but as many as fit: a label per step merges into a bar past ~50.
     QSharedPointer<QCPAxisTickerFixed> integer(new QCPAxisTickerFixed);
     integer->setTickStep(1);
