@@ -22,7 +22,12 @@ public:
     void setCurves(std::vector<MemoryCurve> curves, const std::function<QString(int)>& label = {});
     // Draws `device`'s curve thick and the others faint (-1: all alike).
     void highlightDevice(int device);
-    void scaleValueAxis(double factor);  // vertical zoom, anchored at 0
+    void scaleValueAxis(double factor);  // vertical zoom, anchored at the axis' lower end
+    // false: when the capacity is off scale, the axis spans the curves' lowest to highest value
+    // rather than 0 to the highest (teaching mode, where the change is the point). Before setCurves.
+    void setAxisFromZero(bool from_zero) { from_zero_ = from_zero; }
+    double axisLower() const { return rect_->axis(QCPAxis::atLeft)->range().lower; }
+    double axisUpper() const { return rect_->axis(QCPAxis::atLeft)->range().upper; }
     // The unit the axis shows (GiB, MiB, KiB: chosen from the largest peak) and a value in it.
     QString unitName() const { return QString::fromUtf8(unit_.name); }
     QString formatGiB(double gib) const;
@@ -44,6 +49,7 @@ private:
     std::vector<QColor> colors_;
     ByteUnit unit_;
     double per_gib_ = 1.0;  // displayed units per GiB
+    bool from_zero_ = true;
 };
 
 }  // namespace hippie::widgets
