@@ -68,7 +68,7 @@ RunView::RunView(QWidget* parent)
       throughput_plot_(makeChart(tr("Throughput per rank"), tr("step"), tr("samples/s"))),
       memory_plot_(makeChart(tr("Peak memory per rank"), tr("rank"), tr("memory"))), predicted_title_(new QLabel),
       measured_title_(new QLabel), predicted_view_(new widgets::ScheduleView), measured_view_(new widgets::ScheduleView),
-      log_title_(new QLabel(tr("stderr of failed ranks"))), log_(new QPlainTextEdit) {
+      log_title_(new QLabel(tr("stderr of failed ranks"))), log_(new QPlainTextEdit), body_(new QWidget), empty_(new QLabel) {
     QFont bold = title_->font();
     bold.setBold(true);
     bold.setPointSizeF(bold.pointSizeF() * 1.15);
@@ -105,14 +105,21 @@ RunView::RunView(QWidget* parent)
     log_->setReadOnly(true);
     log_->setMaximumHeight(110);
     log_->setFont(QFont(QStringLiteral("monospace"), 8));
+    auto* body = new QVBoxLayout(body_);
+    body->setContentsMargins(0, 0, 0, 0);
+    body->addLayout(charts);
+    body->addWidget(gantts, 1);
+    body->addWidget(log_title_);
+    body->addWidget(log_);
+    empty_->setAlignment(Qt::AlignCenter);
+    empty_->setWordWrap(true);
+    empty_->setEnabled(false);  // muted, as a placeholder
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(head);
     layout->addWidget(state_);
     layout->addWidget(error_);
-    layout->addLayout(charts);
-    layout->addWidget(gantts, 1);
-    layout->addWidget(log_title_);
-    layout->addWidget(log_);
+    layout->addWidget(body_, 1);
+    layout->addWidget(empty_, 1);
 
     // One time scale for both charts: a zoom or pan of one moves the other.
     QCPAxis* a = predicted_view_->gantt()->keyAxis();
@@ -135,10 +142,17 @@ RunView::RunView(QWidget* parent)
         resume_->setEnabled(false);  // the next attempt is shown live once it starts
         emit resumeRequested(resume_run_);
     });
-    reset(tr("No run yet: select a plan and use Run ▸ Run on workers…"));
+    reset(tr("No run yet"));
+    // Empty charts and axes from 0 to 1 said nothing: say where runs come from instead.
+    body_->setVisible(false);
+    empty_->setVisible(true);
+    empty_->setText(tr("Select a plan on the Compare page and use Run ▸ Run selected plan on workers… (Ctrl+Shift+R), "
+                       "or open a stored run from the Run history page."));
 }
 
 void RunView::reset(const QString& title) {
+    body_->setVisible(true);
+    empty_->setVisible(false);
     if (run_) run_->disconnect(this);
     run_ = nullptr;
     title_->setText(title);
