@@ -3,7 +3,8 @@
 # guide's example: GPT-3 1.3B on two DGX A100 nodes, global batch 512, at 1600x1000 and at
 # 1280x800 ("-1280" in the name). Settings and the run store are a fresh temporary pair, so a
 # saved window layout or earlier runs do not show. The Gantt close-ups come from the GUI tests
-# (HIPPIE_SCREENSHOT_DIR); the pictures of runs need an engine and are made by hand.
+# and the operator's properties come from the GUI tests (HIPPIE_SCREENSHOT_DIR); the pictures of
+# runs need an engine and are made by hand.
 #
 #   docs/make-screenshots.sh [BUILD_DIR] [OUT_DIR]     (defaults: build, docs/images)
 set -euo pipefail
@@ -15,7 +16,8 @@ studio="$build/bin/hippie-studio"
 mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-export XDG_CONFIG_HOME="$tmp/config" XDG_DATA_HOME="$tmp/data" QT_QPA_PLATFORM="${QT_QPA_PLATFORM:-offscreen}"
+# A home of its own: the run store is shown as ~/.local/share/hippie-studio/runs.sqlite.
+export HOME="$tmp" XDG_CONFIG_HOME="$tmp/.config" XDG_DATA_HOME="$tmp/.local/share" QT_QPA_PLATFORM="${QT_QPA_PLATFORM:-offscreen}"
 
 shoot() {  # NAME VIEW SIZE
     echo "$out/$1"
@@ -31,7 +33,8 @@ shoot run-empty.png runs 1600x1000
 shoot run-empty-1280.png runs 1280x800
 shoot run-history-empty-1280.png history 1280x800
 
-# The Gantt close-ups: a selected block with its dependencies and a measured span, a folded node.
+# Close-ups from the GUI tests: a selected Gantt block with its dependencies and a measured
+# span, a folded node; an operator found by search with its properties.
 HIPPIE_SCREENSHOT_DIR="$out" "$build/tests/test_gantt_interaction" >/dev/null
-echo "$out/gantt-dependencies.png"
-echo "$out/gantt-collapsed.png"
+HIPPIE_SCREENSHOT_DIR="$out" "$build/tests/test_graph_view" legendAndPropertiesNameStagesAndDevices >/dev/null
+printf '%s\n' "$out/gantt-dependencies.png" "$out/gantt-collapsed.png" "$out/graph-properties.png"

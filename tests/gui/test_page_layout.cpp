@@ -1,8 +1,9 @@
-// The Run page as it is seen at 1280x800 and 1600x1000 (issue 18): every chart lies wholly in
-// the window, each legend is drawn whole inside its chart (its frame too) and covers no axis
-// area. Checked for a stored run of four ranks and for a run that is live: a stand-in
-// hippie-engine (a shell script given as $HIPPIE_ENGINE) replays each rank's events, the first
-// half of the steps, then waits for the test's word before its last steps, trace and "done".
+// The pages with charts as they are seen at 1280x800 and 1600x1000 (issue 18): every chart lies
+// wholly in the window, each legend is drawn whole inside its chart (its frame too) and covers no
+// axis area, titles and axis labels fit. The Run page is checked for a stored run of four ranks
+// and for a run that is live: a stand-in hippie-engine (a shell script given as $HIPPIE_ENGINE)
+// replays each rank's events, the first half of the steps, then waits for the test's word before
+// its last steps, trace and "done". The Schedule and Teaching pages with a planned model.
 // With HIPPIE_SCREENSHOT_DIR set, the pages are saved there as PNG.
 #include <QDir>
 #include <QFile>
@@ -16,6 +17,8 @@
 #include "app/studio/dispatch/dispatch_ui.h"
 #include "app/studio/dispatch/run_view.h"
 #include "app/studio/main_window.h"
+#include "app/studio/schedule_page.h"
+#include "app/studio/teaching_page.h"
 #include "gui_fixtures.h"
 #include "planners/sim/trace_json.h"
 #include "widgets/gantt/schedule_view.h"
@@ -238,7 +241,7 @@ QSize sizeOf(const QString& name) { return name == QLatin1String("1280x800") ? Q
 
 }  // namespace
 
-class TestRunPageLayout : public QObject {
+class TestPageLayout : public QObject {
     Q_OBJECT
 private slots:
     void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
@@ -267,6 +270,37 @@ private slots:
         checkMemoryCurvesLegend(view->predictedView()->plot(), QStringLiteral("GPU"));
         checkRunPage(view, QStringLiteral("stored at ") + size);
         saveScreenshot(w, QStringLiteral("run-stored-%1.png").arg(size));
+    }
+
+    // The Gantt charts of the Schedule page (data-parallel's plan) and of the 1F1B lesson.
+    void scheduleAndTeachingShowEveryLegendWhole_data() { storedRunShowsEveryLegendWhole_data(); }
+    void scheduleAndTeachingShowEveryLegendWhole() {
+        QFETCH(QString, size);
+        MainWindow w(false);
+        w.resize(sizeOf(size));
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        StartOptions o;
+        ModelSpec spec;
+        spec.zoo = "gpt2-small";
+        spec.batch_size = 8;
+        o.model = spec;
+        o.cluster = QStringLiteral("dgx-a100-1x8");
+        o.global_batch = 64;
+        o.planners = QStringList{QStringLiteral("data-parallel")};
+        QVERIFY(w.start(o));
+        QTRY_VERIFY_WITH_TIMEOUT(w.shownTrace().has_value() && w.isIdle(), kRunTimeoutMs);
+        w.showPage(MainWindow::Page::Schedule);
+        QCoreApplication::sendPostedEvents(nullptr, QEvent::LayoutRequest);
+        checkChart(w.schedulePage()->view()->plot(), size + QStringLiteral(" schedule"));
+        checkScheduleAxes(w.schedulePage()->view(), size + QStringLiteral(" schedule"));
+        w.showPage(MainWindow::Page::Teaching);
+        QVERIFY(w.teaching()->loadLesson(2));
+        w.teaching()->setTime(w.teaching()->endTime());
+        QCoreApplication::sendPostedEvents(nullptr, QEvent::LayoutRequest);
+        auto* lesson = const_cast<widgets::ScheduleView*>(w.teaching()->view());
+        checkChart(lesson->plot(), size + QStringLiteral(" teaching"));
+        checkScheduleAxes(lesson, size + QStringLiteral(" teaching"));
     }
 
     // A run followed live: half its steps plotted while the ranks run, then its end.
@@ -321,5 +355,5 @@ private slots:
     }
 };
 
-QTEST_MAIN(TestRunPageLayout)
-#include "test_run_page_layout.moc"
+QTEST_MAIN(TestPageLayout)
+#include "test_page_layout.moc"
