@@ -7,6 +7,7 @@
 // With HIPPIE_SCREENSHOT_DIR set, the pages are saved there as PNG.
 #include <QDir>
 #include <QFile>
+#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -19,7 +20,9 @@
 #include "app/studio/main_window.h"
 #include "app/studio/schedule_page.h"
 #include "app/studio/teaching_page.h"
+#include "engine_fixture.h"
 #include "gui_fixtures.h"
+#include "planners/schedule/plan_json.h"
 #include "planners/sim/trace_json.h"
 #include "widgets/gantt/schedule_view.h"
 #include "widgets/memory/capacity_legend_item.h"
@@ -35,6 +38,7 @@ constexpr int kSteps = 60;
 constexpr int kLiveSteps = kSteps / 2;  // what the stand-in engine sends before it waits
 constexpr double kMeasuredSlowdown = 1.3;
 constexpr int kRunTimeoutMs = 60 * 1000;
+constexpr int kRealRunTimeoutMs = 300 * 1000;  // four LibTorch ranks sharing a loaded CPU
 
 testing::Setup pipeline() { return testing::smallPipeline(kPipeline, kReplicas, 4, ScheduleKind::OneFOneB); }
 
@@ -312,12 +316,7 @@ private slots:
         QVERIFY(!engine.isEmpty());
         const Trace predicted = predictedTrace();
         QVERIFY(writeRankEvents(d, predicted));
-        const QByteArray saved_engine = qgetenv("HIPPIE_ENGINE");
-        qputenv("HIPPIE_ENGINE", engine.toLocal8Bit());
-        const auto restore = qScopeGuard([&] {
-            if (saved_engine.isEmpty()) qunsetenv("HIPPIE_ENGINE");
-            else qputenv("HIPPIE_ENGINE", saved_engine);
-        });
+        const testing::EngineForStudio stand_in(engine);
 
         MainWindow w(false);
         w.resize(1280, 800);
@@ -352,6 +351,52 @@ private slots:
         checkMemoryCurvesLegend(view->measuredView()->plot(), QStringLiteral("CPU"));  // the ranks ran on CPUs
         checkRunPage(view, QStringLiteral("finished"));
         saveScreenshot(w, QStringLiteral("run-finished-1280x800.png"));
+    }
+
+    // A real run of hippie-engine on this machine (skipped where none is built): gpt-tiny as two
+    // stages of two replicas, four ranks on the CPUs, 30 steps; checked while it runs and at its
+    // end. With HIPPIE_SCREENSHOT_DIR set, the pictures of the user guide's run page.
+    void realRunShowsEveryLegendWhole() {
+        const testing::EngineForStudio engine;
+        if (engine.path.isEmpty()) QSKIP(testing::EngineForStudio::kMissing);
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const QString plan_file = dir.filePath(QStringLiteral("plan.json"));
+        QProcess planner;
+        planner.start(engine.path, {"plan", "--model", "gpt-tiny", "--pp", "2", "--dp", "2", "--global-batch", "16", "--microbatches", "4",
+                                    "--out", plan_file});
+        QVERIFY(planner.waitForFinished(kRunTimeoutMs));
+        QCOMPARE(planner.exitCode(), 0);
+
+        MainWindow w(false);
+        w.resize(1280, 800);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        DispatchUi* ui = w.dispatchUi();
+        ui->setDbPath(dir.filePath(QStringLiteral("runs.sqlite")));
+        ui->setWorkRoot(dir.filePath(QStringLiteral("work")));
+        constexpr int kRealSteps = 30, kLossRanks = 2;  // the last stage's two replicas report the loss
+        dispatch::RunController* run = ui->dispatchPlan(loadPlanFile(plan_file.toStdString()), std::nullopt, std::nullopt, {0}, kRealSteps, 0);
+        QVERIFY(run);
+        QSignalSpy finished(run, &dispatch::RunController::finished);
+        RunView* view = ui->runView();
+        QTRY_VERIFY_WITH_TIMEOUT(view->lossPoints() >= kLossRanks * kRealSteps / 3 || !finished.isEmpty(), kRealRunTimeoutMs);
+        if (finished.isEmpty()) {
+            QCoreApplication::processEvents();
+            checkRunPage(view, QStringLiteral("real, live"));
+            saveScreenshot(w, QStringLiteral("dispatch-run-live-1280.png"));
+        }
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, kRealRunTimeoutMs);
+        QCoreApplication::processEvents();
+        QVERIFY2(view->stateText().contains(QStringLiteral("succeeded")), qPrintable(view->stateText() + view->logText()));
+        QCOMPARE(view->lossPoints(), kLossRanks * kRealSteps);
+        checkRunPage(view, QStringLiteral("real, finished"));
+        saveScreenshot(w, QStringLiteral("dispatch-run-1280.png"));
+        w.resize(1600, 1000);
+        QCoreApplication::sendPostedEvents(nullptr, QEvent::LayoutRequest);
+        QCoreApplication::processEvents();
+        checkRunPage(view, QStringLiteral("real, finished, 1600x1000"));
+        saveScreenshot(w, QStringLiteral("dispatch-run.png"));
     }
 };
 
