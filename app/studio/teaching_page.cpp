@@ -36,6 +36,7 @@ TeachingPage::TeachingPage(QWidget* parent)
       timer_(new QTimer(this)),
       view_(new widgets::ScheduleView(this)) {
     for (const Lesson& l : lessons()) list_->addItem(QString::fromStdString(l.title));
+    view_->setMemoryAxisFromZero(false);  // the lessons compare how memory rises, not its floor
     list_->setMaximumWidth(200);
     idea_->setWordWrap(true);
     narrative_->setWordWrap(true);

@@ -116,6 +116,8 @@ private slots:
         testing::Setup s = testing::smallPipeline(12, 1, 12, ScheduleKind::OneFOneB);
         GraphView view;
         view.resize(900, 700);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
         QSignalSpy done(&view, &GraphView::layoutFinished);
         view.setGraph(s.problem.graph);
         QVERIFY(done.wait(60000));
@@ -123,7 +125,7 @@ private slots:
         const QString legend = view.legendText();
         std::set<QString> colours;
         for (int stage = 0; stage < 12; ++stage) {
-            QVERIFY2(legend.contains(QStringLiteral("stage %1").arg(stage)), qPrintable(legend));
+            QVERIFY2(legend.contains(QStringLiteral("stage&nbsp;%1").arg(stage)), qPrintable(legend));
             QVERIFY(legend.contains(categoryColor(stage).name()));
             colours.insert(categoryColor(stage).name());
         }
@@ -138,6 +140,17 @@ private slots:
         QVERIFY2(props.startsWith(QString::fromStdString(last.name + " (" + last.kind + ")")), qPrintable(props));
         for (const char* part : {"forward ", "backward ", "params ", "activation (output) ", "stage 11", "inputs:", "outputs:"})
             QVERIFY2(props.contains(QLatin1String(part)), qPrintable(QStringLiteral("%1 missing from: %2").arg(QLatin1String(part), props)));
+        // The match is in view, wherever it lies in the graph (this one at its end), once the
+        // window is laid out with the legend the plan gave it.
+        QCoreApplication::sendPostedEvents(nullptr, QEvent::LayoutRequest);
+        int node = -1;
+        for (size_t i = 0; i < view.layoutInput().nodes.size(); ++i)
+            if (view.layoutInput().nodes[i].op == int(s.problem.graph.ops.size()) - 1) node = int(i);
+        QVERIFY(node >= 0);
+        QVERIFY2(view.visibleSceneRect().contains(view.scene()->nodeRect(node)), "the search result is out of view");
+        // With HIPPIE_SCREENSHOT_DIR set, the view as the user guide shows it.
+        if (const QByteArray dir = qgetenv("HIPPIE_SCREENSHOT_DIR"); !dir.isEmpty())
+            QVERIFY(view.grab().save(QString::fromLocal8Bit(dir) + QStringLiteral("/graph-properties.png")));
     }
 
     void coloursNodesByStage() {

@@ -2,6 +2,9 @@
 // the simulated traces, and every claim a lesson makes holds.
 #include <QtTest>
 
+#include "widgets/gantt/schedule_view.h"
+#include "widgets/memory/memory_plot.h"
+
 #include "app/studio/lesson_claims.h"
 #include "app/studio/lessons.h"
 #include "app/studio/teaching_page.h"
@@ -69,6 +72,27 @@ private slots:
         TeachingPage page;
         QVERIFY(page.loadLesson(2));
         QCOMPARE(page.claims().size(), lessons()[2].expects.size());
+    }
+
+    // What the lessons say about memory can be seen: the curves' rise from their lowest value to
+    // their peak fills most of the memory axis in every lesson (from 0 they were flat lines at
+    // the top, the weights dwarfing the activations).
+    void lessonMemoryCurvesFillTheirAxis() {
+        TeachingPage page;
+        for (int i = 0; i < int(lessons().size()); ++i) {
+            QVERIFY(page.loadLesson(i));
+            page.setTime(page.endTime());  // the whole iteration drawn
+            const widgets::MemoryPlot* memory = page.view()->memory();
+            double lowest = 1e300, highest = 0;
+            for (int g = 0; g < memory->graphCount(); ++g)
+                for (auto it = memory->graph(g)->data()->constBegin(); it != memory->graph(g)->data()->constEnd(); ++it) {
+                    lowest = std::min(lowest, it->value);
+                    highest = std::max(highest, it->value);
+                }
+            const double filled = (highest - lowest) / (memory->axisUpper() - memory->axisLower());
+            QVERIFY2(filled >= 0.5, qPrintable(QStringLiteral("%1: the curves fill %2 of the axis").arg(QString::fromStdString(lessons()[size_t(i)].title)).arg(filled)));
+            QVERIFY(memory->axisLower() <= lowest && highest <= memory->axisUpper());
+        }
     }
 };
 

@@ -2,6 +2,7 @@
 // stays readable at 200 steps, legends sit beside the charts, memory in a unit with digits,
 // ranks that ran on CPUs read "CPU", a cancelled run keeps what it plotted and says when it was
 // cancelled, and Compare two names each metric once with the workers readable.
+#include <QLabel>
 #include <QtTest>
 
 #include <qcustomplot.h>
@@ -143,6 +144,23 @@ private slots:
             const QVector<double> ticks = p->xAxis->tickVector();
             QVERIFY2(ticks.size() >= 3 && ticks.size() <= 12, qPrintable(QString::number(ticks.size())));
         }
+    }
+
+    // Before any run the page says where runs come from, with no empty charts; a run shows them.
+    void emptyPageSaysWhereRunsComeFrom() {
+        RunView view;
+        view.resize(1000, 700);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        QVERIFY(!view.lossPlot()->isVisible());
+        QVERIFY(!view.predictedView()->isVisible());
+        const QList<QLabel*> labels = view.findChildren<QLabel*>();
+        QVERIFY(std::any_of(labels.begin(), labels.end(), [](const QLabel* l) {
+            return l->isVisible() && l->text().contains(QStringLiteral("Run ▸ Run selected plan on workers… (Ctrl+Shift+R)"));
+        }));
+        view.showStored(cancelledCpuRun(), std::nullopt, std::nullopt, QString());
+        QVERIFY(view.lossPlot()->isVisible());
+        QVERIFY(view.measuredView()->isVisible());
     }
 
     void memoryIsInAUnitWithDigits() {

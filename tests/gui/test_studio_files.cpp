@@ -24,6 +24,7 @@
 #include "app/studio/planners_panel.h"
 #include "app/studio/schedule_page.h"
 #include "app/studio/studio_session.h"
+#include "engine_fixture.h"
 #include "gui_fixtures.h"
 #include "planners/algorithms/registry.h"
 #include "planners/model/graph_json.h"
@@ -35,6 +36,8 @@
 
 using namespace hippie;
 using namespace hippie::studio;
+using hippie::testing::EngineForStudio;
+using hippie::testing::EnvGuard;
 using widgets::ComparisonModel;
 
 namespace {
@@ -72,41 +75,6 @@ QString writePlan(const QTemporaryDir& dir) {
     savePlanFile(s.plan, path.toStdString());
     return path;
 }
-
-// hippie-engine from $HIPPIE_ENGINE, $HIPPIE_BIN_DIR or this build; "" when none is built.
-QString findEngine() {
-    QStringList candidates;
-    if (qEnvironmentVariableIsSet("HIPPIE_ENGINE")) candidates << qEnvironmentVariable("HIPPIE_ENGINE");
-    if (qEnvironmentVariableIsSet("HIPPIE_BIN_DIR")) candidates << qEnvironmentVariable("HIPPIE_BIN_DIR") + "/hippie-engine";
-    candidates << QStringLiteral(HIPPIE_BIN_DIR "/hippie-engine");
-    for (const QString& c : candidates)
-        if (QFileInfo(c).isFile() && QFileInfo(c).isExecutable()) return QFileInfo(c).absoluteFilePath();
-    return {};
-}
-
-// Restores an environment variable when the test ends, however it ends.
-struct EnvGuard {
-    QByteArray name, value;
-    bool was_set;
-    explicit EnvGuard(const char* n) : name(n), value(qgetenv(n)), was_set(qEnvironmentVariableIsSet(n)) {}
-    ~EnvGuard() {
-        if (was_set)
-            qputenv(name.constData(), value);
-        else
-            qunsetenv(name.constData());
-    }
-};
-
-// The hippie-engine of this build, given to the studio as $HIPPIE_ENGINE while this object
-// lives (the variable is restored after). `path` is empty when no engine is built: the test skips.
-struct EngineForStudio {
-    static constexpr const char* kMissing = "hippie-engine is not built (set HIPPIE_ENGINE or HIPPIE_BIN_DIR)";
-    const QString path = findEngine();
-    const EnvGuard guard{"HIPPIE_ENGINE"};
-    EngineForStudio() {
-        if (!path.isEmpty()) qputenv("HIPPIE_ENGINE", path.toLocal8Bit());
-    }
-};
 
 }  // namespace
 

@@ -48,15 +48,31 @@ void putLegendUnderAxes(QCustomPlot* plot) {
     new LegendColumnFitter(plot);
 }
 
+void addBesideLegend(QCustomPlot* plot, QCPLayoutElement* element) {
+    auto* holder = qobject_cast<QCPLayoutGrid*>(plot->legend->layout());
+    Q_ASSERT(holder);  // putLegendUnderAxes first
+    const int column = holder->columnCount() - 1;  // before the free space
+    holder->insertColumn(column);
+    holder->addElement(0, column, element);
+    holder->setColumnStretchFactor(column, 0.001);
+    fitLegendColumns(plot);
+}
+
 void fitLegendColumns(QCustomPlot* plot) {
     QCPLegend* legend = plot->legend;
+    // What else the legend's row holds (addBesideLegend) keeps its width.
+    int others = 0;
+    if (const auto* holder = qobject_cast<QCPLayoutGrid*>(legend->layout()))
+        for (int i = 0; i < holder->elementCount(); ++i)
+            if (QCPLayoutElement* e = holder->elementAt(i); e && e != legend && e->visible())
+                others += e->minimumOuterSizeHint().width() + holder->columnSpacing();
     // itemCount() counts the grid's cells, empty ones (null items) too.
     std::vector<int> widths;
     for (int i = 0; i < legend->itemCount(); ++i)
         if (const QCPAbstractLegendItem* item = legend->item(i)) widths.push_back(item->minimumOuterSizeHint().width());
     if (widths.empty()) return;
     const QMargins m = legend->margins();
-    const int room = plot->width() - 2 * kLegendInsetPx - m.left() - m.right();
+    const int room = plot->width() - 2 * kLegendInsetPx - m.left() - m.right() - others;
     // The most columns whose widest entries fit side by side (each column as wide as its widest).
     int columns = static_cast<int>(widths.size());
     for (; columns > 1; --columns) {

@@ -3,6 +3,7 @@
 // with as many entries side by side as the chart's width holds: at 1280 px, four entries of
 // "rank 0 .. rank 3" in one row were squeezed until their names ran into each other, and two
 // rows of one entry each took the height of the chart beside it.
+class QCPLayoutElement;
 class QCustomPlot;
 
 namespace hippie::widgets {
@@ -13,5 +14,7 @@ namespace hippie::widgets {
 // plot's width as the plot is resized. Call fitLegendColumns after adding or renaming entries.
 void putLegendUnderAxes(QCustomPlot* plot);
 void fitLegendColumns(QCustomPlot* plot);
+// Puts `element` (a second legend, say) right of the legend, in the same row.
+void addBesideLegend(QCustomPlot* plot, QCPLayoutElement* element);
 
 }  // namespace hippie::widgets

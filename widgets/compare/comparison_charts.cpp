@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include <QTimer>
+#include <QtMath>
 #include <QVBoxLayout>
 #include <qcustomplot.h>
 
@@ -17,6 +18,10 @@ namespace hippie::widgets {
 namespace {
 constexpr double kBarWidth = 0.6;
 constexpr double kHeadroom = 1.15;  // axis range above the largest value, room for labels
+constexpr int kNamesUnrotated = 4;  // more planners than this: their names slant
+constexpr double kNameRotationDeg = 30;
+constexpr double kScatterPadFraction = 0.25;     // throughput axis beyond the extreme plans, of their spread
+constexpr double kScatterMinPadFraction = 0.05;  // ... and at least this much of the largest
 
 }  // namespace
 
@@ -43,14 +48,27 @@ QRectF labelRect(const QCPItemText* label) {
 }
 }  // namespace
 
+std::vector<QRectF> ComparisonCharts::dotRects() const {
+    std::vector<QRectF> rects;
+    for (const ScatterDot& d : dots_) {
+        const QPointF centre(d.x->coordToPixel(d.memory_gib), d.y->coordToPixel(d.throughput));
+        rects.emplace_back(centre - QPointF(d.size_px / 2, d.size_px / 2), QSizeF(d.size_px, d.size_px));
+    }
+    return rects;
+}
+
 void ComparisonCharts::separateLabels() {
-    // Each group's block of names goes to the first side of its point (right/left, under/over)
-    // where it covers no block placed before it and stays in the axis rect; the largest groups
-    // are placed first. Past every side, it keeps its first.
+    // Each group's block of names goes to the first side of its point (right/left, under/over,
+    // then a line or two further from it) where it covers no dot, no block placed before it and
+    // stays in the axis rect; the largest groups are placed first. Where every side covers
+    // something, the side that covers least. A name beside another plan's dot reads as that
+    // plan's (issue 18: "pipedream" sat on the dot of data-parallel).
     constexpr int kSidePx = 8, kGapPx = 4;
+    constexpr int kOutsideCost = 100, kOverlapCost = 10;
     std::vector<size_t> order(labels_.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(), [this](size_t a, size_t b) { return labels_[a].lines.size() > labels_[b].lines.size(); });
+    const std::vector<QRectF> dots = dotRects();
     std::vector<QRectF> placed;
     for (size_t index : order) {
         const ScatterLabel& l = labels_[index];
@@ -58,36 +76,64 @@ void ComparisonCharts::separateLabels() {
         const QRect inside = l.lines.front()->clipAxisRect() ? l.lines.front()->clipAxisRect()->rect() : QRect();
         const bool prefer_left = l.lines.front()->positionAlignment() & Qt::AlignRight;
         const bool prefer_down = l.lines.front()->positionAlignment() & Qt::AlignTop;
-        auto place = [&](bool left, bool down, int extra_lines) {
+        // Left of the point (its names end beside it), right of it, or centred over or under it.
+        enum class Side { Left, Right, Centre };
+        auto place = [&](Side side, bool down, int extra_lines) {
             QRectF block;
             const int n = static_cast<int>(l.lines.size());
+            const Qt::Alignment h = side == Side::Left ? Qt::AlignRight : side == Side::Right ? Qt::AlignLeft : Qt::AlignHCenter;
             for (int k = 0; k < n; ++k) {
                 QCPItemText* t = l.lines[static_cast<size_t>(k)];
                 const int offset = kGapPx + (extra_lines + (down ? k : n - 1 - k)) * l.line_px;
-                t->setPositionAlignment((left ? Qt::AlignRight : Qt::AlignLeft) | (down ? Qt::AlignTop : Qt::AlignBottom));
-                const QMargins pad(left ? 0 : kSidePx, down ? offset : 0, left ? kSidePx : 0, down ? 0 : offset);
+                t->setPositionAlignment(h | (down ? Qt::AlignTop : Qt::AlignBottom));
+                const int centre_offset = side == Side::Centre ? l.line_px / 2 : 0;  // clear of the dot
+                const QMargins pad(side == Side::Right ? kSidePx : 0, down ? offset + centre_offset : 0,
+                                   side == Side::Left ? kSidePx : 0, down ? 0 : offset + centre_offset);
                 t->setPadding(pad);
                 block |= labelRect(t).adjusted(pad.left(), pad.top(), -pad.right(), -pad.bottom());
             }
             return block;
         };
-        const std::pair<bool, bool> sides[] = {{prefer_left, prefer_down}, {prefer_left, !prefer_down},
-                                               {!prefer_left, prefer_down}, {!prefer_left, !prefer_down}};
-        // Next to the point first, then a line or two further from it.
+        auto cost = [&](const QRectF& block) {
+            int c = inside.isEmpty() || QRectF(inside).contains(block) ? 0 : kOutsideCost;
+            for (const QRectF& r : dots) c += r.intersects(block) ? kOverlapCost : 0;
+            for (const QRectF& r : placed) c += r.intersects(block) ? kOverlapCost : 0;
+            return c;
+        };
+        struct Choice {
+            Side side;
+            bool down;
+            int extra;
+        };
+        const Side near = prefer_left ? Side::Left : Side::Right, far = prefer_left ? Side::Right : Side::Left;
+        const std::pair<Side, bool> sides[] = {{near, prefer_down},        {near, !prefer_down}, {Side::Centre, prefer_down},
+                                               {Side::Centre, !prefer_down}, {far, prefer_down},   {far, !prefer_down}};
         constexpr int kMaxExtraLines = 2;
-        bool done = false;
-        for (int extra = 0; extra <= kMaxExtraLines && !done; ++extra)
-            for (const auto& [left, down] : sides) {
-                const QRectF block = place(left, down, extra);
-                const bool clear = std::none_of(placed.begin(), placed.end(), [&block](const QRectF& p) { return p.intersects(block); });
-                if (clear && (inside.isEmpty() || QRectF(inside).contains(block))) {
-                    placed.push_back(block);
-                    done = true;
-                    break;
+        Choice best{near, prefer_down, 0};
+        int best_cost = -1;
+        for (int extra = 0; extra <= kMaxExtraLines && best_cost != 0; ++extra)
+            for (const auto& [side, down] : sides) {
+                const int c = cost(place(side, down, extra));
+                if (best_cost < 0 || c < best_cost) {
+                    best = {side, down, extra};
+                    best_cost = c;
                 }
+                if (c == 0) break;
             }
-        if (!done) placed.push_back(place(sides[0].first, sides[0].second, 0));
+        placed.push_back(place(best.side, best.down, best.extra));
     }
+}
+
+int ComparisonCharts::labelsCoveringDots() const {
+    int covering = 0;
+    const std::vector<QRectF> dots = dotRects();
+    for (const ScatterLabel& l : labels_)
+        for (const QCPItemText* t : l.lines) {
+            const QMargins pad = t->padding();
+            const QRectF text = labelRect(t).adjusted(pad.left(), pad.top(), -pad.right(), -pad.bottom());
+            covering += static_cast<int>(std::count_if(dots.begin(), dots.end(), [&text](const QRectF& d) { return d.intersects(text); }));
+        }
+    return covering;
 }
 
 int ComparisonCharts::overlappingLabels() const {
@@ -112,6 +158,7 @@ void ComparisonCharts::rebuild() {
     plot_->clearPlottables();
     plot_->clearItems();
     labels_.clear();
+    dots_.clear();
     plot_->plotLayout()->clear();
 
     QVector<double> throughput, memory, me;
@@ -161,9 +208,15 @@ void ComparisonCharts::rebuild() {
     }
     QSharedPointer<QCPAxisTickerText> names_ticker(new QCPAxisTickerText);
     for (int i = 0; i < names.size(); ++i) names_ticker->addTick(i, names[i]);
+    const double rotation_deg = names.size() > kNamesUnrotated ? kNameRotationDeg : 0;
+    // A slanted name runs right of its bar: room for the last one, which QCustomPlot left out
+    // when it crossed the chart's edge (gpipe-balance at the end of the right-hand chart).
+    const int last_name_px = static_cast<int>(std::ceil(QFontMetrics(tick_font).horizontalAdvance(names.back()) *
+                                                        std::cos(qDegreesToRadians(rotation_deg))));
     for (int i = 0; i < 3; ++i) {
         rects[static_cast<size_t>(i)]->axis(QCPAxis::atBottom)->setTicker(names_ticker);
-        rects[static_cast<size_t>(i)]->axis(QCPAxis::atBottom)->setTickLabelRotation(names.size() > 4 ? 30 : 0);
+        rects[static_cast<size_t>(i)]->axis(QCPAxis::atBottom)->setTickLabelRotation(rotation_deg);
+        if (rotation_deg > 0) rects[static_cast<size_t>(i)]->setMinimumMargins(QMargins(0, 0, last_name_px, 0));
     }
     addBars(rects[0], throughput, names, tr("samples/s"), highlight);
     addBars(rects[1], memory, names, tr("GiB"), highlight);
@@ -214,6 +267,12 @@ void ComparisonCharts::addScatter(QCPAxisRect* rect, const QVector<double>& memo
 
     const double max_mem = *std::max_element(memory.begin(), memory.end());
     const double max_thr = *std::max_element(throughput.begin(), throughput.end());
+    const double min_thr = *std::min_element(throughput.begin(), throughput.end());
+    // Throughput from a little under the slowest plan, not from 0: plans within a few percent
+    // of each other (the usual case) were a few pixels apart at 1280x800, their names piled up.
+    const double pad = std::max(kScatterPadFraction * (max_thr - min_thr), kScatterMinPadFraction * max_thr);
+    const double y_lo = std::max(0.0, min_thr - pad), y_hi = std::max(1e-9, max_thr + pad);
+    const double x_hi = std::max(1e-9, max_mem) * kHeadroom;
     // Plans whose labels would overlap share one label, at the first of them: points closer
     // than a label's height and a few characters' width, as fractions of the axes.
     constexpr double kNearX = 0.06, kNearY = 0.08;
@@ -226,8 +285,7 @@ void ComparisonCharts::addScatter(QCPAxisRect* rect, const QVector<double>& memo
     };
     for (int i = 0; i < memory.size(); ++i)
         for (int j = 0; j < i; ++j)
-            if (std::abs(memory[i] - memory[j]) <= kNearX * max_mem * kHeadroom &&
-                std::abs(throughput[i] - throughput[j]) <= kNearY * max_thr * kHeadroom) {
+            if (std::abs(memory[i] - memory[j]) <= kNearX * x_hi && std::abs(throughput[i] - throughput[j]) <= kNearY * (y_hi - y_lo)) {
                 const int a = root(i), b = root(j);
                 group[static_cast<size_t>(std::max(a, b))] = std::min(a, b);
             }
@@ -239,6 +297,7 @@ void ComparisonCharts::addScatter(QCPAxisRect* rect, const QVector<double>& memo
         point->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, i == highlight ? QPen(Qt::black, 2) : QPen(c), c,
                                                i == highlight ? 13 : 9));
         point->addData(memory[i], throughput[i]);
+        dots_.push_back({x, y, memory[i], throughput[i], point->scatterStyle().size()});
         if (root(i) != i) continue;
         // One label per group of close points, at the group's centre; each name in its dot's
         // colour, one per line, so that which name is which dot does not depend on position.
@@ -253,11 +312,11 @@ void ComparisonCharts::addScatter(QCPAxisRect* rect, const QVector<double>& memo
         cx /= static_cast<double>(members.size());
         cy /= static_cast<double>(members.size());
         // Labels of plans in the right half extend to the left, so the axis does not clip them.
-        const bool right_half = cx > max_mem * kHeadroom / 2;
+        const bool right_half = cx > x_hi / 2;
         const QFont small(font().family(), 8);
         const int line_px = QFontMetrics(small).height();
         // Near the top the names stack downwards, so that none is clipped by the axis rect.
-        const bool top_half = cy > max_thr * kHeadroom * kStackDownFraction;
+        const bool top_half = cy > y_lo + (y_hi - y_lo) * kStackDownFraction;
         labels_.push_back({{}, line_px});
         for (size_t k = 0; k < members.size(); ++k) {
             auto* label = new QCPItemText(plot_);
@@ -274,8 +333,8 @@ void ComparisonCharts::addScatter(QCPAxisRect* rect, const QVector<double>& memo
             labels_.back().lines.push_back(label);
         }
     }
-    x->setRange(0, std::max(1e-9, max_mem) * kHeadroom);
-    y->setRange(0, std::max(1e-9, max_thr) * kHeadroom);
+    x->setRange(0, x_hi);
+    y->setRange(y_lo, y_hi);
 }
 
 }  // namespace hippie::widgets

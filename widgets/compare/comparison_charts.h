@@ -2,12 +2,14 @@
 // Charts of a ComparisonModel read at a glance: bars of throughput, peak memory and memory
 // efficiency per planner, and a throughput-versus-memory scatter with the Pareto front. They
 // follow the model as rows arrive; the selected planner is outlined.
+#include <QRectF>
 #include <QWidget>
 
 #include <vector>
 
 class QAbstractItemModel;
 class QCustomPlot;
+class QCPAxis;
 class QCPAxisRect;
 class QCPItemText;
 class QTimer;
@@ -26,6 +28,7 @@ public:
     int paretoCount() const { return pareto_; }
     QCustomPlot* plot() const { return plot_; }
     int labelOverlaps() const { return overlappingLabels(); }
+    int labelsCoveringDots() const;  // scatter names over a dot, after separateLabels(), for tests
 
 public slots:
     void rebuild();
@@ -49,6 +52,13 @@ private:
         int line_px = 0;
     };
     std::vector<ScatterLabel> labels_;
+    struct ScatterDot {
+        QCPAxis* x;
+        QCPAxis* y;
+        double memory_gib, throughput, size_px;
+    };
+    std::vector<ScatterDot> dots_;
+    std::vector<QRectF> dotRects() const;  // in pixels, as drawn
     ComparisonModel* model_;
     QCustomPlot* plot_;
     QTimer* rebuild_timer_;

@@ -250,6 +250,8 @@ void ScheduleView::layOut() {
 
 void ScheduleView::clear() { setTrace(Trace{}, nullptr); }
 
+void ScheduleView::setMemoryAxisFromZero(bool from_zero) { memory_->setAxisFromZero(from_zero); }
+
 double ScheduleView::endTime() const {
     double end = trace_.metrics.iteration_time_s;
     for (const TraceEvent& e : trace_.events) end = std::max(end, e.end_s);

@@ -96,6 +96,8 @@ public:
     // "CPU" or "GPU" for every row whatever the cluster says (a measured trace of ranks that ran
     // on CPUs); empty: from the cluster's device type, "GPU" without a cluster. Set before setTrace.
     void setDeviceNoun(const QString& noun) { device_noun_ = noun; }
+    // The memory axis from 0 (default) or over the curves' range (MemoryPlot::setAxisFromZero).
+    void setMemoryAxisFromZero(bool from_zero);
 
     bool savePng(const QString& path, int width = 0, int height = 0);
     bool savePdf(const QString& path);

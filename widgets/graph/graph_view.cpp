@@ -195,7 +195,8 @@ void GraphView::updateLegend() {
     std::set<int> used(cat.begin(), cat.end());
     QString html;
     for (int c : used) {
-        const QString name = c < 0 ? tr("unplaced") : (by == ColorBy::Device ? tr("GPU %1") : tr("stage %1")).arg(c);
+        // Non-breaking: a wrapped legend broke "stage 11" after "stage".
+        const QString name = c < 0 ? tr("unplaced") : (by == ColorBy::Device ? tr("GPU&nbsp;%1") : tr("stage&nbsp;%1")).arg(c);
         html += QStringLiteral("<span style='background:%1'>&nbsp;&nbsp;&nbsp;&nbsp;</span>&nbsp;%2&nbsp;&nbsp; ")
                     .arg(categoryColor(c).name(), name);
     }
@@ -268,16 +269,16 @@ void GraphView::showCurrentMatch() {
     for (size_t i = 0; i < input_.nodes.size() && op >= 0; ++i)
         if (input_.nodes[i].op == op) {
             view_->centerOn(scene_->nodeRect(static_cast<int>(i)).center());
-        {
             // The same panel as a click: with the op's stage or device under the current plan.
             const ColorBy by = currentColorBy(color_by_);
             const std::vector<int> cat = nodeCategories(graph_, input_, plan_ ? &*plan_ : nullptr, by);
             properties_->setText(QString::fromStdString(nodeProperties(graph_, input_.nodes[i], cat[i], by)));
         }
-        }
 }
 
 QString GraphView::propertiesText() const { return properties_->text(); }
+
+QRectF GraphView::visibleSceneRect() const { return view_->mapToScene(view_->viewport()->rect()).boundingRect(); }
 
 void GraphView::onClicked(QPointF scene_pos, bool double_click) {
     const int node = scene_->nodeOfItem(scene_->itemAt(scene_pos, view_->transform()));

@@ -56,6 +56,7 @@ public:
     const std::set<int>& expandedLayers() const { return expanded_; }
     QString propertiesText() const;  // the clicked node's properties panel
     QString legendText() const;      // stage/device -> colour, as shown
+    QRectF visibleSceneRect() const;  // the part of the graph in view, in scene coordinates
 
 public slots:
     void fit();     // whole graph in view (the Fit button)

@@ -16,10 +16,10 @@ public:
     CapacityLegendItem(QCPLegend* legend, const QString& text, const QPen& pen);
 
     QString text() const { return text_; }
+    QSize minimumOuterSizeHint() const override;
 
 protected:
     void draw(QCPPainter* painter) override;
-    QSize minimumOuterSizeHint() const override;
 
 private:
     QRect textRect() const;

@@ -22,6 +22,7 @@ constexpr int kFaintAlpha = 50;
 constexpr int kLegendIconWidthPx = 20;  // a line sample needs no more than QCustomPlot's 32x18
 constexpr int kLegendIconHeightPx = 10;
 constexpr int kLabelPaddingPx = 4;
+constexpr double kSpanPadding = 0.15;  // with setAxisFromZero(false): room above and below the curves
 const QPen kCapacityPen(QColor(0xd62728), 1.2, Qt::DashLine);
 }  // namespace
 
@@ -35,15 +36,22 @@ MemoryPlot::MemoryPlot(QCustomPlot* plot, QCPAxisRect* rect) : plot_(plot), rect
     legend->setSelectableParts(QCPLegend::spItems);
     putLegendUnderAxes(plot_);
     legend->setVisible(true);
+    // The capacity in a legend of its own beside the devices': as an entry among theirs, its
+    // long name widened one column of sixteen short ones.
+    capacity_legend_ = new QCPLegend;
+    addBesideLegend(plot_, capacity_legend_);
+    capacity_legend_->setLayer(QStringLiteral("legend"));
+    capacity_legend_->setFont(legend->font());
+    capacity_legend_->setIconSize(legend->iconSize());
+    capacity_legend_->setVisible(false);
 }
 
 void MemoryPlot::clear() {
     for (QCPGraph* g : graphs_) plot_->removeGraph(g);
     for (QCPItemStraightLine* l : capacity_lines_) plot_->removeItem(l);
-    for (CapacityLegendItem* item : capacity_items_) plot_->legend->removeItem(item);
+    capacity_legend_->clearItems();
     graphs_.clear();
     capacity_lines_.clear();
-    capacity_items_.clear();
 }
 
 void MemoryPlot::setCurves(std::vector<MemoryCurve> curves, const std::function<QString(int)>& label) {
@@ -90,16 +98,25 @@ void MemoryPlot::setCurves(std::vector<MemoryCurve> curves, const std::function<
     }
     const double top = (capacity_off_scale ? peak * kPeakHeadroom : std::max(peak, capacity) * kCapacityHeadroom) * per_gib_;
     y->setRange(0, top > 0 ? top : 1.0);
+    if (!from_zero_ && capacity_off_scale) {
+        // The rise and fall of the activations over what stays resident: from 0, the curves of
+        // a lesson's small model were flat lines at the top of the axis.
+        double lowest = peak;
+        for (const MemoryCurve& c : curves_)
+            for (double gib : c.gib) lowest = std::min(lowest, gib);
+        const double span = peak - lowest;
+        if (span > 0) y->setRange(std::max(0.0, lowest - kSpanPadding * span) * per_gib_, (peak + kSpanPadding * span) * per_gib_);
+    }
     y->setLabel(QStringLiteral("memory (%1)").arg(unitName()));
     // Never lower than its label: squeezed under a Gantt chart at 1280x800 it was cut.
     rect_->setMinimumSize(rect_->minimumSize().width(), QFontMetrics(y->labelFont()).horizontalAdvance(y->label()) + kLabelPaddingPx);
     for (double cap : capacities) {
         const QString text = QStringLiteral("capacity %1").arg(formatBytes(static_cast<int64_t>(cap * kBytesPerGiB)));
-        auto* item = new CapacityLegendItem(plot_->legend, capacity_off_scale ? text + QStringLiteral(" (off scale)") : text, kCapacityPen);
-        plot_->legend->addItem(item);
-        capacity_items_.push_back(item);
+        capacity_legend_->addItem(
+            new CapacityLegendItem(capacity_legend_, capacity_off_scale ? text + QStringLiteral(" (off scale)") : text, kCapacityPen));
     }
     plot_->legend->setVisible(!curves_.empty());  // an empty legend is a stray frame
+    capacity_legend_->setVisible(!capacities.empty() && !curves_.empty());
     fitLegendColumns(plot_);
     fill(std::numeric_limits<double>::infinity());
 }
@@ -122,7 +139,8 @@ QString MemoryPlot::formatGiB(double gib) const {
 
 void MemoryPlot::scaleValueAxis(double factor) {
     QCPAxis* y = rect_->axis(QCPAxis::atLeft);
-    y->setRange(0, std::max(1e-6, y->range().upper * factor));
+    const double lower = y->range().lower;
+    y->setRange(lower, lower + std::max(1e-6, y->range().size() * factor));
 }
 
 void MemoryPlot::fill(double reveal_s) {

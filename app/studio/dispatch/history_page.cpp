@@ -4,6 +4,7 @@
 
 #include <QComboBox>
 #include <QDateTime>
+#include <QDir>
 #include <QDialog>
 #include <QDialogButtonBox>
 #include <QFileDialog>
@@ -177,7 +178,10 @@ void HistoryPage::showRuns(const std::vector<RunSummary>& runs, const QString& e
     }
     table_->resizeColumnsToContents();
     selectRuns(keep);
-    message_->showInfo(tr("%n run(s) in %1", nullptr, static_cast<int>(runs.size())).arg(db_path_));
+    // Under the home directory as "~/...", as a shell would print it.
+    const QString home = QDir::homePath();
+    const QString shown = db_path_.startsWith(home + QLatin1Char('/')) ? QStringLiteral("~") + db_path_.mid(home.size()) : db_path_;
+    message_->showInfo(tr("%n run(s) in %1", nullptr, static_cast<int>(runs.size())).arg(shown));
 }
 
 int HistoryPage::rowCount() const { return table_->rowCount(); }

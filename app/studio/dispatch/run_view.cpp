@@ -68,7 +68,7 @@ RunView::RunView(QWidget* parent)
       throughput_plot_(makeChart(tr("Throughput per rank"), tr("step"), tr("samples/s"))),
       memory_plot_(makeChart(tr("Peak memory per rank"), tr("rank"), tr("memory"))), predicted_title_(new QLabel),
       measured_title_(new QLabel), predicted_view_(new widgets::ScheduleView), measured_view_(new widgets::ScheduleView),
-      log_title_(new QLabel(tr("stderr of failed ranks"))), log_(new QPlainTextEdit) {
+      log_title_(new QLabel(tr("stderr of failed ranks"))), log_(new QPlainTextEdit), body_(new QWidget), empty_(new QLabel) {
     QFont bold = title_->font();
     bold.setBold(true);
     bold.setPointSizeF(bold.pointSizeF() * 1.15);
@@ -77,6 +77,7 @@ RunView::RunView(QWidget* parent)
     title_->setWordWrap(true);  // a long run title wraps instead of being cut at 1280 px
     state_->setWordWrap(true);
     error_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    error_->setWordWrap(true);
     cancel_->setEnabled(false);
     auto* head = new QHBoxLayout;
     head->addWidget(title_, 1);
@@ -104,14 +105,21 @@ RunView::RunView(QWidget* parent)
     log_->setReadOnly(true);
     log_->setMaximumHeight(110);
     log_->setFont(QFont(QStringLiteral("monospace"), 8));
+    auto* body = new QVBoxLayout(body_);
+    body->setContentsMargins(0, 0, 0, 0);
+    body->addLayout(charts);
+    body->addWidget(gantts, 1);
+    body->addWidget(log_title_);
+    body->addWidget(log_);
+    empty_->setAlignment(Qt::AlignCenter);
+    empty_->setWordWrap(true);
+    empty_->setEnabled(false);  // muted, as a placeholder
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(head);
     layout->addWidget(state_);
     layout->addWidget(error_);
-    layout->addLayout(charts);
-    layout->addWidget(gantts, 1);
-    layout->addWidget(log_title_);
-    layout->addWidget(log_);
+    layout->addWidget(body_, 1);
+    layout->addWidget(empty_, 1);
 
     // One time scale for both charts: a zoom or pan of one moves the other.
     QCPAxis* a = predicted_view_->gantt()->keyAxis();
@@ -134,10 +142,17 @@ RunView::RunView(QWidget* parent)
         resume_->setEnabled(false);  // the next attempt is shown live once it starts
         emit resumeRequested(resume_run_);
     });
-    reset(tr("No run yet: select a plan and use Run ▸ Run on workers…"));
+    reset(tr("No run yet"));
+    // Empty charts and axes from 0 to 1 said nothing: say where runs come from instead.
+    body_->setVisible(false);
+    empty_->setVisible(true);
+    empty_->setText(tr("Select a plan on the Compare page and use Run ▸ Run selected plan on workers… (Ctrl+Shift+R), "
+                       "or open a stored run from the Run history page."));
 }
 
 void RunView::reset(const QString& title) {
+    body_->setVisible(true);
+    empty_->setVisible(false);
     if (run_) run_->disconnect(this);
     run_ = nullptr;
     title_->setText(title);
@@ -364,18 +379,25 @@ void RunView::syncTimeAxes() {
 }
 
 void RunView::updateError() {
-    if (!measured_step_s_ || !predicted_step_s_ || *predicted_step_s_ <= 0) {
-        error_->setText(measured_step_s_ ? tr("Measured %1 ms per step (mean of the steps after the first); no prediction to compare.")
-                                              .arg(*measured_step_s_ * 1e3, 0, 'f', 2)
-                                         : QString());
-        return;
+    QString text;
+    if (measured_step_s_ && predicted_step_s_ && *predicted_step_s_ > 0) {
+        const double e = (*measured_step_s_ - *predicted_step_s_) / *predicted_step_s_ * 100.0;
+        text = tr("Step time: predicted %1 ms, measured %2 ms (mean of the steps after the first) — error %3%4 %")
+                   .arg(*predicted_step_s_ * 1e3, 0, 'f', 2)
+                   .arg(*measured_step_s_ * 1e3, 0, 'f', 2)
+                   .arg(e >= 0 ? QStringLiteral("+") : QString())
+                   .arg(e, 0, 'f', 1);
+    } else if (measured_step_s_) {
+        text = tr("Measured %1 ms per step (mean of the steps after the first); no prediction to compare.").arg(*measured_step_s_ * 1e3, 0, 'f', 2);
     }
-    const double e = (*measured_step_s_ - *predicted_step_s_) / *predicted_step_s_ * 100.0;
-    error_->setText(tr("Step time: predicted %1 ms, measured %2 ms (mean of the steps after the first) — error %3%4 %")
-                        .arg(*predicted_step_s_ * 1e3, 0, 'f', 2)
-                        .arg(*measured_step_s_ * 1e3, 0, 'f', 2)
-                        .arg(e >= 0 ? QStringLiteral("+") : QString())
-                        .arg(e, 0, 'f', 1));
+    // The engine processes' RSS (LibTorch itself included) is not what the cost model predicts:
+    // said here, not beside the predicted bars (in the chart's title it was cut at 1280 px).
+    double rss = 0;
+    for (const auto& [rank, bytes] : peak_rss_) rss = std::max(rss, bytes);
+    if (rss > 0)
+        text += (text.isEmpty() ? QString() : QStringLiteral(" · ")) +
+                tr("engine processes' peak RSS up to %1").arg(widgets::formatBytes(static_cast<int64_t>(rss)));
+    error_->setText(text);
 }
 
 void RunView::updateCharts() {
@@ -434,13 +456,6 @@ void RunView::updateCharts() {
         for (size_t i = 0; i < measured_->devices.size() && i < measured_->metrics.peak_memory_bytes.size(); ++i)
             b->addData(measured_->devices[i] + kBarOffset, static_cast<double>(measured_->metrics.peak_memory_bytes[i]) * unit.per_byte);
     }
-    // The engine processes' RSS (LibTorch itself included) is not what the cost model predicts:
-    // it goes in the title, not beside the predicted bars.
-    double rss = 0;
-    for (const auto& [rank, bytes] : peak_rss_) rss = std::max(rss, bytes);
-    if (auto* title = qobject_cast<QCPTextElement*>(memory_plot_->plotLayout()->element(0, 0)))
-        title->setText(rss > 0 ? tr("Peak memory per rank (process RSS up to %1)").arg(widgets::formatBytes(static_cast<int64_t>(rss)))
-                               : tr("Peak memory per rank"));
     // Whole steps and ranks, but as many as fit: a label per step merges into a bar past ~50.
     QSharedPointer<QCPAxisTickerFixed> integer(new QCPAxisTickerFixed);
     integer->setTickStep(1);

@@ -94,6 +94,8 @@ private:
     widgets::ScheduleView* measured_view_;
     QLabel* log_title_;
     QPlainTextEdit* log_;
+    QWidget* body_;  // charts, Gantt charts and logs: hidden, with empty_ shown, until a run is
+    QLabel* empty_;
 
     std::map<int, std::vector<StepPoint>> steps_;  // rank -> its steps
     std::map<int, double> peak_rss_;               // rank -> bytes, from "done"

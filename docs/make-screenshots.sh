@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Remakes the user guide's pictures of the studio's pages (docs/images) from a build, on the
+# guide's example: GPT-3 1.3B on two DGX A100 nodes, global batch 512, at 1600x1000 and at
+# 1280x800 ("-1280" in the name). Settings and the run store are a fresh temporary pair, so a
+# saved window layout or earlier runs do not show. The Gantt close-ups come from the GUI tests
+# and the operator's properties come from the GUI tests (HIPPIE_SCREENSHOT_DIR); the pictures of
+# runs need an engine and are made by hand.
+#
+#   docs/make-screenshots.sh [BUILD_DIR] [OUT_DIR]     (defaults: build, docs/images)
+set -euo pipefail
+
+build=${1:-build}
+out=${2:-docs/images}
+studio="$build/bin/hippie-studio"
+[[ -x $studio ]] || { echo "no $studio: build the hippie-studio target first" >&2; exit 2; }
+mkdir -p "$out"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# A home of its own: the run store is shown as ~/.local/share/hippie-studio/runs.sqlite.
+export HOME="$tmp" XDG_CONFIG_HOME="$tmp/.config" XDG_DATA_HOME="$tmp/.local/share" QT_QPA_PLATFORM="${QT_QPA_PLATFORM:-offscreen}"
+
+shoot() {  # NAME VIEW SIZE
+    echo "$out/$1"
+    "$studio" --model gpt3-1.3b --cluster dgx-a100-2x8 --global-batch 512 --precision fp16 \
+        --view "$2" --screenshot-size "$3" --screenshot "$out/$1"
+}
+
+for view in compare gantt graph teaching; do
+    shoot "$view.png" "$view" 1600x1000
+    shoot "$view-1280.png" "$view" 1280x800
+done
+shoot run-empty.png runs 1600x1000
+shoot run-empty-1280.png runs 1280x800
+shoot run-history-empty-1280.png history 1280x800
+
+# Close-ups from the GUI tests: a selected Gantt block with its dependencies and a measured
+# span, a folded node; an operator found by search with its properties.
+HIPPIE_SCREENSHOT_DIR="$out" "$build/tests/test_gantt_interaction" >/dev/null
+HIPPIE_SCREENSHOT_DIR="$out" "$build/tests/test_graph_view" legendAndPropertiesNameStagesAndDevices >/dev/null
+printf '%s\n' "$out/gantt-dependencies.png" "$out/gantt-collapsed.png" "$out/graph-properties.png"
