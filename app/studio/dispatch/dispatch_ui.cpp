@@ -70,7 +70,7 @@ dispatch::RunController* DispatchUi::dispatchPlan(const Plan& plan, const std::o
     req.seed = seed;
     req.checkpoint_every = checkpoint_every;
     for (int w : workers) req.workers.push_back(workers_->target(w));
-    req.engine = workers_->engine();
+    req.engine = workers_->engineForRuns();
     req.work_root = work_root_;
     req.db_path = db_path_.isEmpty() ? history_->dbPath() : db_path_;
     auto* run = new dispatch::RunController(req, this);
@@ -95,7 +95,7 @@ dispatch::RunController* DispatchUi::resumeRun(qint64 run_id) {
     const QString db = db_path_.isEmpty() ? history_->dbPath() : db_path_;
     dispatch::RunRequest req;
     try {
-        req = dispatch::resumeRequest(db, run_id, {workers_->engine()});
+        req = dispatch::resumeRequest(db, run_id, {workers_->engineForRuns()});
     } catch (const Error& e) {
         QMessageBox::warning(window_, tr("Resume run #%1").arg(run_id), QString::fromUtf8(e.what()));
         history_->refresh();
