@@ -14,7 +14,6 @@
 #include "planners/cluster/cluster_json.h"
 #include "planners/common/error.h"
 #include "planners/schedule/plan_json.h"
-#include "planners/schedule/plan_shape.h"
 #include "planners/sim/trace_json.h"
 
 namespace hippie::cli {
@@ -55,7 +54,13 @@ Problem makeProblem(const CompareOptions& o) {
 std::string shape(const PlannerResult& r) {
     if (!r.feasible && r.plan.stages.empty() && r.plan.placement.empty()) return "-";
     if (r.plan.isPlacement()) return "placement on " + std::to_string(r.plan.deviceCount());
-    return pipelineShapeText(r.plan);
+    return std::to_string(r.plan.pipelineDepth()) + "x" + std::to_string(r.plan.dp);
+}
+
+// The tensor-parallel degree, sequence parallelism and ZeRO stage columns of a pipeline plan.
+std::vector<std::string> parallelism(const Plan& p) {
+    if (p.isPlacement()) return {"-", "-", "-"};
+    return {std::to_string(p.tp), p.sequence_parallel ? "yes" : "-", std::to_string(p.zero_stage)};
 }
 
 std::string stages(const Plan& p) {
@@ -78,7 +83,8 @@ std::string objectiveCaption(const Problem& p) {
 }
 
 void printTable(const Problem& problem, const std::vector<PlannerResult>& results) {
-    Table t({{"planner"}, {"pp x dp", Align::Right}, {"mb", Align::Right}, {"stages"}, {"iteration", Align::Right},
+    Table t({{"planner"}, {"pp x dp", Align::Right}, {"t", Align::Right}, {"sp"}, {"ZeRO", Align::Right}, {"mb", Align::Right},
+             {"stages"}, {"iteration", Align::Right},
              {"samples/s", Align::Right}, {"thr x ref", Align::Right}, {"peak GiB", Align::Right}, {"ME", Align::Right},
              {"ME x ref", Align::Right}, {"bubble", Align::Right}, {"plan CPU", Align::Right}, {"fits"}});
     const int ref_index = referenceResult(problem, results);
@@ -86,20 +92,25 @@ void printTable(const Problem& problem, const std::vector<PlannerResult>& result
     for (const PlannerResult& r : results) {
         const bool has_plan = !r.plan.stages.empty() || !r.plan.placement.empty();
         if (!has_plan) {
-            t.addRow({r.planner, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", milliseconds(r.planning_time_s), r.skipped ? "-" : "no"});
+            t.addRow({r.planner, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", milliseconds(r.planning_time_s),
+                      r.skipped ? "-" : "no"});
             continue;
         }
         const TraceMetrics& m = r.metrics;
         const bool rel_ok = ref && r.feasible;
         const std::string me_rel = rel_ok ? fixed(m.memory_efficiency / ref->metrics.memory_efficiency, 2) + "x" : "-";
         const std::string thr_rel = rel_ok ? fixed(m.throughput_samples_per_s / ref->metrics.throughput_samples_per_s, 2) + "x" : "-";
-        t.addRow({r.planner, shape(r), std::to_string(r.plan.micro_batches), r.plan.isPlacement() ? "-" : stages(r.plan),
-                  milliseconds(m.iteration_time_s), fixed(m.throughput_samples_per_s, 1), thr_rel, gib(m.max_peak_memory_bytes),
-                  fixed(m.memory_efficiency, 2), me_rel, percent(m.bubble_fraction), milliseconds(r.planning_time_s),
-                  r.feasible ? "yes" : "no"});
+        std::vector<std::string> row{r.planner, shape(r)};
+        for (std::string& cell : parallelism(r.plan)) row.push_back(std::move(cell));
+        row.insert(row.end(), {std::to_string(r.plan.micro_batches), r.plan.isPlacement() ? "-" : stages(r.plan),
+                               milliseconds(m.iteration_time_s), fixed(m.throughput_samples_per_s, 1), thr_rel, gib(m.max_peak_memory_bytes),
+                               fixed(m.memory_efficiency, 2), me_rel, percent(m.bubble_fraction), milliseconds(r.planning_time_s),
+                               r.feasible ? "yes" : "no"});
+        t.addRow(std::move(row));
     }
     t.print(std::cout);
     std::cout << '\n' << objectiveCaption(problem) << ".\n";
+    std::cout << "t: tensor-parallel degree; sp: sequence parallelism; ZeRO: sharding stage of the data-parallel groups.\n";
     if (ref)
         std::cout << "x ref: relative to " << ref->planner << ", the best baseline under this objective. plan CPU: each planner's own CPU time.\n";
     else

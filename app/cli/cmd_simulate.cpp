@@ -97,6 +97,8 @@ std::vector<CLI::Option*> addShapeOptions(CLI::App& sub, SimulateCommand& cmd) {
                   sub.add_option("--zero", o.zero_stage,
                                  "ZeRO sharding over each stage's dp replicas: 0 none, 1 optimizer state, 2 + gradients, 3 + parameters")
                       ->check(CLI::Range(0, kMaxZeroStage)),
+                  positive("--tp", o.tp, "tensor-parallel degree: devices that split each replica of every stage (Megatron-LM)"),
+                  sub.add_flag("--sp", o.sequence_parallel, "sequence parallelism over the tensor-parallel ranks (needs --tp 2 or more)"),
                   sub.add_option("--optimizer", o.optimizer, "sgd, sgd-momentum, adam or adamw")->capture_default_str()});
     return shape;
 }
@@ -122,6 +124,7 @@ Command addSimulateCommand(CLI::App& app) {
     for (CLI::Option* flag : shape) plan->excludes(flag);
     addOutputOptions(*sub, o);
     sub->footer("Stages: pp (x virtual-stages) contiguous layer ranges balanced by forward FLOPs.\n"
+                "Devices: pp x dp x tp; rank k of replica r of stage s on device (r * pp + s) * tp + k.\n"
                 "With --plan the plan file gives model, cluster, shape and schedule; only --cluster may\n"
                 "be added, to simulate the same plan on another cluster.\n");
     return {sub, [cmd] { return run(*cmd); }};

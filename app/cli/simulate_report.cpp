@@ -16,14 +16,35 @@ namespace {
 struct DevicePlace {
     int stage = -1;  // pipeline position
     int replica = -1;
+    int rank = 0;    // tensor-parallel rank
 };
+
+// The plan's device map: device_map[stage][replica * tp + rank] (placement plans: one stage
+// group per device).
+std::vector<std::vector<int>> deviceRows(const Plan& plan) {
+    if (plan.isPlacement()) return plan.stageGroups();
+    return plan.device_map.empty() ? defaultDeviceMap(plan.pipelineDepth(), plan.dp, plan.tp) : plan.device_map;
+}
 
 std::map<int, DevicePlace> devicePlaces(const Plan& plan) {
     std::map<int, DevicePlace> places;
-    const std::vector<std::vector<int>> map = plan.stageGroups();
+    const std::vector<std::vector<int>> map = deviceRows(plan);
+    const size_t tp = plan.isPlacement() ? 1 : static_cast<size_t>(std::max(plan.tp, 1));
     for (size_t s = 0; s < map.size(); ++s)
-        for (size_t r = 0; r < map[s].size(); ++r) places[map[s][r]] = {static_cast<int>(s), static_cast<int>(r)};
+        for (size_t i = 0; i < map[s].size(); ++i)
+            places[map[s][i]] = {static_cast<int>(s), static_cast<int>(i / tp), static_cast<int>(i % tp)};
     return places;
+}
+
+// A stage's devices by replica: "[0 1 2 3]", or with tensor parallelism each replica's ranks,
+// "[0 1] [4 5]".
+std::string replicaDevices(const std::vector<int>& row, int tp) {
+    if (tp <= 1) return deviceList(row);
+    std::vector<std::string> groups;
+    for (size_t r = 0; r < row.size(); r += static_cast<size_t>(tp))
+        groups.push_back(deviceList(std::vector<int>(row.begin() + static_cast<std::ptrdiff_t>(r),
+                                                     row.begin() + static_cast<std::ptrdiff_t>(std::min(row.size(), r + static_cast<size_t>(tp))))));
+    return joined(groups, " ");
 }
 
 // Layer ranges held by pipeline position `position`: one, or one per interleaved chunk.
@@ -47,8 +68,9 @@ void printPlanSummary(std::ostream& out, const SimulationSetup& s) {
     std::vector<std::string> stages;
     for (const StageRange& r : p.stages) stages.push_back(layerRange(r));
     const std::string chunks = p.virtual_stages > 1 ? " x " + std::to_string(p.virtual_stages) + " chunks" : "";
+    const std::string tensor = p.tp > 1 ? " x tp " + std::to_string(p.tp) + (p.sequence_parallel ? " (sequence parallel)" : "") : "";
     out << "plan: " << modelLabel(s.graph) << " on " << p.cluster << ": pp " << p.pipelineDepth() << chunks << " x dp "
-        << p.dp << ", " << p.micro_batches << " micro-batches x " << fixed(p.microBatchSize(), 0) << " samples, "
+        << p.dp << tensor << ", " << p.micro_batches << " micro-batches x " << fixed(p.microBatchSize(), 0) << " samples, "
         << toString(p.schedule) << ", stages " << joined(stages, " | ") << '\n';
     out << "      global batch " << p.global_batch << ", optimizer " << toString(p.optimizer) << ", recompute "
         << (p.recompute_layers.empty() ? std::string("none") : std::to_string(p.recompute_layers.size()) + " layers")
@@ -58,15 +80,18 @@ void printPlanSummary(std::ostream& out, const SimulationSetup& s) {
 
 void printDeviceMapping(std::ostream& out, const SimulationSetup& s) {
     const Plan& p = s.plan;
-    const std::vector<std::vector<int>> groups = p.stageGroups();
+    const std::vector<std::vector<int>> rows = deviceRows(p);
+    const int tp = p.isPlacement() ? 1 : p.tp;
     printHeading(out, "Device mapping");
-    Table t({{"stage", Align::Right}, {"layers"}, {"devices by replica"}, {"nodes"}});
-    for (size_t stage = 0; stage < groups.size(); ++stage) {
+    Table t({{"stage", Align::Right}, {"layers"}, {tp > 1 ? "devices by replica (tp ranks)" : "devices by replica"}, {"nodes"}});
+    for (size_t stage = 0; stage < rows.size(); ++stage) {
         std::vector<int> nodes;
-        for (int d : groups[stage]) nodes.push_back(s.cluster.nodeOf(d));
-        t.addRow({std::to_string(stage), positionLayers(p, static_cast<int>(stage)), deviceList(groups[stage]), deviceList(nodes)});
+        for (int d : rows[stage]) nodes.push_back(s.cluster.nodeOf(d));
+        t.addRow({std::to_string(stage), positionLayers(p, static_cast<int>(stage)), replicaDevices(rows[stage], tp),
+                  replicaDevices(nodes, tp)});
     }
     t.print(out);
+    const std::vector<std::vector<int>> groups = p.stageGroups();
 
     printHeading(out, "Process groups");
     const auto groupList = [](const std::vector<std::vector<int>>& gs) {
@@ -74,7 +99,9 @@ void printDeviceMapping(std::ostream& out, const SimulationSetup& s) {
         for (const auto& g : gs) parts.push_back(deviceList(g));
         return joined(parts, " ");
     };
-    printFields(out, {{"pipelines", groupList(p.pipelineGroups())}, {"stage groups", groupList(groups)}});
+    std::vector<std::pair<std::string, std::string>> fields{{"pipelines", groupList(p.pipelineGroups())}, {"stage groups", groupList(groups)}};
+    if (tp > 1) fields.emplace_back("tensor groups", groupList(p.tpGroups()));
+    printFields(out, fields);
 }
 
 // Trace rows in device id order.
@@ -87,22 +114,22 @@ std::vector<size_t> rowsByDevice(const Trace& t) {
 
 void printMemory(std::ostream& out, const SimulationSetup& s, const Trace& t) {
     const std::map<int, DevicePlace> places = devicePlaces(s.plan);
+    const bool ranks = !s.plan.isPlacement() && s.plan.tp > 1;
     printHeading(out, "Peak memory");
-    Table table({{"device", Align::Right},
-                 {"node", Align::Right},
-                 {"stage", Align::Right},
-                 {"replica", Align::Right},
-                 {"peak GiB", Align::Right},
-                 {"capacity GiB", Align::Right},
-                 {""}});
+    std::vector<Column> columns{{"device", Align::Right}, {"node", Align::Right}, {"stage", Align::Right}, {"replica", Align::Right}};
+    if (ranks) columns.push_back({"tp rank", Align::Right});
+    columns.insert(columns.end(), {{"peak GiB", Align::Right}, {"capacity GiB", Align::Right}, {""}});
+    Table table(columns);
     for (size_t row : rowsByDevice(t)) {
         const int d = t.devices[row];
         const auto place = places.find(d);
         const bool over = t.metrics.peak_memory_bytes[row] > t.capacity_bytes[row];
-        table.addRow({std::to_string(d), std::to_string(s.cluster.nodeOf(d)),
-                      place == places.end() ? "-" : std::to_string(place->second.stage),
-                      place == places.end() ? "-" : std::to_string(place->second.replica),
-                      gib(t.metrics.peak_memory_bytes[row]), gib(t.capacity_bytes[row]), over ? "OVER" : ""});
+        std::vector<std::string> cells{std::to_string(d), std::to_string(s.cluster.nodeOf(d)),
+                                       place == places.end() ? "-" : std::to_string(place->second.stage),
+                                       place == places.end() ? "-" : std::to_string(place->second.replica)};
+        if (ranks) cells.push_back(place == places.end() ? "-" : std::to_string(place->second.rank));
+        cells.insert(cells.end(), {gib(t.metrics.peak_memory_bytes[row]), gib(t.capacity_bytes[row]), over ? "OVER" : ""});
+        table.addRow(cells);
     }
     table.print(out);
 }
@@ -133,8 +160,10 @@ std::vector<std::string> deviceNames(const Plan& plan, const Trace& trace) {
     for (int d : trace.devices) {
         const auto place = places.find(d);
         std::string name = "d" + std::to_string(d);
-        if (place != places.end())
+        if (place != places.end()) {
             name += " stage " + std::to_string(place->second.stage) + " replica " + std::to_string(place->second.replica);
+            if (!plan.isPlacement() && plan.tp > 1) name += " tp " + std::to_string(place->second.rank);
+        }
         names.push_back(std::move(name));
     }
     return names;

@@ -21,10 +21,22 @@ int microBatchSize(int global_batch, int dp, int micro_batches) {
     return static_cast<int>(global_batch / splits);
 }
 
-void checkDeviceCount(int pp, int dp, const Cluster& cluster, const std::string& cluster_name) {
-    if (int64_t{pp} * dp > cluster.deviceCount())
-        throw Error("pp " + std::to_string(pp) + " x dp " + std::to_string(dp) + " needs " + std::to_string(int64_t{pp} * dp) +
-                    " devices but cluster '" + cluster_name + "' has " + std::to_string(cluster.deviceCount()));
+void checkDeviceCount(int pp, int dp, int tp, const Cluster& cluster, const std::string& cluster_name) {
+    const int64_t devices = int64_t{pp} * dp * tp;
+    if (devices > cluster.deviceCount())
+        throw Error("pp " + std::to_string(pp) + " x dp " + std::to_string(dp) + (tp > 1 ? " x tp " + std::to_string(tp) : std::string()) +
+                    " needs " + std::to_string(devices) + " devices but cluster '" + cluster_name + "' has " +
+                    std::to_string(cluster.deviceCount()));
+}
+
+void checkTensorParallelFlags(const SimulateOptions& opts, const Graph& graph) {
+    if (opts.sequence_parallel && opts.tp == 1)
+        throw Error("--sp needs --tp 2 or more: sequence parallelism splits the sequence over the tensor-parallel ranks");
+    if (graph.tensorParallelFits(opts.tp)) return;
+    const bool splits = graph.tensor_parallel_divisor > 1;
+    throw Error("--tp " + std::to_string(opts.tp) + ": model '" + graph.name + "' " +
+                (splits ? "splits only by divisors of " + std::to_string(graph.tensor_parallel_divisor) + " (its attention heads)"
+                        : "has no op that tensor parallelism splits (zoo GPT, BERT and Transformer models do); use --tp 1"));
 }
 
 // Every layer but the last of each stage: the last one's output is sent on (or is the loss)
@@ -51,11 +63,15 @@ SimulationSetup setupFromFlags(const SimulateOptions& opts) {
     if (opts.micro_batches > kMaxMicroBatches)
         throw Error("--microbatches " + std::to_string(opts.micro_batches) + ": at most " + std::to_string(kMaxMicroBatches) +
                     " are supported");
-    // The cluster bounds pp x dp before anything is sized by them (--dp 1000000000).
+    // The cluster bounds pp x dp x tp before anything is sized by them (--dp 1000000000).
     Cluster cluster = loadCluster(opts.cluster);
-    checkDeviceCount(opts.pp, opts.dp, cluster, opts.cluster);
-    plan.device_map = defaultDeviceMap(opts.pp, opts.dp);
+    checkDeviceCount(opts.pp, opts.dp, opts.tp, cluster, opts.cluster);
+    plan.tp = opts.tp;
+    plan.sequence_parallel = opts.sequence_parallel;
+    plan.device_map = defaultDeviceMap(opts.pp, opts.dp, opts.tp);
+    // Tensor-parallel ranks share their replica's micro-batches.
     Graph graph = buildGraph(opts.model, microBatchSize(opts.global_batch, opts.dp, opts.micro_batches));
+    checkTensorParallelFlags(opts, graph);
     plan.model = graph.source;
     if (int64_t{opts.pp} * opts.virtual_stages > graph.layerCount())
         throw Error("pp " + std::to_string(opts.pp) + " x " + std::to_string(opts.virtual_stages) + " virtual stages is more stages than the " +

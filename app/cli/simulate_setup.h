@@ -23,6 +23,8 @@ struct SimulateOptions {
     bool recompute = false;
     std::string optimizer = "adam";
     int zero_stage = 0;  // --zero: ZeRO sharding stage of the data-parallel groups
+    int tp = 1;          // --tp: tensor-parallel degree of every stage
+    bool sequence_parallel = false;  // --sp
     // Outputs.
     std::string trace_file;
     std::string chrome_trace_file;

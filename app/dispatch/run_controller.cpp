@@ -235,9 +235,11 @@ QString RunController::checkpointRefusal() const {
     if (request_.checkpoint_every < 0) return tr("--checkpoint-every must not be negative");
     if (request_.resume_run > 0 && request_.checkpoint_dir.isEmpty())
         return tr("run %1 has no checkpoint directory to resume from").arg(request_.resume_run);
-    for (const WorkerTarget& w : request_.workers)
-        if (!w.local && !w.slurm)
-            return tr("checkpoints need local or Slurm workers, and %1 is an agent: %2").arg(w.label(), agentCheckpointsReason());
+    if (!checkpoint_dir_.isEmpty() && !jobs::isValidJobId(QFileInfo(checkpoint_dir_).fileName().toStdString()))
+        for (const WorkerTarget& w : request_.workers)
+            if (!w.local && !w.slurm)
+                return tr("the agent %1 names checkpoints by the run's first job id, and %2 does not end in one")
+                    .arg(w.label(), checkpoint_dir_);
     return {};
 }
 
@@ -491,6 +493,13 @@ jobs::JobSpec RunController::specFor(int worker) const {
     s.master_addr = master_addr_.toStdString();
     s.master_port = master_port_;
     s.trace_every_step = request_.trace_every_step;
+    if (!checkpoint_dir_.isEmpty() && !w.target.local && !w.target.slurm) {
+        // The agent keeps them under its own work directory, by the key of the run's first
+        // attempt (the last part of the run's checkpoint directory, its first job id).
+        s.checkpoint_every = request_.checkpoint_every;
+        s.checkpoint_key = QFileInfo(checkpoint_dir_).fileName().toStdString();
+        s.resume = request_.resume_run > 0;
+    }
     return s;
 }
 

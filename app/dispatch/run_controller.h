@@ -11,11 +11,11 @@
 //
 // With checkpoint_every, every rank writes checkpoints into a directory of the run (local
 // workers: <work_root>/checkpoints/<job id>; Slurm: <job dir>/checkpoints on the shared file
-// system), which the store records with the options the run needs to start again. A request with
-// resume_run (dispatch/run_resume.h builds it) starts that stored run's next attempt from the
-// newest checkpoint every rank has: same plan, steps, options and kind of worker, a new job id,
-// the same run id; its events are stored under the new attempt. Agents are refused both: an
-// agent keeps each job in a directory of its own and cannot start a job from another's files.
+// system; an agent: <its work dir>/checkpoints/<job id>, named by JobSpec::checkpoint_key), which
+// the store records with the options the run needs to start again. A request with resume_run
+// (dispatch/run_resume.h builds it) starts that stored run's next attempt from the newest
+// checkpoint every rank has: same plan, steps, options and workers, a new job id, the same run
+// id; its events are stored under the new attempt.
 //
 // When the request has a graph and a cluster, the plan is simulated for the predicted Trace.
 // Without a graph, a plan for one of the engine's tiny models is profiled by `hippie-engine

@@ -58,7 +58,7 @@ QString workerKind(const json& entry) {
     return QStringLiteral("%1:%2").arg(qstr(host)).arg(entry.is_object() ? entry.value("port", 0) : 0);
 }
 
-std::vector<WorkerTarget> workersOf(const store::RunSummary& run) {
+std::vector<WorkerTarget> workersOf(const store::RunSummary& run, const ResumeOverrides& overrides) {
     std::vector<WorkerTarget> out;
     for (const json& entry : run.workers) {
         WorkerTarget w;
@@ -68,7 +68,19 @@ std::vector<WorkerTarget> workersOf(const store::RunSummary& run) {
         } else if (kind == u"slurm") {
             w.slurm.emplace(slurmTargetFromJson(run.options.value("slurm", json::object()), entry.value("login", std::string())));
         } else {
-            throw Error(runName(run.id) + " ran on the agent " + str(kind) + ": " + str(agentCheckpointsReason()));
+            // An agent: the store keeps its address, never its token.
+            const QString host = qstr(entry.value("host", std::string()));
+            const int port = entry.value("port", 0);
+            if (host.isEmpty() || port <= 0 || port > 65535)
+                throw Error(runName(run.id) + ": the store names a worker without a usable address (" + entry.dump() + ")");
+            std::optional<jobs::AgentAddress> address =
+                overrides.agent ? overrides.agent(host, static_cast<quint16>(port)) : std::optional<jobs::AgentAddress>();
+            if (!address || address->token.isEmpty())
+                throw Error(runName(run.id) + " ran on the agent " + str(kind) + ": give its token to resume it" +
+                            str(overrides.token_hint.isEmpty() ? QString() : QStringLiteral(" (") + overrides.token_hint + QStringLiteral(")")));
+            address->host = host;
+            address->port = static_cast<quint16>(port);
+            w.address = *address;
         }
         w.capacity = entry.value("rank_count", 0);
         out.push_back(w);
@@ -77,18 +89,14 @@ std::vector<WorkerTarget> workersOf(const store::RunSummary& run) {
 }
 
 bool seesCheckpointFiles(const std::vector<WorkerTarget>& workers) {
-    for (const WorkerTarget& w : workers)
+    for (const WorkerTarget& w : workers) {
         if (w.slurm && !w.slurm->login_host.isEmpty()) return false;  // they are on the login host's file system
+        if (!w.local && !w.slurm) return false;                        // on the agent's host (it checks them)
+    }
     return true;
 }
 
 }  // namespace
-
-QString agentCheckpointsReason() {
-    return QObject::tr("an agent keeps each job in a work directory of its own (<work>/jobs/<job id>) and has no way to start a "
-                       "job from another job's checkpoints, so its runs cannot be resumed; dispatch to local or Slurm workers to "
-                       "use --checkpoint-every and --resume");
-}
 
 json runOptionsJson(const RunRequest& request, const QString& local_engine) {
     json o = {{"seed", request.seed}, {"trace_every_step", request.trace_every_step}, {"work_root", str(request.work_root)}};
@@ -113,11 +121,6 @@ QString resumeRefusal(const store::RunSummary& run) {
     }
     if (run.checkpoint_every <= 0 || run.checkpoint_dir.isEmpty())
         return QObject::tr("%1 was dispatched without --checkpoint-every; nothing to resume from").arg(name);
-    for (const json& entry : run.workers) {
-        const QString kind = workerKind(entry);
-        if (kind != u"local" && kind != u"slurm")
-            return QObject::tr("%1 ran on the agent %2: %3").arg(name, kind, agentCheckpointsReason());
-    }
     return {};
 }
 
@@ -163,7 +166,7 @@ RunRequest resumeRequest(const QString& db_path, qint64 run_id, const ResumeOver
     const QString used = qstr(run.options.value("engine", std::string()));
     req.engine = !overrides.engine.isEmpty() ? overrides.engine : QFileInfo(used).isExecutable() ? used : QString();
     req.db_path = db;
-    req.workers = workersOf(run);
+    req.workers = workersOf(run, overrides);
     req.checkpoint_every = run.checkpoint_every;
     req.checkpoint_dir = run.checkpoint_dir;
     req.resume_run = run_id;

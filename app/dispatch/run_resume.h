@@ -4,10 +4,13 @@
 // attempt of one with the plan, steps, options and kind of worker stored for it.
 //
 // A run can be resumed when it failed, was cancelled or was lost, was dispatched with
-// --checkpoint-every to local or Slurm workers, and every rank has written a checkpoint of one
-// same step (the engine resumes from the newest such step: runtime/checkpoint.h).
+// --checkpoint-every, and every rank has written a checkpoint of one same step (the engine
+// resumes from the newest such step: runtime/checkpoint.h). Agents keep their ranks'
+// checkpoints under their own work directory (JobSpec::checkpoint_key); a resumed run goes to
+// the same agents with the same ranks, and needs their token again (the store never keeps it).
 #include <QString>
 
+#include <functional>
 #include <optional>
 
 #include <nlohmann/json.hpp>
@@ -16,9 +19,6 @@
 #include "app/store/run_store.h"
 
 namespace hippie::dispatch {
-
-// Why runs on agents write no checkpoints (part of the messages that refuse them).
-QString agentCheckpointsReason();
 
 // What a run needs to start again, beyond its plan, steps and workers (stored as runs.options):
 // the seed, trace_every_step, the engine and work root of local workers, the Slurm target.
@@ -34,6 +34,10 @@ std::optional<int> newestCommonCheckpoint(const QString& dir, int world_size);
 
 struct ResumeOverrides {
     QString engine;  // hippie-engine for local workers; empty: the one the run used, else found as usual
+    // The token (and TLS pin) of the agent at host:port the run used; nullopt when unknown, which
+    // refuses to resume a run that had agents, naming `token_hint` (e.g. "--token-file").
+    std::function<std::optional<jobs::AgentAddress>(const QString& host, quint16 port)> agent;
+    QString token_hint;
 };
 
 // Reads run `run_id` from the store at `db_path`, checks that it can be resumed (its checkpoint

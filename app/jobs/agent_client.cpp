@@ -6,6 +6,7 @@
 #include <QSslSocket>
 
 #include "planners/common/error.h"
+#include "planners/common/json_read.h"
 
 namespace hippie::jobs {
 
@@ -247,8 +248,39 @@ void AgentClient::onReadyRead() {
     }
 }
 
+namespace {
+
+// The fields each reply of the agent carries (agent_server.cpp). Anything else is refused, as
+// the agent refuses unknown request fields: a reply is checked before any of it is kept.
+void requireKnownReplyFields(const json& m, const std::string& type) {
+    const std::string where = "'" + type + "' reply";
+    if (type == "welcome") json_read::requireKnownFields(m, {"type", "agent", "protocol", "engine", "jobs", "heartbeat_ms"}, where);
+    else if (type == "refused" || type == "error") json_read::requireKnownFields(m, {"type", "message"}, where);
+    else if (type == "event") json_read::requireKnownFields(m, {"type", "job", "seq", "event"}, where);
+    else if (type == "heartbeat") json_read::requireKnownFields(m, {"type", "time_ms", "jobs"}, where);
+    else if (type == "accepted") json_read::requireKnownFields(m, {"type", "job", "master_port"}, where);
+    else if (type == "rejected") json_read::requireKnownFields(m, {"type", "job", "message"}, where);
+    else if (type == "status") json_read::requireKnownFields(m, {"type", "jobs"}, where);
+    else if (type == "devices") json_read::requireKnownFields(m, {"type", "cluster"}, where);
+    else if (type == "pong") json_read::requireKnownFields(m, {"type"}, where);
+}
+
+}  // namespace
+
 void AgentClient::handle(const json& m) {
     const std::string type = m["type"].get<std::string>();
+    if (type == "welcome") {
+        // A welcome this client cannot read leaves nothing to talk to: refuse the connection
+        // now rather than wait for the connect timeout.
+        try {
+            requireKnownReplyFields(m, type);
+        } catch (const std::exception& e) {
+            refuse(QStringLiteral("%1 sent a welcome this client cannot read: %2").arg(address_.display(), QString::fromUtf8(e.what())));
+            return;
+        }
+    } else {
+        requireKnownReplyFields(m, type);
+    }
     if (ready_) heartbeat_watch_.start(heartbeatTimeoutMs());  // any message shows the agent is alive
     if (type == "welcome") {
         connect_timer_.stop();

@@ -443,6 +443,20 @@ void AgentServer::handleSubmit(Client& c, const json& m) {
     ro.engine = options_.engine;
     ro.port_host = options_.host;
     ro.grace_ms = options_.grace_ms;
+    if (spec.checkpoint_every > 0 || spec.resume) {
+        // The key was checked as a job id (letters, digits, '_', '-'): it stays inside the work directory.
+        const QString key = QString::fromStdString(spec.checkpoint_key);
+        for (const auto& [other_id, other] : jobs_)
+            if (!isTerminal(other->state()) && other->spec().checkpoint_key == spec.checkpoint_key)
+                return reject("job '" + other_id.toStdString() + "' still writes the checkpoints '" + spec.checkpoint_key +
+                              "' on this agent; resume when it has ended");
+        ro.checkpoint_dir = QDir(QDir(options_.work_dir).absolutePath()).filePath(QStringLiteral("checkpoints/") + key);
+        ro.checkpoint_every = spec.checkpoint_every;
+        ro.resume = spec.resume;
+        if (spec.resume && !QFileInfo(ro.checkpoint_dir).isDir())
+            return reject("job '" + spec.id + "' resumes from the checkpoints '" + spec.checkpoint_key +
+                          "', which this agent does not have (were its ranks on another agent, or was its work directory cleared?)");
+    }
     auto* runner = new JobRunner(spec, ro, this);
     try {
         runner->prepare();

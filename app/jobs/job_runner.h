@@ -26,8 +26,8 @@ struct JobRunnerOptions {
     QString port_host;   // where to look for a free rendezvous port when master_port is 0 (default: master_addr)
     int grace_ms = 5000;
     int kill_ms = 3000;
-    // Checkpoints, for jobs of this machine only (RunController's local share): an agent's client
-    // cannot name directories on the agent's host, so these are not part of JobSpec.
+    // Checkpoints. A client names no directory on an agent's host: the agent derives this one
+    // from JobSpec::checkpoint_key; RunController's local share gives its own.
     QString checkpoint_dir = {};  // absolute; empty: none
     int checkpoint_every = 0;
     bool resume = false;       // start from the newest checkpoint every rank has there

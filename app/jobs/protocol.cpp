@@ -82,6 +82,9 @@ json jobToJson(const JobSpec& j) {
                 {"trace_every_step", j.trace_every_step}};
     if (!j.dump_params.empty()) out["dump_params"] = j.dump_params;
     if (!j.graph.is_null()) out["graph"] = j.graph;
+    if (j.checkpoint_every > 0) out["checkpoint_every"] = j.checkpoint_every;
+    if (!j.checkpoint_key.empty()) out["checkpoint_key"] = j.checkpoint_key;
+    if (j.resume) out["resume"] = true;
     return out;
 }
 
@@ -94,7 +97,8 @@ JobSpec jobFromJson(const json& j) {
         jr::failField(where, "id", "must be 1 to 64 letters, digits, '_' or '-' (got " + jr::describe(j.at("id")) + ")");
     const std::string job_where = "job '" + s.id + "'";
     jr::requireKnownFields(j, {"id", "plan", "steps", "seed", "world_size", "first_rank", "rank_count", "master_addr", "master_port",
-                               "lr", "op_timeout_s", "trace_every_step", "dump_params", "graph"},
+                               "lr", "op_timeout_s", "trace_every_step", "dump_params", "graph", "checkpoint_every",
+                               "checkpoint_key", "resume"},
                            job_where);
     // Kept as read back (the reader refuses unknown fields), so the job never holds more than a
     // plan says, whatever the message carried.
@@ -136,6 +140,16 @@ JobSpec jobFromJson(const json& j) {
         if (!it->is_object()) jr::failField(job_where, "graph", "must be a Graph JSON object (got " + jr::describe(*it) + ")");
         s.graph = graphToJson(graphFromJson(*it, job_where + ": graph"));
     }
+    if (const auto v = jr::optionalInt(j, "checkpoint_every", job_where, jr::Bound::NonNegative)) s.checkpoint_every = *v;
+    if (const auto v = jr::optionalString(j, "checkpoint_key", job_where)) {
+        if (!isValidJobId(*v))
+            jr::failField(job_where, "checkpoint_key", "must be 1 to 64 letters, digits, '_' or '-' (got " + jr::describe(j.at("checkpoint_key")) + ")");
+        s.checkpoint_key = *v;
+    }
+    s.resume = optionalBool(j, "resume", job_where, false);
+    if ((s.checkpoint_every > 0 || s.resume) && s.checkpoint_key.empty())
+        jr::failField(job_where, "checkpoint_key", "is needed with " + std::string(s.resume ? "resume" : "checkpoint_every") +
+                                                       ": it names the checkpoints on the agent");
     return s;
 }
 

@@ -78,6 +78,12 @@ struct JobSpec {
                                  // relative to the job's work directory, refused if it leaves it
     nlohmann::json graph;        // optional Graph JSON, for plans whose model is a file ("model.file"):
                                  // written to the work directory as model-graph.json, which the plan then names
+    // Checkpoints. The client names no directory on the agent's host: the agent keeps them under
+    // <work>/checkpoints/<checkpoint_key>/, so that a later job (a resumed attempt, a new id)
+    // finds the ranks' checkpoints by the key its first attempt was given.
+    int checkpoint_every = 0;    // > 0: each rank writes a checkpoint every N steps and after the last
+    std::string checkpoint_key;  // job-id characters; required with checkpoint_every or resume
+    bool resume = false;         // start from the newest checkpoint every rank of this agent has under the key
 };
 
 // Field-by-field reading; throws hippie::Error naming the field that is missing or wrong.

@@ -52,6 +52,8 @@ struct PlanFlags {
     std::vector<int> stage_starts;  // first layer of every stage after the first; empty: even stages
     long long bucket_bytes = 0;
     int zero_stage = 0;
+    int tp = 1;
+    bool sequence_parallel = false;
 };
 
 // The layer ranges of `chunks` stages over `layers` layers: even, or cut where the user says
@@ -111,13 +113,16 @@ int makePlan(const PlanFlags& f) {
         p.virtual_stages = f.virtual_stages;
         if (f.bucket_bytes > 0) p.bucket_bytes = f.bucket_bytes;
         p.zero_stage = f.zero_stage;
+        p.tp = f.tp;
+        p.sequence_parallel = f.sequence_parallel;
         const hippie::Graph g = zoo ? hippie::buildZooModel(p.model) : cfg ? he::buildTinyGraph(*cfg, p.model) : from_file;
         const int layers = g.layerCount();
         const int chunks = f.pp * f.virtual_stages;  // interleaved: chunk c of device i is stage c * pp + i
         if (f.pp < 1 || f.virtual_stages < 1 || chunks > layers)
             return errorEvent("--pp x --virtual-stages must be between 1 and the model's " + std::to_string(layers) + " layers");
         p.stages = stageRanges(layers, chunks, f.stage_starts);
-        p.device_map = hippie::defaultDeviceMap(f.pp, f.dp);
+        if (f.tp < 1) return errorEvent("--tp must be at least 1");
+        p.device_map = hippie::defaultDeviceMap(f.pp, f.dp, f.tp);
         hippie::checkPlan(p, g, p.deviceCount());
         if (f.out.empty()) std::cout << hippie::planToJson(p).dump(2) << std::endl;
         else hippie::savePlanFile(p, f.out);
@@ -181,7 +186,7 @@ int main(int argc, char** argv) {
     std::string launch_extra;
     auto* launch_cmd = app.add_subcommand("launch", "Start N local ranks on 127.0.0.1 and gather their output");
     launch_cmd->add_option("--plan", launch.plan_file, "plan file")->required();
-    launch_cmd->add_option("--nprocs", launch.nprocs, "ranks to start (= the plan's pp x dp)")->required();
+    launch_cmd->add_option("--nprocs", launch.nprocs, "ranks to start (= the plan's pp x dp x tp)")->required();
     launch_cmd->add_option("--steps", launch_steps, "training steps");
     launch_cmd->add_option("--seed", launch_seed, "seed");
     launch_cmd->add_option("--port", launch.port, "rendezvous port (default: a free one)");
@@ -206,6 +211,8 @@ int main(int argc, char** argv) {
         ->delimiter(',');
     plan_cmd->add_option("--bucket-bytes", pf.bucket_bytes, "gradient bucket size");
     plan_cmd->add_option("--zero", pf.zero_stage, "ZeRO stage of the data-parallel groups: 0 none, 1 optimizer state, 2 + gradients, 3 + parameters");
+    plan_cmd->add_option("--tp", pf.tp, "tensor-parallel degree (zoo transformers: heads, MLP width and vocabulary split over tp ranks)");
+    plan_cmd->add_flag("--sequence-parallel", pf.sequence_parallel, "with --tp: LayerNorms and residuals split along the sequence");
     plan_cmd->add_option("--out", pf.out, "plan file to write (default: stdout)");
 
     std::string ref;

@@ -69,8 +69,9 @@ PlannerResult ExhaustivePlanner::plan(const Problem& problem, PlanContext& conte
     std::vector<StageRange> prefix;
     for (size_t i = 0; i < shapes.size(); ++i) {
         const hybrid::Shape& shape = shapes[i];
-        context.progress(static_cast<double>(i) / static_cast<double>(shapes.size()), "simulating every plan of pp " +
-                         std::to_string(shape.pp) + " x dp " + std::to_string(shape.dp) + ", m " + std::to_string(shape.m));
+        context.progress(static_cast<double>(i) / static_cast<double>(shapes.size()),
+                         "simulating every plan of pp " + std::to_string(shape.pp) + " x dp " + std::to_string(shape.dp) +
+                             (shape.tp > 1 ? " x tp " + std::to_string(shape.tp) : std::string()) + ", m " + std::to_string(shape.m));
         const bool finished = forEachSplit(0, layers, shape.pp, prefix, [&](const std::vector<StageRange>& stages) {
             return forEachRecomputation(stages, [&](const std::vector<char>& recompute) {
                 if (context.shouldStop()) return false;
@@ -83,7 +84,7 @@ PlannerResult ExhaustivePlanner::plan(const Problem& problem, PlanContext& conte
         if (!finished) break;
     }
     std::vector<std::string> log{"simulated " + std::to_string(simulated) + " plans over " + std::to_string(shapes.size()) +
-                                 " (pp, dp, m, ZeRO stage) shapes"};
+                                 " (tp, pp, dp, m, ZeRO stage) shapes"};
     context.progress(1.0, "done");
     return hybrid::searchOutcome(kName, problem, found, context, std::move(log), stopReason(context));
 }

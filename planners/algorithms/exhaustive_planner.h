@@ -2,8 +2,10 @@
 // `exhaustive`: the oracle. It simulates every plan of the adaptive planner's space
 // (hybrid_candidates.h) for small problems and returns the best under the objective, so
 // tests can check that `hippie` finds the optimum. The space, exactly:
-// - every pipeline depth pp from 1 to min(layers, devices);
-// - every data-parallel degree dp dividing the global batch with pp * dp <= devices;
+// - every tensor-parallel degree tp, a power of two up to the smallest node's devices that
+//   the model splits by (1 for models without split ops), with sequence parallelism when > 1;
+// - every pipeline depth pp from 1 to min(layers, devices / tp);
+// - every data-parallel degree dp dividing the global batch with pp * dp * tp <= devices;
 // - every micro-batch count m dividing the per-replica batch (global batch / dp);
 // - every split of the layers into pp contiguous non-empty stages (C(layers - 1, pp - 1));
 // - per stage of two or more layers, no recomputation or recomputation of all its layers
@@ -18,8 +20,8 @@ class ExhaustivePlanner : public Planner {
 public:
     static constexpr const char* kName = "exhaustive";
     static constexpr const char* kDescription =
-        "oracle for small models (<= 12 layers, <= 8 devices): simulates every pipeline depth, data parallelism, "
-        "micro-batch count, stage split and per-stage recomputation under the hippie schedule";
+        "oracle for small models (<= 12 layers, <= 8 devices): simulates every tensor-parallel degree, pipeline depth, data "
+        "parallelism, micro-batch count, stage split and per-stage recomputation under the hippie schedule";
     // Beyond these the space outgrows a test's patience: 12 layers on 8 devices is already
     // about a hundred thousand plans.
     static constexpr int kMaxLayers = 12;

@@ -5,16 +5,20 @@
 #include <functional>
 #include <initializer_list>
 #include <limits>
+#include <memory>
 #include <map>
 #include <optional>
 #include <stop_token>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "planners/algorithms/data_parallel.h"
+#include "planners/algorithms/deepspeed_3d.h"
 #include "planners/algorithms/device_mapping.h"
 #include "planners/algorithms/equal_params.h"
+#include "planners/algorithms/megatron_planner.h"
 #include "planners/algorithms/uniform.h"
 #include "planners/algorithms/zero_planner.h"
 #include "planners/algorithms/evaluate.h"
@@ -282,7 +286,7 @@ private:
 class AdaptiveSearch {
 public:
     AdaptiveSearch(const Problem& problem, PlanContext& context)
-        : problem_(problem), context_(context), estimator_(problem), found_(problem), shapes_(hybrid::searchShapes(problem)),
+        : problem_(problem), context_(context), found_(problem), shapes_(hybrid::searchShapes(problem)),
           usable_memory_(hybrid::usableMemory(problem)) {}
 
     PlannerResult run() {
@@ -298,7 +302,7 @@ public:
         }
         if (!context_.cancelled() && found_.best() == nullptr && simulated_.empty()) simulateFallback();
         log_.push_back("estimated " + std::to_string(estimated_) + " candidates over " + std::to_string(shapes_.size()) +
-                       " (pp, dp, m, ZeRO stage) shapes; pruned " + std::to_string(pruned_) + " of the " + std::to_string(pooled_) +
+                       " (tp, pp, dp, m, ZeRO stage) shapes; pruned " + std::to_string(pruned_) + " of the " + std::to_string(pooled_) +
                        " seeded and refined ones without simulating them; simulated " + std::to_string(simulated_.size()) + " (" +
                        std::to_string(instructions_) + " instructions)");
         logWinnersPerDepth();
@@ -317,7 +321,10 @@ private:
         UniformPlanner uniform;
         EqualParamsPlanner equal_params;
         ZeroPlanner zero;
-        for (Planner* baseline : std::initializer_list<Planner*>{&data_parallel, &uniform, &equal_params, &zero}) {
+        MegatronPlanner megatron;
+        DeepSpeed3DPlanner deepspeed;
+        for (Planner* baseline :
+             std::initializer_list<Planner*>{&data_parallel, &uniform, &equal_params, &zero, &megatron, &deepspeed}) {
             if (context_.shouldStop()) return;
             PlanContext own(problem_.time_budget_s);
             // The baseline reports to its own context (its progress is not ours); a cancel or
@@ -378,9 +385,12 @@ private:
             if (seen.insert(hybrid::candidateKey(r.candidate)).second) pool.push_back(std::move(r));
         };
         for (size_t first = 0, last = 0; first < shapes_.size() && !context_.shouldStop(); first = last) {
-            while (last < shapes_.size() && shapes_[last].pp == shapes_[first].pp && shapes_[last].dp == shapes_[first].dp) ++last;
+            while (last < shapes_.size() && shapes_[last].pp == shapes_[first].pp && shapes_[last].dp == shapes_[first].dp &&
+                   shapes_[last].tp == shapes_[first].tp)
+                ++last;
             context_.progress(progress_from + progress_span * static_cast<double>(first) / static_cast<double>(shapes_.size()),
-                              "estimating pp " + std::to_string(shapes_[first].pp) + " x dp " + std::to_string(shapes_[first].dp));
+                              "estimating pp " + std::to_string(shapes_[first].pp) + " x dp " + std::to_string(shapes_[first].dp) +
+                                  (shapes_[first].tp > 1 ? " x tp " + std::to_string(shapes_[first].tp) : std::string()));
             std::vector<Ranked> uniform;
             for (size_t i = first; i < last; ++i)
                 uniform.push_back(seeded(shapes_[i], uniformPartition(problem_.graph.layerCount(), shapes_[i].pp), goal));
@@ -407,7 +417,7 @@ private:
     std::vector<std::vector<StageRange>> seedPartitions(const Shape& shape) {
         auto& fixed_seeds = seeds_by_depth_[shape.pp];
         if (fixed_seeds.empty()) {
-            const LayerCosts& costs = estimator_.costs();
+            const LayerCosts& costs = estimator(1).costs();
             const std::vector<double> time = costs.computePerLayer(1.0), params = costs.paramBytesPerLayer();
             fixed_seeds = {uniformPartition(costs.layers(), shape.pp), minMaxPartition(params, shape.pp), minMaxPartition(time, shape.pp),
                            blockPartition(time, shape.pp)};
@@ -424,7 +434,7 @@ private:
         const double samples = hybrid::microBatchSize(problem_, shape);
         auto& cached = seeds_by_size_[{shape.pp, samples}];
         if (cached.empty()) {
-            const LayerCosts& costs = estimator_.costs();
+            const LayerCosts& costs = estimator(1).costs();
             std::vector<double> sizes;
             for (int l = 0; l < costs.layers(); ++l)
                 sizes.push_back(static_cast<double>(costs.activationBytes(l, samples) + costs.layerStateBytes(l)));
@@ -475,7 +485,7 @@ private:
             const int64_t entries = MemoryAwareBalancer::entries(shape.pp, static_cast<int>(layers));
             if (entries > kBalancerEntries) continue;
             cells += entries * kFrontSteps;
-            const MemoryAwareBalancer balancer(estimator_, shape, topology(shape), problem_.graph.layerCount());
+            const MemoryAwareBalancer balancer(estimator(shape.tp), shape, topology(shape), problem_.graph.layerCount());
             for (Candidate& c : balancer.front(minCapacity(topology(shape)), kFrontSteps)) balanced.push_back(ranked(std::move(c), goal));
         }
         addToPool(pool, std::move(balanced));
@@ -604,7 +614,7 @@ private:
     // ---- Estimates -----------------------------------------------------------------------
 
     Ranked ranked(Candidate c, const Goal& goal) {
-        Estimate e = estimator_.estimate(c, topology(c.shape));
+        Estimate e = estimator(c.shape.tp).estimate(c, topology(c.shape));
         ++estimated_;
         const double rank = hybrid::estimateRank(e, goal.objective, goal.min_throughput);
         Ranked r{std::move(c), std::move(e), rank};
@@ -613,16 +623,25 @@ private:
         return r;
     }
 
-    // The device map of a (pp, dp) shape, from its uniform partition: the estimate's links.
+    // The device map of a (pp, dp, tp) shape, from its uniform partition: the estimate's links.
     const hybrid::ShapeTopology& topology(const Shape& shape) {
-        auto [it, added] = topologies_.try_emplace({shape.pp, shape.dp});
+        auto [it, added] = topologies_.try_emplace({shape.pp, shape.dp, shape.tp});
         if (added) {
             Plan plan = basePlan(problem_, HippiePlanner::kName);
             plan.stages = uniformPartition(problem_.graph.layerCount(), shape.pp);
             plan.dp = shape.dp;
-            it->second = hybrid::shapeTopology(problem_, mapDevices(problem_, plan));
+            plan.tp = shape.tp;
+            plan.sequence_parallel = shape.tp > 1;
+            it->second = hybrid::shapeTopology(problem_, mapDevices(problem_, plan), shape.tp);
         }
         return it->second;
+    }
+
+    // The estimate of one tensor-parallel rank's costs, one per degree.
+    const hybrid::Estimator& estimator(int tp) {
+        auto& e = estimators_[tp];
+        if (!e) e = std::make_unique<hybrid::Estimator>(problem_, tp);
+        return *e;
     }
 
     static void sortByRank(std::vector<Ranked>& v) {
@@ -651,11 +670,11 @@ private:
 
     const Problem& problem_;
     PlanContext& context_;
-    hybrid::Estimator estimator_;
+    std::map<int, std::unique_ptr<hybrid::Estimator>> estimators_;  // by tensor-parallel degree
     hybrid::Incumbents found_;
     std::vector<Shape> shapes_;
     int64_t usable_memory_;
-    std::map<std::pair<int, int>, hybrid::ShapeTopology> topologies_;
+    std::map<std::tuple<int, int, int>, hybrid::ShapeTopology> topologies_;  // by (pp, dp, tp)
     std::map<int, std::vector<std::vector<StageRange>>> seeds_by_depth_;
     std::map<std::pair<int, double>, std::vector<StageRange>> seeds_by_size_;
     std::unordered_map<std::string, Simulated> simulated_;

@@ -39,15 +39,27 @@ bool atLeastAsGood(const TraceMetrics& a, const TraceMetrics& b) {
 
 // ---- The space ------------------------------------------------------------------------------
 
+std::vector<int> searchedTensorParallelDegrees(const Problem& problem) {
+    int per_node = problem.cluster.nodes.empty() ? 1 : problem.cluster.nodes.front().devices;
+    for (const Node& n : problem.cluster.nodes) per_node = std::min(per_node, n.devices);
+    std::vector<int> out{1};
+    for (int tp = 2; tp <= per_node; tp *= 2)
+        if (problem.graph.tensorParallelFits(tp)) out.push_back(tp);
+    return out;
+}
+
 std::vector<Shape> searchShapes(const Problem& problem) {
     const int devices = problem.cluster.deviceCount();
-    const int deepest = std::min(problem.graph.layerCount(), devices);
     std::vector<Shape> out;
-    for (int pp = 1; pp <= deepest; ++pp)
-        for (int dp = 1; pp * dp <= devices; ++dp)
-            if (problem.global_batch % dp == 0)
-                for (int m : microBatchCounts(problem, dp))
-                    for (int zero = 0; zero <= (dp > 1 ? kHighestSearchedZeroStage : 0); ++zero) out.push_back({pp, dp, m, zero});
+    for (int tp : searchedTensorParallelDegrees(problem)) {
+        const int groups = devices / tp;
+        const int deepest = std::min(problem.graph.layerCount(), groups);
+        for (int pp = 1; pp <= deepest; ++pp)
+            for (int dp = 1; pp * dp <= groups; ++dp)
+                if (problem.global_batch % dp == 0)
+                    for (int m : microBatchCounts(problem, dp))
+                        for (int zero = 0; zero <= (dp > 1 ? kHighestSearchedZeroStage : 0); ++zero) out.push_back({pp, dp, m, zero, tp});
+    }
     return out;
 }
 
@@ -73,7 +85,7 @@ bool operator==(const Candidate& a, const Candidate& b) {
 
 std::string candidateKey(const Candidate& c) {
     std::string k = std::to_string(c.shape.pp) + "," + std::to_string(c.shape.dp) + "," + std::to_string(c.shape.m) + "," +
-                    std::to_string(c.shape.zero) + ":";
+                    std::to_string(c.shape.zero) + "," + std::to_string(c.shape.tp) + ":";
     for (size_t s = 0; s < c.stages.size(); ++s) k += std::to_string(c.stages[s].last_layer) + (c.recompute[s] ? "r," : ",");
     return k;
 }
@@ -84,6 +96,7 @@ std::string describe(const Candidate& c) {
         stages += (stages.empty() ? "" : " | ") + std::to_string(c.stages[s].first_layer) + "-" +
                   std::to_string(c.stages[s].last_layer) + (c.recompute[s] ? "*" : "");
     return "pp " + std::to_string(c.shape.pp) + " x dp " + std::to_string(c.shape.dp) +
+           (c.shape.tp > 1 ? " t" + std::to_string(c.shape.tp) : std::string()) +
            (c.shape.zero > 0 ? " z" + std::to_string(c.shape.zero) : std::string()) + ", m " + std::to_string(c.shape.m) +
            ", stages " + stages;
 }
@@ -94,6 +107,8 @@ Plan candidatePlan(const Problem& problem, const std::string& planner, const Can
     plan.dp = c.shape.dp;
     plan.micro_batches = c.shape.m;
     plan.zero_stage = c.shape.dp > 1 ? c.shape.zero : 0;
+    plan.tp = c.shape.tp;
+    plan.sequence_parallel = c.shape.tp > 1;
     plan.schedule = ScheduleKind::Hippie;
     plan.recompute_layers = recomputeLayers(c);
     plan.device_map = mapDevices(problem, plan);
@@ -105,7 +120,9 @@ double throughputFloor(const Problem& problem) { return std::clamp(problem.throu
 int64_t usableMemory(const Problem& problem) { return smallestCapacity(problem, allDevices(problem)); }
 
 int64_t simulationCost(const Shape& s) {
-    return int64_t{s.pp} * s.dp * (kInstructionsPerMicroBatch * s.m + 2);
+    // Tensor parallelism: a stream per rank, and a TensorParallel after forward and backward.
+    const int64_t per_micro_batch = kInstructionsPerMicroBatch + (s.tp > 1 ? 2 : 0);
+    return int64_t{s.pp} * s.dp * s.tp * (per_micro_batch * s.m + 2);
 }
 
 // ---- The best plans found -------------------------------------------------------------------
@@ -347,19 +364,30 @@ std::vector<std::vector<Link>> pipelineLinks(const Cluster& cluster, const std::
 
 }  // namespace
 
-ShapeTopology shapeTopology(const Problem& problem, const std::vector<std::vector<int>>& device_map) {
+ShapeTopology shapeTopology(const Problem& problem, const std::vector<std::vector<int>>& device_map, int tp) {
     const CostModel cost(problem.graph, problem.cluster);
     // Two sizes give the all-reduce's line: ring and hierarchical times are affine in bytes.
     constexpr int64_t kProbeBytes = int64_t{1} << 20;
     ShapeTopology t;
     t.pipelines = pipelineLinks(problem.cluster, device_map);
+    const size_t ranks = static_cast<size_t>(std::max(tp, 1));
+    if (ranks > 1) {
+        // The first replica's tensor-parallel group of stage 0; mapDevices keeps every group
+        // on one node's links when tp divides the node's devices.
+        const std::vector<int> group(device_map.front().begin(), device_map.front().begin() + static_cast<std::ptrdiff_t>(ranks));
+        const double one = cost.tensorParallelTime(kProbeBytes, 1, group, true), two = cost.tensorParallelTime(2 * kProbeBytes, 1, group, true);
+        t.tp_per_byte_s = (two - one) / static_cast<double>(kProbeBytes);
+        t.tp_fixed_s = one - t.tp_per_byte_s * static_cast<double>(kProbeBytes);
+    }
     for (size_t s = 0; s < device_map.size(); ++s) {
-        const auto& group = device_map[s];
+        // Rank 0's data-parallel group: its replicas (every rank's group is alike).
+        std::vector<int> group;
+        for (size_t i = 0; i < device_map[s].size(); i += ranks) group.push_back(device_map[s][i]);
         const double one = cost.allReduceTime(kProbeBytes, group), two = cost.allReduceTime(2 * kProbeBytes, group);
         const double per_byte = (two - one) / static_cast<double>(kProbeBytes);
         t.reduce_per_byte_s.push_back(per_byte);
         t.reduce_fixed_s.push_back(one - per_byte * static_cast<double>(kProbeBytes));
-        t.capacity_bytes.push_back(smallestCapacity(problem, group));
+        t.capacity_bytes.push_back(smallestCapacity(problem, device_map[s]));
     }
     return t;
 }
@@ -370,10 +398,43 @@ struct Estimator::StageCost {
     int64_t kept = 0, sent = 0, recomputed = 0, temp = 0;  // one micro-batch
 };
 
-Estimator::Estimator(const Problem& problem) : problem_(problem), costs_(problem), layers_(problem.graph.layerCount()) {
-    const Graph& g = problem.graph;
+namespace {
+Problem rankProblem(const Problem& problem, int tp) {
+    Problem p = problem;
+    p.graph = tensorParallelRankGraph(problem.graph, TensorSplit{tp, tp > 1});
+    return p;
+}
+}  // namespace
+
+Estimator::Estimator(const Problem& problem, int tp)
+    : problem_(problem), rank_problem_(rankProblem(problem, tp)), tp_(std::max(tp, 1)), costs_(rank_problem_),
+      layers_(problem.graph.layerCount()) {
+    const Graph& g = rank_problem_.graph;
     const CostModel& cost = costs_.cost();
     const size_t n = static_cast<size_t>(layers_);
+    tp_fwd_count_prefix_.assign(n + 1, 0);
+    tp_bwd_count_prefix_.assign(n + 1, 0);
+    tp_fwd_bytes_prefix_.assign(n + 1, 0);
+    tp_bwd_bytes_prefix_.assign(n + 1, 0);
+    if (tp_ > 1) {
+        const double batch = problem.graph.batch_size;
+        const std::vector<OpTensorParallelTraffic> by_op = tensorParallelTrafficByOp(problem.graph, TensorSplit{tp_, true}, batch);
+        for (int l = 0; l < layers_; ++l) {
+            const size_t i = static_cast<size_t>(l);
+            OpTensorParallelTraffic t;
+            for (int op : costs_.ops(l, l)) {
+                const OpTensorParallelTraffic& o = by_op[static_cast<size_t>(op)];
+                t.forward += o.forward;
+                t.backward += o.backward;
+                t.forward_bytes += o.forward_bytes;
+                t.backward_bytes += o.backward_bytes;
+            }
+            tp_fwd_count_prefix_[i + 1] = tp_fwd_count_prefix_[i] + t.forward;
+            tp_bwd_count_prefix_[i + 1] = tp_bwd_count_prefix_[i] + t.backward;
+            tp_fwd_bytes_prefix_[i + 1] = tp_fwd_bytes_prefix_[i] + static_cast<double>(t.forward_bytes) / batch;
+            tp_bwd_bytes_prefix_[i + 1] = tp_bwd_bytes_prefix_[i] + static_cast<double>(t.backward_bytes) / batch;
+        }
+    }
     fwd_prefix_s_.assign(n + 1, 0);
     bwd_prefix_s_.assign(n + 1, 0);
     activation_prefix_.assign(n + 1, 0);
@@ -440,15 +501,27 @@ int64_t Estimator::zeroStateBytes(int64_t param_bytes, const Shape& shape) const
     return params + grads + shard(master) + shard(optimizer);
 }
 
-Estimator::StageCost Estimator::stageCost(const StageRange& r, bool recompute, int stage, const Shape& shape, double samples) const {
+double Estimator::tensorParallelSeconds(int first, int last, bool backward, double samples, const ShapeTopology& topology) const {
+    if (tp_ <= 1 || last < first) return 0.0;
+    const auto& count = backward ? tp_bwd_count_prefix_ : tp_fwd_count_prefix_;
+    const auto& bytes = backward ? tp_bwd_bytes_prefix_ : tp_fwd_bytes_prefix_;
+    const size_t a = static_cast<size_t>(first), b = static_cast<size_t>(last) + 1;
+    return (count[b] - count[a]) * topology.tp_fixed_s + (bytes[b] - bytes[a]) * samples * topology.tp_per_byte_s;
+}
+
+Estimator::StageCost Estimator::stageCost(const StageRange& r, bool recompute, int stage, const Shape& shape, double samples,
+                                          const ShapeTopology& topology) const {
     const CostModel& cost = costs_.cost();
     const size_t a = static_cast<size_t>(r.first_layer), b = static_cast<size_t>(r.last_layer);
     const bool last_stage = stage + 1 == shape.pp;
     recompute = recompute && canRecompute(r);
     StageCost s;
-    s.fwd_s = (fwd_prefix_s_[b + 1] - fwd_prefix_s_[a]) * samples;
-    s.bwd_s = (bwd_prefix_s_[b + 1] - bwd_prefix_s_[a]) * samples;
-    s.recompute_s = recompute ? (fwd_prefix_s_[b] - fwd_prefix_s_[a]) * samples : 0.0;
+    // Each compute with its tensor-parallel collectives, which run inside it.
+    s.fwd_s = (fwd_prefix_s_[b + 1] - fwd_prefix_s_[a]) * samples + tensorParallelSeconds(r.first_layer, r.last_layer, false, samples, topology);
+    s.bwd_s = (bwd_prefix_s_[b + 1] - bwd_prefix_s_[a]) * samples + tensorParallelSeconds(r.first_layer, r.last_layer, true, samples, topology);
+    s.recompute_s = recompute ? (fwd_prefix_s_[b] - fwd_prefix_s_[a]) * samples +
+                                    tensorParallelSeconds(r.first_layer, r.last_layer - 1, false, samples, topology)
+                              : 0.0;
     s.params = costs_.paramBytes(r.first_layer, r.last_layer);
     const int64_t buckets = shape.dp > 1 ? std::min(s.params, 2 * Plan{}.bucket_bytes) : 0;  // the cost model's two in flight
     const int64_t states = shape.dp > 1 && shape.zero > 0 ? zeroStateBytes(s.params, shape) : state_prefix_[b + 1] - state_prefix_[a];
@@ -464,7 +537,7 @@ Estimator::StageCost Estimator::stageCost(const StageRange& r, bool recompute, i
 Estimator::StageLoad Estimator::stageLoad(const Shape& shape, int stage, const StageRange& r, bool recompute,
                                           const ShapeTopology& topology) const {
     const double samples = microBatchSize(problem_, shape);
-    const StageCost sc = stageCost(r, recompute, stage, shape, samples);
+    const StageCost sc = stageCost(r, recompute, stage, shape, samples, topology);
     double send_s = 0;
     if (stage + 1 < shape.pp)
         for (const std::vector<Link>& links : topology.pipelines)
@@ -512,7 +585,7 @@ Estimate Estimator::estimate(const Candidate& c, const ShapeTopology& topology) 
     std::vector<StageCost> stages;
     stages.reserve(static_cast<size_t>(pp));
     for (int s = 0; s < pp; ++s)
-        stages.push_back(stageCost(c.stages[static_cast<size_t>(s)], c.recompute[static_cast<size_t>(s)] != 0, s, c.shape, samples));
+        stages.push_back(stageCost(c.stages[static_cast<size_t>(s)], c.recompute[static_cast<size_t>(s)] != 0, s, c.shape, samples, topology));
 
     // Replicas synchronise at the all-reduce, so each stage waits for its slowest replica;
     // memory follows the slowest link after each stage.

@@ -10,8 +10,11 @@
 // micro-batch count m dividing the per-replica batch (so every micro-batch holds a whole
 // number of samples); contiguous non-empty stages; per stage, either keep every activation
 // or recompute every layer but the last; the ZeRO stage 0..2 of the data-parallel groups
-// (dp > 1 only; 3 is left out, see kHighestSearchedZeroStage); the `hippie` schedule; the default gradient bucket; the device map from
-// mapDevices().
+// (dp > 1 only; 3 is left out, see kHighestSearchedZeroStage); the tensor-parallel degree tp,
+// a power of two up to the smallest node's devices that the model splits by
+// (Graph::tensorParallelFits), with sequence parallelism when tp > 1 (it moves the same bytes
+// as tp alone and splits more compute and activations), pp * dp * tp <= devices; the `hippie`
+// schedule; the default gradient bucket; the device map from mapDevices().
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -34,10 +37,14 @@ struct Shape {
     int dp = 1;  // replicas of each stage
     int m = 1;   // micro-batches per pipeline per iteration
     int zero = 0;  // ZeRO stage of the data-parallel groups (0 when dp == 1)
+    int tp = 1;    // tensor-parallel degree (with sequence parallelism when > 1)
     bool operator==(const Shape&) const = default;
 };
 
-// Every (pp, dp, m, zero) of the space for this problem, by pp, then dp, then m, then zero.
+// The tensor-parallel degrees of the space: powers of two up to the smallest node's devices
+// that the model splits by, ascending (1 first).
+std::vector<int> searchedTensorParallelDegrees(const Problem& problem);
+// Every (tp, pp, dp, m, zero) of the space for this problem, by tp, then pp, dp, m and zero.
 std::vector<Shape> searchShapes(const Problem& problem);
 double microBatchSize(const Problem& problem, const Shape& shape);  // samples
 
@@ -54,7 +61,7 @@ bool operator==(const Candidate& a, const Candidate& b);
 inline bool canRecompute(const StageRange& s) { return s.last_layer > s.first_layer; }
 std::vector<int> recomputeLayers(const Candidate& c);
 std::string candidateKey(const Candidate& c);   // compact and unique, for memoising
-std::string describe(const Candidate& c);       // "pp 2 x dp 4 z1, m 8, stages 0-5 | 6-11*" (* recomputes)
+std::string describe(const Candidate& c);       // "pp 2 x dp 4 t2 z1, m 8, stages 0-5 | 6-11*" (* recomputes)
 
 // The candidate as a Plan under the hippie schedule, with its topology-aware device map.
 Plan candidatePlan(const Problem& problem, const std::string& planner, const Candidate& c);
@@ -105,15 +112,18 @@ PlannerResult searchOutcome(const std::string& planner, const Problem& problem, 
 
 // ---- Analytic estimate ----------------------------------------------------------------------
 
-// What the estimate needs of a (pp, dp) device map: the link between consecutive stages and
-// each stage's all-reduce time as a linear function of the bytes reduced.
+// What the estimate needs of a (pp, dp, tp) device map: the link between consecutive stages,
+// each stage's data-parallel all-reduce time as a linear function of the bytes reduced, and
+// the tensor-parallel collectives' time as one (per collective, per byte).
 struct ShapeTopology {
     std::vector<std::vector<Link>> pipelines;  // each replica's links from stage s to s + 1 (distinct chains only)
     std::vector<double> reduce_fixed_s;  // per stage: all-reduce seconds = fixed + per_byte * bytes
     std::vector<double> reduce_per_byte_s;
     std::vector<int64_t> capacity_bytes;  // per stage: the smallest device, less the headroom
+    double tp_fixed_s = 0;      // per tensor-parallel collective (latencies)
+    double tp_per_byte_s = 0;   // per byte of the collectives' whole tensors
 };
-ShapeTopology shapeTopology(const Problem& problem, const std::vector<std::vector<int>>& device_map);
+ShapeTopology shapeTopology(const Problem& problem, const std::vector<std::vector<int>>& device_map, int tp = 1);
 
 // One pipeline stage's compute and the one-way transfer to the next stage, per micro-batch.
 struct StageTimes {
@@ -146,7 +156,10 @@ struct Estimate {
 // ranks candidates and the best are simulated.
 class Estimator {
 public:
-    explicit Estimator(const Problem& problem);
+    // Costs of one rank of `tp`-way tensor parallelism with sequence parallelism (tp > 1):
+    // its share of compute and memory (tensorParallelRankGraph) and the tensor-parallel
+    // collectives of each compute on the critical path.
+    explicit Estimator(const Problem& problem, int tp = 1);
 
     Estimate estimate(const Candidate& c, const ShapeTopology& topology) const;
 
@@ -169,15 +182,23 @@ private:
     struct StageCost;
     double transferSeconds(const Link& link, int last_layer, double samples) const;
     static int64_t activationPeak(const StageCost& sc, int64_t held, double send_s, double pace_s);
-    StageCost stageCost(const StageRange& r, bool recompute, int stage, const Shape& shape, double samples) const;
+    StageCost stageCost(const StageRange& r, bool recompute, int stage, const Shape& shape, double samples,
+                        const ShapeTopology& topology) const;
+    // Seconds of the tensor-parallel collectives of layers first..last, forward or backward.
+    double tensorParallelSeconds(int first, int last, bool backward, double samples, const ShapeTopology& topology) const;
     // Parameters, gradients, master weights and optimizer state of `param_bytes` of parameters
     // under shape.zero over shape.dp replicas, as the cost model counts them (no buffers).
     int64_t zeroStateBytes(int64_t param_bytes, const Shape& shape) const;
     size_t at(int first, int last) const { return static_cast<size_t>(first) * static_cast<size_t>(layers_) + static_cast<size_t>(last); }
 
     const Problem& problem_;
+    Problem rank_problem_;  // problem_ with the graph of one tensor-parallel rank
+    int tp_ = 1;
     LayerCosts costs_;
     int layers_ = 0;
+    // Per layer, prefix sums: tensor-parallel collectives forward and backward, and their
+    // whole tensors' bytes per sample.
+    std::vector<double> tp_fwd_count_prefix_, tp_bwd_count_prefix_, tp_fwd_bytes_prefix_, tp_bwd_bytes_prefix_;
     std::vector<double> fwd_prefix_s_;          // per sample, device 0
     std::vector<double> bwd_prefix_s_;
     std::vector<int64_t> activation_prefix_;    // at the graph's batch size

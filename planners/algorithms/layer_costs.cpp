@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 
 #include "planners/common/error.h"
 
@@ -28,6 +29,10 @@ std::vector<int64_t> cutBytes(const Graph& g, int layers) {
     return cut;
 }
 
+int64_t share(int64_t bytes, double fraction) {
+    return fraction >= 1.0 ? bytes : static_cast<int64_t>(std::llround(static_cast<double>(bytes) * fraction));
+}
+
 template <class T>
 std::vector<T> prefix(const std::vector<T>& v) {
     std::vector<T> p(v.size() + 1, T{});
@@ -36,6 +41,27 @@ std::vector<T> prefix(const std::vector<T>& v) {
 }
 
 }  // namespace
+
+Graph tensorParallelRankGraph(const Graph& graph, TensorSplit split) {
+    if (split.tp <= 1) return graph;
+    Graph g = graph;
+    for (size_t i = 0; i < g.ops.size(); ++i) {
+        Op& o = g.ops[i];
+        const double f = rankShare(o, split);
+        o.fwd_flops *= f;
+        o.bwd_flops *= f;
+        if (o.fwd_time_s) *o.fwd_time_s *= f;
+        if (o.bwd_time_s) *o.bwd_time_s *= f;
+        o.moved_bytes = share(o.moved_bytes, f);
+        o.output_bytes = share(o.output_bytes, f);
+        o.temp_bytes = share(o.temp_bytes, f);
+        o.param_bytes = rankParamBytes(graph, split, static_cast<int>(i));
+    }
+    for (Edge& e : g.edges) e.bytes = share(e.bytes, sentShare(graph.ops[static_cast<size_t>(e.src)], split));
+    for (Op& o : g.ops) o.tensor_parallel = TensorParallel::Replicated;
+    g.tensor_parallel_divisor = 1;
+    return g;
+}
 
 LayerCosts::LayerCosts(const Problem& problem)
     : problem_(problem), cost_(problem.graph, problem.cluster) {

@@ -11,6 +11,13 @@
 
 namespace hippie {
 
+// What one rank of t-way tensor parallelism runs, as a graph of its own: every op's FLOPs,
+// profiled times, traffic, output and workspace times its share (CostModel::rankShare), its
+// parameters the rank's (rankParamBytes), each edge's bytes what a rank sends of that tensor
+// (sentShare), and nothing split any more. Costed without a split, it gives the split
+// costs of `graph`; stage-level planners weigh ranks with it. The collectives are not in it.
+Graph tensorParallelRankGraph(const Graph& graph, TensorSplit split);
+
 class LayerCosts {
 public:
     explicit LayerCosts(const Problem& problem);

@@ -27,6 +27,9 @@ int64_t smallestCapacity(const Problem& problem) {
     return static_cast<int64_t>(static_cast<double>(std::max<int64_t>(least, 0)) * (1.0 - problem.memory_headroom));
 }
 
+// The interleaved schedule runs micro-batches in rounds of the pipeline depth.
+bool scheduleTakes(const Plan& plan, int pp, int m) { return plan.schedule != ScheduleKind::Interleaved || m % pp == 0; }
+
 std::string fixed(double v, int digits) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.*f", digits, v);
@@ -86,8 +89,10 @@ std::string describePlan(const Plan& p) {
     for (const StageRange& s : p.stages)
         stages += (stages.empty() ? "" : " | ") + std::to_string(s.first_layer) + "-" + std::to_string(s.last_layer);
     return "pp " + std::to_string(p.pipelineDepth()) + " x dp " + std::to_string(p.dp) +
+           (p.tp > 1 ? " x tp " + std::to_string(p.tp) + (p.sequence_parallel ? " sp" : "") : std::string()) +
            (p.zero_stage > 0 ? " z" + std::to_string(p.zero_stage) : std::string()) + ", m " + std::to_string(p.micro_batches) +
-           ", " + toString(p.schedule) + ", stages " + stages;
+           ", " + toString(p.schedule) + (p.virtual_stages > 1 ? " x" + std::to_string(p.virtual_stages) : std::string()) +
+           ", stages " + stages;
 }
 
 SearchLog::SearchLog(const Problem& problem) : capacity_(smallestCapacity(problem)) {}
@@ -116,7 +121,7 @@ std::optional<Candidate> fitMicroBatches(const Problem& problem, Plan plan, int 
     const std::vector<int> counts = microBatchCounts(problem, plan.dp);
     if (!counts.empty()) first_m = std::min(first_m, counts.back());  // the model's smallest micro-batch caps the count
     for (int m : counts) {
-        if (m < first_m) continue;
+        if (m < first_m || !scheduleTakes(plan, pp, m)) continue;
         if (context.shouldStop()) return std::nullopt;
         plan.micro_batches = m;
         plan.stages = stages(pp, plan.microBatchSize());
@@ -156,7 +161,7 @@ std::optional<Candidate> sweepMicroBatches(const Problem& problem, Plan plan, in
     const std::vector<int> counts = microBatchCounts(problem, plan.dp);
     if (!counts.empty()) first_m = std::min(first_m, counts.back());  // the model's smallest micro-batch caps the count
     for (int m : counts) {
-        if (m < first_m) continue;
+        if (m < first_m || !scheduleTakes(plan, pp, m)) continue;
         if (context.shouldStop()) break;
         plan.micro_batches = m;
         plan.stages = stages(pp, plan.microBatchSize());

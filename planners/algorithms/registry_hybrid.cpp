@@ -3,8 +3,10 @@
 #include <memory>
 
 #include "planners/algorithms/data_parallel.h"
+#include "planners/algorithms/deepspeed_3d.h"
 #include "planners/algorithms/equal_params.h"
 #include "planners/algorithms/gpipe_balance.h"
+#include "planners/algorithms/megatron_planner.h"
 #include "planners/algorithms/pipedream.h"
 #include "planners/algorithms/uniform.h"
 #include "planners/algorithms/zero_planner.h"
@@ -20,7 +22,7 @@ PlannerInfo entry() {
 
 }  // namespace
 
-// The pipeline + data-parallel baselines: what practitioners use today.
+// The pipeline + data-parallel (+ tensor-parallel) baselines: what practitioners use today.
 std::vector<PlannerInfo> hybridPlanners() {
     return {
         entry<DataParallelPlanner>(),
@@ -29,6 +31,8 @@ std::vector<PlannerInfo> hybridPlanners() {
         entry<PipeDreamPlanner>(),
         entry<GPipeBalancePlanner>(),
         entry<ZeroPlanner>(),
+        entry<MegatronPlanner>(),
+        entry<DeepSpeed3DPlanner>(),
     };
 }
 

@@ -58,34 +58,73 @@ namespace {
 bool isSplit(const Op& o) { return o.tensor_parallel != TensorParallel::Replicated; }
 }  // namespace
 
-double CostModel::rankShare(int op) const {
-    const bool divided = isSplit(graph_.ops[static_cast<size_t>(op)]) || split_.sequence_parallel;
-    return divided && split_.tp > 1 ? 1.0 / split_.tp : 1.0;
+double rankShare(const Op& op, TensorSplit split) {
+    const bool divided = isSplit(op) || split.sequence_parallel;
+    return divided && split.tp > 1 ? 1.0 / split.tp : 1.0;
 }
 
-int64_t CostModel::rankParamBytes(int op) const {
-    const Op& o = graph_.ops[static_cast<size_t>(op)];
-    if (!isSplit(o) || split_.tp <= 1) return o.param_bytes;
-    return (o.param_bytes + split_.tp - 1) / split_.tp;
+double CostModel::rankShare(int op) const { return hippie::rankShare(graph_.ops[static_cast<size_t>(op)], split_); }
+
+int64_t rankParamBytes(const Graph& graph, TensorSplit split, int op) {
+    const Op& o = graph.ops[static_cast<size_t>(op)];
+    if (!isSplit(o) || split.tp <= 1) return o.param_bytes;
+    return (o.param_bytes + split.tp - 1) / split.tp;
 }
+
+double sentShare(const Op& producer, TensorSplit split) {
+    if (split.tp <= 1) return 1.0;
+    return producer.tensor_parallel == TensorParallel::Column || split.sequence_parallel ? 1.0 / split.tp : 1.0;
+}
+
+int64_t CostModel::rankParamBytes(int op) const { return hippie::rankParamBytes(graph_, split_, op); }
 
 int64_t CostModel::activationBytes(int op, double samples) const {
     return scaled(graph_.ops[static_cast<size_t>(op)].output_bytes, samples * rankShare(op));
 }
 
-TensorParallelTraffic CostModel::tensorParallelTraffic(std::span<const int> ops, double samples) const {
+TensorParallelTraffic tensorParallelTraffic(const Graph& graph, TensorSplit split, std::span<const int> ops, double samples) {
     TensorParallelTraffic t;
-    if (split_.tp <= 1) return t;
-    std::vector<std::vector<const Edge*>> inputs(graph_.ops.size());
-    for (const Edge& e : graph_.edges) inputs[static_cast<size_t>(e.dst)].push_back(&e);
+    if (split.tp <= 1) return t;
+    std::vector<std::vector<const Edge*>> inputs(graph.ops.size());
+    for (const Edge& e : graph.edges) inputs[static_cast<size_t>(e.dst)].push_back(&e);
     for (int op : ops) {
-        const Op& o = graph_.ops[static_cast<size_t>(op)];
-        if (o.tensor_parallel == TensorParallel::Row) t.forward.push_back(scaled(o.output_bytes, samples));
+        const Op& o = graph.ops[static_cast<size_t>(op)];
+        if (o.tensor_parallel == TensorParallel::Row) t.forward.push_back(scaledBytes(graph, o.output_bytes, samples));
         if (o.tensor_parallel != TensorParallel::Column) continue;
-        for (const Edge* e : inputs[static_cast<size_t>(op)])
-            if (!isSplit(graph_.ops[static_cast<size_t>(e->src)])) t.backward.push_back(scaled(e->bytes, samples));
+        // Only an op that reads nothing split enters the tensor-parallel region: one that reads a
+        // split tensor is inside it already, and reads its whole inputs beside that on every rank
+        // alike (BERT's NSP logits into the vocabulary-split loss), with no collective.
+        const auto& in = inputs[static_cast<size_t>(op)];
+        if (std::any_of(in.begin(), in.end(), [&](const Edge* e) { return isSplit(graph.ops[static_cast<size_t>(e->src)]); })) continue;
+        for (const Edge* e : in) t.backward.push_back(scaledBytes(graph, e->bytes, samples));
     }
     return t;
+}
+
+std::vector<OpTensorParallelTraffic> tensorParallelTrafficByOp(const Graph& graph, TensorSplit split, double samples) {
+    std::vector<OpTensorParallelTraffic> out(graph.ops.size());
+    if (split.tp <= 1) return out;
+    for (size_t op = 0; op < graph.ops.size(); ++op)
+        if (graph.ops[op].tensor_parallel == TensorParallel::Row) {
+            out[op].forward = 1;
+            out[op].forward_bytes = scaledBytes(graph, graph.ops[op].output_bytes, samples);
+        }
+    // As tensorParallelTraffic: only a Column op that reads nothing split enters the region.
+    std::vector<bool> reads_split(graph.ops.size(), false);
+    for (const Edge& e : graph.edges)
+        if (isSplit(graph.ops[static_cast<size_t>(e.src)])) reads_split[static_cast<size_t>(e.dst)] = true;
+    for (const Edge& e : graph.edges) {
+        if (graph.ops[static_cast<size_t>(e.dst)].tensor_parallel != TensorParallel::Column || reads_split[static_cast<size_t>(e.dst)])
+            continue;
+        OpTensorParallelTraffic& t = out[static_cast<size_t>(e.dst)];
+        ++t.backward;
+        t.backward_bytes += scaledBytes(graph, e.bytes, samples);
+    }
+    return out;
+}
+
+TensorParallelTraffic CostModel::tensorParallelTraffic(std::span<const int> ops, double samples) const {
+    return hippie::tensorParallelTraffic(graph_, split_, ops, samples);
 }
 
 double CostModel::passSeconds(double flops, double moved_bytes, int kernels, int device) const {
@@ -175,12 +214,12 @@ double ringHalf(double bytes, int n, const Link& l) {
 }
 }  // namespace
 
-double CostModel::ringCollectiveTime(int64_t bytes, std::span<const int> group, int sharing, int phases) const {
+double CostModel::ringCollectiveTime(double bytes, std::span<const int> group, int sharing, int phases) const {
     const int n = static_cast<int>(group.size());
     if (n <= 1 || bytes <= 0) return 0.0;
     std::map<int, int> per_node;
     for (int d : group) ++per_node[cluster_.nodeOf(d)];
-    const double b = static_cast<double>(bytes);
+    const double b = bytes;
     const Link& first = cluster_.link(group[0], group[1]);
     if (per_node.size() == 1) return phases * ringHalf(b, n, first);
     // Hierarchical: reduce-scatter inside each node, all-reduce of each shard across nodes
@@ -205,23 +244,33 @@ double CostModel::ringCollectiveTime(int64_t bytes, std::span<const int> group, 
 }
 
 double CostModel::allReduceTime(int64_t bytes, std::span<const int> group, int sharing) const {
-    return ringCollectiveTime(bytes, group, sharing, 2);
+    return ringCollectiveTime(static_cast<double>(bytes), group, sharing, 2);
 }
 
 double CostModel::reduceScatterTime(int64_t bytes, std::span<const int> group, int sharing) const {
-    return ringCollectiveTime(bytes, group, sharing, 1);
+    return ringCollectiveTime(static_cast<double>(bytes), group, sharing, 1);
 }
 
 double CostModel::allGatherTime(int64_t bytes, std::span<const int> group, int sharing) const {
-    return ringCollectiveTime(bytes, group, sharing, 1);
+    return ringCollectiveTime(static_cast<double>(bytes), group, sharing, 1);
 }
 
-int64_t CostModel::scaled(int64_t bytes_at_batch, double samples) const {
-    const double bytes = static_cast<double>(bytes_at_batch) * samples / graph_.batch_size;
+double CostModel::tensorParallelTime(int64_t bytes, int count, std::span<const int> group, bool sequence_parallel, int sharing) const {
+    if (count <= 0 || bytes <= 0) return 0.0;
+    const double each = static_cast<double>(bytes) / count;
+    // A reduce-scatter plus an all-gather is a ring all-reduce cut in its two halves.
+    const double one = sequence_parallel ? 2 * ringCollectiveTime(each, group, sharing, 1) : ringCollectiveTime(each, group, sharing, 2);
+    return count * one;
+}
+
+int64_t CostModel::scaled(int64_t bytes_at_batch, double samples) const { return scaledBytes(graph_, bytes_at_batch, samples); }
+
+int64_t scaledBytes(const Graph& graph, int64_t bytes_at_batch, double samples) {
+    const double bytes = static_cast<double>(bytes_at_batch) * samples / graph.batch_size;
     // llround of 2^63 or more is undefined: such a size is the input's error, said as the simulator says it.
     constexpr double kTwoPow63 = 9223372036854775808.0;
     if (!(bytes < kTwoPow63))
-        throw Error("cost model: " + std::to_string(bytes_at_batch) + " bytes at batch " + std::to_string(graph_.batch_size) +
+        throw Error("cost model: " + std::to_string(bytes_at_batch) + " bytes at batch " + std::to_string(graph.batch_size) +
                     " pass 2^63 bytes at " + std::to_string(samples) + " samples; the model's sizes are out of range");
     return static_cast<int64_t>(std::llround(bytes));
 }

@@ -29,12 +29,36 @@ struct TensorSplit {
 // The tensor-parallel collectives of a set of ops for one micro-batch, in op order (bytes of
 // the whole tensor; an all-reduce, or with sequence parallelism a reduce-scatter plus an
 // all-gather of the same bytes). Forward: the partial sums of each Row op's output.
-// Backward: the input gradient of each Column op on each of its inputs that comes from an
-// op that is not split (Megatron's conjugate f operator).
+// Backward: the input gradient of each Column op that reads no split tensor, on each of its
+// inputs (Megatron's conjugate f operator, where the region is entered).
 struct TensorParallelTraffic {
     std::vector<int64_t> forward;
     std::vector<int64_t> backward;
 };
+
+// One op's share of tensorParallelTraffic: how many collectives and their whole tensors'
+// bytes, forward and backward.
+struct OpTensorParallelTraffic {
+    int forward = 0;
+    int backward = 0;
+    int64_t forward_bytes = 0;
+    int64_t backward_bytes = 0;
+};
+
+// The same without a cluster (lowering needs the traffic, not the times): CostModel's
+// rankParamBytes and tensorParallelTraffic for `graph` under `split`, and the traffic of every
+// op at once (one pass over the edges), indexed by op id, to sum over many op sets.
+int64_t rankParamBytes(const Graph& graph, TensorSplit split, int op);
+double rankShare(const Op& op, TensorSplit split);
+TensorParallelTraffic tensorParallelTraffic(const Graph& graph, TensorSplit split, std::span<const int> ops, double samples);
+std::vector<OpTensorParallelTraffic> tensorParallelTrafficByOp(const Graph& graph, TensorSplit split, double samples);
+// Share of an op's output a tensor-parallel rank holds when it leaves for another pipeline
+// stage: a column-split output is 1/tp on each rank; any other output is whole on each rank
+// (each rank sends it whole, as Megatron does without its scatter-gather of pipeline
+// tensors) unless sequence parallelism splits it by sequence (1/tp).
+double sentShare(const Op& producer, TensorSplit split);
+// Bytes at `samples` samples of a size the graph gives for its batch size (CostModel::scaled).
+int64_t scaledBytes(const Graph& graph, int64_t bytes_at_batch, double samples);
 
 struct StaticMemory {
     int64_t params = 0;
@@ -91,6 +115,11 @@ public:
     // (an all-reduce is a reduce-scatter followed by an all-gather).
     double reduceScatterTime(int64_t bytes, std::span<const int> group, int sharing = 1) const;
     double allGatherTime(int64_t bytes, std::span<const int> group, int sharing = 1) const;
+    // The tensor-parallel collectives of one compute instruction (Instr::TensorParallel):
+    // `count` all-reduces of `bytes` in all (or with sequence parallelism `count`
+    // reduce-scatter + all-gather pairs, which a ring times the same), one after the other:
+    // each pays its latency, bytes / count of bandwidth each.
+    double tensorParallelTime(int64_t bytes, int count, std::span<const int> group, bool sequence_parallel, int sharing = 1) const;
 
     // Bytes a sample's activations take: ops scale linearly from the graph's batch size.
     int64_t scaled(int64_t bytes_at_batch, double samples) const;
@@ -108,7 +137,7 @@ private:
     double passSeconds(double flops, double moved_bytes, int kernels, int device) const;
     // Ring collective of `bytes` over `group`, `phases` halves (reduce-scatter or all-gather 1,
     // all-reduce 2): hierarchical across nodes.
-    double ringCollectiveTime(int64_t bytes, std::span<const int> group, int sharing, int phases) const;
+    double ringCollectiveTime(double bytes, std::span<const int> group, int sharing, int phases) const;
     // Bandwidth a flow crossing node boundaries gets when `flows` flows leave `node` at once.
     double portShare(int node, int flows) const;
 

@@ -3,15 +3,28 @@
 // engine when it loads a plan and by the studio's and the agent's checks before launching.
 #include <string>
 
+#include "planners/model/architecture.h"
 #include "planners/schedule/plan.h"
 
 namespace hippie {
 
-// "" when the engine trains the plan's parallelism; otherwise why not.
+// "" when the engine trains the plan's parallelism; otherwise why not. Tensor parallelism is
+// trained for the zoo's transformers (their attention, MLP, embedding and LM head split the
+// Megatron way), sequence parallelism for the GPT models; the engine also refuses a tp that
+// does not divide the model's heads, MLP width or vocabulary, once it has resolved the sizes.
 inline std::string untrainedParallelism(const Plan& p) {
     if (p.tp == 1 && !p.sequence_parallel) return "";
-    return "tensor parallelism (tp " + std::to_string(p.tp) + (p.sequence_parallel ? ", sequence parallel" : "") +
-           ") is planned, not yet trained by this engine; plan with tp 1 to train";
+    const Architecture* arch = p.model.zoo.empty() ? nullptr : publishedArchitecture(p.model.zoo);
+    const std::string family = arch ? familyOf(*arch) : "";
+    const std::string what = "tensor parallelism (tp " + std::to_string(p.tp) + (p.sequence_parallel ? ", sequence parallel" : "") + ")";
+    const std::string model = p.model.zoo.empty() ? "a model file" : "'" + p.model.zoo + "'";
+    if (family != "gpt" && family != "bert" && family != "transformer")
+        return what + " is trained by this engine for the zoo's transformer models (gpt, bert, transformer), not " + model +
+               "; plan with tp 1 to train";
+    if (p.sequence_parallel && family != "gpt")
+        return what + ": sequence parallelism is trained by this engine for the GPT models, not " + model +
+               "; plan without it (tp alone) to train";
+    return "";
 }
 
 }  // namespace hippie

@@ -30,8 +30,19 @@ struct CollectiveInstance {
     double end = 0;
 };
 
+// The tensor-parallel collectives of one compute instruction, over its tp group: they start
+// when every member has finished that compute.
+struct TensorParallelInstance {
+    std::vector<std::pair<int, size_t>> members;  // (stream, instruction index)
+    double ready = 0;
+    bool resolved = false;
+};
+
 struct StreamState {
     size_t pc = 0;
+    size_t last_compute_pc = 0;
+    bool tp_arrived = false;       // registered at the TensorParallel instruction at pc
+    int tp_instance = 0;
     double compute_free = 0;       // when the compute stream is idle again
     double last_compute_end = 0;   // end of the latest compute instruction issued
     double last_compute_start = 0;
@@ -52,6 +63,8 @@ public:
         for (size_t s = 0; s < n; ++s) result_.timing[s].resize(p.streams[s].size());
         posted_per_group_.assign(p.groups.size(), std::vector<int>(n, 0));
         instances_.resize(p.groups.size());
+        tp_posted_.assign(p.groups.size(), std::vector<int>(n, 0));
+        tp_instances_.resize(p.groups.size());
     }
 
     ExecutionResult run() {
@@ -92,6 +105,8 @@ private:
                 sends_[key] = {t.start, t.end};
             } else if (isCollective(in.kind)) {
                 post(s, in);
+            } else if (isTensorParallel(in.kind)) {
+                if (!tensorParallel(s, in)) break;
             } else {
                 if (!tryCompute(s, in, t)) break;
             }
@@ -129,10 +144,43 @@ private:
         st.pending_recvs.clear();
         t.start = ready;
         t.end = ready + durations_.compute(s, in);
+        st.last_compute_pc = st.pc;
         st.compute_free = t.end;
         st.last_compute_end = t.end;
         st.last_compute_start = t.start;
         st.last_compute_was_step = in.kind == InstrKind::OptimizerStep;
+        return true;
+    }
+
+    // A TensorParallel instruction: the members of its group wait for each other after the
+    // compute before it, run its collectives together, and only then go on. True once done.
+    bool tensorParallel(int s, const Instr& in) {
+        StreamState& st = state_[static_cast<size_t>(s)];
+        const auto g = static_cast<size_t>(in.group);
+        if (in.group < 0 || g >= program_.groups.size()) return false;  // the validator names it
+        if (!st.tp_arrived) {
+            const int k = tp_posted_[g][static_cast<size_t>(s)]++;
+            auto& list = tp_instances_[g];
+            if (static_cast<int>(list.size()) <= k) list.resize(static_cast<size_t>(k) + 1);
+            TensorParallelInstance& inst = list[static_cast<size_t>(k)];
+            inst.members.emplace_back(s, st.pc);
+            inst.ready = std::max(inst.ready, st.compute_free);
+            st.tp_arrived = true;
+            st.tp_instance = k;
+        }
+        TensorParallelInstance& inst = tp_instances_[g][static_cast<size_t>(st.tp_instance)];
+        if (!inst.resolved) {
+            if (inst.members.size() < program_.groups[g].size()) return false;
+            const double end = inst.ready + (durations_.tensor_parallel ? durations_.tensor_parallel(in) : 0.0);
+            for (const auto& [m, idx] : inst.members) {
+                StreamState& ms = state_[static_cast<size_t>(m)];
+                result_.timing[static_cast<size_t>(m)][idx] = {inst.ready, end};
+                result_.timing[static_cast<size_t>(m)][ms.last_compute_pc].end = end;  // the unit ends with its collectives
+                ms.compute_free = ms.last_compute_end = end;
+            }
+            inst.resolved = true;
+        }
+        st.tp_arrived = false;
         return true;
     }
 
@@ -204,6 +252,7 @@ private:
         if (in.kind == InstrKind::OptimizerStep && st.collectives_unresolved > 0)
             why += ", waiting for " + std::to_string(st.collectives_unresolved) + " collective(s)";
         if (!st.pending_gathers.empty()) why += ", waiting for its parameters' all-gathers";
+        if (st.tp_arrived) why += ", waiting for the other members of tensor-parallel group " + std::to_string(in.group);
         return why;
     }
 
@@ -215,6 +264,8 @@ private:
     std::unordered_map<uint64_t, double> link_free_;
     std::vector<std::vector<int>> posted_per_group_;  // [group][stream] collectives posted
     std::vector<std::vector<CollectiveInstance>> instances_;
+    std::vector<std::vector<int>> tp_posted_;  // [group][stream] TensorParallel instructions reached
+    std::vector<std::vector<TensorParallelInstance>> tp_instances_;
 };
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "planners/common/error.h"
+#include "planners/cost/cost_model.h"
 #include "planners/schedule/schedule_orders.h"
 #include "planners/schedule/tied_weights.h"
 
@@ -155,7 +156,9 @@ Layout placementLayout(const Plan& plan, const Graph& graph) {
 
 // Buckets of each segment: ops taken from the last backwards, closed when their gradient
 // bytes reach bucket_bytes; the remaining ops form the segment's last bucket.
-std::vector<std::vector<int>> makeBuckets(const Graph& graph, const Layout& l, int64_t bucket_bytes, std::vector<Bucket>& buckets) {
+// `param_bytes`: one tensor-parallel rank's parameter bytes of each op.
+std::vector<std::vector<int>> makeBuckets(const std::vector<int64_t>& param_bytes, const Layout& l, int64_t bucket_bytes,
+                                          std::vector<Bucket>& buckets) {
     std::vector<std::vector<int>> of_segment(l.segments.size());
     for (size_t s = 0; s < l.segments.size(); ++s) {
         Bucket cur;
@@ -163,7 +166,7 @@ std::vector<std::vector<int>> makeBuckets(const Graph& graph, const Layout& l, i
         const auto& ops = l.segments[s].ops;
         for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
             cur.ops.push_back(*it);
-            cur.bytes += graph.ops[static_cast<size_t>(*it)].param_bytes;
+            cur.bytes += param_bytes[static_cast<size_t>(*it)];
             if (cur.bytes >= bucket_bytes && std::next(it) != ops.rend()) {
                 of_segment[s].push_back(static_cast<int>(buckets.size()));
                 buckets.push_back(cur);
@@ -178,16 +181,18 @@ std::vector<std::vector<int>> makeBuckets(const Graph& graph, const Layout& l, i
 }
 
 // Bytes sent from a producer segment to the segments of `consumers`: one tensor per producing
-// op, however many of the consumers read it. `out_edges`: the edges leaving the producer.
-int64_t transferBytes(const Graph& graph, const Layout& l, const std::vector<int>& out_edges, const std::set<int>& consumers) {
+// op, however many of the consumers read it, times the share of it a tensor-parallel rank
+// sends (`tensor_share`, by producing op). `out_edges`: the edges leaving the producer.
+double transferBytes(const Graph& graph, const Layout& l, const std::vector<int>& out_edges, const std::set<int>& consumers,
+                     const std::vector<double>& tensor_share) {
     std::map<int, int64_t> tensor;
     for (int i : out_edges) {
         const Edge& e = graph.edges[static_cast<size_t>(i)];
         if (!consumers.count(l.op_segment[static_cast<size_t>(e.dst)])) continue;
         tensor[e.src] = std::max(tensor[e.src], e.bytes);
     }
-    int64_t sum = 0;
-    for (const auto& [op, bytes] : tensor) sum += bytes;
+    double sum = 0;
+    for (const auto& [op, bytes] : tensor) sum += static_cast<double>(bytes) * tensor_share[static_cast<size_t>(op)];
     return sum;
 }
 
@@ -195,7 +200,8 @@ int64_t transferBytes(const Graph& graph, const Layout& l, const std::vector<int
 // compute that needs them, sends follow the compute that produced their tensor.
 class CommunicationDeriver {
 public:
-    CommunicationDeriver(const Graph& graph, const Layout& l, double mb_scale) : graph_(graph), l_(l), scale_(mb_scale) {
+    CommunicationDeriver(const Graph& graph, const Layout& l, double mb_scale, std::vector<double> tensor_share)
+        : graph_(graph), l_(l), scale_(mb_scale), tensor_share_(std::move(tensor_share)) {
         const size_t n = l.segments.size();
         producers_.resize(n);
         consumers_.resize(n);
@@ -217,7 +223,8 @@ public:
         std::set<std::tuple<int, int, int>> have_grad;                 // (segment, mb, from device)
         std::map<std::pair<int, int>, int> parts_done;                 // (segment, mb) -> backward parts done
         std::map<std::tuple<int, int, int>, int> consumers_done;       // (producer, mb, device) -> consumers done here
-        for (const Instr& in : compute) {
+        for (size_t i = 0; i < compute.size(); ++i) {
+            const Instr& in = compute[i];
             if (in.kind == InstrKind::Forward) {
                 for (int p : producers_[static_cast<size_t>(in.segment)]) {
                     const int from = dev(p, replica);
@@ -234,6 +241,8 @@ public:
                 }
             }
             out.push_back(in);
+            // The compute's tensor-parallel collectives are part of it: its sends follow them.
+            if (i + 1 < compute.size() && isTensorParallel(compute[i + 1].kind)) out.push_back(compute[++i]);
             if (in.kind == InstrKind::Forward) {
                 std::set<int> targets;
                 for (int c : consumers_[static_cast<size_t>(in.segment)]) targets.insert(dev(c, replica));
@@ -282,7 +291,7 @@ private:
         std::set<int> on_device;
         for (int c : consumers_[static_cast<size_t>(producer)])
             if (dev(c, replica) == device) on_device.insert(c);
-        const int64_t b = static_cast<int64_t>(static_cast<double>(transferBytes(graph_, l_, out_edges_[static_cast<size_t>(producer)], on_device)) * scale_);
+        const int64_t b = static_cast<int64_t>(transferBytes(graph_, l_, out_edges_[static_cast<size_t>(producer)], on_device, tensor_share_) * scale_);
         bytes_cache_[key] = b;
         return b;
     }
@@ -300,6 +309,7 @@ private:
     const Graph& graph_;
     const Layout& l_;
     double scale_;
+    std::vector<double> tensor_share_;  // by op: share of its output a tensor-parallel rank sends
     std::vector<std::set<int>> producers_;
     std::vector<std::set<int>> consumers_;
     std::vector<std::vector<int>> out_edges_;  // by segment: indices of the edges leaving it
@@ -419,6 +429,80 @@ std::vector<Instr> zeroGathers(const std::vector<Instr>& in, const Program& prog
     return out;
 }
 
+// The devices of tensor-parallel rank k in a row of replica-major lanes (replica r, rank k at
+// r * tp + k): one per replica.
+std::vector<int> laneGroup(const std::vector<int>& lanes, int tp, int k) {
+    std::vector<int> group;
+    for (size_t i = static_cast<size_t>(k); i < lanes.size(); i += static_cast<size_t>(tp)) group.push_back(lanes[i]);
+    return group;
+}
+
+// The TensorParallel instruction after each compute instruction with tensor-parallel
+// collectives: a segment's forward all-reduces after Forward, those of its recomputed ops
+// after Recompute, its backward ones after Backward (a bucket part: the part's ops) and
+// BackwardInput. BackwardWeight has none.
+class TensorParallelInstructions {
+public:
+    TensorParallelInstructions(const Graph& graph, const Program& prog, TensorSplit split) : prog_(prog) {
+        if (split.tp <= 1) return;
+        const std::vector<OpTensorParallelTraffic> by_op = tensorParallelTrafficByOp(graph, split, prog.micro_batch_size);
+        auto sum = [&](const std::vector<int>& ops, bool backward, bool recomputed_only) {
+            std::pair<int, int64_t> t{0, 0};
+            for (int op : ops) {
+                if (recomputed_only && !prog.recompute_op[static_cast<size_t>(op)]) continue;
+                const OpTensorParallelTraffic& o = by_op[static_cast<size_t>(op)];
+                t.first += backward ? o.backward : o.forward;
+                t.second += backward ? o.backward_bytes : o.forward_bytes;
+            }
+            return t;
+        };
+        for (const Segment& seg : prog.segments) {
+            forward_.push_back(sum(seg.ops, false, false));
+            backward_.push_back(sum(seg.ops, true, false));
+            recompute_.push_back(sum(seg.ops, false, true));
+        }
+        for (const Bucket& b : prog.buckets) bucket_backward_.push_back(sum(b.ops, true, false));
+    }
+
+    // `order` with a TensorParallel instruction of group `group` after each compute that has some.
+    std::vector<Instr> insert(const std::vector<Instr>& order, int group) const {
+        std::vector<Instr> out;
+        out.reserve(order.size() * 2);
+        for (const Instr& in : order) {
+            out.push_back(in);
+            const auto [count, bytes] = collectivesOf(in);
+            if (count == 0) continue;
+            Instr t;
+            t.kind = InstrKind::TensorParallel;
+            t.segment = in.segment;
+            t.mb = in.mb;
+            t.group = group;
+            t.bytes = bytes;
+            t.count = count;
+            t.of = in.kind;
+            t.sequence_parallel = prog_.sequence_parallel;
+            out.push_back(t);
+        }
+        return out;
+    }
+
+private:
+    std::pair<int, int64_t> collectivesOf(const Instr& in) const {
+        const auto seg = static_cast<size_t>(in.segment);
+        switch (in.kind) {
+        case InstrKind::Forward: return forward_[seg];
+        case InstrKind::Recompute: return recompute_[seg];
+        case InstrKind::Backward: return in.bucket >= 0 ? bucket_backward_[static_cast<size_t>(in.bucket)] : backward_[seg];
+        case InstrKind::BackwardInput: return backward_[seg];
+        default: return {0, 0};
+        }
+    }
+
+    const Program& prog_;
+    // (collectives, bytes) per segment, and per bucket for a backward split into bucket parts.
+    std::vector<std::pair<int, int64_t>> forward_, backward_, recompute_, bucket_backward_;
+};
+
 }  // namespace
 
 namespace {
@@ -432,18 +516,20 @@ std::string minMicroBatchText(const Graph& graph) {
 
 namespace {
 
-void checkTensorParallel(const Plan& plan) {
+void checkTensorParallel(const Plan& plan, const Graph& graph) {
     if (plan.tp < 1) throw Error(planError("tp", "is " + std::to_string(plan.tp) + "; the tensor-parallel degree must be at least 1"));
     if (plan.sequence_parallel && plan.tp == 1)
         throw Error(planError("sequence_parallel", "needs tp > 1: sequence parallelism splits over the tensor-parallel ranks"));
     if (plan.tp != 1 && plan.isPlacement())
         throw Error(planError("tp", "placement plans place whole ops on one device each; use 1"));
-    // The planners' side of tensor parallelism ends at the plan for now (issue 15): a
-    // Program with tensor-parallel collectives is the next slice, so such plans are refused
-    // here rather than lowered as if tp were 1.
-    if (plan.tp != 1)
-        throw Error(planError("tp", "is " + std::to_string(plan.tp) +
-                                        ": tensor-parallel plans are not yet lowered to a program (simulated or trained); use 1"));
+    if (plan.tp == 1 || graph.tensorParallelFits(plan.tp)) return;
+    const bool splits = std::any_of(graph.ops.begin(), graph.ops.end(), [](const Op& o) { return o.tensor_parallel != TensorParallel::Replicated; });
+    if (!splits)
+        throw Error(planError("tp", "is " + std::to_string(plan.tp) + " but model '" + graph.name +
+                                        "' marks no op as split by tensor parallelism (ops' tensor_parallel); use 1"));
+    throw Error(planError("tp", "is " + std::to_string(plan.tp) + " but model '" + graph.name + "' splits only by divisors of " +
+                                    std::to_string(graph.tensor_parallel_divisor) +
+                                    " (its tensor_parallel_divisor: the attention heads); use one of those"));
 }
 
 }  // namespace
@@ -482,7 +568,7 @@ void checkPlan(const Plan& plan, const Graph& graph, int cluster_devices) {
                                                 "; ZeRO stages are 0 (none), 1 (optimizer state), 2 (+ gradients) and 3 (+ parameters)"));
     if (plan.zero_stage != 0 && plan.isPlacement())
         throw Error(planError("zero_stage", "placement plans have no data-parallel replicas to shard over; use 0"));
-    checkTensorParallel(plan);
+    checkTensorParallel(plan, graph);
 }
 
 Program lower(const Plan& plan, const Graph& graph) {
@@ -495,7 +581,11 @@ Program lower(const Plan& plan, const Graph& graph) {
     prog.zero_stage = plan.dp > 1 && !plan.isPlacement() ? plan.zero_stage : 0;
 
     const bool placement = plan.isPlacement();
-    const auto device_map = plan.device_map.empty() ? defaultDeviceMap(plan.pipelineDepth(), plan.dp) : plan.device_map;
+    const int tp = placement ? 1 : std::max(plan.tp, 1);
+    prog.tp = tp;
+    prog.sequence_parallel = tp > 1 && plan.sequence_parallel;
+    const TensorSplit split{tp, prog.sequence_parallel};
+    const auto device_map = plan.device_map.empty() ? defaultDeviceMap(plan.pipelineDepth(), plan.dp, tp) : plan.device_map;
     const Layout layout = placement ? placementLayout(plan, graph) : pipelineLayout(plan, graph, device_map);
     prog.segments = layout.segments;
     prog.segment_devices = layout.devices;
@@ -509,18 +599,22 @@ Program lower(const Plan& plan, const Graph& graph) {
         segment_recomputes[static_cast<size_t>(layout.op_segment[op])] = true;
     }
 
-    const auto buckets_of = makeBuckets(graph, layout, plan.bucket_bytes, prog.buckets);
+    std::vector<int64_t> param_bytes(graph.ops.size());
+    for (size_t op = 0; op < graph.ops.size(); ++op) param_bytes[op] = rankParamBytes(graph, split, static_cast<int>(op));
+    const auto buckets_of = makeBuckets(param_bytes, layout, plan.bucket_bytes, prog.buckets);
     std::vector<int> parts_of_segment(layout.segments.size());
-    std::vector<int> group_of_segment(layout.segments.size());
-    for (size_t s = 0; s < layout.segments.size(); ++s) {
-        parts_of_segment[s] = static_cast<int>(buckets_of[s].size());
-        group_of_segment[s] = static_cast<int>(prog.groups.size());
-        prog.groups.push_back(layout.devices[s]);
-    }
+    for (size_t s = 0; s < layout.segments.size(); ++s) parts_of_segment[s] = static_cast<int>(buckets_of[s].size());
+    // Data-parallel groups, one per (segment, tensor-parallel rank k): the replicas' rank k.
+    std::vector<std::vector<int>> group_of_segment(static_cast<size_t>(tp), std::vector<int>(layout.segments.size()));
+    for (size_t s = 0; s < layout.segments.size(); ++s)
+        for (int k = 0; k < tp; ++k) {
+            group_of_segment[static_cast<size_t>(k)][s] = static_cast<int>(prog.groups.size());
+            prog.groups.push_back(laneGroup(layout.devices[s], tp, k));
+        }
 
     // Compute order of each pipeline position (or each device of a placement).
     std::vector<std::vector<Instr>> orders;
-    std::vector<std::vector<int>> position_devices;  // [position][replica]
+    std::vector<std::vector<int>> position_devices;  // [position][replica * tp + k]
     if (placement) {
         std::map<int, std::vector<int>> segments_of_device;
         for (size_t s = 0; s < layout.segments.size(); ++s) segments_of_device[layout.devices[s][0]].push_back(static_cast<int>(s));
@@ -532,15 +626,34 @@ Program lower(const Plan& plan, const Graph& graph) {
         orders = pipelineOrders(plan.schedule, plan.pipelineDepth(), plan.virtual_stages, plan.micro_batches);
         position_devices = device_map;
     }
+    // Tensor-parallel groups, one per (position, replica), after the data-parallel ones.
+    std::vector<std::vector<int>> tp_group_of(position_devices.size());  // [position][replica]
+    if (tp > 1)
+        for (size_t pos = 0; pos < position_devices.size(); ++pos)
+            for (size_t r = 0; r * static_cast<size_t>(tp) < position_devices[pos].size(); ++r) {
+                tp_group_of[pos].push_back(static_cast<int>(prog.groups.size()));
+                const auto first = position_devices[pos].begin() + static_cast<std::ptrdiff_t>(r) * tp;
+                prog.groups.emplace_back(first, first + tp);
+            }
+    const TensorParallelInstructions tp_instructions(graph, prog, split);
 
-    CommunicationDeriver deriver(graph, layout, prog.micro_batch_size / graph.batch_size);
+    std::vector<double> tensor_share(graph.ops.size(), 1.0);
+    for (size_t op = 0; op < graph.ops.size(); ++op) tensor_share[op] = sentShare(graph.ops[op], split);
+    CommunicationDeriver deriver(graph, layout, prog.micro_batch_size / graph.batch_size, std::move(tensor_share));
     for (size_t pos = 0; pos < orders.size(); ++pos) {
-        auto full = finishComputeOrder(orders[pos], plan, prog, buckets_of, group_of_segment, segment_recomputes);
-        if (prog.zero_stage >= 3) full = zeroGathers(full, prog, buckets_of, group_of_segment);
-        for (size_t r = 0; r < position_devices[pos].size(); ++r) {
-            const int device = position_devices[pos][r];
+        // Each tensor-parallel rank's order: the same instructions, with its own data-parallel groups.
+        std::vector<std::vector<Instr>> full(static_cast<size_t>(tp));
+        for (int k = 0; k < tp; ++k) {
+            const auto& groups = group_of_segment[static_cast<size_t>(k)];
+            full[static_cast<size_t>(k)] = finishComputeOrder(orders[pos], plan, prog, buckets_of, groups, segment_recomputes);
+            if (prog.zero_stage >= 3) full[static_cast<size_t>(k)] = zeroGathers(full[static_cast<size_t>(k)], prog, buckets_of, groups);
+        }
+        for (size_t lane = 0; lane < position_devices[pos].size(); ++lane) {
+            const size_t r = lane / static_cast<size_t>(tp), k = lane % static_cast<size_t>(tp);
+            const int device = position_devices[pos][lane];
+            const std::vector<Instr> order = tp > 1 ? tp_instructions.insert(full[k], tp_group_of[pos][r]) : full[k];
             prog.devices.push_back(device);
-            prog.streams.push_back(deriver.derive(full, static_cast<int>(r), device, parts_of_segment));
+            prog.streams.push_back(deriver.derive(order, static_cast<int>(lane), device, parts_of_segment));
         }
     }
     if (!placement) addTiedWeightReductions(prog, graph);

@@ -29,6 +29,15 @@
 //   GEMMs between the collectives on the compute stream and the collectives on the links of
 //   the group. The engine runs them inside the layers' forward and backward; the simulator
 //   times them from `count` and `bytes`. BackwardWeight has none (weight gradients are local).
+//   Layout with tp > 1 (lower.cpp): every (replica r, tp rank k) is a lane, r * tp + k, as in
+//   Plan::device_map; segment_devices[s][lane] is the lane's device, and each lane is a
+//   pipeline of its own for sends and receives: rank k of a stage sends to rank k of the next.
+//   Each rank sends the whole boundary activation (Megatron without its scatter-gather of
+//   pipeline tensors), or its 1/tp sequence slice with sequence parallelism; a column-split
+//   output is 1/tp on each rank either way. groups: first the data-parallel groups, one per
+//   (segment, rank k): the lanes k, tp + k, ... of segment_devices; then the tensor-parallel
+//   groups, one per (pipeline position, replica); then the tied-weight groups, one per rank
+//   k. Buckets hold one rank's share of the gradients.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -115,7 +124,7 @@ struct Program {
     std::vector<std::vector<int>> groups;        // all-reduce groups of global device ids
     std::vector<int> devices;                    // global device id of stream i
     std::vector<std::vector<Instr>> streams;     // streams[i] runs on devices[i]
-    std::vector<std::vector<int>> segment_devices;  // devices holding each segment (one per replica)
+    std::vector<std::vector<int>> segment_devices;  // devices holding each segment (one per replica and tp rank: lane r * tp + k)
     std::vector<bool> recompute_op;               // by op id: activations recomputed in backward
 
     int streamOf(int device) const;  // -1 if the device runs nothing

@@ -4,6 +4,7 @@
 #include <set>
 #include <string>
 
+#include "planners/cost/cost_model.h"
 #include "planners/model/zoo.h"
 
 namespace hippie {
@@ -45,26 +46,32 @@ void addTiedWeightReductions(Program& program, const Graph& graph) {
         const auto& owners = program.segment_devices[static_cast<size_t>(owner_segment)];
         const auto& users = program.segment_devices[static_cast<size_t>(user_segment)];
         if (owners == users) continue;  // one device holds both: the layers share the tensor
-        Bucket b;
-        b.segment = owner_segment;
-        b.tied_segment = user_segment;
-        b.ops = {t.owner_op};
-        b.bytes = t.bytes;
-        const int bucket = static_cast<int>(program.buckets.size());
-        program.buckets.push_back(b);
-        std::set<int> members(owners.begin(), owners.end());
-        members.insert(users.begin(), users.end());
-        const int group = static_cast<int>(program.groups.size());
-        program.groups.emplace_back(members.begin(), members.end());
-        Instr ar;
-        ar.kind = InstrKind::AllReduce;
-        ar.bucket = bucket;
-        ar.group = group;
-        for (size_t s = 0; s < program.streams.size(); ++s) {
-            if (!members.count(program.devices[s])) continue;
-            auto& stream = program.streams[s];
-            auto opt = std::find_if(stream.begin(), stream.end(), [](const Instr& in) { return in.kind == InstrKind::OptimizerStep; });
-            stream.insert(opt, ar);
+        // Tensor parallelism splits the table and the head alike (by vocabulary): rank k's
+        // copies are summed among the rank-k devices, one group per rank.
+        const int tp = std::max(program.tp, 1);
+        for (int k = 0; k < tp; ++k) {
+            Bucket b;
+            b.segment = owner_segment;
+            b.tied_segment = user_segment;
+            b.ops = {t.owner_op};
+            b.bytes = rankParamBytes(graph, TensorSplit{tp, program.sequence_parallel}, t.owner_op);
+            const int bucket = static_cast<int>(program.buckets.size());
+            program.buckets.push_back(b);
+            std::set<int> members;
+            for (const auto* lanes : {&owners, &users})
+                for (size_t i = static_cast<size_t>(k); i < lanes->size(); i += static_cast<size_t>(tp)) members.insert((*lanes)[i]);
+            const int group = static_cast<int>(program.groups.size());
+            program.groups.emplace_back(members.begin(), members.end());
+            Instr ar;
+            ar.kind = InstrKind::AllReduce;
+            ar.bucket = bucket;
+            ar.group = group;
+            for (size_t s = 0; s < program.streams.size(); ++s) {
+                if (!members.count(program.devices[s])) continue;
+                auto& stream = program.streams[s];
+                auto opt = std::find_if(stream.begin(), stream.end(), [](const Instr& in) { return in.kind == InstrKind::OptimizerStep; });
+                stream.insert(opt, ar);
+            }
         }
     }
 }

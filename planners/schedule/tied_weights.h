@@ -26,7 +26,8 @@ std::vector<TiedWeightUse> tiedWeights(const Graph& graph);
 
 // Adds, for every tied weight whose owner and user segments are on different devices, a bucket
 // (Bucket::tied_segment set), its all-reduce group and an AllReduce before the OptimizerStep of
-// each device of the group. Lowering calls it last.
+// each device of the group; with tensor parallelism one per rank, of that rank's share of
+// the weight. Lowering calls it last.
 void addTiedWeightReductions(Program& program, const Graph& graph);
 
 }  // namespace hippie

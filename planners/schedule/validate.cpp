@@ -7,6 +7,7 @@
 #include <set>
 #include <tuple>
 
+#include "planners/cost/cost_model.h"
 #include "planners/schedule/execute.h"
 
 namespace hippie {
@@ -39,6 +40,7 @@ public:
         checkP2PMatching();
         for (size_t s = 0; s < p_.streams.size(); ++s) checkStream(static_cast<int>(s));
         checkCollectives();
+        checkTensorParallelGroups();
         if (r_.ok) checkFinishes();
         return r_;
     }
@@ -58,8 +60,10 @@ private:
         if (p_.streams.size() != p_.devices.size()) problem("streams and devices differ in number");
         if (std::set<int>(p_.devices.begin(), p_.devices.end()).size() != p_.devices.size()) problem("a device has two streams");
         if (p_.segment_devices.size() != p_.segments.size()) problem("segment_devices does not match segments");
+        const int lanes = p_.pipelines * std::max(p_.tp, 1);
         for (const auto& devs : p_.segment_devices)
-            if (static_cast<int>(devs.size()) != p_.pipelines) problem("a segment is not placed once per pipeline");
+            if (static_cast<int>(devs.size()) != lanes)
+                problem("a segment is not placed once per pipeline" + std::string(p_.tp > 1 ? " and tensor-parallel rank" : ""));
     }
 
     void checkSegmentsCoverOps() {
@@ -141,6 +145,10 @@ private:
                 continue;
             }
             if (isSend(in.kind)) continue;  // checked with the compute instruction it follows
+            if (isTensorParallel(in.kind)) {
+                checkTensorParallel(s, i);
+                continue;
+            }
             if (isCollective(in.kind) || in.kind == InstrKind::OptimizerStep) {
                 checkCollective(s, i, grads_ready_buckets, bucket_mb_ready, gathered, stepped);
                 if (in.kind == InstrKind::OptimizerStep) stepped = true;
@@ -201,8 +209,11 @@ private:
                 break;
             default: break;
             }
-            // Sends that follow this compute instruction must carry what it produced.
-            for (size_t j = i + 1; j < stream.size() && isSend(stream[j].kind); ++j) {
+            checkHasItsTensorParallel(s, i);
+            // Sends that follow this compute instruction (and its tensor-parallel collectives)
+            // must carry what it produced.
+            const size_t after = i + 1 < stream.size() && isTensorParallel(stream[i + 1].kind) ? i + 2 : i + 1;
+            for (size_t j = after; j < stream.size() && isSend(stream[j].kind); ++j) {
                 const Instr& snd = stream[j];
                 const bool ok = snd.kind == InstrKind::SendActivation ? forwarded.count({snd.segment, snd.mb}) > 0
                                                                       : input_grad_done.count(key) > 0 && snd.mb == in.mb;
@@ -216,6 +227,104 @@ private:
                 if (!forwarded.count(key) || !input_grad_done.count(key) || !weight_grad_done.count(key))
                     problem("device " + std::to_string(dev) + ": segment " + std::to_string(seg) + " micro-batch " +
                             std::to_string(mb) + " does not run forward and a complete backward");
+            }
+        }
+    }
+
+    // The tensor-parallel collectives a compute instruction runs, from the graph: (count, bytes).
+    std::pair<int, int64_t> expectedTensorParallel(const Instr& in) {
+        if (p_.tp <= 1 || in.segment < 0 || in.segment >= static_cast<int>(p_.segments.size())) return {0, 0};
+        if (tp_by_op_.empty()) tp_by_op_ = tensorParallelTrafficByOp(g_, TensorSplit{p_.tp, p_.sequence_parallel}, p_.micro_batch_size);
+        const std::vector<int>* ops = &p_.segments[static_cast<size_t>(in.segment)].ops;
+        if (in.kind == InstrKind::Backward && in.bucket >= 0 && in.bucket < static_cast<int>(p_.buckets.size()))
+            ops = &p_.buckets[static_cast<size_t>(in.bucket)].ops;
+        const bool backward = in.kind == InstrKind::Backward || in.kind == InstrKind::BackwardInput;
+        if (!backward && in.kind != InstrKind::Forward && in.kind != InstrKind::Recompute) return {0, 0};
+        std::pair<int, int64_t> t{0, 0};
+        for (int op : *ops) {
+            if (op < 0 || static_cast<size_t>(op) >= tp_by_op_.size()) continue;
+            if (in.kind == InstrKind::Recompute && !(static_cast<size_t>(op) < p_.recompute_op.size() && p_.recompute_op[static_cast<size_t>(op)]))
+                continue;
+            const OpTensorParallelTraffic& o = tp_by_op_[static_cast<size_t>(op)];
+            t.first += backward ? o.backward : o.forward;
+            t.second += backward ? o.backward_bytes : o.forward_bytes;
+        }
+        return t;
+    }
+
+    // A compute instruction whose ops have tensor-parallel collectives is followed by them.
+    void checkHasItsTensorParallel(int s, size_t i) {
+        if (p_.tp <= 1) return;
+        const auto& stream = p_.streams[static_cast<size_t>(s)];
+        const auto [count, bytes] = expectedTensorParallel(stream[i]);
+        if (count == 0) return;
+        const bool follows = i + 1 < stream.size() && isTensorParallel(stream[i + 1].kind);
+        if (!follows)
+            problem(at(s, i) + ": its ops have " + std::to_string(count) + " tensor-parallel collective(s) of " + std::to_string(bytes) +
+                    " bytes, but no TensorParallel instruction follows it");
+        else if (stream[i + 1].count != count || stream[i + 1].bytes != bytes)
+            problem(at(s, i + 1) + ": lists " + std::to_string(stream[i + 1].count) + " collective(s) of " +
+                    std::to_string(stream[i + 1].bytes) + " bytes; the ops of " + stream[i].str() + " have " + std::to_string(count) +
+                    " of " + std::to_string(bytes) + " bytes");
+    }
+
+    // A TensorParallel instruction: right after the compute it belongs to, in a tp group of
+    // this device, of the program's kind of collectives.
+    void checkTensorParallel(int s, size_t i) {
+        const auto& stream = p_.streams[static_cast<size_t>(s)];
+        const Instr& in = stream[i];
+        const int dev = p_.devices[static_cast<size_t>(s)];
+        if (p_.tp <= 1) {
+            problem(at(s, i) + ": tensor-parallel collectives in a program without tensor parallelism (tp 1)");
+            return;
+        }
+        const bool of_ok = in.of == InstrKind::Forward || in.of == InstrKind::Recompute || in.of == InstrKind::Backward ||
+                           in.of == InstrKind::BackwardInput;
+        if (!of_ok) problem(at(s, i) + ": belongs to a " + toString(in.of) + ", which runs no tensor-parallel collectives");
+        const Instr* prev = i > 0 ? &stream[i - 1] : nullptr;
+        if (!prev || prev->kind != in.of || prev->segment != in.segment || prev->mb != in.mb)
+            problem(at(s, i) + ": does not follow its compute instruction (" + std::string(toString(in.of)) + " of segment " +
+                    std::to_string(in.segment) + " micro-batch " + std::to_string(in.mb) + ")" +
+                    (prev ? "; it follows " + prev->str() : std::string()));
+        if (in.count < 1 || in.bytes < 0) problem(at(s, i) + ": lists " + std::to_string(in.count) + " collectives of " + std::to_string(in.bytes) + " bytes");
+        if (in.sequence_parallel != p_.sequence_parallel)
+            problem(at(s, i) + std::string(in.sequence_parallel ? ": reduce-scatter + all-gather pairs in a program without sequence parallelism"
+                                                                : ": all-reduces in a sequence-parallel program (reduce-scatter + all-gather pairs)"));
+        if (in.group < 0 || in.group >= static_cast<int>(p_.groups.size())) {
+            problem(at(s, i) + ": names no group of the program");
+            return;
+        }
+        const auto& group = p_.groups[static_cast<size_t>(in.group)];
+        if (static_cast<int>(group.size()) != p_.tp || std::find(group.begin(), group.end(), dev) == group.end())
+            problem(at(s, i) + ": group " + std::to_string(in.group) + " is not a tensor-parallel group of this device (" +
+                    std::to_string(p_.tp) + " devices including " + std::to_string(dev) + ")");
+    }
+
+    // Every member of a tp group runs the same TensorParallel instructions in the same order.
+    void checkTensorParallelGroups() {
+        using Key = std::tuple<int, int, InstrKind, int64_t, int, bool>;
+        std::set<int> named;  // groups some TensorParallel instruction names
+        for (const auto& stream : p_.streams)
+            for (const Instr& in : stream)
+                if (isTensorParallel(in.kind) && in.group >= 0 && in.group < static_cast<int>(p_.groups.size())) named.insert(in.group);
+        for (int g : named) {
+            std::vector<Key> reference;
+            int reference_device = -1;
+            for (int dev : p_.groups[static_cast<size_t>(g)]) {
+                const int s = p_.streamOf(dev);
+                std::vector<Key> seq;
+                if (s >= 0)
+                    for (const Instr& in : p_.streams[static_cast<size_t>(s)])
+                        if (isTensorParallel(in.kind) && in.group == g)
+                            seq.emplace_back(in.segment, in.mb, in.of, in.bytes, in.count, in.sequence_parallel);
+                if (reference_device < 0) {
+                    reference = seq;
+                    reference_device = dev;
+                } else if (seq != reference) {
+                    problem("tensor-parallel group " + std::to_string(g) + ": device " + std::to_string(dev) +
+                            " runs a different sequence of tensor-parallel collectives (" + std::to_string(seq.size()) + ") than device " +
+                            std::to_string(reference_device) + " (" + std::to_string(reference.size()) + ")");
+                }
             }
         }
     }
@@ -309,6 +418,7 @@ private:
         unit.compute = [](int, const Instr&) { return 1.0; };
         unit.transfer = [](const Instr&, int, int) { return 1.0; };
         unit.collective = [](const Instr&) { return 1.0; };
+        unit.tensor_parallel = [](const Instr&) { return 1.0; };
         const ExecutionResult res = execute(p_, unit);
         if (!res.finished) {
             problem("the program deadlocks");
@@ -321,6 +431,7 @@ private:
     ValidationResult r_;
     std::vector<int> op_segment_;
     std::vector<std::set<int>> producers_, consumers_;
+    std::vector<OpTensorParallelTraffic> tp_by_op_;  // computed on first use (tp > 1)
 };
 
 }  // namespace

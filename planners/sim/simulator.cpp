@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include "planners/common/checked.h"
@@ -35,41 +36,60 @@ struct SegmentMemory {
     int buckets = 0;
 };
 
+// Bytes whole on every tensor-parallel rank and bytes split over the ranks (1/tp each).
+struct RankBytes {
+    int64_t whole = 0;
+    int64_t split = 0;
+    void add(int64_t bytes, double share) {
+        int64_t& into = share < 1.0 ? split : whole;
+        into = addBytes(into, bytes);
+    }
+    void add(const RankBytes& other) {
+        whole = addBytes(whole, other.whole);
+        split = addBytes(split, other.split);
+    }
+    // One rank's bytes at `samples` samples.
+    int64_t at(const CostModel& cost, double samples) const {
+        return addBytes(cost.scaled(whole, samples), cost.scaled(split, samples / std::max(cost.split().tp, 1)));
+    }
+};
+
 std::vector<SegmentMemory> segmentMemory(const Program& prog, const CostModel& cost) {
     const Graph& g = cost.graph();
     std::vector<int> seg_of(g.ops.size(), -1);
     for (size_t s = 0; s < prog.segments.size(); ++s)
         for (int op : prog.segments[s].ops) seg_of[static_cast<size_t>(op)] = static_cast<int>(s);
     std::vector<SegmentMemory> out(prog.segments.size());
+    std::vector<RankBytes> kept(prog.segments.size()), recomputed(prog.segments.size()), sent(prog.segments.size()),
+        weight_inputs(prog.segments.size());
     std::vector<bool> read_inside(g.ops.size(), false), read_outside(g.ops.size(), false);
     std::vector<std::set<int>> inputs_from_outside(prog.segments.size());
-    std::vector<int64_t> input_bytes_of_op(g.ops.size(), 0);
+    std::vector<RankBytes> input_bytes_of_op(g.ops.size());
     for (const Edge& e : g.edges) {
         const int a = seg_of[static_cast<size_t>(e.src)], b = seg_of[static_cast<size_t>(e.dst)];
         (a == b ? read_inside : read_outside)[static_cast<size_t>(e.src)] = true;
-        SegmentMemory& into = out[static_cast<size_t>(b)];
-        if (a != b && inputs_from_outside[static_cast<size_t>(b)].insert(e.src).second) into.kept = addBytes(into.kept, e.bytes);
-        input_bytes_of_op[static_cast<size_t>(e.dst)] = addBytes(input_bytes_of_op[static_cast<size_t>(e.dst)], e.bytes);
+        // A rank holds what it received from another stage as it was sent (sentShare), and its
+        // own ops' outputs as the cost model splits them (rankShare).
+        const double share = a == b ? cost.rankShare(e.src) : sentShare(g.ops[static_cast<size_t>(e.src)], cost.split());
+        if (a != b && inputs_from_outside[static_cast<size_t>(b)].insert(e.src).second) kept[static_cast<size_t>(b)].add(e.bytes, share);
+        input_bytes_of_op[static_cast<size_t>(e.dst)].add(e.bytes, share);
     }
+    const double b = prog.micro_batch_size;
     for (size_t s = 0; s < prog.segments.size(); ++s) {
         SegmentMemory& m = out[s];
         for (int op : prog.segments[s].ops) {
             const Op& o = g.ops[static_cast<size_t>(op)];
+            const double share = cost.rankShare(op);
             const bool recompute = prog.recompute_op[static_cast<size_t>(op)];
-            int64_t& held = recompute ? m.recomputed : m.kept;
-            held = addBytes(held, o.output_bytes);
-            if (!recompute && read_outside[static_cast<size_t>(op)] && !read_inside[static_cast<size_t>(op)])
-                m.sent_outputs = addBytes(m.sent_outputs, o.output_bytes);
-            if (o.param_bytes > 0) m.weight_inputs = addBytes(m.weight_inputs, input_bytes_of_op[static_cast<size_t>(op)]);
-            m.temp = std::max(m.temp, o.temp_bytes);
+            (recompute ? recomputed[s] : kept[s]).add(o.output_bytes, share);
+            if (!recompute && read_outside[static_cast<size_t>(op)] && !read_inside[static_cast<size_t>(op)]) sent[s].add(o.output_bytes, share);
+            if (o.param_bytes > 0) weight_inputs[s].add(input_bytes_of_op[static_cast<size_t>(op)]);
+            m.temp = std::max(m.temp, cost.scaled(o.temp_bytes, b * share));
         }
-        m.weight_inputs = std::min(m.weight_inputs, m.kept);
-        const double b = prog.micro_batch_size;
-        m.kept = cost.scaled(m.kept, b);
-        m.recomputed = cost.scaled(m.recomputed, b);
-        m.sent_outputs = cost.scaled(m.sent_outputs, b);
-        m.weight_inputs = cost.scaled(m.weight_inputs, b);
-        m.temp = cost.scaled(m.temp, b);
+        m.kept = kept[s].at(cost, b);
+        m.recomputed = recomputed[s].at(cost, b);
+        m.sent_outputs = sent[s].at(cost, b);
+        m.weight_inputs = std::min(weight_inputs[s].at(cost, b), m.kept);
         (void)addBytes(m.kept, m.recomputed);  // freed together after backward (memoryCurves)
     }
     for (const Bucket& bk : prog.buckets)
@@ -79,8 +99,14 @@ std::vector<SegmentMemory> segmentMemory(const Program& prog, const CostModel& c
 
 class Simulation {
 public:
+    // The costs are those of one rank of the program's tensor parallelism, whatever split
+    // the caller's cost model was made for.
     Simulation(const Program& prog, const Plan& plan, const CostModel& cost, const SimOptions& opt)
-        : prog_(prog), plan_(plan), cost_(cost), opt_(opt), mem_(segmentMemory(prog, cost)) {
+        : prog_(prog),
+          plan_(plan),
+          cost_(cost.graph(), cost.cluster(), TensorSplit{std::max(prog.tp, 1), prog.tp > 1 && prog.sequence_parallel}),
+          opt_(opt),
+          mem_(segmentMemory(prog, cost_)) {
         countPortSharing();
     }
 
@@ -88,15 +114,29 @@ public:
         ExecutionDurations d;
         d.compute = [this](int s, const Instr& in) { return computeTime(prog_.devices[static_cast<size_t>(s)], in); };
         d.transfer = [this](const Instr& in, int from, int to) { return cost_.p2pTime(in.bytes, from, to, sendSharing(from, to)); };
+        // A bucket's collective takes the same time every micro-batch (ZeRO-2 reduce-scatters
+        // each one's): timed once per (kind, bucket, group).
         d.collective = [this](const Instr& in) {
+            const uint64_t key = (static_cast<uint64_t>(in.kind) << 56) | (static_cast<uint64_t>(static_cast<uint32_t>(in.group)) << 28) |
+                                 static_cast<uint32_t>(in.bucket);
+            if (auto it = collective_s_.find(key); it != collective_s_.end()) return it->second;
             const int64_t bytes = prog_.buckets[static_cast<size_t>(in.bucket)].bytes;
             const auto& group = prog_.groups[static_cast<size_t>(in.group)];
             const int sharing = group_sharing_[static_cast<size_t>(in.group)];
+            double t = 0;
             switch (in.kind) {
-            case InstrKind::ReduceScatter: return cost_.reduceScatterTime(bytes, group, sharing);
-            case InstrKind::AllGather: return cost_.allGatherTime(bytes, group, sharing);
-            default: return cost_.allReduceTime(bytes, group, sharing);
+            case InstrKind::ReduceScatter: t = cost_.reduceScatterTime(bytes, group, sharing); break;
+            case InstrKind::AllGather: t = cost_.allGatherTime(bytes, group, sharing); break;
+            default: t = cost_.allReduceTime(bytes, group, sharing); break;
             }
+            return collective_s_[key] = t;
+        };
+        d.tensor_parallel = [this](const Instr& in) {
+            const auto key = std::make_tuple(in.group, in.count, in.bytes, in.sequence_parallel);
+            if (auto it = tensor_parallel_s_.find(key); it != tensor_parallel_s_.end()) return it->second;
+            const auto& group = prog_.groups[static_cast<size_t>(in.group)];
+            return tensor_parallel_s_[key] =
+                       cost_.tensorParallelTime(in.bytes, in.count, group, in.sequence_parallel, group_sharing_[static_cast<size_t>(in.group)]);
         };
         const ExecutionResult res = execute(prog_, d);
         if (!res.finished) throw Error("the program deadlocks: " + res.stuck.front());
@@ -172,9 +212,11 @@ private:
         }
     }
 
+    // Devices of one node share their spec: a segment's times are the same on each (tensor-
+    // parallel ranks and replicas), so they are kept per (segment, node).
     template <class F>
     double cached(std::unordered_map<uint64_t, double>& cache, int segment, int device, F f) {
-        const uint64_t key = (static_cast<uint64_t>(segment) << 32) | static_cast<uint32_t>(device);
+        const uint64_t key = (static_cast<uint64_t>(segment) << 32) | static_cast<uint32_t>(cost_.cluster().nodeOf(device));
         if (auto it = cache.find(key); it != cache.end()) return it->second;
         return cache[key] = f();
     }
@@ -189,17 +231,18 @@ private:
         return ops;
     }
 
-    // Parameters the device's optimizer step updates: under ZeRO, its shard only.
+    // Parameters the device's optimizer step updates (one tensor-parallel rank's): under ZeRO,
+    // its shard only.
     int64_t paramCount(int device) const {
         int64_t bytes = 0;
-        for (int op : hostedOps(device)) bytes += cost_.graph().ops[static_cast<size_t>(op)].param_bytes;
+        for (int op : hostedOps(device)) bytes += cost_.rankParamBytes(op);
         const int64_t count = bytes / activationElementBytes(cost_.precision());
         return prog_.zero_stage > 0 ? (count + prog_.pipelines - 1) / prog_.pipelines : count;
     }
 
     int64_t segmentParamBytes(int segment) const {
         int64_t bytes = 0;
-        for (int op : prog_.segments[static_cast<size_t>(segment)].ops) bytes += cost_.graph().ops[static_cast<size_t>(op)].param_bytes;
+        for (int op : prog_.segments[static_cast<size_t>(segment)].ops) bytes += cost_.rankParamBytes(op);
         return bytes;
     }
 
@@ -344,12 +387,14 @@ private:
 
     const Program& prog_;
     const Plan& plan_;
-    const CostModel& cost_;
+    const CostModel cost_;
     const SimOptions& opt_;
     std::vector<SegmentMemory> mem_;
     std::map<std::pair<int, int>, int> send_sharing_;  // cross-node (from, to) pairs: flows sharing their ports
     std::vector<int> group_sharing_;                   // per all-reduce group: collectives sharing its ports
     std::unordered_map<uint64_t, double> fwd_, bwd_, bwd_w_, recompute_;
+    std::unordered_map<uint64_t, double> collective_s_;  // by (kind, group, bucket)
+    std::map<std::tuple<int, int, int64_t, bool>, double> tensor_parallel_s_;  // by (group, count, bytes, sequence parallel)
 };
 
 }  // namespace

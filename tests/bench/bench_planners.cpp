@@ -95,7 +95,9 @@ Cluster dgxA100Nodes(int nodes) {
 }
 
 std::string shortPlan(const Plan& p) {
-    std::string s = std::to_string(p.pipelineDepth()) + "x" + std::to_string(p.dp) + " m" + std::to_string(p.micro_batches);
+    std::string s = std::to_string(p.pipelineDepth()) + "x" + std::to_string(p.dp) + (p.tp > 1 ? " t" + std::to_string(p.tp) : "") +
+                    (p.sequence_parallel ? " sp" : "") + (p.zero_stage > 0 ? " z" + std::to_string(p.zero_stage) : "") + " m" +
+                    std::to_string(p.micro_batches);
     if (!p.recompute_layers.empty()) s += " rc" + std::to_string(p.recompute_layers.size());
     return s;
 }

@@ -4,7 +4,8 @@
 # 3, resumed with --resume, must end with the losses of the same run left alone, and the store
 # must show one run with two attempts. A run cancelled with Ctrl-C after its first checkpoints
 # resumes to its last step. Then the refusals: an unknown run, a run still running,
-# a run that succeeded, a run without checkpoints, a checkpoint directory that is gone, agents.
+# a run that succeeded, a run without checkpoints, a checkpoint directory that is gone. Then the
+# same interruption and resume of a run with ranks on an agent.
 # Args: HIPPIE_PLAN SOURCE_DIR. The engine comes from HIPPIE_ENGINE or beside hippie-plan.
 set -u
 BIN="$1"
@@ -168,13 +169,61 @@ db.commit()
 EOF
 LIVE="$(sql "$OUT/runs.sqlite" "SELECT MAX(id) FROM runs")"
 expect_error "run $LIVE is still running" dispatch --db "$OUT/runs.sqlite" --resume "$LIVE"
-# Agents: refused before anything is stored, with the reason.
+# Agents: each keeps its ranks' checkpoints under its own work directory. A run with rank 0 on
+# this machine and rank 1 on an agent loses rank 1 at step 5; the agent is restarted without the
+# kill and the run is resumed through it with the token given again, ending with the
+# uninterrupted run's losses.
+AGENT="$BIN_DIR/hippie-agent"
 echo token >"$OUT/token"
 chmod 600 "$OUT/token"
-timeout 60 "$BIN" dispatch --plan "$OUT/plan.json" --worker 127.0.0.1:1 --token-file "$OUT/token" --db "$OUT/agent.sqlite" \
-    --checkpoint-every 2 >"$OUT/out" 2>"$OUT/err"; rc=$?
-[ $rc -eq 2 ] && grep -q "is an agent: an agent keeps each job in a work directory of its own" "$OUT/err" \
-    && pass "agents refuse checkpoints" || fail "agent checkpoints: rc $rc $(cat "$OUT/err")"
+start_agent() {  # PORT ENV... (PORT 0: any)
+    local port=$1
+    shift
+    env "$@" "$AGENT" --listen "127.0.0.1:$port" --token-file "$OUT/token" --work-dir "$OUT/agentwork" --engine "$ENGINE" \
+        >"$OUT/agent.out" 2>"$OUT/agent.err" &
+    AGENT_PID=$!
+    for _ in $(seq 100); do grep -q listening "$OUT/agent.out" && break; sleep 0.1; done
+    APORT="$(sed -n 's/.*"port":\([0-9]*\).*/\1/p' "$OUT/agent.out" | head -1)"
+}
+if [ -x "$AGENT" ]; then
+    start_agent 0 HIPPIE_ENGINE_TEST_KILL=1:5
+    timeout 120 "$BIN" dispatch --plan "$OUT/plan.json" --worker local --worker "127.0.0.1:$APORT" --token-file "$OUT/token" \
+        --engine "$ENGINE" --db "$OUT/agent.sqlite" --work-dir "$OUT/work" --steps $STEPS --seed 3 --checkpoint-every 2 \
+        >"$OUT/ag1.out" 2>"$OUT/err"; rc=$?
+    ARUN="$(run_id "$OUT/ag1.out")"
+    AKEY="$(basename "$(grep '"event":"stored"' "$OUT/ag1.out" | sed -n 's/.*"checkpoint_dir":"\([^"]*\)".*/\1/p' | head -1)")"
+    [ $rc -eq 3 ] && [ -f "$OUT/agentwork/checkpoints/$AKEY/rank-1/step-3.pt" ] && [ -f "$OUT/work/checkpoints/$AKEY/rank-0/step-3.pt" ] \
+        && pass "a run on this machine and an agent failed after its checkpoints, rank 1's on the agent" \
+        || fail "agent run with checkpoints: rc $rc key '$AKEY': $(ls -R "$OUT/agentwork/checkpoints" 2>&1 | head) $(cat "$OUT/err")"
+    kill "$AGENT_PID"
+    wait "$AGENT_PID" 2>/dev/null
+    start_agent "$APORT"
+    expect_error "run $ARUN ran on the agent 127.0.0.1:$APORT: give its token to resume it (--token-file)" \
+        dispatch --db "$OUT/agent.sqlite" --resume "$ARUN"
+    # The agent's checkpoints moved away (its work directory cleared): it refuses the job, naming the key.
+    mv "$OUT/agentwork/checkpoints" "$OUT/agentwork/away"
+    dispatch "$OUT/agent.sqlite" "$OUT/ag2.out" --resume "$ARUN" --token-file "$OUT/token"; rc=$?
+    [ $rc -ne 0 ] && grep -q "'$AKEY', which this agent does not have" "$OUT/ag2.out" "$OUT/err" \
+        && pass "an agent without the checkpoints refuses the resumed job" \
+        || fail "agent without checkpoints: rc $rc $(tail -2 "$OUT/ag2.out") $(cat "$OUT/err")"
+    mv "$OUT/agentwork/away" "$OUT/agentwork/checkpoints"
+    dispatch "$OUT/agent.sqlite" "$OUT/ag3.out" --resume "$ARUN" --token-file "$OUT/token"; rc=$?
+    losses "$OUT/ag3.out" 4 >"$OUT/agent.losses"
+    if [ $rc -eq 0 ] && tail -1 "$OUT/ag3.out" | grep -q '"state":"succeeded"' && [ -s "$OUT/agent.losses" ] \
+        && python3 - "$OUT/ref.tail" "$OUT/agent.losses" <<'EOF'
+import sys
+a = [l.split() for l in open(sys.argv[1])]
+b = [l.split() for l in open(sys.argv[2])]
+sys.exit(0 if len(a) == len(b) and all(x[:2] == y[:2] and abs(float(x[2]) - float(y[2])) <= 1e-6 for x, y in zip(a, b)) else 1)
+EOF
+    then pass "the run resumed through the agent ends with the uninterrupted run's losses"
+    else fail "agent resume: rc $rc $(tail -2 "$OUT/ag3.out") $(cat "$OUT/err") losses $(tr '\n' ';' <"$OUT/agent.losses") vs $(tr '\n' ';' <"$OUT/ref.tail")"
+    fi
+    kill "$AGENT_PID"
+    wait "$AGENT_PID" 2>/dev/null
+else
+    echo "SKIP: agent checkpoints (no hippie-agent beside hippie-plan)"
+fi
 
 # Slurm: the batch script (shown before anything is submitted) writes the checkpoints beside the
 # job's files on the shared directory, or under the login host's home.

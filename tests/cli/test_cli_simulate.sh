@@ -98,4 +98,30 @@ check "$(field "$OUT/z2.json" max_peak_memory_bytes) < $(field "$OUT/z0.json" ma
 if "$BIN" simulate "${ZERO[@]}" --zero 4 >"$OUT/z4.out" 2>"$OUT/z4.err"; then fail "--zero 4 accepted"; fi
 grep -q -- "--zero" "$OUT/z4.err" || fail "--zero 4: the error does not name the flag: $(cat "$OUT/z4.err")"
 
+# --tp / --sp: tensor parallelism in the report, the program and the plan file; each rank's
+# stream carries its tp collectives; a plan file replays it; bad degrees are refused naming
+# the flag.
+TP1=(--model gpt2-small --cluster dgx-a100-1x8 --dp 1 --microbatches 4 --global-batch 16 --precision fp16 --schedule 1f1b)
+TP=("${TP1[@]}" --pp 2)
+plan simulate "${TP[@]}" --tp 4 --program --save-plan "$OUT/tp4.plan.json" >"$OUT/tp4.txt"
+grep -q "pp 2 x dp 1 x tp 4, " "$OUT/tp4.txt" || fail "the report does not name tp 4: $(head -1 "$OUT/tp4.txt")"
+grep -q "tensor groups *\[0 1 2 3\] \[4 5 6 7\]" "$OUT/tp4.txt" || fail "no tensor groups line: $(cat "$OUT/tp4.txt")"
+grep -q "^d0: 0F0 TPAR0F0 0SEND_F0 " "$OUT/tp4.txt" || fail "tp 4 program of d0: $(grep '^d0:' "$OUT/tp4.txt")"
+grep -q "^d5: 0RECV_F0 1F0 TPAR1F0 " "$OUT/tp4.txt" || fail "tp 4 program of d5: $(grep '^d5:' "$OUT/tp4.txt")"
+check "__import__('json').load(open('$OUT/tp4.plan.json'))['tp'] == 4" "the saved plan does not record tp 4"
+plan simulate "${TP[@]}" --tp 4 --json >"$OUT/tp4.json"
+plan simulate --plan "$OUT/tp4.plan.json" --json >"$OUT/tp4-replayed.json"
+cmp -s "$OUT/tp4.json" "$OUT/tp4-replayed.json" || fail "--plan gives other metrics than the tp 4 run that saved it"
+# Each rank holds a quarter of the split weights: the peak falls well below pp 2 alone's.
+plan simulate "${TP[@]}" --json >"$OUT/tp1.json"
+check "$(field "$OUT/tp4.json" max_peak_memory_bytes) < 0.5 * $(field "$OUT/tp1.json" max_peak_memory_bytes)" "tp 4 does not lower the peak"
+plan simulate "${TP[@]}" --tp 4 --sp --program >"$OUT/sp.txt"
+grep -q "tp 4 (sequence parallel)" "$OUT/sp.txt" || fail "the report does not say sequence parallel: $(head -1 "$OUT/sp.txt")"
+grep -q "^d0: 0F0 TPSP0F0 " "$OUT/sp.txt" || fail "sequence-parallel program: $(grep '^d0:' "$OUT/sp.txt")"
+source "$ROOT/tests/cli/expect_error.sh"
+expect_error "--sp needs --tp 2 or more" simulate "${TP[@]}" --sp
+expect_error "--tp 5: model 'gpt2-small' splits only by divisors of 12" simulate "${TP1[@]}" --pp 1 --tp 5
+expect_error "pp 2 x dp 1 x tp 8 needs 16 devices but cluster 'dgx-a100-1x8' has 8" simulate "${TP[@]}" --tp 8
+expect_error "has no op that tensor parallelism splits" simulate "${EQUAL[@]}" --pp 1 --tp 2 --schedule 1f1b
+
 echo "PASS"

@@ -48,7 +48,7 @@ inline Problem zooProblem(const std::string& model, const std::string& cluster, 
     return makeProblem(buildZooModel(spec), buildClusterPreset(cluster), global_batch, Optimizer::Adam);
 }
 
-// Every device of the map distinct and in the cluster; pp rows of dp replicas.
+// Every device of the map distinct and in the cluster; pp rows of dp replicas (x tp ranks).
 inline bool mapIsValid(const std::vector<std::vector<int>>& map, int pp, int dp, int devices) {
     if (static_cast<int>(map.size()) != pp) return false;
     std::set<int> seen;
@@ -66,7 +66,7 @@ inline bool mapIsValid(const std::vector<std::vector<int>>& map, int pp, int dp,
 inline std::string checkFeasiblePlan(const Problem& problem, const PlannerResult& r) {
     std::string bad;
     const Plan& plan = r.plan;
-    if (!mapIsValid(plan.device_map, plan.pipelineDepth(), plan.dp, problem.cluster.deviceCount())) bad += "bad device map; ";
+    if (!mapIsValid(plan.device_map, plan.pipelineDepth(), plan.dp * plan.tp, problem.cluster.deviceCount())) bad += "bad device map; ";
     const ValidationResult v = validate(lower(plan, problem.graph), problem.graph);
     for (const std::string& s : v.problems) bad += s + "; ";
     const TraceMetrics again = evaluate(problem, plan);

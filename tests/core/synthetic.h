@@ -2,6 +2,7 @@
 // Small hand-made graphs and clusters whose timings are known exactly, for schedule and
 // simulator tests: on `exactCluster` a layer of `kFlopsPerSecond` forward FLOPs takes 1 s.
 #include <string>
+#include <tuple>
 
 #include "planners/cluster/cluster.h"
 #include "planners/model/graph.h"
@@ -30,6 +31,42 @@ inline Graph chainGraph(int layers, double fwd_s = 1, double bwd_s = 2, int64_t 
         op.output_bytes = act_bytes;
         g.ops.push_back(op);
         if (i > 0) g.edges.push_back({i - 1, i, act_bytes});
+    }
+    return g;
+}
+
+// A chain of `layers` Megatron-style layers for tensor-parallel tests: in each, a norm
+// (replicated, no FLOPs), a column-parallel linear and a row-parallel one, each of half the
+// layer's `fwd_s` / `bwd_s` and `param_bytes`, each output `act_bytes`. Under t-way tensor
+// parallelism a layer's forward all-reduces the row linear's output and its backward the
+// column linear's input gradient: one collective of `act_bytes` each.
+inline Graph tensorParallelChain(int layers, double fwd_s = 1, double bwd_s = 2, int64_t param_bytes = 1 << 20,
+                                 int64_t act_bytes = 1 << 20, int batch = 1) {
+    Graph g;
+    g.name = "tp-chain" + std::to_string(layers);
+    g.batch_size = batch;
+    g.source.batch_size = batch;
+    g.tensor_parallel_divisor = 8;
+    for (int i = 0; i < layers; ++i) {
+        const std::string prefix = "layer" + std::to_string(i) + ".";
+        for (const auto& [name, kind, tp] : {std::tuple{"norm", "layernorm", TensorParallel::Replicated},
+                                            std::tuple{"fc1", "matmul", TensorParallel::Column},
+                                            std::tuple{"fc2", "matmul", TensorParallel::Row}}) {
+            Op op;
+            op.name = prefix + name;
+            op.kind = kind;
+            op.layer = i;
+            op.tensor_parallel = tp;
+            if (tp != TensorParallel::Replicated) {
+                op.fwd_flops = fwd_s / 2 * kFlopsPerSecond;
+                op.bwd_flops = bwd_s / 2 * kFlopsPerSecond;
+                op.param_bytes = param_bytes / 2;
+            }
+            op.output_bytes = act_bytes;
+            const int id = static_cast<int>(g.ops.size());
+            if (id > 0) g.edges.push_back({id - 1, id, act_bytes});
+            g.ops.push_back(op);
+        }
     }
     return g;
 }

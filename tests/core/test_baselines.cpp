@@ -10,6 +10,7 @@
 #include "planners/algorithms/partition.h"
 #include "planners/algorithms/pipeline_search.h"
 #include "planners/algorithms/registry.h"
+#include "planners/algorithms/tensor_pipeline.h"
 #include "planner_fixtures.h"
 
 using namespace hippie;
@@ -17,7 +18,8 @@ using namespace hippie::test;
 
 namespace {
 
-const std::vector<std::string> kBaselines = {"data-parallel", "equal-params", "uniform", "pipedream", "gpipe-balance", "zero"};
+const std::vector<std::string> kBaselines = {"data-parallel", "equal-params", "uniform", "pipedream", "gpipe-balance", "zero",
+                                             "megatron", "deepspeed-3d"};
 
 PlannerResult run(const std::string& planner, const Problem& problem, double budget_s = 60) {
     PlanContext context(budget_s);
@@ -47,6 +49,15 @@ bool contains(const std::string& s, const std::string& what) { return s.find(wha
 Problem shardingProblem(int64_t memory) {
     const std::vector<int64_t> params(4, kGiB);
     return makeProblem(layeredChain(std::vector<double>(4, 1.0), params, 0), exactCluster(1, 4, memory), 4, Optimizer::Adam);
+}
+
+// Four Megatron layers (tensorParallelChain: norm, column and row linears) of 1 GiB fp32
+// weights each (P = 1 Gi parameters in all), Adam, 1 MiB activations, 8 samples, on 2 nodes of
+// 4 devices of `memory`. Per device with ZeRO-1 over d replicas: weights and gradients 2 x
+// 4 GiB / (t p) plus Adam's 8 GiB / (t p d): t 1 (d 8) 9 GiB, t 2 (d 4) 5 GiB, t 4 (d 2)
+// 3 GiB, t 4 x p 2 (d 1, no ZeRO) 2 GiB; plus two 25 MiB buckets when d > 1.
+Problem tensorParallelProblem(int64_t memory) {
+    return makeProblem(tensorParallelChain(4, 1, 2, kGiB, 1 << 20), exactCluster(2, 4, memory), 8, Optimizer::Adam);
 }
 
 std::string joined(const std::vector<std::string>& lines) {
@@ -195,6 +206,70 @@ private slots:
         const PlannerResult roomy = run("uniform", makeProblem(g, exactCluster(1, 2, 8 * kGiB), 2));
         QVERIFY2(roomy.feasible, roomy.reason.c_str());
         QVERIFY(roomy.plan.recompute_layers.empty());
+    }
+
+    // The Megatron-style baselines try tensor parallelism first, up to a node's devices the
+    // model splits by, then pipeline stages of that degree: gpt2-small's 12 heads cap it at 4 on
+    // 8-GPU nodes; a model without split ops gets pipelines only.
+    void modelParallelSizesInMegatronsOrder() {
+        using Order = std::vector<std::pair<int, int>>;
+        auto order = [](const Problem& p) {
+            Order out;
+            for (const ModelParallelShape& s : modelParallelOrder(p)) out.emplace_back(s.tp, s.pp);
+            return out;
+        };
+        const Problem gpt = zooProblem("gpt2-small", "dgx-a100-2x8", 64);
+        QCOMPARE(nodeTensorParallelDegree(gpt), 4);
+        QCOMPARE(order(gpt), (Order{{1, 1}, {2, 1}, {4, 1}, {4, 2}, {4, 4}}));
+        const Problem chain = twoStageMemoryProblem();  // 6 layers, 2 devices, nothing split
+        QCOMPARE(nodeTensorParallelDegree(chain), 1);
+        QCOMPARE(order(chain), (Order{{1, 1}, {1, 2}}));
+        QCOMPARE(nodeTensorParallelDegree(tensorParallelProblem(kGiB)), 4);
+    }
+
+    // tensorParallelProblem: on 4 GiB devices t 1 and t 2 do not fit and t 4 over 2 replicas
+    // does: both baselines take it (megatron with sequence parallelism, ZeRO-1 over the two
+    // replicas, one stage: the hippie schedule's overlapped all-reduce).
+    void tensorParallelBaselinesTakeTheSmallestSizeThatFits() {
+        const Problem problem = tensorParallelProblem(4 * kGiB);
+        for (const std::string& name : {"megatron", "deepspeed-3d"}) {
+            const PlannerResult r = run(name, problem);
+            QVERIFY2(r.feasible, (name + ": " + r.reason + "\n" + joined(r.log)).c_str());
+            QCOMPARE(r.plan.tp, 4);
+            QCOMPARE(r.plan.sequence_parallel, name == "megatron");
+            QCOMPARE(r.plan.pipelineDepth(), 1);
+            QCOMPARE(r.plan.dp, 2);
+            QCOMPARE(r.plan.zero_stage, 1);
+            QVERIFY(r.plan.recompute_layers.empty());
+            QCOMPARE(r.plan.schedule, name == "megatron" ? ScheduleKind::Hippie : ScheduleKind::OneFOneB);
+            QCOMPARE(checkFeasiblePlan(problem, r), std::string());
+            QVERIFY2(contains(joined(r.log), "pp 1 x dp 4 x tp 2"), joined(r.log).c_str());  // tried, did not fit
+        }
+    }
+
+    // On 2.5 GiB devices only t 4 x p 2 fits (2 GiB): megatron runs it interleaved, two chunks
+    // a device of one layer each (equal layers); deepspeed-3d runs 1F1B with its equal-parameter
+    // stages of two layers.
+    void tensorParallelBaselinesAddStagesAfterANode() {
+        const Problem problem = tensorParallelProblem(5 * kGiB / 2);
+        const PlannerResult m = run("megatron", problem);
+        QVERIFY2(m.feasible, (m.reason + "\n" + joined(m.log)).c_str());
+        QCOMPARE(m.plan.tp, 4);
+        QCOMPARE(m.plan.pipelineDepth(), 2);
+        QCOMPARE(m.plan.dp, 1);
+        QCOMPARE(m.plan.zero_stage, 0);
+        QCOMPARE(m.plan.schedule, ScheduleKind::Interleaved);
+        QCOMPARE(m.plan.virtual_stages, 2);
+        QCOMPARE(ranges(m.plan), (Ranges{{0, 0}, {1, 1}, {2, 2}, {3, 3}}));
+        QCOMPARE(m.plan.micro_batches % 2, 0);
+        QCOMPARE(checkFeasiblePlan(problem, m), std::string());
+        const PlannerResult d = run("deepspeed-3d", problem);
+        QVERIFY2(d.feasible, (d.reason + "\n" + joined(d.log)).c_str());
+        QCOMPARE(d.plan.tp, 4);
+        QVERIFY(!d.plan.sequence_parallel);
+        QCOMPARE(d.plan.schedule, ScheduleKind::OneFOneB);
+        QCOMPARE(ranges(d.plan), (Ranges{{0, 1}, {2, 3}}));
+        QCOMPARE(checkFeasiblePlan(problem, d), std::string());
     }
 
     void dataParallelIsInfeasibleWhenTheModelDoesNotFit() {

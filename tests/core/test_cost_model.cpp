@@ -239,6 +239,20 @@ private slots:
             QCOMPARE(t.forward, (std::vector<int64_t>{sbh, sbh}));
             QCOMPARE(t.backward, (std::vector<int64_t>{sbh, sbh}));
             QCOMPARE(cost.tensorParallelTraffic(block, 1).forward, (std::vector<int64_t>{sbh / 2, sbh / 2}));
+            // The per-op table (one pass for all ops) sums to the same.
+            const std::vector<OpTensorParallelTraffic> by_op = tensorParallelTrafficByOp(g, TensorSplit{4, sp}, 2);
+            OpTensorParallelTraffic sum;
+            for (int op : block) {
+                const OpTensorParallelTraffic& o = by_op[static_cast<size_t>(op)];
+                sum.forward += o.forward;
+                sum.backward += o.backward;
+                sum.forward_bytes += o.forward_bytes;
+                sum.backward_bytes += o.backward_bytes;
+            }
+            QCOMPARE(sum.forward, 2);
+            QCOMPARE(sum.backward, 2);
+            QCOMPARE(sum.forward_bytes, 2 * sbh);
+            QCOMPARE(sum.backward_bytes, 2 * sbh);
         }
         QVERIFY(CostModel(g, c).tensorParallelTraffic(block, 2).forward.empty());
         const std::vector<int> all{0, 1, 2, 3};

@@ -29,7 +29,7 @@ bool contains(const std::string& s, const std::string& what) { return s.find(wha
 // Plans of the documented space: per (pp, dp, m) and ZeRO stage (0-2 when dp > 1), the splits
 // of the layers into pp stages, each stage of two or more layers recomputing or not.
 // splits[l][p]: ways for l layers.
-int64_t spaceSize(int layers, int devices, int global_batch) {
+int64_t spaceSize(int layers, int devices, int global_batch, const std::vector<int>& tensor_parallel = {1}) {
     const size_t n = static_cast<size_t>(layers);
     std::vector<std::vector<int64_t>> splits(n + 1, std::vector<int64_t>(n + 1, 0));
     splits[0][0] = 1;
@@ -37,8 +37,9 @@ int64_t spaceSize(int layers, int devices, int global_batch) {
         for (size_t p = 1; p <= l; ++p)
             for (size_t last = 1; last <= l; ++last) splits[l][p] += splits[l - last][p - 1] * (last >= 2 ? 2 : 1);
     int64_t total = 0;
-    for (int pp = 1; pp <= std::min(layers, devices); ++pp)
-        for (int dp = 1; pp * dp <= devices; ++dp) {
+    for (int tp : tensor_parallel)
+    for (int pp = 1; pp <= std::min(layers, devices / tp); ++pp)
+        for (int dp = 1; pp * dp * tp <= devices; ++dp) {
             if (global_batch % dp != 0) continue;
             int micro_batch_counts = 0;
             for (int m = 1; m <= global_batch / dp; ++m) micro_batch_counts += (global_batch / dp) % m == 0;
@@ -75,6 +76,33 @@ private slots:
         QVERIFY(r.feasible);
         const std::string expected = "simulated " + std::to_string(spaceSize(layers, devices, batch)) + " plans";
         QVERIFY2(contains(r.log.front(), expected), (r.log.front() + " / expected " + expected).c_str());
+    }
+
+    // With layers tensor parallelism splits, the space has every power-of-two degree up to a
+    // node's devices (with sequence parallelism): 5 Megatron layers on 1 node of 4 devices take
+    // t = 1, 2 and 4; on 2 nodes of 2 devices t = 1 and 2 only.
+    void simulatesEveryTensorParallelDegree() {
+        const Graph g = tensorParallelChain(5, 1, 2, kMiB, kMiB / 4);
+        PlannerResult r = run(makeProblem(g, exactCluster(1, 4), 4));
+        QVERIFY(r.feasible);
+        std::string expected = "simulated " + std::to_string(spaceSize(5, 4, 4, {1, 2, 4})) + " plans";
+        QVERIFY2(contains(r.log.front(), expected), (r.log.front() + " / expected " + expected).c_str());
+        r = run(makeProblem(g, exactCluster(2, 2), 4));
+        expected = "simulated " + std::to_string(spaceSize(5, 4, 4, {1, 2})) + " plans";
+        QVERIFY2(contains(r.log.front(), expected), (r.log.front() + " / expected " + expected).c_str());
+    }
+
+    // Free links: splitting a layer over t devices costs nothing, so for the most memory
+    // efficiency the oracle splits over all four (every layer's weights and activations
+    // divided by 4, the same samples/s as four replicas).
+    void tensorParallelismWinsOnFreeLinks() {
+        Problem p = makeProblem(tensorParallelChain(4, 1, 2, 4 * kMiB, kMiB), exactCluster(1, 4), 4, Optimizer::Adam);
+        p.objective = Objective::MemoryEfficiency;
+        const PlannerResult r = run(p);
+        QVERIFY2(r.feasible, r.reason.c_str());
+        QCOMPARE(r.plan.tp, 4);
+        QVERIFY(r.plan.sequence_parallel);
+        QVERIFY(checkFeasiblePlan(p, r).empty());
     }
 
     void dataParallelIsFastestForTwoEqualLayers() {

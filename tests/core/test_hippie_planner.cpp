@@ -7,6 +7,7 @@
 #include <chrono>
 #include <thread>
 
+#include "planners/algorithms/pipeline_search.h"
 #include "planners/algorithms/registry.h"
 #include "planners/common/error.h"
 #include "planner_fixtures.h"
@@ -123,6 +124,44 @@ private slots:
                                 .arg(best, 0, 'g', 12)
                                 .arg(QString::fromStdString(found.log.back()))
                                 .arg(QString::fromStdString(oracle.log.back()))));
+        const std::string bad = checkFeasiblePlan(problem, found);
+        QVERIFY2(bad.empty(), bad.c_str());
+    }
+
+    // Tensor parallelism in the space (Megatron layers that split): free links, where splitting
+    // costs nothing, and slow ones, where its collectives on the critical path cost much;
+    // loose and tight memory. The adaptive search finds the oracle's optimum.
+    void equalsTheExhaustiveOptimumWithTensorParallelism_data() {
+        QTest::addColumn<bool>("slow");
+        QTest::addColumn<int>("objective");
+        QTest::addColumn<qint64>("memory");
+        using O = Objective;
+        QTest::newRow("free links, loose, me") << false << int(O::MemoryEfficiency) << qint64(kLoose);
+        QTest::newRow("free links, loose, throughput") << false << int(O::Throughput) << qint64(kLoose);
+        QTest::newRow("slow links, loose, me-floor") << true << int(O::MemoryEfficiencyWithThroughputFloor) << qint64(kLoose);
+        QTest::newRow("slow links, tight, throughput") << true << int(O::Throughput) << qint64(80 * kMiB);
+        QTest::newRow("slow links, tight, me") << true << int(O::MemoryEfficiency) << qint64(80 * kMiB);
+    }
+    void equalsTheExhaustiveOptimumWithTensorParallelism() {
+        QFETCH(bool, slow);
+        QFETCH(int, objective);
+        QFETCH(qint64, memory);
+        const Cluster cluster = slow ? slowLinksCluster(1, 4, memory) : freeLinksCluster(1, 4, memory);
+        Problem problem = makeProblem(tensorParallelChain(6, 1, 2, 8 * kMiB, kMiB), cluster, 8, Optimizer::Adam);
+        problem.objective = static_cast<Objective>(objective);
+        const PlannerResult oracle = run("exhaustive", problem);
+        const PlannerResult found = run("hippie", problem);
+        QVERIFY2(oracle.feasible, oracle.reason.c_str());
+        QVERIFY2(found.feasible, found.reason.c_str());
+        const double best = value(oracle, problem.objective), got = value(found, problem.objective);
+        QVERIFY2(std::abs(got - best) <= kRelativeTolerance * best,
+                 qPrintable(QString("hippie %1 (%2), exhaustive %3 (%4)")
+                                .arg(got, 0, 'g', 12)
+                                .arg(QString::fromStdString(describePlan(found.plan)))
+                                .arg(best, 0, 'g', 12)
+                                .arg(QString::fromStdString(describePlan(oracle.plan)))));
+        // Where splitting is free and memory counts, the optimum splits.
+        if (!slow && problem.objective == Objective::MemoryEfficiency) QVERIFY(found.plan.tp > 1);
         const std::string bad = checkFeasiblePlan(problem, found);
         QVERIFY2(bad.empty(), bad.c_str());
     }

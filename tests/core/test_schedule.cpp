@@ -105,15 +105,16 @@ private slots:
         QVERIFY2(s1.find("0B1 AR0 AR1 OPT") != std::string::npos, s1.c_str());
     }
 
-    // Tensor parallelism is planned but not lowered yet: checkPlan refuses it naming the
-    // field instead of lowering every rank as if it ran the whole model.
-    void tensorParallelPlansAreCheckedAndNotYetLowered() {
-        const Graph g = chainGraph(2);
+    // Tensor-parallel plans are checked naming the field: a model with no op to split, a
+    // device map without tp devices a replica, too few devices (test_tensor_parallel lowers them).
+    void tensorParallelPlansAreChecked() {
+        const Graph g = tensorParallelChain(2);
         Plan plan = pipelinePlan(2, 2, 1, 2, ScheduleKind::OneFOneB);
         plan.tp = 2;
         plan.device_map = defaultDeviceMap(2, 1, 2);
-        std::string msg = expectThrow([&] { checkPlan(plan, g, 4); });
-        QVERIFY2(msg.find("field 'tp'") != std::string::npos && msg.find("not yet lowered") != std::string::npos, msg.c_str());
+        checkPlan(plan, g, 4);
+        std::string msg = expectThrow([&] { checkPlan(plan, chainGraph(2), 4); });
+        QVERIFY2(msg.find("field 'tp'") != std::string::npos && msg.find("marks no op") != std::string::npos, msg.c_str());
         plan.device_map = defaultDeviceMap(2, 1);  // dp devices a stage, not dp x tp
         msg = expectThrow([&] { checkPlan(plan, g, 4); });
         QVERIFY2(msg.find("device_map[0]") != std::string::npos && msg.find("dp x tp") != std::string::npos, msg.c_str());

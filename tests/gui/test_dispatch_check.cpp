@@ -90,8 +90,8 @@ private slots:
         QVERIFY(text.contains(QStringLiteral("Train 7 step(s)")));
     }
 
-    // The planners plan tensor parallelism; no engine trains it yet: refused before anything
-    // starts, on this machine and on agents alike.
+    // The engine trains tensor parallelism of the zoo's transformers only: a tiny model's is
+    // refused before anything starts, on this machine and on agents alike.
     void tensorParallelPlansAreRefused() {
         for (const bool local : {true, false}) {
             Plan p = pipelinePlan("gpt-tiny", 2, 1);
@@ -102,7 +102,8 @@ private slots:
             QVERIFY(!c.canRun(true));
             QCOMPARE(c.blockers.size(), 1);
             QCOMPARE(c.blockers[0], QStringLiteral("The hippie plan cannot run: tensor parallelism (tp 2, sequence parallel) is "
-                                                   "planned, not yet trained by this engine; plan with tp 1 to train."));
+                                                   "trained by this engine for the zoo's transformer models (gpt, bert, transformer), "
+                                                   "not 'gpt-tiny'; plan with tp 1 to train."));
         }
     }
 

@@ -320,7 +320,9 @@ private slots:
             json submit = submitOf("pt" + std::to_string(answers.size()), plan, 1);
             submit["job"]["graph"] = graph;
             raw.send(submit);
-            std::string message = raw.nextOf("rejected").value("message", "");
+            const json rejected = raw.nextOf("rejected");
+            if (!rejected.is_object()) { QTest::qWait(500); QVERIFY2(false, qPrintable(agent.stderrText())); }
+            std::string message = rejected.value("message", "");
             QVERIFY2(message.find("TorchScript") != std::string::npos, message.c_str());
             message.replace(message.find(file.toStdString()), static_cast<size_t>(file.size()), "FILE");
             message.replace(message.find("'pt"), 4, "'ptN");
@@ -394,6 +396,57 @@ private slots:
         QVERIFY2(r.errors.size() >= 2, qPrintable(dumpMessages(r)));
         QVERIFY2(r.errors.first().contains(QLatin1String("bad message")), qPrintable(dumpMessages(r)));
         QVERIFY(r.refused.first().contains(QLatin1String("bye")));
+    }
+
+    // Replies are held to the protocol's fields as requests are: an event carrying a field the
+    // protocol does not have is reported, not delivered, and the next message is read; a welcome
+    // with one refuses the connection at once, naming the field.
+    void clientRefusesUnknownReplyFields() {
+        const auto fakeAgent = [](QTcpServer& fake, QByteArray reply) {
+            QObject::connect(&fake, &QTcpServer::newConnection, [&fake, reply] {
+                QTcpSocket* s = fake.nextPendingConnection();
+                QObject::connect(s, &QTcpSocket::readyRead, s, [s, reply] {
+                    s->readAll();
+                    s->write(reply);
+                });
+            });
+        };
+        {
+            QTcpServer fake;
+            QVERIFY(fake.listen(QHostAddress::LocalHost, 0));
+            fakeAgent(fake, "{\"type\":\"welcome\",\"protocol\":1,\"heartbeat_ms\":1000}\n"
+                            "{\"type\":\"event\",\"job\":\"j\",\"seq\":1,\"event\":{\"event\":\"log\"},\"extra\":[[[1]]]}\n"
+                            "{\"type\":\"event\",\"job\":\"j\",\"seq\":1,\"event\":{\"event\":\"log\"}}\n"
+                            "{\"type\":\"refused\",\"message\":\"bye\"}\n");
+            hj::AgentAddress address;
+            address.host = QStringLiteral("127.0.0.1");
+            address.port = fake.serverPort();
+            address.token = QStringLiteral("t");
+            hj::AgentClient c(address);
+            Recorder r(c);
+            c.connectToAgent();
+            QVERIFY(waitUntil([&] { return !r.refused.isEmpty(); }, 10000));
+            QVERIFY2(r.errors.size() == 1, qPrintable(dumpMessages(r)));
+            QVERIFY2(r.errors.first().contains(QLatin1String("'event' reply")) && r.errors.first().contains(QLatin1String("extra")),
+                     qPrintable(dumpMessages(r)));
+            QCOMPARE(r.events.size(), size_t(1));  // the well-formed copy of event 1, once
+            QCOMPARE(r.events.front().seq, qint64(1));
+        }
+        {
+            QTcpServer fake;
+            QVERIFY(fake.listen(QHostAddress::LocalHost, 0));
+            fakeAgent(fake, "{\"type\":\"welcome\",\"protocol\":1,\"admin\":true}\n");
+            hj::AgentAddress address;
+            address.host = QStringLiteral("127.0.0.1");
+            address.port = fake.serverPort();
+            address.token = QStringLiteral("t");
+            hj::AgentClient c(address);
+            Recorder r(c);
+            c.connectToAgent();
+            QVERIFY(waitUntil([&] { return !r.refused.isEmpty(); }, 10000));
+            QVERIFY2(r.refused.first().contains(QLatin1String("welcome")) && r.refused.first().contains(QLatin1String("admin")),
+                     qPrintable(dumpMessages(r)));
+        }
     }
 
     // A token file others can read is no secret: refused as ssh refuses such keys.

@@ -44,6 +44,9 @@ hj::JobSpec sampleJob() {
     s.op_timeout_s = 30;
     s.trace_every_step = true;
     s.dump_params = "params-{rank}.json";
+    s.checkpoint_every = 3;
+    s.checkpoint_key = "run-first-attempt";
+    s.resume = true;
     return s;
 }
 
@@ -89,6 +92,9 @@ private slots:
         QCOMPARE(b.op_timeout_s, a.op_timeout_s);
         QCOMPARE(b.trace_every_step, a.trace_every_step);
         QCOMPARE(b.dump_params, a.dump_params);
+        QCOMPARE(b.checkpoint_every, a.checkpoint_every);
+        QCOMPARE(b.checkpoint_key, a.checkpoint_key);
+        QCOMPARE(b.resume, a.resume);
         QVERIFY(b.graph.is_null());
         QVERIFY(hj::jobToJson(b) == j);
     }
@@ -99,6 +105,9 @@ private slots:
         QCOMPARE(s.world_size, 1);
         QCOMPARE(s.master_port, 0);
         QCOMPARE(s.master_addr, std::string("127.0.0.1"));
+        QCOMPARE(s.checkpoint_every, 0);
+        QVERIFY(s.checkpoint_key.empty());
+        QVERIFY(!s.resume);
     }
 
     void badFieldIsNamed_data() {
@@ -125,6 +134,11 @@ private slots:
         QTest::newRow("trace_every_step int") << "trace_every_step" << "1";
         QTest::newRow("dump_params number") << "dump_params" << "3";
         QTest::newRow("graph array") << "graph" << "[1]";
+        QTest::newRow("checkpoint_every negative") << "checkpoint_every" << "-2";
+        QTest::newRow("checkpoint_key leaves the directory") << "checkpoint_key" << R"("../../etc")";
+        QTest::newRow("checkpoint_key empty") << "checkpoint_key" << R"("")";
+        QTest::newRow("checkpoint_key missing with resume") << "checkpoint_key" << "absent";
+        QTest::newRow("resume text") << "resume" << R"("yes")";
     }
     void badFieldIsNamed() {
         QFETCH(QString, field);
@@ -231,14 +245,16 @@ private slots:
         s.plan["model"] = {{"file", "/home/me/model.json"}, {"batch_size", 16}};
         QVERIFY(errorOf([&] { hj::JobRunner::checkSpec(s); }).contains(QLatin1String("'graph'")));
         QVERIFY(errorOf([&] { hj::JobRunner::checkSpec(sampleJob()); }).isEmpty());
-        // Tensor parallelism is planned, not trained: the agent refuses it before starting ranks.
+        // Tensor parallelism of a model the engine does not split (a tiny model): the agent
+        // refuses it before starting ranks.
         s = sampleJob();
         s.plan["version"] = 4;
         s.plan["tp"] = 2;
         s.plan["device_map"] = {{0, 1}, {2, 3}};
         s.world_size = 4;
         const QString tp = errorOf([&] { hj::JobRunner::checkSpec(s); });
-        QVERIFY2(tp.contains(QLatin1String("tensor parallelism (tp 2) is planned, not yet trained by this engine")), qPrintable(tp));
+        QVERIFY2(tp.contains(QLatin1String("tensor parallelism (tp 2) is trained by this engine for the zoo's transformer models")),
+                 qPrintable(tp));
     }
 
     void runnerKeepsFilesInsideTheWorkDir_data() {

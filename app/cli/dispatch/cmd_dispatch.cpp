@@ -1,6 +1,6 @@
 // hippie-plan dispatch --plan FILE --worker HOST:PORT|local [--worker ...] [--token-file F] [--db FILE]
 //                      [--steps N] [--seed S] [--checkpoint-every N] [--progress]
-// hippie-plan dispatch --resume RUN [--db FILE] [--engine PATH] [--progress]
+// hippie-plan dispatch --resume RUN [--db FILE] [--engine PATH] [--token-file F] [--progress]
 // hippie-plan dispatch --plan FILE --slurm [--login HOST] [--partition P --account A --time T
 //                      --extra-sbatch '...'] [--show-script]
 #include "app/cli/dispatch/cmd_dispatch.h"
@@ -168,9 +168,16 @@ int runDispatch(const DispatchOptions& o) {
     QCoreApplication::setOrganizationName(QStringLiteral("hippie"));
 
     // The store's default path needs the application's name: a resumed run is read from it now.
-    const dispatch::RunRequest req = resuming ? dispatch::resumeRequest(QString::fromStdString(o.db), o.resume_run,
-                                                                         {QString::fromStdString(o.engine)})
-                                              : *fresh;
+    dispatch::ResumeOverrides overrides;
+    overrides.engine = QString::fromStdString(o.engine);
+    overrides.token_hint = QStringLiteral("--token-file");
+    if (resuming && !o.token_file.empty()) {
+        jobs::AgentAddress agent;
+        agent.token = QString::fromStdString(readToken(o.token_file));
+        agent.fingerprint_sha256 = QString::fromStdString(o.fingerprint);
+        overrides.agent = [agent](const QString&, quint16) { return std::optional<jobs::AgentAddress>(agent); };
+    }
+    const dispatch::RunRequest req = resuming ? dispatch::resumeRequest(QString::fromStdString(o.db), o.resume_run, overrides) : *fresh;
     const bool slurm = std::any_of(req.workers.begin(), req.workers.end(), [](const dispatch::WorkerTarget& w) { return w.slurm.has_value(); });
     if (o.show_script && !slurm) throw Error("--show-script is for runs on a Slurm cluster");
 
@@ -275,11 +282,11 @@ Command addDispatchCommand(CLI::App& app) {
     cmd->add_option("--cluster", opts->cluster, "cluster preset or file for the prediction (default: the plan's)");
     CLI::Option* every = cmd->add_option("--checkpoint-every", opts->checkpoint_every,
                                          "every rank writes a checkpoint every N steps (and after the last) into a directory "
-                                         "of the run, so that it can be resumed (local and Slurm workers)")
+                                         "of the run (on an agent: under its work directory), so that it can be resumed")
                              ->check(CLI::Range(1, 1000000));
     CLI::Option* resume = cmd->add_option("--resume", opts->resume_run,
                                           "continue failed/cancelled/lost run RUN from the newest checkpoint every rank has, "
-                                          "with its stored plan, steps, options and workers")
+                                          "with its stored plan, steps, options and workers (agents: give --token-file again)")
                               ->check(CLI::Range(1LL, std::numeric_limits<long long>::max()));
     cmd->add_flag("--progress", opts->progress, "one line per step instead of JSON lines");
     cmd->add_flag("--slurm", opts->slurm, "run on a Slurm cluster (sbatch here, or on --login through ssh) instead of --worker");

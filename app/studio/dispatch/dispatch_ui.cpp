@@ -95,7 +95,11 @@ dispatch::RunController* DispatchUi::resumeRun(qint64 run_id) {
     const QString db = db_path_.isEmpty() ? history_->dbPath() : db_path_;
     dispatch::RunRequest req;
     try {
-        req = dispatch::resumeRequest(db, run_id, {workers_->engineForRuns()});
+        dispatch::ResumeOverrides o;
+        o.engine = workers_->engineForRuns();
+        o.agent = [this](const QString& host, quint16 port) { return workers_->agentAt(host, port); };
+        o.token_hint = tr("add the agent with its token under Workers");
+        req = dispatch::resumeRequest(db, run_id, o);
     } catch (const Error& e) {
         QMessageBox::warning(window_, tr("Resume run #%1").arg(run_id), QString::fromUtf8(e.what()));
         history_->refresh();

@@ -203,6 +203,12 @@ QString WorkersPanel::label(int i) const {
     return w.local ? tr("This machine") : w.address.display() + (w.address.fingerprint_sha256.isEmpty() ? QString() : tr(" (TLS)"));
 }
 
+std::optional<jobs::AgentAddress> WorkersPanel::agentAt(const QString& host, quint16 port) const {
+    for (const Worker& w : workers_)
+        if (!w.local && !w.slurm && w.address.host == host && w.address.port == port) return w.address;
+    return std::nullopt;
+}
+
 dispatch::WorkerTarget WorkersPanel::target(int i) const {
     const Worker& w = workers_[static_cast<size_t>(i)];
     dispatch::WorkerTarget t;

@@ -38,6 +38,9 @@ public:
     QString stateText(int i) const { return workers_[static_cast<size_t>(i)].state; }
     const nlohmann::json& devices(int i) const { return workers_[static_cast<size_t>(i)].devices; }
     dispatch::WorkerTarget target(int i) const;
+    // The agent at host:port as this panel knows it (its token, its TLS pin); nullopt when it is
+    // not in the list.
+    std::optional<jobs::AgentAddress> agentAt(const QString& host, quint16 port) const;
 
     int addAgent(const jobs::AgentAddress& address, bool remember);  // connects and probes at once
     int addSlurm(const dispatch::SlurmTarget& cluster);              // Workers ▸ Add Slurm cluster…

@@ -151,15 +151,19 @@ Pending Comm::recv(torch::Tensor& t, int peer, int tag) {
     return Pending(impl);
 }
 
-Pending Comm::allReduceSum(const torch::Tensor& t, int group) {
+Pending Comm::allReduceSum(const torch::Tensor& t, int group) { return allReduce(t, group, false); }
+
+Pending Comm::allReduceMax(const torch::Tensor& t, int group) { return allReduce(t, group, true); }
+
+Pending Comm::allReduce(const torch::Tensor& t, int group, bool max) {
     auto impl = std::make_shared<Pending::Impl>();
     impl->keep = {s_->staged ? t.to(torch::kCPU) : t};
     if (s_->staged) impl->after = [t, host = impl->keep[0]]() mutable { t.copy_(host); };
     std::string ranks;
     for (int m : s_->members.at(group)) ranks += (ranks.empty() ? "" : ",") + std::to_string(m);
-    impl->what = "all-reduce in group " + std::to_string(group) + " (ranks " + ranks + ")";
+    impl->what = std::string(max ? "max " : "") + "all-reduce in group " + std::to_string(group) + " (ranks " + ranks + ")";
     ::c10d::AllreduceOptions o;
-    o.reduceOp = ::c10d::ReduceOp::SUM;
+    o.reduceOp = max ? ::c10d::ReduceOp::MAX : ::c10d::ReduceOp::SUM;
     try {
         impl->work = s_->groups.at(group)->allreduce(impl->keep, o);
     } catch (const std::exception& e) {

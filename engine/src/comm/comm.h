@@ -68,6 +68,7 @@ public:
     Pending send(const torch::Tensor& t, int peer, int tag);
     Pending recv(torch::Tensor& t, int peer, int tag);
     Pending allReduceSum(const torch::Tensor& t, int group);
+    Pending allReduceMax(const torch::Tensor& t, int group);
     // Every member's `shard` (the same numel on all) into `out` (numel = members x shard), in
     // the group's member order. Gloo and NCCL both have all-gather; Gloo in LibTorch 1.13 has
     // no reduce-scatter, which the executor composes from allReduceSum (ZeRO 2/3).
@@ -78,6 +79,7 @@ public:
     std::string storeGet(const std::string& key);  // waits up to the connect timeout
 
 private:
+    Pending allReduce(const torch::Tensor& t, int group, bool max);
     struct State;
     std::unique_ptr<State> s_;
     int rank_ = 0;

@@ -16,6 +16,7 @@
 #include <torch/torch.h>
 
 #include "engine/src/models/layer_keys.h"
+#include "engine/src/models/tensor_parallel.h"
 
 namespace hippie::engine {
 
@@ -40,6 +41,17 @@ public:
     // setTied() before the first forward (the owner's tensor, or an identical replica).
     virtual std::optional<TiedWeight> tiedWeight() const { return std::nullopt; }
     virtual void setTied(const torch::Tensor&) {}
+
+    // Tensor parallelism (models/tensor_parallel.h). This layer split over `tp`: rank
+    // tp.rank()'s slices of this layer's parameters (the layer a one-process run builds);
+    // layers that cannot be split throw.
+    virtual std::shared_ptr<LayerModule> splitTensorParallel(const TpContext& /*tp*/) const {
+        TORCH_CHECK(false, "layer ", name(), " cannot be split by tensor parallelism");
+        return nullptr;
+    }
+    // A split layer's split parameters by name (as named_parameters() names them), and how
+    // each is cut; every other parameter is whole on every rank of the group.
+    virtual std::map<std::string, ParamSplit> tensorParallelSplits() const { return {}; }
 };
 using LayerPtr = std::shared_ptr<LayerModule>;
 

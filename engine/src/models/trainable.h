@@ -35,6 +35,24 @@ public:
     virtual torch::Tensor loss(const torch::Tensor& output, const torch::Tensor& targets) const = 0;
     // The loss from the live tensors after the last layer: chained models read kChainKey.
     virtual torch::Tensor loss(const Live& live, const torch::Tensor& targets) const { return loss(live.at(kChainKey), targets); }
+    // Tensor parallelism (models/tensor_parallel.h): "" when the model can be split over
+    // tp ranks (with sequence parallelism when asked), else why not.
+    virtual std::string tensorParallelProblem(int tp, bool /*sequence_parallel*/) const {
+        return tp <= 1 ? "" : name() + ": tensor parallelism splits the zoo's transformer models (gpt, bert, transformer) only; plan it with tp 1";
+    }
+    // Layers [first, last] split over `tp`: this rank's slices of the layers layers() builds
+    // for the same seed. Without tensor parallelism, layers().
+    virtual std::vector<LayerPtr> tensorParallelLayers(int first, int last, uint64_t seed, const torch::Device& device,
+                                                       const TpContext& tp) const {
+        if (tp.enabled()) throw Error(tensorParallelProblem(tp.size(), tp.sequence_parallel));
+        return layers(first, last, seed, device);
+    }
+    // The loss from the live tensors of split layers (logits split by vocabulary): the same value
+    // on every rank of the group, equal to loss() of the whole model's outputs.
+    virtual torch::Tensor tensorParallelLoss(const Live& live, const torch::Tensor& targets, const TpContext& tp) const {
+        if (tp.enabled()) throw Error(tensorParallelProblem(tp.size(), tp.sequence_parallel));
+        return loss(live, targets);
+    }
     // Token models (GPT, BERT): vocabulary and sequence length, for token-id data files; a
     // vocabulary of 0 for models that do not read tokens.
     virtual int64_t vocabSize() const { return 0; }

@@ -20,6 +20,14 @@ enum class LayerInit { Published, Constructed };
 
 // Layer `layer`, freshly initialised from the global torch generator.
 LayerPtr buildZooLayer(const Architecture& arch, int layer, LayerInit init = LayerInit::Published);
+// The same layer split by tensor parallelism over `tp` (models/tensor_parallel.h): the layer
+// above, built and initialised whole from the generator's current state, then cut to this
+// rank's slices, so that the tp ranks together hold exactly the whole layer's parameters.
+LayerPtr buildZooLayer(const Architecture& arch, int layer, const TpContext& tp);
+
+// "" when the engine trains `arch` split over `tp` ranks (with sequence parallelism when
+// `sequence_parallel`); otherwise why not, naming the sizes that do not divide.
+std::string tensorParallelProblem(const Architecture& arch, int tp, bool sequence_parallel);
 
 // Per family (zoo_transformer_layers.cpp, zoo_cnn_layers.cpp, zoo_rnn_layers.cpp).
 std::vector<std::string> gptLayerNames(const GptArch& a);

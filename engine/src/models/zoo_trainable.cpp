@@ -58,6 +58,12 @@ Tensor tokenLoss(const Tensor& logits, const Tensor& targets) {
     return F::cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}));
 }
 
+// The same over logits split by vocabulary (this rank's columns).
+Tensor tokenLoss(const Tensor& logits, const Tensor& targets, const TpContext& tp) {
+    if (!tp.enabled()) return tokenLoss(logits, targets);
+    return vocabParallelCrossEntropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}), *tp.group);
+}
+
 class ZooTrainable : public Trainable {
 public:
     explicit ZooTrainable(const ModelSpec& spec) : name_(spec.zoo), arch_(resolveArchitecture(spec)), layers_(zooLayerCount(arch_)) {}
@@ -65,10 +71,20 @@ public:
     int layerCount() const override { return layers_; }
     bool chained() const override { return false; }
     std::vector<LayerPtr> layers(int first, int last, uint64_t seed, const torch::Device& device) const override {
+        return tensorParallelLayers(first, last, seed, device, TpContext{});
+    }
+    std::string tensorParallelProblem(int tp, bool sequence_parallel) const override {
+        const std::string why = engine::tensorParallelProblem(arch_, tp, sequence_parallel);
+        return why.empty() ? "" : name_ + ": " + why;
+    }
+    std::vector<LayerPtr> tensorParallelLayers(int first, int last, uint64_t seed, const torch::Device& device,
+                                               const TpContext& tp) const override {
+        if (const std::string why = tensorParallelProblem(tp.size(), tp.sequence_parallel); !why.empty()) throw Error(why);
         std::vector<LayerPtr> out;
         for (int i = first; i <= last; ++i) {
+            // The whole layer from the layer's seed, then this rank's slices of it.
             torch::manual_seed(seed * kLayerSeedStride + static_cast<uint64_t>(i));
-            out.push_back(buildZooLayer(arch_, i));
+            out.push_back(tp.enabled() ? buildZooLayer(arch_, i, tp) : buildZooLayer(arch_, i));
             out.back()->to(device);
         }
         return out;
@@ -99,14 +115,16 @@ public:
         TORCH_CHECK(false, "zoo model ", name_, ": the loss reads the live tensors of the head");
         return Tensor();
     }
-    Tensor loss(const Live& live, const Tensor& targets) const override {
+    Tensor loss(const Live& live, const Tensor& targets) const override { return tensorParallelLoss(live, targets, TpContext{}); }
+    // Split models' token logits are split by vocabulary; everything else is whole on every rank.
+    Tensor tensorParallelLoss(const Live& live, const Tensor& targets, const TpContext& tp) const override {
         return std::visit(
-            Overloaded{[&](const GptArch&) { return tokenLoss(live.at("head.lm_head"), targets); },
+            Overloaded{[&](const GptArch&) { return tokenLoss(live.at("head.lm_head"), targets, tp); },
                        [&](const BertArch& a) {
-                           return tokenLoss(live.at("head.mlm_decoder"), targets.narrow(1, 0, a.seq_len)) +
+                           return tokenLoss(live.at("head.mlm_decoder"), targets.narrow(1, 0, a.seq_len), tp) +
                                   F::cross_entropy(live.at("head.nsp"), targets.select(1, a.seq_len));
                        },
-                       [&](const TransformerArch&) { return tokenLoss(live.at("head.output_proj"), targets); },
+                       [&](const TransformerArch&) { return tokenLoss(live.at("head.output_proj"), targets, tp); },
                        [&](const GnmtArch&) { return tokenLoss(live.at("head.classifier"), targets); },
                        [&](const ResNetArch&) { return F::cross_entropy(live.at("head.fc"), targets); },
                        [&](const VggArch&) { return F::cross_entropy(live.at("fc8.fc"), targets); },

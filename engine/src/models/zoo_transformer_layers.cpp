@@ -1,6 +1,7 @@
 // GPT, BERT and the Transformer (big) as LibTorch layers, following architecture.h and the
 // wiring of planners/model/zoo_transformers.cpp op for op.
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "engine/src/models/zoo_layers.h"
@@ -40,11 +41,16 @@ struct BlockShape {
     bool cross = false; // decoder block of an encoder-decoder
 };
 
-// One transformer block: zoo_transformers.cpp's preNormBlock / postNormBlock.
+// One transformer block: zoo_transformers.cpp's preNormBlock / postNormBlock. Split by tensor
+// parallelism (Megatron-LM), attention by heads (the fused QKV projection by columns: this
+// rank's heads of Q, K and V; the output projection by rows) and the MLP (fc1 by columns, fc2
+// by rows), each split pair entered through f and left through g (models/tensor_parallel.h).
+// The LayerNorms and residual adds run whole on every rank, or with sequence parallelism on
+// this rank's part of the sequence (the pairs then all-gather and reduce-scatter it).
 class Block : public LayerModule {
 public:
     Block(const BlockShape& s, std::string name, std::string input, std::string memory)
-        : s_(s), name_(std::move(name)), input_(std::move(input)), memory_(std::move(memory)) {
+        : s_(s), name_(std::move(name)), input_(std::move(input)), memory_(std::move(memory)), heads_(s.heads) {
         const int64_t d = s.d_model;
         norm1 = register_module(s.pre_norm ? "ln1" : "attn_norm", layerNorm(d));
         qkv = register_module("attn_qkv", nn::Linear(d, 3 * d));
@@ -58,6 +64,31 @@ public:
         norm2 = register_module(s.pre_norm ? "ln2" : "mlp_norm", layerNorm(d));
         fc1 = register_module("mlp_fc1", nn::Linear(d, s.d_ff));
         fc2 = register_module("mlp_fc2", nn::Linear(s.d_ff, d));
+        qkv_ = dense(qkv.ptr());
+        proj_ = dense(proj.ptr());
+        fc1_ = dense(fc1.ptr());
+        fc2_ = dense(fc2.ptr());
+        if (s.cross) {
+            cross_q_ = dense(cross_q.ptr());
+            cross_kv_ = dense(cross_kv.ptr());
+            cross_proj_ = dense(cross_proj.ptr());
+        }
+    }
+    // `whole` split over `tp`: its LayerNorms, and this rank's slices of its linears.
+    Block(const Block& whole, const TpContext& tp)
+        : s_(whole.s_), name_(whole.name_), input_(whole.input_), memory_(whole.memory_), heads_(whole.s_.heads / tp.size()) {
+        norm1 = register_module(s_.pre_norm ? "ln1" : "attn_norm", whole.norm1);
+        qkv_ = column("attn_qkv", whole.qkv, tp, 3);  // this rank's heads of Q, K and V
+        proj_ = row("attn_proj", whole.proj, tp);
+        if (s_.cross) {
+            norm_cross = register_module(s_.pre_norm ? "ln_cross" : "cross_norm", whole.norm_cross);
+            cross_q_ = column("cross_q", whole.cross_q, tp, 1);
+            cross_kv_ = column("cross_kv", whole.cross_kv, tp, 2);  // this rank's heads of K and V
+            cross_proj_ = row("cross_proj", whole.cross_proj, tp);
+        }
+        norm2 = register_module(s_.pre_norm ? "ln2" : "mlp_norm", whole.norm2);
+        fc1_ = column("mlp_fc1", whole.fc1, tp, 1);
+        fc2_ = row("mlp_fc2", whole.fc2, tp);
     }
     void run(Live& live) override {
         Tensor x = live.at(input_);
@@ -73,42 +104,68 @@ public:
         if (s_.cross) x = norm_cross->forward(x + crossAttention(x, memory));
         live[name_ + ".mlp_norm"] = norm2->forward(x + mlp(x));
     }
+    LayerPtr splitTensorParallel(const TpContext& tp) const override { return std::make_shared<Block>(*this, tp); }
+    std::map<std::string, ParamSplit> tensorParallelSplits() const override { return splits_; }
 
     nn::LayerNorm norm1{nullptr}, norm_cross{nullptr}, norm2{nullptr};
+    // The whole block's linears (null when split).
     nn::Linear qkv{nullptr}, proj{nullptr}, cross_q{nullptr}, cross_kv{nullptr}, cross_proj{nullptr}, fc1{nullptr}, fc2{nullptr};
 
 private:
+    using Dense = std::function<Tensor(const Tensor&)>;
+    template <class M>
+    static Dense dense(std::shared_ptr<M> m) {
+        return [m](const Tensor& x) { return m->forward(x); };
+    }
+    Dense column(const std::string& name, const nn::Linear& whole, const TpContext& tp, int64_t chunks) {
+        auto m = register_module(name, ColumnParallelLinear(whole, tp, chunks));
+        for (const auto& [param, split] : m->splits()) splits_[name + "." + param] = split;
+        return dense(m);
+    }
+    Dense row(const std::string& name, const nn::Linear& whole, const TpContext& tp) {
+        auto m = register_module(name, RowParallelLinear(whole, tp));
+        for (const auto& [param, split] : m->splits()) splits_[name + "." + param] = split;
+        return dense(m);
+    }
     Tensor selfAttention(const Tensor& x) {
-        const auto parts = qkv->forward(x).chunk(3, 2);
-        return proj->forward(attend(parts[0], parts[1], parts[2], s_.heads, s_.causal));
+        const auto parts = qkv_(x).chunk(3, 2);
+        return proj_(attend(parts[0], parts[1], parts[2], heads_, s_.causal));
     }
     Tensor crossAttention(const Tensor& x, const Tensor& memory) {
-        const auto kv = cross_kv->forward(memory).chunk(2, 2);
-        return cross_proj->forward(attend(cross_q->forward(x), kv[0], kv[1], s_.heads, false));
+        const auto kv = cross_kv_(memory).chunk(2, 2);
+        return cross_proj_(attend(cross_q_(x), kv[0], kv[1], heads_, false));
     }
     Tensor mlp(const Tensor& x) {
-        const Tensor h = fc1->forward(x);
-        return fc2->forward(s_.gelu ? torch::gelu(h, "tanh") : torch::relu(h));
+        const Tensor h = fc1_(x);
+        return fc2_(s_.gelu ? torch::gelu(h, "tanh") : torch::relu(h));
     }
     BlockShape s_;
     std::string name_, input_, memory_;
+    int64_t heads_;  // this rank's
+    Dense qkv_, proj_, cross_q_, cross_kv_, cross_proj_, fc1_, fc2_;
+    std::map<std::string, ParamSplit> splits_;
 };
 
 // A head whose projection reuses the embedding table of layer 0.
+// Split by tensor parallelism, the table is this rank's rows of the vocabulary (the embedding
+// is split the same way) and the head computes this rank's columns of the logits.
 class TiedHead : public LayerModule {
 public:
-    TiedHead(std::string owner_param) : owner_param_(std::move(owner_param)) {}
+    TiedHead(std::string owner_param, TpContext tp = {}) : owner_param_(std::move(owner_param)), tp_(std::move(tp)) {}
     std::optional<TiedWeight> tiedWeight() const override { return TiedWeight{0, owner_param_}; }
     void setTied(const Tensor& w) override { table_ = w; }
 
 protected:
     Tensor project(const Tensor& x) const {
         TORCH_CHECK(table_.defined(), "the tied weight ", owner_param_, " was not handed to the head");
+        if (tp_.enabled()) return vocabParallelLogits(x, table_, tp_);
         return torch::matmul(x, table_.t());
     }
+    const TpContext& tp() const { return tp_; }
 
 private:
     std::string owner_param_;
+    TpContext tp_;
     Tensor table_;
 };
 
@@ -116,23 +173,44 @@ Tensor positionsOf(const Tensor& tokens) { return torch::arange(tokens.size(1), 
 
 // ---- GPT ------------------------------------------------------------------------------------
 
+// Split by tensor parallelism: the token table by vocabulary (models/tensor_parallel.h); with
+// sequence parallelism the output is this rank's part of the sequence, positions included.
 class GptEmbed : public LayerModule {
 public:
     explicit GptEmbed(const GptArch& a)
         : token_embed(register_module("token_embed", nn::Embedding(a.vocab, a.d_model))),
-          position_embed(register_module("position_embed", nn::Embedding(a.positions, a.d_model))) {}
+          position_embed(register_module("position_embed", nn::Embedding(a.positions, a.d_model))) {
+        lookup_ = [e = token_embed.ptr()](const Tensor& t) { return e->forward(t); };
+    }
+    GptEmbed(const GptEmbed& whole, const TpContext& tp) : tp_(tp) {
+        auto split = register_module("token_embed", VocabParallelEmbedding(whole.token_embed, tp));
+        position_embed = register_module("position_embed", whole.position_embed);
+        lookup_ = [split](const Tensor& t) { return split->forward(t); };
+    }
     void run(Live& live) override {
         const Tensor tokens = live.at(kDataKey);
-        live["embed.sum"] = token_embed->forward(tokens) + position_embed->forward(positionsOf(tokens)).unsqueeze(0);
+        live["embed.sum"] = lookup_(tokens) + sequenceShard(position_embed->forward(positionsOf(tokens)).unsqueeze(0), tp_);
     }
-    nn::Embedding token_embed, position_embed;
+    LayerPtr splitTensorParallel(const TpContext& tp) const override { return std::make_shared<GptEmbed>(*this, tp); }
+    std::map<std::string, ParamSplit> tensorParallelSplits() const override {
+        if (!tp_.enabled()) return {};
+        return {{"token_embed.weight", ParamSplit{0, 1}}};
+    }
+    nn::Embedding token_embed{nullptr}, position_embed{nullptr};  // token_embed: null when split
+
+private:
+    TpContext tp_;
+    std::function<Tensor(const Tensor&)> lookup_;
 };
 
 class GptHead : public TiedHead {
 public:
     GptHead(const GptArch& a, std::string input)
         : TiedHead("token_embed.weight"), input_(std::move(input)), ln_f(register_module("ln_f", layerNorm(a.d_model))) {}
+    GptHead(const GptHead& whole, const TpContext& tp)
+        : TiedHead("token_embed.weight", tp), input_(whole.input_), ln_f(register_module("ln_f", whole.ln_f)) {}
     void run(Live& live) override { live["head.lm_head"] = project(ln_f->forward(live.at(input_))); }
+    LayerPtr splitTensorParallel(const TpContext& tp) const override { return std::make_shared<GptHead>(*this, tp); }
 
 private:
     std::string input_;
@@ -146,22 +224,43 @@ std::string blockName(int i) { return "block" + std::to_string(i); }
 // ---- BERT -----------------------------------------------------------------------------------
 
 // Token ids in, with a fixed segment pattern (first half sentence A, second half B).
+// Split by tensor parallelism: the word table by vocabulary (sequence parallelism is not built
+// for BERT: its pooler reads the first token, which would live on one rank).
 class BertEmbed : public LayerModule {
 public:
     explicit BertEmbed(const BertArch& a)
         : word_embed(register_module("word_embed", nn::Embedding(a.vocab, a.d_model))),
           position_embed(register_module("position_embed", nn::Embedding(a.positions, a.d_model))),
           segment_embed(register_module("segment_embed", nn::Embedding(a.segments, a.d_model))),
-          norm(register_module("norm", layerNorm(a.d_model))) {}
+          norm(register_module("norm", layerNorm(a.d_model))) {
+        lookup_ = [e = word_embed.ptr()](const Tensor& t) { return e->forward(t); };
+    }
+    BertEmbed(const BertEmbed& whole, const TpContext& tp) : tp_(tp) {
+        TORCH_CHECK(!tp.sequence_parallel, "BERT is not built with sequence parallelism");
+        auto split = register_module("word_embed", VocabParallelEmbedding(whole.word_embed, tp));
+        position_embed = register_module("position_embed", whole.position_embed);
+        segment_embed = register_module("segment_embed", whole.segment_embed);
+        norm = register_module("norm", whole.norm);
+        lookup_ = [split](const Tensor& t) { return split->forward(t); };
+    }
     void run(Live& live) override {
         const Tensor tokens = live.at(kDataKey);
         const Tensor positions = positionsOf(tokens);
         const Tensor segments = (positions >= tokens.size(1) / 2).to(torch::kLong);
-        const Tensor x = word_embed->forward(tokens) + (position_embed->forward(positions) + segment_embed->forward(segments)).unsqueeze(0);
+        const Tensor x = lookup_(tokens) + (position_embed->forward(positions) + segment_embed->forward(segments)).unsqueeze(0);
         live["embed.norm"] = norm->forward(x);
     }
-    nn::Embedding word_embed, position_embed, segment_embed;
-    nn::LayerNorm norm;
+    LayerPtr splitTensorParallel(const TpContext& tp) const override { return std::make_shared<BertEmbed>(*this, tp); }
+    std::map<std::string, ParamSplit> tensorParallelSplits() const override {
+        if (!tp_.enabled()) return {};
+        return {{"word_embed.weight", ParamSplit{0, 1}}};
+    }
+    nn::Embedding word_embed{nullptr}, position_embed{nullptr}, segment_embed{nullptr};  // word_embed: null when split
+    nn::LayerNorm norm{nullptr};
+
+private:
+    TpContext tp_;
+    std::function<Tensor(const Tensor&)> lookup_;
 };
 
 class BertHead : public TiedHead {
@@ -173,6 +272,19 @@ public:
           mlm_transform(register_module("mlm_transform", nn::Linear(a.d_model, a.d_model))),
           mlm_norm(register_module("mlm_norm", layerNorm(a.d_model))),
           mlm_decoder_bias(register_parameter("mlm_decoder_bias", torch::zeros({a.vocab}))) {}
+    // Split: the decoder's table and bias by vocabulary; pooler, NSP and transform whole.
+    BertHead(const BertHead& whole, const TpContext& tp)
+        : TiedHead("word_embed.weight", tp), input_(whole.input_), pooler(register_module("pooler", whole.pooler)),
+          nsp(register_module("nsp", whole.nsp)), mlm_transform(register_module("mlm_transform", whole.mlm_transform)),
+          mlm_norm(register_module("mlm_norm", whole.mlm_norm)),
+          mlm_decoder_bias(register_parameter("mlm_decoder_bias", shardOf(whole.mlm_decoder_bias, ParamSplit{0, 1}, tp.rank(), tp.size()))) {
+        TORCH_CHECK(!tp.sequence_parallel, "BERT is not built with sequence parallelism");
+    }
+    LayerPtr splitTensorParallel(const TpContext& tp) const override { return std::make_shared<BertHead>(*this, tp); }
+    std::map<std::string, ParamSplit> tensorParallelSplits() const override {
+        if (!tp().enabled()) return {};
+        return {{"mlm_decoder_bias", ParamSplit{0, 1}}};
+    }
     void run(Live& live) override {
         const Tensor x = live.at(input_);
         live["head.nsp"] = nsp->forward(torch::tanh(pooler->forward(x.select(1, 0))));
@@ -203,26 +315,45 @@ Tensor sinusoids(int64_t seq, int64_t d, const torch::TensorOptions& opt) {
 }
 
 // Input: [b, 2, seq] token ids, source then target.
+// Split by tensor parallelism: the shared table by vocabulary (sequence parallelism is not
+// built for the Transformer).
 class TransformerEmbed : public LayerModule {
 public:
     explicit TransformerEmbed(const TransformerArch& a)
-        : d_(a.d_model), source_embed(register_module("source_embed", nn::Embedding(a.vocab, a.d_model))) {}
+        : d_(a.d_model), source_embed(register_module("source_embed", nn::Embedding(a.vocab, a.d_model))) {
+        lookup_ = [e = source_embed.ptr()](const Tensor& t) { return torch::embedding(e->weight, t); };
+    }
+    TransformerEmbed(const TransformerEmbed& whole, const TpContext& tp) : d_(whole.d_), tp_(tp) {
+        TORCH_CHECK(!tp.sequence_parallel, "the Transformer is not built with sequence parallelism");
+        auto split = register_module("source_embed", VocabParallelEmbedding(whole.source_embed, tp));
+        lookup_ = [split](const Tensor& t) { return split->forward(t); };
+    }
     void run(Live& live) override {
         const Tensor tokens = live.at(kDataKey);
-        const Tensor table = source_embed->weight;
         const double scale = std::sqrt(static_cast<double>(d_));
-        const Tensor pe = sinusoids(tokens.size(2), d_, table.options()).unsqueeze(0);
-        live["embed.source_position"] = torch::embedding(table, tokens.select(1, 0)) * scale + pe;
-        live["embed.target_position"] = torch::embedding(table, tokens.select(1, 1)) * scale + pe;
+        const Tensor pe = sinusoids(tokens.size(2), d_, torch::TensorOptions().dtype(torch::kFloat).device(tokens.device())).unsqueeze(0);
+        live["embed.source_position"] = lookup_(tokens.select(1, 0)) * scale + pe;
+        live["embed.target_position"] = lookup_(tokens.select(1, 1)) * scale + pe;
+    }
+    LayerPtr splitTensorParallel(const TpContext& tp) const override { return std::make_shared<TransformerEmbed>(*this, tp); }
+    std::map<std::string, ParamSplit> tensorParallelSplits() const override {
+        if (!tp_.enabled()) return {};
+        return {{"source_embed.weight", ParamSplit{0, 1}}};
     }
     int64_t d_;
-    nn::Embedding source_embed;
+    nn::Embedding source_embed{nullptr};  // null when split
+
+private:
+    TpContext tp_;
+    std::function<Tensor(const Tensor&)> lookup_;
 };
 
 class TransformerHead : public TiedHead {
 public:
     explicit TransformerHead(std::string input) : TiedHead("source_embed.weight"), input_(std::move(input)) {}
+    TransformerHead(const TransformerHead& whole, const TpContext& tp) : TiedHead("source_embed.weight", tp), input_(whole.input_) {}
     void run(Live& live) override { live["head.output_proj"] = project(live.at(input_)); }
+    LayerPtr splitTensorParallel(const TpContext& tp) const override { return std::make_shared<TransformerHead>(*this, tp); }
 
 private:
     std::string input_;

@@ -89,6 +89,32 @@ int64_t bytesOf(const std::vector<Tensor>& ts) {
     return b;
 }
 
+// The tp group of a rank over c10d: its collectives wait before they return (they sit inside
+// the compute that runs them).
+class CommTpGroup : public TpGroup {
+public:
+    CommTpGroup(Comm& comm, int group, int rank, int size) : TpGroup(rank, size), comm_(comm), group_(group) {}
+
+protected:
+    void allReduceInPlace(Tensor& t, bool max) override { (max ? comm_.allReduceMax(t, group_) : comm_.allReduceSum(t, group_)).wait(); }
+    void allGatherFlat(const Tensor& t, Tensor& out) override { comm_.allGather(t, out, group_).wait(); }
+
+private:
+    Comm& comm_;
+    int group_;
+};
+
+// The collectives a TensorParallel instruction counts, of those the layers ran: all-reduces, or
+// with sequence parallelism the reduce-scatters (each an all-reduce of tensor parallelism turned
+// into a reduce-scatter; the all-gathers are where tensor parallelism copies activations, at no
+// cost, into the tp region and are the pairs' other halves).
+int listedCount(const TpGroup::Counts& c, bool sequence_parallel) { return sequence_parallel ? c.reduce_scatters : c.all_reduces; }
+
+std::string countText(const TpGroup::Counts& c, bool sequence_parallel) {
+    if (!sequence_parallel) return std::to_string(c.all_reduces) + " all-reduce(s)";
+    return std::to_string(c.reduce_scatters) + " reduce-scatter(s) (and " + std::to_string(c.all_gathers) + " all-gather(s))";
+}
+
 }  // namespace
 
 Executor::Executor(const Plan& plan, const Graph& graph, const Program& program, const Trainable& model, const DataSource& data,
@@ -124,12 +150,27 @@ Executor::Executor(const Plan& plan, const Graph& graph, const Program& program,
     table_[static_cast<size_t>(InstrKind::AllReduce)] = &Executor::onAllReduce;
     table_[static_cast<size_t>(InstrKind::ReduceScatter)] = &Executor::onReduceScatter;
     table_[static_cast<size_t>(InstrKind::AllGather)] = &Executor::onAllGather;
+    table_[static_cast<size_t>(InstrKind::TensorParallel)] = &Executor::onTensorParallel;
     table_[static_cast<size_t>(InstrKind::OptimizerStep)] = &Executor::onOptimizerStep;
 
     link_order_problem_ = checkLinkOrder(program, rank_);
     if (!link_order_problem_.empty() && comm_.backend() == "nccl")
         throw Error("this plan's " + std::string(toString(plan.schedule)) + " program cannot run on NCCL, which matches transfers by order: " +
                     link_order_problem_ + "; use --comm gloo");
+    // Where this rank is: the pipeline of (replica, tp rank) it belongs to.
+    for (size_t s = 0; s < program.segment_devices.size(); ++s) {
+        const auto& devs = program.segment_devices[s];
+        const auto it = std::find(devs.begin(), devs.end(), rank_);
+        if (it == devs.end()) continue;
+        if (static_cast<int64_t>(devs.size()) != static_cast<int64_t>(plan.dp) * plan.tp)
+            throw Error("the program gives segment " + std::to_string(s) + " " + std::to_string(devs.size()) + " devices, not dp " +
+                        std::to_string(plan.dp) + " x tp " + std::to_string(plan.tp));
+        pipe_ = static_cast<int>(it - devs.begin());
+        replica_ = pipe_ / plan.tp;
+        tp_rank_ = pipe_ % plan.tp;
+        break;
+    }
+    createGroups();
     buildStages(graph);
     if (zero_stage_ >= 3) {
         // A segment's parameters go after the last compute instruction of each run of its own.
@@ -142,20 +183,6 @@ Executor::Executor(const Plan& plan, const Graph& graph, const Program& program,
             release_after_[i] = j == stream_->size() || (*stream_)[j].segment != (*stream_)[i].segment;
         }
     }
-    // All-reduce groups this rank belongs to, created in id order on every rank.
-    for (size_t g = 0; g < program.groups.size(); ++g) {
-        const auto& members = program.groups[g];
-        if (members.size() > 1 && std::find(members.begin(), members.end(), rank_) != members.end())
-            comm_.addGroup(static_cast<int>(g), members);
-    }
-    // One more group of every rank, after the Program's (same id everywhere): the global
-    // gradient norm and the fp16 overflow check are sums over all stages and replicas.
-    if (comm_.worldSize() > 1 && (training_.clip_grad_norm > 0 || scaler_.enabled())) {
-        world_group_ = static_cast<int>(program.groups.size());
-        std::vector<int> all;
-        for (int r = 0; r < comm_.worldSize(); ++r) all.push_back(r);
-        comm_.addGroup(world_group_, all);
-    }
     connectLinks();
     agreeShapes();
     buildBuckets(graph);
@@ -164,23 +191,67 @@ Executor::Executor(const Plan& plan, const Graph& graph, const Program& program,
 
 Executor::~Executor() = default;
 
+void Executor::createGroups() {
+    // The Program's groups this rank belongs to, created in id order on every rank.
+    for (size_t g = 0; g < program_.groups.size(); ++g) {
+        const auto& members = program_.groups[g];
+        if (members.size() > 1 && std::find(members.begin(), members.end(), rank_) != members.end())
+            comm_.addGroup(static_cast<int>(g), members);
+    }
+    if (plan_.tp > 1) {
+        // The tp group of this rank's (stage, replica), its members in tp-rank order
+        // (Plan::tpGroups()), as the Program lists it for its TensorParallel instructions.
+        std::vector<int> mine;
+        for (const auto& g : plan_.tpGroups())
+            if (std::find(g.begin(), g.end(), rank_) != g.end()) mine = g;
+        const auto found = std::find(program_.groups.begin(), program_.groups.end(), mine);
+        if (mine.empty() || mine.at(static_cast<size_t>(tp_rank_)) != rank_ || found == program_.groups.end())
+            throw Error("rank " + std::to_string(rank_) + " (tp rank " + std::to_string(tp_rank_) +
+                        ") finds no tensor-parallel group of the plan holding it among the program's groups");
+        tp_group_ = static_cast<int>(found - program_.groups.begin());
+        tp_ = TpContext{std::make_shared<CommTpGroup>(comm_, tp_group_, tp_rank_, plan_.tp), plan_.sequence_parallel};
+    }
+    // One more group of every rank, after the Program's (same id everywhere): the global
+    // gradient norm and the fp16 overflow check are sums over all stages, replicas and tp ranks.
+    if (comm_.worldSize() > 1 && (training_.clip_grad_norm > 0 || scaler_.enabled())) {
+        world_group_ = static_cast<int>(program_.groups.size());
+        std::vector<int> all;
+        for (int r = 0; r < comm_.worldSize(); ++r) all.push_back(r);
+        comm_.addGroup(world_group_, all);
+    }
+}
+
+int Executor::dpGroup(int segment) const {
+    // The replicas of this tp rank: segment_devices rows are ordered replica * tp + tp rank.
+    const auto& devs = program_.segment_devices[static_cast<size_t>(segment)];
+    std::vector<int> members;
+    for (int r = 0; r < plan_.dp; ++r) members.push_back(devs[static_cast<size_t>(r * plan_.tp + tp_rank_)]);
+    for (size_t g = 0; g < program_.groups.size(); ++g)
+        if (program_.groups[g] == members) return static_cast<int>(g);
+    return -1;
+}
+
+bool Executor::wholeOnEveryTpRank(const Tensor& p) const { return tp_.enabled() && !split_params_.count(p.unsafeGetTensorImpl()); }
+
 void Executor::buildStages(const Graph& graph) {
     const int last_segment = static_cast<int>(program_.segments.size()) - 1;
     io_ = segmentBoundaries(graph, plan_.stages, model_.chained());
     for (size_t s = 0; s < program_.segments.size(); ++s) {
         const auto& devs = program_.segment_devices[s];
-        const auto it = std::find(devs.begin(), devs.end(), rank_);
-        if (it == devs.end()) continue;
-        replica_ = static_cast<int>(it - devs.begin());
+        if (std::find(devs.begin(), devs.end(), rank_) == devs.end()) continue;
         const StageRange range = plan_.stages[s];
         std::vector<bool> recompute(static_cast<size_t>(range.last_layer - range.first_layer + 1), false);
         for (int op : program_.segments[s].ops)
             if (program_.recompute_op[static_cast<size_t>(op)])
                 recompute[static_cast<size_t>(graph.ops[static_cast<size_t>(op)].layer - range.first_layer)] = true;
-        auto layers = model_.layers(range.first_layer, range.last_layer, seed_, device_);
+        auto layers = model_.tensorParallelLayers(range.first_layer, range.last_layer, seed_, device_, tp_);
         const int seg = static_cast<int>(s);
         stages_[seg] = std::make_unique<Stage>(seg, std::move(layers), recompute, io_[s], seg == last_segment);
+        stages_[seg]->setInputPassThroughActivations(tp_.enabled());
         max_stashed_[seg] = 0;
+        const auto splits = stages_[seg]->parameterSplits();
+        for (const auto& [name, t] : stages_[seg]->namedParameters())
+            if (splits.count(name)) split_params_.insert(t.unsafeGetTensorImpl());
     }
     bindTiedWeights(graph);
 }
@@ -195,7 +266,8 @@ void Executor::bindTiedWeights(const Graph& graph) {
         const auto tied = module->tiedWeight();
         if (!tied) continue;
         auto owner = local.find(tied->owner_layer);
-        LayerPtr source = owner != local.end() ? owner->second : model_.layers(tied->owner_layer, tied->owner_layer, seed_, device_).at(0);
+        LayerPtr source = owner != local.end() ? owner->second
+                                               : model_.tensorParallelLayers(tied->owner_layer, tied->owner_layer, seed_, device_, tp_).at(0);
         const auto params = source->named_parameters();
         const torch::Tensor* w = params.find(tied->owner_param);
         TORCH_CHECK(w, "layer ", tied->owner_layer, " has no parameter ", tied->owner_param, " for layer ", layer, " to reuse");
@@ -258,11 +330,11 @@ void Executor::agreeShapes() {
                 inputs[key] = torch::zeros_like(probe.inputs).to(device_);
                 continue;
             }
-            if (!out_shapes_.count(producer)) out_shapes_[producer] = shapesFromString(comm_.storeGet(shapeKey(producer, replica_)));
+            if (!out_shapes_.count(producer)) out_shapes_[producer] = shapesFromString(comm_.storeGet(shapeKey(producer, pipe_)));
             inputs[key] = torch::zeros(out_shapes_[producer].at(key), torch::TensorOptions().device(device_));
         }
         out_shapes_[s] = st->probeOutputShapes(inputs);
-        comm_.storeSet(shapeKey(s, replica_), shapesToString(out_shapes_[s]));
+        comm_.storeSet(shapeKey(s, pipe_), shapesToString(out_shapes_[s]));
     }
 }
 
@@ -289,11 +361,7 @@ void Executor::buildBuckets(const Graph& graph) {
             if (owner < 0 && !ids.empty()) owner = ids.back();
             for (const Tensor& p : params) params_of_bucket[owner].push_back(p);
         }
-        const int group = [&] {
-            for (size_t g = 0; g < program_.groups.size(); ++g)
-                if (program_.groups[g] == program_.segment_devices[static_cast<size_t>(s)]) return static_cast<int>(g);
-            return -1;
-        }();
+        const int group = dpGroup(s);
         for (int b : ids) {
             // ZeRO 2/3 reduce-scatter instead: the bucket is not all-reduced.
             if (zero_stage_ < 2) buckets_->addBucket(b, s, group, params_of_bucket[b]);
@@ -312,8 +380,7 @@ void Executor::buildZero(const std::map<int, std::vector<Tensor>>& params_of_buc
         TORCH_CHECK(bk.bytes > 0, "bucket ", b, " holds parameters but the Program gives it no bytes to shard");
         ZeroBucket z;
         z.segment = bk.segment;
-        for (size_t g = 0; g < program_.groups.size(); ++g)
-            if (program_.groups[g] == program_.segment_devices[static_cast<size_t>(bk.segment)]) z.group = static_cast<int>(g);
+        z.group = dpGroup(bk.segment);
         z.params = params;
         for (const Tensor& p : params) {
             z.offsets.push_back(z.numel);
@@ -463,8 +530,20 @@ bool Executor::prepareGradients(StepResult& r) {
     }
     if (training_.clip_grad_norm <= 0 && !scaler_.enabled()) return true;
     // After the buckets, every replica of a stage holds the same (averaged) gradients, so the
-    // sum over all ranks counts each stage dp times.
-    double local[2] = {squaredGradNorm(params) / (zero() ? 1 : plan_.dp), 0};
+    // sum over all ranks counts each stage dp times; the tp ranks hold the whole parameters'
+    // gradients (summed, with sequence parallelism) alike: each counts 1/tp of them.
+    double squares = 0;
+    if (!tp_.enabled()) {
+        squares = squaredGradNorm(params);
+    } else if (zero()) {
+        for (auto& [b, z] : zero_)
+            if (z.master.grad().defined()) squares += (z.master.grad().to(torch::kDouble).square() * tpNormWeights(z)).sum().item<double>();
+    } else {
+        for (const Tensor& p : params)
+            if (p.grad().defined())
+                squares += p.grad().to(torch::kDouble).square().sum().item<double>() / (wholeOnEveryTpRank(p) ? plan_.tp : 1);
+    }
+    double local[2] = {squares / (zero() ? 1 : plan_.dp), 0};
     if (scaler_.enabled())
         for (const Tensor& p : params)
             if (p.grad().defined() && !torch::isfinite(p.grad()).all().item<bool>()) local[1] = 1;
@@ -489,7 +568,7 @@ Stage& Executor::stage(int segment) {
 }
 
 int Executor::deviceOf(int segment) const {
-    return program_.segment_devices[static_cast<size_t>(segment)][static_cast<size_t>(replica_)];
+    return program_.segment_devices[static_cast<size_t>(segment)][static_cast<size_t>(pipe_)];
 }
 
 double Executor::now() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start_).count(); }
@@ -541,7 +620,7 @@ void Executor::pollSends() {
 Stage::LossFn Executor::lossFor(int mb) {
     const Tensor targets = targets_.narrow(0, int64_t{mb} * micro_batch_size_, micro_batch_size_);
     const double scale = scaler_.scale() / plan_.micro_batches;  // fp16: the loss scale rides on the loss
-    return [this, targets, scale](const Live& live) { return model_.loss(live, targets) * scale; };
+    return [this, targets, scale](const Live& live) { return model_.tensorParallelLoss(live, targets, tp_) * scale; };
 }
 
 Live Executor::outputGrad(int segment, int mb) {
@@ -578,7 +657,7 @@ void Executor::storeInputGrad(const Stage& st, int mb, const Live& grads) {
 std::vector<std::string> Executor::keysTo(int producer, int device) const {
     std::set<int> readers;
     for (size_t s = 0; s < program_.segment_devices.size(); ++s)
-        if (program_.segment_devices[s][static_cast<size_t>(replica_)] == device) readers.insert(static_cast<int>(s));
+        if (program_.segment_devices[s][static_cast<size_t>(pipe_)] == device) readers.insert(static_cast<int>(s));
     return keysFor(io_[static_cast<size_t>(producer)], readers);
 }
 
@@ -704,8 +783,65 @@ void Executor::onOptimizerStep(const Instr&) {
     tied_pending_.clear();
     pending_.lr = learningRate(training_, base_lr_, step_index_, total_steps_);
     setLearningRate(*optimizer_, pending_.lr);
+    // Sequence parallelism sums the whole parameters' gradients over the tp group: the
+    // module's gradients (stages 0, 1), or the shards' (2, 3: the module's are gone).
+    if (zero_stage_ < 2) sumSequenceParallelGradients();
     if (zero()) prepareShardGradients();
+    if (zero_stage_ >= 2) sumSequenceParallelGradients();
     if (prepareGradients(pending_)) optimizer_->step();
+}
+
+Tensor Executor::tpNormWeights(const ZeroBucket& z) const {
+    if (!tp_.enabled()) return Tensor();
+    Tensor w = torch::ones({z.shard}, torch::TensorOptions().dtype(torch::kFloat).device(device_));
+    const int64_t base = replica_ * z.shard;
+    for (size_t i = 0; i < z.params.size(); ++i) {
+        if (!wholeOnEveryTpRank(z.params[i])) continue;
+        const int64_t lo = std::max(z.offsets[i], base), hi = std::min(z.offsets[i] + z.params[i].numel(), base + z.shard);
+        if (lo < hi) w.narrow(0, lo - base, hi - lo).fill_(1.0 / plan_.tp);
+    }
+    return w;
+}
+
+void Executor::sumSequenceParallelGradients() {
+    if (!tp_.enabled() || !plan_.sequence_parallel) return;
+    torch::NoGradGuard no_grad;
+    // Every rank of the group has the same parameters in the same order, so the same elements.
+    std::vector<Tensor> parts;
+    if (zero_stage_ >= 2) {
+        std::vector<Tensor> masks;
+        for (auto& [b, z] : zero_) {
+            masks.push_back(tpNormWeights(z) < 1.0);
+            parts.push_back(z.master.grad().masked_select(masks.back()));
+        }
+        Tensor flat = torch::cat(parts);
+        comm_.allReduceSum(flat, tp_group_).wait();
+        int64_t at = 0;
+        size_t i = 0;
+        for (auto& [b, z] : zero_) {
+            const int64_t n = parts[i].numel();
+            z.master.mutable_grad().masked_scatter_(masks[i], flat.narrow(0, at, n));
+            at += n;
+            ++i;
+        }
+        return;
+    }
+    std::vector<Tensor> whole;
+    for (auto& [s, st] : stages_)
+        for (Tensor& p : st->parameters()) {
+            if (!wholeOnEveryTpRank(p)) continue;
+            if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+            whole.push_back(p);
+            parts.push_back(p.grad().reshape({-1}));
+        }
+    if (whole.empty()) return;
+    Tensor flat = torch::cat(parts);
+    comm_.allReduceSum(flat, tp_group_).wait();
+    int64_t at = 0;
+    for (Tensor& p : whole) {
+        p.mutable_grad().copy_(flat.narrow(0, at, p.numel()).view_as(p));
+        at += p.numel();
+    }
 }
 
 // ---- communication ----------------------------------------------------------------------------
@@ -793,6 +929,44 @@ void Executor::onAllGather(const Instr& in) {
     trace_.events[ev].end_s = now();
 }
 
+// The collectives are run by the layers, inside the compute instruction before this one: here
+// they are checked against the program and put in the trace, over that compute's interval.
+void Executor::onTensorParallel(const Instr& in) {
+    const LastCompute& c = last_compute_;
+    if (!tp_.enabled()) throw Error("rank " + std::to_string(rank_) + ": the program has " + in.str() + " but the plan has tp 1");
+    if (pc_ == 0 || !isCompute((*stream_)[pc_ - 1].kind) || c.in.kind != in.of || c.in.segment != in.segment || c.in.mb != in.mb)
+        throw Error("rank " + std::to_string(rank_) + ": " + in.str() + " at position " + std::to_string(pc_) +
+                    " does not stand right after its compute instruction (" + toString(in.of) + " of segment " + std::to_string(in.segment) +
+                    ", micro-batch " + std::to_string(in.mb) + ")");
+    const auto& members = program_.groups.at(static_cast<size_t>(in.group));
+    if (in.group != tp_group_)
+        throw Error("rank " + std::to_string(rank_) + ": " + in.str() + " names group " + std::to_string(in.group) +
+                    (std::find(members.begin(), members.end(), rank_) == members.end() ? ", which does not hold this rank"
+                                                                                      : ", which is not this rank's tp group " + std::to_string(tp_group_)));
+    if (in.sequence_parallel != plan_.sequence_parallel)
+        throw Error("rank " + std::to_string(rank_) + ": " + in.str() + (in.sequence_parallel ? " lists sequence-parallel pairs but the plan has none"
+                                                                                               : " lists all-reduces but the plan is sequence parallel"));
+    if (c.in.kind == InstrKind::Backward && c.in.bucket >= 0) {
+        // A bucket part of a backward that ran whole in its first part: its share of that.
+        auto it = tp_backlog_.find({in.segment, in.mb});
+        if (it == tp_backlog_.end() || it->second.unlisted < in.count)
+            throw Error("rank " + std::to_string(rank_) + ": " + in.str() + " lists " + std::to_string(in.count) +
+                        " tp collective(s) of the backward's bucket part " + c.in.str() + ", more than the backward ran and its earlier parts did not list (" +
+                        std::to_string(it == tp_backlog_.end() ? 0 : it->second.unlisted) + ")");
+        it->second.unlisted -= in.count;
+        record(in, it->second.start, it->second.end);
+        last_compute_.accounted = true;
+        return;
+    }
+    const int ran = listedCount(c.tp, plan_.sequence_parallel);
+    if (ran != in.count)
+        throw Error("rank " + std::to_string(rank_) + ": " + c.in.str() + " ran " + countText(c.tp, plan_.sequence_parallel) +
+                    " on its tp group (" + std::to_string(c.tp.bytes) + " bytes), but " + in.str() + " lists " + std::to_string(in.count) +
+                    " (" + std::to_string(in.bytes) + " bytes)");
+    record(in, c.start, c.end);
+    last_compute_.accounted = true;
+}
+
 // ---- the step ---------------------------------------------------------------------------------
 
 StepResult Executor::step(int index) {
@@ -821,16 +995,39 @@ StepResult Executor::step(int index) {
     targets_ = batch.targets.narrow(0, replica_ * per_replica, per_replica).to(device_);
     sampleMemory();
 
+    // Tensor parallelism: the collectives a compute instruction's layers ran must be listed by
+    // the TensorParallel instruction right after it.
+    auto unlisted = [this] {
+        const LastCompute& c = last_compute_;
+        return Error("rank " + std::to_string(rank_) + ": " + c.in.str() + " ran " + countText(c.tp, plan_.sequence_parallel) +
+                     " on its tp group, but no TensorParallel instruction follows it in the program");
+    };
+    last_compute_ = LastCompute{};
     for (pc_ = 0; pc_ < stream_->size(); ++pc_) {
         const Instr& in = (*stream_)[pc_];
         const Handler h = table_[static_cast<size_t>(in.kind)];
+        if (!last_compute_.accounted && in.kind != InstrKind::TensorParallel) throw unlisted();
         if (isCompute(in.kind)) {
             waitPostedReceives();
+            if (tp_.enabled()) tp_.group->resetCounts();
             const double start = now();
             noop_ = false;
             (this->*h)(in);
             synchronizeDevice(device_);  // CUDA: the event ends when its kernels have
-            record(in, start, noop_ ? start : now());  // a bucket part whose backward already ran
+            const double end = noop_ ? start : now();  // a bucket part whose backward already ran
+            record(in, start, end);
+            if (tp_.enabled()) {
+                const TpGroup::Counts& c = tp_.group->counts();
+                const int ran = listedCount(c, plan_.sequence_parallel);
+                if (in.kind == InstrKind::Backward && in.bucket >= 0) {
+                    // The hippie schedule's bucket parts: the first runs the whole backward, and
+                    // each part's TensorParallel instruction lists its bucket's share.
+                    if (!noop_) tp_backlog_[{in.segment, in.mb}] = TpBacklog{ran, start, end};
+                    last_compute_ = LastCompute{in, start, end, c, true};
+                } else {
+                    last_compute_ = LastCompute{in, start, end, c, ran == 0};
+                }
+            }
             if (!release_after_.empty() && release_after_[pc_]) releaseSegment(in.segment);
             sampleMemory();
         } else {
@@ -839,6 +1036,13 @@ StepResult Executor::step(int index) {
         pollSends();
         buckets_->poll();
     }
+    if (!last_compute_.accounted) throw unlisted();
+    for (const auto& [key, b] : tp_backlog_)
+        if (b.unlisted != 0)
+            throw Error("rank " + std::to_string(rank_) + ": the backward of segment " + std::to_string(key.first) + ", micro-batch " +
+                        std::to_string(key.second) + " ran " + std::to_string(b.unlisted) +
+                        " more tp collective(s) than the TensorParallel instructions of its bucket parts list");
+    tp_backlog_.clear();
     waitPostedReceives();
     for (Posted& p : posted_sends_) {
         p.work.wait();
@@ -852,9 +1056,7 @@ StepResult Executor::step(int index) {
     if (hosts(last)) {
         double loss = loss_sum_;
         if (plan_.dp > 1) {
-            int group = -1;
-            for (size_t g = 0; g < program_.groups.size(); ++g)
-                if (program_.groups[g] == program_.segment_devices[static_cast<size_t>(last)]) group = static_cast<int>(g);
+            const int group = dpGroup(last);
             Tensor t = torch::tensor({loss}, torch::TensorOptions().dtype(torch::kDouble).device(device_));
             comm_.allReduceSum(t, group).wait();
             loss = t.item<double>() / plan_.dp;
@@ -871,6 +1073,19 @@ std::vector<std::pair<std::string, Tensor>> Executor::namedParameters() const {
     std::vector<std::pair<std::string, Tensor>> out;
     for (const auto& [s, st] : stages_)
         for (auto& item : st->namedParameters()) out.push_back(std::move(item));
+    return out;
+}
+
+std::vector<std::pair<std::string, Tensor>> Executor::wholeNamedParameters() const {
+    if (!tp_.enabled()) return namedParameters();
+    std::vector<std::pair<std::string, Tensor>> out;
+    for (const auto& [s, st] : stages_) {
+        const auto splits = st->parameterSplits();
+        for (auto& [name, t] : st->namedParameters()) {
+            const auto it = splits.find(name);
+            out.emplace_back(name, it == splits.end() ? t.detach() : fullParameter(t, it->second, *tp_.group));
+        }
+    }
     return out;
 }
 

@@ -21,6 +21,16 @@
 // copies every replica's shard into the module's parameters. Stage 3 also releases a segment's
 // parameter storage after its last compute instruction of a run and reallocates it at the
 // all-gather before the next run (autograd's saved views share that storage).
+//
+// Tensor parallelism (Plan::tp > 1): each rank builds its slices of its segments' layers
+// (models/tensor_parallel.h), which run Megatron's collectives on the rank's tp group inside
+// their forward and backward. The group counts them; a TensorParallel instruction, right after
+// the compute instruction that ran them, must list as many (else the step fails, naming
+// both), and becomes a trace event over that compute's interval. Data parallelism (buckets,
+// ZeRO) runs over the replicas of the same tp rank, point-to-point transfers go between the same
+// tp rank of adjacent stages. With sequence parallelism the whole (not split) parameters'
+// gradients are partial sums over each rank's part of the sequence: they are summed over the tp
+// group at the optimizer step (Megatron does the same for its sequence-parallel LayerNorms).
 #include <array>
 #include <map>
 #include <memory>
@@ -69,12 +79,17 @@ public:
     // CUDA: the caching allocator's peak over the run; 0 on CPU.
     int64_t peakDeviceBytes() const { return peak_device_bytes_; }
     std::vector<std::pair<std::string, torch::Tensor>> namedParameters() const;
+    // The whole parameters: with tensor parallelism each split parameter gathered from the tp
+    // group (a collective: every rank of the group calls it at the same point), the same names
+    // and values as a one-process run's; else namedParameters().
+    std::vector<std::pair<std::string, torch::Tensor>> wholeNamedParameters() const;
     std::string streamString() const;
     // Empty when, on every link this rank receives on, the sender's sends and this rank's
     // receives come in the same order (NCCL matches by order, not tag); else the first mismatch.
     const std::string& linkOrderProblem() const { return link_order_problem_; }
     std::vector<int> hostedSegments() const;
     int replica() const { return replica_; }
+    int tensorParallelRank() const { return tp_rank_; }
 
     // Checkpoints (runtime/checkpoint.h): this rank's parameters, buffers, optimizer state and
     // loss scale.
@@ -109,6 +124,7 @@ private:
     void onAllReduce(const Instr& in);
     void onReduceScatter(const Instr& in);
     void onAllGather(const Instr& in);
+    void onTensorParallel(const Instr& in);
     void onOptimizerStep(const Instr& in);
 
     // ZeRO: one bucket's parameters, sharded over the replicas.
@@ -131,6 +147,17 @@ private:
     void finishReduceScatter(ZeroBucket& z);
     void gatherBucket(ZeroBucket& z);
     void releaseSegment(int segment);
+    // The Program's groups of this rank, its tp group among them, and the world group; the dp
+    // group of a segment (its replicas of this tp rank).
+    void createGroups();
+    int dpGroup(int segment) const;
+    // Whole parameters (not split over the tp group) of this rank's segments.
+    bool wholeOnEveryTpRank(const torch::Tensor& p) const;
+    // Sequence parallelism: the whole parameters' gradients summed over the tp group.
+    void sumSequenceParallelGradients();
+    // The weight of each element of `z`'s shard in the global gradient norm: 1/tp for elements
+    // of parameters every tp rank holds whole, 1 for split ones (empty: all 1).
+    torch::Tensor tpNormWeights(const ZeroBucket& z) const;
     // The gradient each master shard steps on, after the collectives and the tied-weight sums.
     void prepareShardGradients();
     bool zero() const { return zero_stage_ > 0; }
@@ -162,7 +189,12 @@ private:
     torch::Device device_;
     uint64_t seed_;
     int rank_;
-    int replica_ = 0;
+    int replica_ = 0;   // data-parallel replica: which samples of the step
+    int tp_rank_ = 0;   // tensor-parallel rank within the replica
+    int pipe_ = 0;      // index of this rank in Program::segment_devices rows: replica * tp + tp rank
+    TpContext tp_;      // this rank's tp group (none when tp == 1)
+    int tp_group_ = -1;  // its Program group id
+    std::set<const void*> split_params_;  // TensorImpls of parameters split over the tp group
     int micro_batch_size_ = 1;
     const std::vector<Instr>* stream_ = nullptr;
     std::array<Handler, kKinds> table_{};
@@ -208,6 +240,18 @@ private:
     std::set<std::pair<int, int>> backward_started_, weight_done_;
     std::vector<Posted> posted_recvs_, posted_sends_;
     std::map<int, size_t> allreduce_event_;  // bucket -> event index
+    struct LastCompute {
+        Instr in;
+        double start = 0, end = 0;
+        TpGroup::Counts tp;  // collectives the layers ran on the tp group
+        bool accounted = true;
+    };
+    LastCompute last_compute_;
+    struct TpBacklog {
+        int unlisted = 0;  // collectives the backward ran that no part's TensorParallel listed yet
+        double start = 0, end = 0;
+    };
+    std::map<std::pair<int, int>, TpBacklog> tp_backlog_;  // (segment, mb) of a backward run in bucket parts
     double loss_sum_ = 0;
     bool noop_ = false;  // the handler found its work already done
     std::chrono::steady_clock::time_point step_start_;

@@ -200,6 +200,8 @@ int runRank(const RunOptions& o) {
                 throw Error(o.plan_file + ": the graph has " + std::to_string(rm.graph.layerCount()) + " layers but '" + rm.script_file +
                             "' has " + std::to_string(model->layerCount()) + " top-level children");
         }
+        if (const std::string why = model->tensorParallelProblem(plan.tp, plan.sequence_parallel); !why.empty())
+            throw Error(o.plan_file + ": " + why);
         graph = rm.graph;
         if (token_file) data = std::make_unique<DataSource>(*model, o.seed, std::make_unique<TokenFile>(o.data_file, o.token_dtype, model->vocabSize()), plan.global_batch);
         else data = std::make_unique<DataSource>(*model, o.seed, file, plan.global_batch);
@@ -212,7 +214,8 @@ int runRank(const RunOptions& o) {
         }
         if (plan.deviceCount() != o.world_size)
             throw Error(o.plan_file + ": the plan needs " + std::to_string(plan.deviceCount()) + " ranks (pp " +
-                        std::to_string(plan.pipelineDepth()) + " x dp " + std::to_string(plan.dp) + ") but --world-size is " +
+                        std::to_string(plan.pipelineDepth()) + " x dp " + std::to_string(plan.dp) +
+                        (plan.tp > 1 ? " x tp " + std::to_string(plan.tp) : std::string()) + ") but --world-size is " +
                         std::to_string(o.world_size));
         program = lower(plan, graph);
         useDevice(device);
@@ -322,8 +325,10 @@ int runRank(const RunOptions& o) {
         for (const auto& [name, t] : ex.namedParameters()) dtypes.insert(c10::toString(t.scalar_type()));
         done["param_dtypes"] = dtypes;
         if (!o.dump_params.empty()) {
+            // Tensor parallelism: the whole parameters, gathered from the tp group (every rank of
+            // it writes them), so that a dump compares with a one-process run's name by name.
             json params = json::object();
-            for (const auto& [name, t] : ex.namedParameters()) {
+            for (const auto& [name, t] : ex.wholeNamedParameters()) {
                 const torch::Tensor c = t.detach().to(torch::kCPU, torch::kDouble).contiguous().reshape({-1});
                 params[name] = std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
             }
@@ -332,7 +337,7 @@ int runRank(const RunOptions& o) {
             std::ofstream f(path);
             if (!f) throw Error("cannot write --dump-params file '" + path + "'");
             // Threads are recorded because they change rounding: compare-params names a mismatch.
-            f << json{{"rank", o.rank}, {"threads", cpu.threads}, {"params", params}}.dump();
+            f << json{{"rank", o.rank}, {"threads", cpu.threads}, {"tp_rank", ex.tensorParallelRank()}, {"params", params}}.dump();
         }
         emit(done);
     } catch (const Error& e) {

@@ -31,6 +31,14 @@ std::vector<std::pair<std::string, Tensor>> Stage::namedParameters() const {
     return out;
 }
 
+std::map<std::string, ParamSplit> Stage::parameterSplits() const {
+    std::map<std::string, ParamSplit> out;
+    for (size_t i = 0; i < layers_.size(); ++i)
+        for (const auto& [name, split] : layers_[i]->tensorParallelSplits())
+            out["L" + std::to_string(io_.first_layer + static_cast<int>(i)) + "." + name] = split;
+    return out;
+}
+
 std::vector<std::pair<int, std::vector<Tensor>>> Stage::parametersByLayer() const {
     std::vector<std::pair<int, std::vector<Tensor>>> out;
     for (size_t i = 0; i < layers_.size(); ++i) out.emplace_back(io_.first_layer + static_cast<int>(i), layers_[i]->parameters());
@@ -155,6 +163,14 @@ Live Stage::backwardPieces(MicroBatchState& st, const Live& output_grad, bool ke
                 leaf_keys.push_back(key);
                 leaves.push_back(torch::autograd::impl::gradient_edge(t));
             }
+        if (!accumulate && leaves.empty() && input_pass_through_activations_) {
+            // Gradients of the piece's first layer's weights (or all its weights), thrown away:
+            // the backward then runs through every activation of the piece.
+            const Piece& piece = pieces_[k];
+            for (size_t i = piece.begin; i < piece.end && leaves.empty(); ++i)
+                for (const Tensor& p : layers_[i]->parameters())
+                    if (p.requires_grad()) leaves.push_back(torch::autograd::impl::gradient_edge(p));
+        }
         Live in_grad;
         if (!roots.empty()) {
             if (accumulate) {

@@ -45,6 +45,8 @@ public:
     const std::vector<LayerPtr>& layers() const { return layers_; }
     std::vector<torch::Tensor> parameters() const;
     std::vector<std::pair<std::string, torch::Tensor>> namedParameters() const;  // "L<layer>.<name>"
+    // Tensor parallelism: the parameters split over the tp group ("L<layer>.<name>"), and how.
+    std::map<std::string, ParamSplit> parameterSplits() const;
     std::vector<std::pair<int, std::vector<torch::Tensor>>> parametersByLayer() const;  // (layer, its params)
     void train(bool on);
 
@@ -62,6 +64,10 @@ public:
     Live backward(int mb, const Live& output_grad);
     // zb-h1 split: input gradients only (keeps the graph), then the weight gradients.
     Live backwardInput(int mb, const Live& output_grad);
+    // Tensor parallelism: the input pass of a piece without input gradients (the model's first
+    // layers) still runs the backward of its activations, whose tp collectives belong to it (the
+    // weight pass reuses them), by asking for its first layer's weight gradients, not kept.
+    void setInputPassThroughActivations(bool on) { input_pass_through_activations_ = on; }
     void backwardWeight(int mb);
 
     const Live& output(int mb) const;
@@ -88,6 +94,7 @@ private:
     SegmentIO io_;
     bool computes_loss_;
     std::map<int, MicroBatchState> stash_;
+    bool input_pass_through_activations_ = false;
 };
 
 }  // namespace hippie::engine
