@@ -16,6 +16,8 @@ studio="$build/bin/hippie-studio"
 mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# The Workers dock shows this machine ready when an engine is found: $HIPPIE_ENGINE, or the build's.
+if [[ -z ${HIPPIE_ENGINE:-} && -x $build/bin/hippie-engine ]]; then export HIPPIE_ENGINE="$(cd "$build" && pwd)/bin/hippie-engine"; fi
 # A home of its own: the run store is shown as ~/.local/share/hippie-studio/runs.sqlite.
 export HOME="$tmp" XDG_CONFIG_HOME="$tmp/.config" XDG_DATA_HOME="$tmp/.local/share" QT_QPA_PLATFORM="${QT_QPA_PLATFORM:-offscreen}"
 

@@ -44,7 +44,8 @@ QString legendHtml(const std::set<InstrKind>& kinds) {
     const auto entry = [](const QColor& colour, const char* mark, const QString& text) {
         return QStringLiteral("<span style='color:%1'>%2</span>&nbsp;%3&nbsp;&nbsp; ")
             .arg(colour.name(), QString::fromLatin1(mark), text.toHtmlEscaped().replace(QLatin1Char(' '), QStringLiteral("&nbsp;"))
-                     .replace(QLatin1Char('-'), QChar(0x2011)));  // a non-breaking hyphen: not "all-" and "reduce"
+                     .replace(QLatin1Char('-'), QChar(0x2011))  // a non-breaking hyphen: not "all-" and "reduce"
+                     .replace(QLatin1Char('/'), QStringLiteral("/") + QChar(0x2060)));  // a word joiner: not "send/" and "recv"
     };
     QString html;
     for (const Entry& e : entries)

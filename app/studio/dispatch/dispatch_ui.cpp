@@ -70,7 +70,7 @@ dispatch::RunController* DispatchUi::dispatchPlan(const Plan& plan, const std::o
     req.seed = seed;
     req.checkpoint_every = checkpoint_every;
     for (int w : workers) req.workers.push_back(workers_->target(w));
-    req.engine = workers_->engine();
+    req.engine = workers_->engineForRuns();
     req.work_root = work_root_;
     req.db_path = db_path_.isEmpty() ? history_->dbPath() : db_path_;
     auto* run = new dispatch::RunController(req, this);
@@ -96,7 +96,7 @@ dispatch::RunController* DispatchUi::resumeRun(qint64 run_id) {
     dispatch::RunRequest req;
     try {
         dispatch::ResumeOverrides o;
-        o.engine = workers_->engine();
+        o.engine = workers_->engineForRuns();
         o.agent = [this](const QString& host, quint16 port) { return workers_->agentAt(host, port); };
         o.token_hint = tr("add the agent with its token under Workers");
         req = dispatch::resumeRequest(db, run_id, o);

@@ -48,6 +48,9 @@ public:
     void probe(int i);
     void setEngine(const QString& engine);                           // for the local machine; empty: findEngine()
     QString engine() const;
+    // What runs are given: the engine set with setEngine even where it is missing (the run then
+    // fails naming it rather than falling back to $HIPPIE_ENGINE), else engine().
+    QString engineForRuns() const { return engine_.isEmpty() ? engine() : engine_; }
     // Unreachable and lost agents are connected again every `ms` (10 s by default).
     void setRetryInterval(int ms);
     bool isRetrying(int i) const;
