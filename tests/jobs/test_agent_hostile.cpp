@@ -36,6 +36,32 @@ json submitOf(const std::string& id, const json& plan, int ranks) {
             {"job", {{"id", id}, {"plan", plan}, {"steps", 1}, {"world_size", ranks}, {"first_rank", 0}, {"rank_count", ranks}}}};
 }
 
+// A stand-in agent on 127.0.0.1 that answers whatever a client first sends with `reply`.
+class FakeAgent {
+public:
+    explicit FakeAgent(QByteArray reply) {
+        server_.listen(QHostAddress::LocalHost, 0);
+        QObject::connect(&server_, &QTcpServer::newConnection, [this, reply] {
+            QTcpSocket* s = server_.nextPendingConnection();
+            QObject::connect(s, &QTcpSocket::readyRead, s, [s, reply] {
+                s->readAll();
+                s->write(reply);
+            });
+        });
+    }
+    bool listening() const { return server_.isListening(); }
+    hj::AgentAddress address() const {
+        hj::AgentAddress a;
+        a.host = QStringLiteral("127.0.0.1");
+        a.port = server_.serverPort();
+        a.token = QStringLiteral("t");
+        return a;
+    }
+
+private:
+    QTcpServer server_;
+};
+
 bool agentAlive(Agent& agent) {
     if (agent.process().state() != QProcess::Running) return false;
     RawClient raw;
@@ -167,14 +193,14 @@ private slots:
         QVERIFY2(tls.error.isEmpty(), qPrintable(tls.error));
         Agent agent;
         QVERIFY(agent.start(enginePath(), {QStringLiteral("--tls-cert"), tls.cert, QStringLiteral("--tls-key"), tls.key}));
-        for (const QString suite : {QStringLiteral("ECDHE-RSA-AES128-GCM-SHA256"), QStringLiteral("ECDHE-RSA-AES256-GCM-SHA384"),
+        for (const QString& suite : {QStringLiteral("ECDHE-RSA-AES128-GCM-SHA256"), QStringLiteral("ECDHE-RSA-AES256-GCM-SHA384"),
                                     QStringLiteral("ECDHE-RSA-CHACHA20-POLY1305")}) {
             const Handshake h = handshakeOffering(agent.port(), suite);
             QVERIFY2(h.established, qPrintable(suite + QLatin1String(": ") + h.output));
             QVERIFY2(h.output.contains(QLatin1String("Ciphersuite: ") + suite), qPrintable(h.output));
         }
         // RSA key exchange (no forward secrecy) with CBC and with GCM; ECDHE with CBC (no AEAD).
-        for (const QString suite : {QStringLiteral("AES128-SHA"), QStringLiteral("AES128-GCM-SHA256"), QStringLiteral("AES256-SHA256"),
+        for (const QString& suite : {QStringLiteral("AES128-SHA"), QStringLiteral("AES128-GCM-SHA256"), QStringLiteral("AES256-SHA256"),
                                     QStringLiteral("ECDHE-RSA-AES128-SHA"), QStringLiteral("ECDHE-RSA-AES256-SHA384")}) {
             const Handshake h = handshakeOffering(agent.port(), suite);
             QVERIFY2(!h.established, qPrintable(suite + QLatin1String(" was accepted: ") + h.output));
@@ -375,21 +401,10 @@ private slots:
     // The client side of the same flaw: an agent answering 1e400 made `dispatch` exit 1. Now the
     // bad message is reported and the next one is read.
     void clientSurvivesOutOfRangeNumbers() {
-        QTcpServer fake;
-        QVERIFY(fake.listen(QHostAddress::LocalHost, 0));
-        QObject::connect(&fake, &QTcpServer::newConnection, [&] {
-            QTcpSocket* s = fake.nextPendingConnection();
-            QObject::connect(s, &QTcpSocket::readyRead, s, [s] {
-                s->readAll();
-                s->write("1e400\n{\"type\":\"event\",\"job\":\"j\",\"seq\":1,\"event\":{\"event\":7}}\n"
-                         "{\"type\":\"refused\",\"message\":\"bye\"}\n");
-            });
-        });
-        hj::AgentAddress address;
-        address.host = QStringLiteral("127.0.0.1");
-        address.port = fake.serverPort();
-        address.token = QStringLiteral("t");
-        hj::AgentClient c(address);
+        FakeAgent fake("1e400\n{\"type\":\"event\",\"job\":\"j\",\"seq\":1,\"event\":{\"event\":7}}\n"
+                       "{\"type\":\"refused\",\"message\":\"bye\"}\n");
+        QVERIFY(fake.listening());
+        hj::AgentClient c(fake.address());
         Recorder r(c);
         c.connectToAgent();
         QVERIFY(waitUntil([&] { return !r.refused.isEmpty(); }, 10000));
@@ -402,27 +417,13 @@ private slots:
     // protocol does not have is reported, not delivered, and the next message is read; a welcome
     // with one refuses the connection at once, naming the field.
     void clientRefusesUnknownReplyFields() {
-        const auto fakeAgent = [](QTcpServer& fake, QByteArray reply) {
-            QObject::connect(&fake, &QTcpServer::newConnection, [&fake, reply] {
-                QTcpSocket* s = fake.nextPendingConnection();
-                QObject::connect(s, &QTcpSocket::readyRead, s, [s, reply] {
-                    s->readAll();
-                    s->write(reply);
-                });
-            });
-        };
         {
-            QTcpServer fake;
-            QVERIFY(fake.listen(QHostAddress::LocalHost, 0));
-            fakeAgent(fake, "{\"type\":\"welcome\",\"protocol\":1,\"heartbeat_ms\":1000}\n"
-                            "{\"type\":\"event\",\"job\":\"j\",\"seq\":1,\"event\":{\"event\":\"log\"},\"extra\":[[[1]]]}\n"
-                            "{\"type\":\"event\",\"job\":\"j\",\"seq\":1,\"event\":{\"event\":\"log\"}}\n"
-                            "{\"type\":\"refused\",\"message\":\"bye\"}\n");
-            hj::AgentAddress address;
-            address.host = QStringLiteral("127.0.0.1");
-            address.port = fake.serverPort();
-            address.token = QStringLiteral("t");
-            hj::AgentClient c(address);
+            FakeAgent fake("{\"type\":\"welcome\",\"protocol\":1,\"heartbeat_ms\":1000}\n"
+                           "{\"type\":\"event\",\"job\":\"j\",\"seq\":1,\"event\":{\"event\":\"log\"},\"extra\":[[[1]]]}\n"
+                           "{\"type\":\"event\",\"job\":\"j\",\"seq\":1,\"event\":{\"event\":\"log\"}}\n"
+                           "{\"type\":\"refused\",\"message\":\"bye\"}\n");
+            QVERIFY(fake.listening());
+            hj::AgentClient c(fake.address());
             Recorder r(c);
             c.connectToAgent();
             QVERIFY(waitUntil([&] { return !r.refused.isEmpty(); }, 10000));
@@ -433,14 +434,9 @@ private slots:
             QCOMPARE(r.events.front().seq, qint64(1));
         }
         {
-            QTcpServer fake;
-            QVERIFY(fake.listen(QHostAddress::LocalHost, 0));
-            fakeAgent(fake, "{\"type\":\"welcome\",\"protocol\":1,\"admin\":true}\n");
-            hj::AgentAddress address;
-            address.host = QStringLiteral("127.0.0.1");
-            address.port = fake.serverPort();
-            address.token = QStringLiteral("t");
-            hj::AgentClient c(address);
+            FakeAgent fake("{\"type\":\"welcome\",\"protocol\":1,\"admin\":true}\n");
+            QVERIFY(fake.listening());
+            hj::AgentClient c(fake.address());
             Recorder r(c);
             c.connectToAgent();
             QVERIFY(waitUntil([&] { return !r.refused.isEmpty(); }, 10000));
