@@ -9,25 +9,13 @@
 # Prints the error of each plan and the median |error|.
 # Usage: bench_predicted.sh HIPPIE_ENGINE HIPPIE_PLAN [STEPS] [GLOBAL_BATCH]
 set -u
+# shellcheck source=bench_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
 ENGINE="$1"; PLANNER="$2"; STEPS="${3:-6}"; GB="${4:-16}"; N=4
 WORK="$(mktemp -d)"; trap 'rm -rf "$WORK"' EXIT
 echo "load before: $(uptime)"
 "$ENGINE" probe --seconds 2 > "$WORK/probe.json" || exit 2
-python3 - "$WORK/probe.json" "$N" <<'PY'
-import json, sys
-p, n = sys.argv[1], int(sys.argv[2])
-c = json.load(open(p))
-# The probe times one thread (its torch_threads); each rank runs one thread too, but N ranks
-# on fewer cores take turns: a device is a rank's share of a core, min(1, cores / N) of the
-# probed matmul rate and memory bandwidth.
-share = min(1.0, c["probe"]["cpu_cores"] / n)
-node = c["nodes"][0]
-node["devices"] = n
-for key in ("peak_flops_fp32", "peak_flops_fp16", "memory_bandwidth_bytes_per_s"):
-    node["device"][key] *= share
-print(f"{n} ranks on {c['probe']['cpu_cores']} cores: each device {share:.2f} of the probed core")
-json.dump(c, open(p, "w"))
-PY
+rank_cluster "$WORK/probe.json" "$WORK/probe.json" $N
 echo "probe: $(grep -o '"matmul_flops_per_s":[^,]*' "$WORK/probe.json"), $(grep -o '"loopback_bytes_per_s":[^,]*' "$WORK/probe.json")"
 errors=()
 run() {  # run MODEL OVERRIDE NAME PLAN_ARGS...
@@ -37,9 +25,8 @@ run() {  # run MODEL OVERRIDE NAME PLAN_ARGS...
     timeout 900 "$ENGINE" launch --plan "$WORK/$name.json" --nprocs $N --steps "$STEPS" --rank-args "--threads 1" > "$WORK/$name.out" 2>&1 \
         || { echo "$name: run failed: $(tail -1 "$WORK/$name.out")"; return; }
     local measured predicted
-    measured=$(grep '"event":"done"' "$WORK/$name.out" | grep -o '"mean_step_s":[0-9.e-]*' | cut -d: -f2 | sort -g | tail -1)
-    predicted=$("$PLANNER" simulate --plan "$WORK/$name.json" -c "$WORK/probe.json" --json 2>/dev/null \
-                | grep -o '"iteration_time_s": *[0-9.e-]*' | head -1 | grep -o '[0-9.e-]*$')
+    measured=$(measured_step "$WORK/$name.out")
+    predicted=$(predicted_step "$PLANNER" "$WORK/$name.json" -c "$WORK/probe.json")
     [ -n "$predicted" ] || { echo "$name: no prediction"; return; }
     local err; err=$(awk -v m="$measured" -v p="$predicted" 'BEGIN { printf "%.1f", 100 * (p - m) / m }')
     errors+=("${err#-}")

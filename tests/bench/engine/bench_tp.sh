@@ -4,30 +4,20 @@
 # parallelism, t2 x dp2 without ZeRO and with ZeRO 1 and 3, t4, and dp4 (no tp) beside them.
 # The prediction is `hippie-plan simulate` of the very plan file the ranks ran, on the plan's
 # cluster (cpu-local, a preset of rough figures: 4 CPU ranks over loopback) and on this host
-# as `hippie-engine probe` measures it before the runs (one device per rank, each its share of
-# the cores, as bench_predicted.sh does); nothing is fitted to the runs.
+# as `hippie-engine probe` measures it before the runs (one device per rank of the plan, each
+# its share of the cores: bench_lib.sh); nothing is fitted to the runs.
 # Usage: bench_tp.sh HIPPIE_ENGINE HIPPIE_PLAN [STEPS] [GLOBAL_BATCH]
 set -u
-ENGINE="$1"; PLANNER="$2"; STEPS="${3:-6}"; GB="${4:-16}"; N=4
+# shellcheck source=bench_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
+ENGINE="$1"; PLANNER="$2"; STEPS="${3:-6}"; GB="${4:-16}"
 OV="${BENCH_TP_OVERRIDE:-layers=2,d_model=256,heads=8,seq_len=64,vocab=8192,positions=64}"
 WORK="$(mktemp -d)"; trap 'rm -rf "$WORK"' EXIT
 echo "load before: $(uptime)"
+# One probe; a cluster of as many devices as each plan has ranks (2 ranks share the cores
+# differently from 4).
 "$ENGINE" probe --seconds 2 > "$WORK/probe.json" || exit 2
-python3 - "$WORK/probe.json" "$N" <<'PY'
-import json, sys
-p, n = sys.argv[1], int(sys.argv[2])
-c = json.load(open(p))
-share = min(1.0, c["probe"]["cpu_cores"] / n)
-node = c["nodes"][0]
-node["devices"] = n
-for key in ("peak_flops_fp32", "peak_flops_fp16", "memory_bandwidth_bytes_per_s"):
-    node["device"][key] *= share
-print(f"{n} ranks on {c['probe']['cpu_cores']} cores: each device {share:.2f} of the probed core")
-json.dump(c, open(p, "w"))
-PY
-predict() {  # PLAN CLUSTER...: the simulated iteration time
-    "$PLANNER" simulate --plan "$1" "${@:2}" --json 2>/dev/null | grep -o '"iteration_time_s": *[0-9.e-]*' | head -1 | grep -o '[0-9.e-]*$'
-}
+for n in 2 4; do rank_cluster "$WORK/probe.json" "$WORK/probe-$n.json" $n; done
 printf "%-26s %5s %12s %14s %9s %14s %9s\n" plan ranks "measured s" "cpu-local s" error "probed s" error
 run() {  # NAME RANKS PLAN_ARGS...
     local name="$1" n="$2"; shift 2
@@ -36,9 +26,9 @@ run() {  # NAME RANKS PLAN_ARGS...
     timeout 900 "$ENGINE" launch --plan "$WORK/$name.json" --nprocs "$n" --steps "$STEPS" --rank-args "--threads 1" > "$WORK/$name.out" 2>&1 \
         || { echo "$name: run failed: $(grep '"event":"error"' "$WORK/$name.out" | head -1)"; return; }
     local measured local_p probed_p
-    measured=$(grep '"event":"done"' "$WORK/$name.out" | grep -o '"mean_step_s":[0-9.e-]*' | cut -d: -f2 | sort -g | tail -1)
-    local_p=$(predict "$WORK/$name.json")
-    probed_p=$(predict "$WORK/$name.json" -c "$WORK/probe.json")
+    measured=$(measured_step "$WORK/$name.out")
+    local_p=$(predicted_step "$PLANNER" "$WORK/$name.json")
+    probed_p=$(predicted_step "$PLANNER" "$WORK/$name.json" -c "$WORK/probe-$n.json")
     [ -n "$local_p" ] && [ -n "$probed_p" ] || { echo "$name: no prediction ($("$PLANNER" simulate --plan "$WORK/$name.json" 2>&1 | tail -1))"; return; }
     awk -v name="$name" -v n="$n" -v m="$measured" -v a="$local_p" -v b="$probed_p" \
         'BEGIN { printf "%-26s %5d %12.4f %14.4f %+8.1f%% %14.4f %+8.1f%%\n", name, n, m, a, 100 * (a - m) / m, b, 100 * (b - m) / m }'
