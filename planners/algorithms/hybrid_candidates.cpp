@@ -490,13 +490,13 @@ Estimator::Estimator(const Problem& problem, int tp)
     }
 }
 
-int64_t Estimator::zeroStateBytes(int64_t param_bytes, const Shape& shape) const {
+int64_t Estimator::zeroStateBytes(int64_t param_bytes, int64_t gathered_bytes, const Shape& shape) const {
     const CostModel& cost = costs_.cost();
     const int64_t count = param_bytes / activationElementBytes(cost.precision());
     const int64_t master = isMixed(cost.precision()) ? count * 4 : 0;  // fp32 copy, as the cost model counts it
     const int64_t optimizer = count * optimizerStateBytesPerParam(problem_.optimizer);
     const auto shard = [&](int64_t bytes) { return (bytes + shape.dp - 1) / shape.dp; };
-    const int64_t params = shape.zero >= 3 ? shard(param_bytes) + param_bytes : param_bytes;  // ZeRO-3: shard + the stage gathered
+    const int64_t params = shape.zero >= 3 ? shard(param_bytes) + gathered_bytes : param_bytes;  // ZeRO-3: shard + two layers gathered
     const int64_t grads = shape.zero >= 2 ? shard(param_bytes) : param_bytes;
     return params + grads + shard(master) + shard(optimizer);
 }
@@ -523,8 +523,20 @@ Estimator::StageCost Estimator::stageCost(const StageRange& r, bool recompute, i
                                     tensorParallelSeconds(r.first_layer, r.last_layer - 1, false, samples, topology)
                               : 0.0;
     s.params = costs_.paramBytes(r.first_layer, r.last_layer);
+    if (shape.dp > 1 && shape.zero >= 3 && s.params > 0) {
+        // ZeRO-3 gathers each layer inside every compute, the next one prefetched: the
+        // first layer's gather is exposed, and the rest wherever gathering outpaces compute
+        // (all-gather: half an all-reduce's ring).
+        const int layers = r.last_layer - r.first_layer + 1;
+        const double gather_all = (layers * topology.reduce_fixed_s[static_cast<size_t>(stage)] +
+                                   topology.reduce_per_byte_s[static_cast<size_t>(stage)] * static_cast<double>(s.params)) / 2;
+        const auto exposed = [&](double compute) { return compute > 0 ? std::max(0.0, gather_all - compute) + gather_all / layers : 0.0; };
+        s.fwd_s += exposed(s.fwd_s);
+        s.bwd_s += exposed(s.bwd_s);
+        s.recompute_s += exposed(s.recompute_s);
+    }
     const int64_t buckets = shape.dp > 1 ? std::min(s.params, 2 * Plan{}.bucket_bytes) : 0;  // the cost model's two in flight
-    const int64_t states = shape.dp > 1 && shape.zero > 0 ? zeroStateBytes(s.params, shape) : state_prefix_[b + 1] - state_prefix_[a];
+    const int64_t states = shape.dp > 1 && shape.zero > 0 ? zeroStateBytes(s.params, shape.zero >= 3 ? costs_.zeroGatheredBytes(r.first_layer, r.last_layer) : 0, shape) : state_prefix_[b + 1] - state_prefix_[a];
     s.static_bytes = states + buckets + (last_stage ? 0 : costs_.boundaryBytes(r.last_layer, samples));
     const int64_t outputs = activation_prefix_[b + 1] - activation_prefix_[recompute ? b : a];
     s.kept = cost.scaled(input_bytes_[at(r.first_layer, r.last_layer)] + outputs, samples);
@@ -609,7 +621,7 @@ Estimate Estimator::estimate(const Candidate& c, const ShapeTopology& topology) 
         const double backward_end = backward_ends[s];
         double reduced_end = backward_end;
         const int zero = c.shape.dp > 1 ? c.shape.zero : 0;
-        double gather_s = 0;  // ZeRO: all-gathers of the parameters (after the step, or before the first compute)
+        double gather_s = 0;  // ZeRO 1-2: all-gathers of the parameters after the step (ZeRO-3's are in stageCost)
         if (c.shape.dp > 1 && sc.params > 0) {
             // The last backward runs bucket by bucket, each bucket's all-reduce (ZeRO 2/3:
             // reduce-scatter, half of it) after its part.
@@ -617,7 +629,7 @@ Estimate Estimator::estimate(const Candidate& c, const ShapeTopology& topology) 
             const double each = topology.reduce_fixed_s[s] + topology.reduce_per_byte_s[s] * static_cast<double>(sc.params) / buckets;
             const double reduce_each = zero >= 2 ? each / 2 : each;
             reduced_end = std::max(backward_end - sc.bwd_s + sc.bwd_s / buckets + buckets * reduce_each, backward_end + reduce_each);
-            if (zero > 0) gather_s = buckets * each / 2;
+            if (zero == 1 || zero == 2) gather_s = buckets * each / 2;
         }
         int64_t params = sc.params / activationElementBytes(cost.precision());
         if (zero > 0) params = (params + c.shape.dp - 1) / c.shape.dp;

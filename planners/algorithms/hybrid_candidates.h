@@ -9,8 +9,8 @@
 // global batch with pp * dp <= devices (fewer devices than the cluster has are allowed);
 // micro-batch count m dividing the per-replica batch (so every micro-batch holds a whole
 // number of samples); contiguous non-empty stages; per stage, either keep every activation
-// or recompute every layer but the last; the ZeRO stage 0..2 of the data-parallel groups
-// (dp > 1 only; 3 is left out, see kHighestSearchedZeroStage); the tensor-parallel degree tp,
+// or recompute every layer but the last; the ZeRO stage 0..3 of the data-parallel groups
+// (dp > 1 only); the tensor-parallel degree tp,
 // a power of two up to the smallest node's devices that the model splits by
 // (Graph::tensorParallelFits), with sequence parallelism when tp > 1 (it moves the same bytes
 // as tp alone and splits more compute and activations), pp * dp * tp <= devices; the `hippie`
@@ -27,10 +27,9 @@ namespace hippie::hybrid {
 
 // ---- The space ------------------------------------------------------------------------------
 
-// The highest ZeRO stage of the space. Under the hippie schedule a device runs one segment, so
-// ZeRO-3 (which gathers a whole segment, planners.md) keeps it gathered through the step: 2P/dp
-// more memory than ZeRO-2 for one more all-gather, never better on any objective.
-constexpr int kHighestSearchedZeroStage = 2;
+// The highest ZeRO stage of the space: ZeRO-3 gathers one layer at a time (zero_gathers.h), so
+// it needs less memory than ZeRO-2 for the all-gathers inside every compute.
+constexpr int kHighestSearchedZeroStage = 3;
 
 struct Shape {
     int pp = 1;  // pipeline stages
@@ -187,8 +186,9 @@ private:
     // Seconds of the tensor-parallel collectives of layers first..last, forward or backward.
     double tensorParallelSeconds(int first, int last, bool backward, double samples, const ShapeTopology& topology) const;
     // Parameters, gradients, master weights and optimizer state of `param_bytes` of parameters
-    // under shape.zero over shape.dp replicas, as the cost model counts them (no buffers).
-    int64_t zeroStateBytes(int64_t param_bytes, const Shape& shape) const;
+    // under shape.zero over shape.dp replicas, as the cost model counts them (no buffers);
+    // ZeRO-3 holds `gathered_bytes` whole besides its shard.
+    int64_t zeroStateBytes(int64_t param_bytes, int64_t gathered_bytes, const Shape& shape) const;
     size_t at(int first, int last) const { return static_cast<size_t>(first) * static_cast<size_t>(layers_) + static_cast<size_t>(last); }
 
     const Problem& problem_;

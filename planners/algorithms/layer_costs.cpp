@@ -114,8 +114,14 @@ std::span<const int> LayerCosts::ops(int first, int last) const {
     return std::span<const int>(ops_by_layer_).subspan(a, b - a);
 }
 
+int64_t LayerCosts::zeroGatheredBytes(int first, int last) const {
+    int64_t most = 0;
+    for (int l = first; l <= last; ++l) most = std::max(most, paramBytes(l, std::min(l + 1, last)));
+    return most;
+}
+
 int64_t LayerCosts::staticBytes(int first, int last, int dp, int zero) const {
-    const int64_t gathered = zero >= 3 && dp > 1 ? paramBytes(first, last) : 0;
+    const int64_t gathered = zero >= 3 && dp > 1 ? zeroGatheredBytes(first, last) : 0;
     return cost_.staticMemory(ops(first, last), problem_.optimizer, dp, Plan{}.bucket_bytes, 0, zero, gathered).total();
 }
 

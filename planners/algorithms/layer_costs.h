@@ -34,8 +34,11 @@ public:
 
     // Parameters, gradients, master weights, optimizer state and gradient buckets of a stage
     // replica with `dp` replicas (the cost model's static memory), under ZeRO stage `zero`
-    // (stage 3: with the stage's full parameters gathered, as the engine gathers them).
+    // (stage 3: with two adjacent layers' parameters gathered, zeroGatheredBytes).
     int64_t staticBytes(int first, int last, int dp, int zero = 0) const;
+    // ZeRO-3: the most parameter bytes layers first..last hold whole at once, gathered layer by
+    // layer with the next one prefetched: the largest two adjacent layers' (zero_gathers.h).
+    int64_t zeroGatheredBytes(int first, int last) const;
     // Model states of one layer alone (no buffers): torchgpipe's "parameter size x scale".
     int64_t layerStateBytes(int layer) const;
     // Activations one micro-batch of `samples` keeps for backward in a stage: its layers'

@@ -12,7 +12,14 @@ namespace hippie {
 // trained for the zoo's transformers (their attention, MLP, embedding and LM head split the
 // Megatron way), sequence parallelism for the GPT models; the engine also refuses a tp that
 // does not divide the model's heads, MLP width or vocabulary, once it has resolved the sizes.
+// ZeRO-3 under zb-h1 is refused: the engine's weight pass (W) runs autograd back through the
+// layers again, so it would gather every layer's parameters a second time, which the program
+// (where W needs no weights) does not list.
 inline std::string untrainedParallelism(const Plan& p) {
+    if (p.zero_stage >= 3 && p.dp > 1 && p.schedule == ScheduleKind::ZeroBubbleH1)
+        return "ZeRO-3 under the zb-h1 schedule is not trained by this engine: its weight pass (W) runs back through the layers' "
+               "weights, which ZeRO-3 would have to gather a second time; plan 1f1b, interleaved, gpipe or hippie with ZeRO-3, or "
+               "zb-h1 with ZeRO-2";
     if (p.tp == 1 && !p.sequence_parallel) return "";
     const Architecture* arch = p.model.zoo.empty() ? nullptr : publishedArchitecture(p.model.zoo);
     const std::string family = arch ? familyOf(*arch) : "";

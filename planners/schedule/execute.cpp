@@ -30,9 +30,10 @@ struct CollectiveInstance {
     double end = 0;
 };
 
-// The tensor-parallel collectives of one compute instruction, over its tp group: they start
-// when every member has finished that compute.
-struct TensorParallelInstance {
+// The in-line collectives of one compute instruction (TensorParallel over its tp group,
+// ZeroGather over its data-parallel group): they start when every member has finished that
+// compute.
+struct InlineInstance {
     std::vector<std::pair<int, size_t>> members;  // (stream, instruction index)
     double ready = 0;
     bool resolved = false;
@@ -41,8 +42,8 @@ struct TensorParallelInstance {
 struct StreamState {
     size_t pc = 0;
     size_t last_compute_pc = 0;
-    bool tp_arrived = false;       // registered at the TensorParallel instruction at pc
-    int tp_instance = 0;
+    bool inline_arrived = false;   // registered at the in-line instruction at pc
+    int inline_instance = 0;
     double compute_free = 0;       // when the compute stream is idle again
     double last_compute_end = 0;   // end of the latest compute instruction issued
     double last_compute_start = 0;
@@ -63,8 +64,8 @@ public:
         for (size_t s = 0; s < n; ++s) result_.timing[s].resize(p.streams[s].size());
         posted_per_group_.assign(p.groups.size(), std::vector<int>(n, 0));
         instances_.resize(p.groups.size());
-        tp_posted_.assign(p.groups.size(), std::vector<int>(n, 0));
-        tp_instances_.resize(p.groups.size());
+        inline_posted_.assign(p.groups.size(), std::vector<int>(n, 0));
+        inline_instances_.resize(p.groups.size());
     }
 
     ExecutionResult run() {
@@ -105,8 +106,8 @@ private:
                 sends_[key] = {t.start, t.end};
             } else if (isCollective(in.kind)) {
                 post(s, in);
-            } else if (isTensorParallel(in.kind)) {
-                if (!tensorParallel(s, in)) break;
+            } else if (isInline(in.kind)) {
+                if (!inlineCollectives(s, in)) break;
             } else {
                 if (!tryCompute(s, in, t)) break;
             }
@@ -152,26 +153,30 @@ private:
         return true;
     }
 
-    // A TensorParallel instruction: the members of its group wait for each other after the
-    // compute before it, run its collectives together, and only then go on. True once done.
-    bool tensorParallel(int s, const Instr& in) {
+    // A TensorParallel or ZeroGather instruction: the members of its group wait for each
+    // other after the compute before it, run its collectives together, and only then go on.
+    // True once done.
+    bool inlineCollectives(int s, const Instr& in) {
         StreamState& st = state_[static_cast<size_t>(s)];
         const auto g = static_cast<size_t>(in.group);
         if (in.group < 0 || g >= program_.groups.size()) return false;  // the validator names it
-        if (!st.tp_arrived) {
-            const int k = tp_posted_[g][static_cast<size_t>(s)]++;
-            auto& list = tp_instances_[g];
+        if (!st.inline_arrived) {
+            const int k = inline_posted_[g][static_cast<size_t>(s)]++;
+            auto& list = inline_instances_[g];
             if (static_cast<int>(list.size()) <= k) list.resize(static_cast<size_t>(k) + 1);
-            TensorParallelInstance& inst = list[static_cast<size_t>(k)];
+            InlineInstance& inst = list[static_cast<size_t>(k)];
             inst.members.emplace_back(s, st.pc);
             inst.ready = std::max(inst.ready, st.compute_free);
-            st.tp_arrived = true;
-            st.tp_instance = k;
+            st.inline_arrived = true;
+            st.inline_instance = k;
         }
-        TensorParallelInstance& inst = tp_instances_[g][static_cast<size_t>(st.tp_instance)];
+        InlineInstance& inst = inline_instances_[g][static_cast<size_t>(st.inline_instance)];
         if (!inst.resolved) {
             if (inst.members.size() < program_.groups[g].size()) return false;
-            const double end = inst.ready + (durations_.tensor_parallel ? durations_.tensor_parallel(in) : 0.0);
+            double duration = 0;
+            if (isZeroGather(in.kind)) duration = durations_.zero_gather ? durations_.zero_gather(s, in) : 0.0;
+            else duration = durations_.tensor_parallel ? durations_.tensor_parallel(in) : 0.0;
+            const double end = inst.ready + duration;
             for (const auto& [m, idx] : inst.members) {
                 StreamState& ms = state_[static_cast<size_t>(m)];
                 result_.timing[static_cast<size_t>(m)][idx] = {inst.ready, end};
@@ -180,7 +185,7 @@ private:
             }
             inst.resolved = true;
         }
-        st.tp_arrived = false;
+        st.inline_arrived = false;
         return true;
     }
 
@@ -252,7 +257,9 @@ private:
         if (in.kind == InstrKind::OptimizerStep && st.collectives_unresolved > 0)
             why += ", waiting for " + std::to_string(st.collectives_unresolved) + " collective(s)";
         if (!st.pending_gathers.empty()) why += ", waiting for its parameters' all-gathers";
-        if (st.tp_arrived) why += ", waiting for the other members of tensor-parallel group " + std::to_string(in.group);
+        if (st.inline_arrived)
+            why += ", waiting for the other members of " + std::string(isZeroGather(in.kind) ? "data-parallel" : "tensor-parallel") + " group " +
+                   std::to_string(in.group);
         return why;
     }
 
@@ -264,8 +271,8 @@ private:
     std::unordered_map<uint64_t, double> link_free_;
     std::vector<std::vector<int>> posted_per_group_;  // [group][stream] collectives posted
     std::vector<std::vector<CollectiveInstance>> instances_;
-    std::vector<std::vector<int>> tp_posted_;  // [group][stream] TensorParallel instructions reached
-    std::vector<std::vector<TensorParallelInstance>> tp_instances_;
+    std::vector<std::vector<int>> inline_posted_;  // [group][stream] TensorParallel and ZeroGather instructions reached
+    std::vector<std::vector<InlineInstance>> inline_instances_;
 };
 
 }  // namespace

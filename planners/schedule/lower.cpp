@@ -9,6 +9,7 @@
 #include "planners/cost/cost_model.h"
 #include "planners/schedule/schedule_orders.h"
 #include "planners/schedule/tied_weights.h"
+#include "planners/schedule/zero_gathers.h"
 
 namespace hippie {
 
@@ -180,6 +181,34 @@ std::vector<std::vector<int>> makeBuckets(const std::vector<int64_t>& param_byte
     return of_segment;
 }
 
+// ZeRO-3's buckets: one per layer of each segment (the unit FSDP wraps and gathers), cut
+// from the segment's end like makeBuckets; ops of a layer without parameters join the
+// bucket of the layer before them.
+std::vector<std::vector<int>> makeLayerBuckets(const std::vector<int64_t>& param_bytes, const Layout& l, const Graph& graph,
+                                               std::vector<Bucket>& buckets) {
+    std::vector<std::vector<int>> of_segment(l.segments.size());
+    for (size_t s = 0; s < l.segments.size(); ++s) {
+        Bucket cur;
+        cur.segment = static_cast<int>(s);
+        int layer = -1;  // the layer whose parameters `cur` holds
+        for (auto it = l.segments[s].ops.rbegin(); it != l.segments[s].ops.rend(); ++it) {
+            const int op_layer = graph.ops[static_cast<size_t>(*it)].layer;
+            if (cur.bytes > 0 && op_layer != layer) {
+                of_segment[s].push_back(static_cast<int>(buckets.size()));
+                buckets.push_back(cur);
+                cur = Bucket{};
+                cur.segment = static_cast<int>(s);
+            }
+            cur.ops.push_back(*it);
+            cur.bytes += param_bytes[static_cast<size_t>(*it)];
+            if (param_bytes[static_cast<size_t>(*it)] > 0) layer = op_layer;
+        }
+        of_segment[s].push_back(static_cast<int>(buckets.size()));
+        buckets.push_back(cur);
+    }
+    return of_segment;
+}
+
 // Bytes sent from a producer segment to the segments of `consumers`: one tensor per producing
 // op, however many of the consumers read it, times the share of it a tensor-parallel rank
 // sends (`tensor_share`, by producing op). `out_edges`: the edges leaving the producer.
@@ -241,8 +270,9 @@ public:
                 }
             }
             out.push_back(in);
-            // The compute's tensor-parallel collectives are part of it: its sends follow them.
-            if (i + 1 < compute.size() && isTensorParallel(compute[i + 1].kind)) out.push_back(compute[++i]);
+            // The compute's tensor-parallel collectives and ZeRO-3 gathers are part of it: its
+            // sends follow them.
+            while (i + 1 < compute.size() && isInline(compute[i + 1].kind)) out.push_back(compute[++i]);
             if (in.kind == InstrKind::Forward) {
                 std::set<int> targets;
                 for (int c : consumers_[static_cast<size_t>(in.segment)]) targets.insert(dev(c, replica));
@@ -322,9 +352,8 @@ private:
 // - 1: all-reduce as stage 0, the step updates the shard, then an all-gather of every bucket.
 // - 2: each micro-batch's gradients are reduce-scattered after its backward (so only the
 //   shard accumulates), the step updates the shard, then an all-gather of every bucket.
-// - 3: as 2, without the all-gather after the step: a segment's parameters are gathered
-//   before its first compute instruction, prefetched while the compute before it runs, and
-//   released after its last compute before another segment's (zeroGathers).
+// - 3: as 2, without the all-gather after the step: each compute gathers its layers'
+//   parameters one by one and frees them after use (zeroGatherInstructions).
 std::vector<Instr> finishComputeOrder(const std::vector<Instr>& order, const Plan& plan, const Program& prog,
                                       const std::vector<std::vector<int>>& buckets_of, const std::vector<int>& group_of_segment,
                                       const std::vector<bool>& segment_recomputes) {
@@ -387,44 +416,28 @@ std::vector<Instr> finishComputeOrder(const std::vector<Instr>& order, const Pla
     return out;
 }
 
-// ZeRO-3: before the first compute instruction of each run of one segment's compute
-// instructions, all-gathers of that segment's buckets, placed right after the compute
-// instruction before the run (so they overlap it: a prefetch one compute ahead).
-std::vector<Instr> zeroGathers(const std::vector<Instr>& in, const Program& prog, const std::vector<std::vector<int>>& buckets_of,
-                               const std::vector<int>& group_of_segment) {
+// ZeRO-3: a ZeroGather instruction right after each compute instruction that uses
+// parameters, listing the per-layer gathers inside it (zeroGathers.h), over the segment's
+// data-parallel group.
+std::vector<Instr> zeroGatherInstructions(const std::vector<Instr>& in, const Program& prog, const Graph& graph,
+                                          const std::vector<int>& group_of_segment) {
     std::vector<Instr> out;
-    int current = -1;
-    auto gathers = [&](int segment, int mb) {
-        for (int b : buckets_of[static_cast<size_t>(segment)]) {
-            if (prog.buckets[static_cast<size_t>(b)].bytes <= 0) continue;
-            Instr ag;
-            ag.kind = InstrKind::AllGather;
-            ag.bucket = b;
-            ag.mb = mb;
-            ag.group = group_of_segment[static_cast<size_t>(segment)];
-            out.push_back(ag);
-        }
-    };
-    size_t i = 0;
-    // The first run's gathers go before everything.
-    for (const Instr& x : in)
-        if (isCompute(x.kind) && x.kind != InstrKind::OptimizerStep) {
-            current = x.segment;
-            gathers(x.segment, x.mb);
-            break;
-        }
-    for (; i < in.size(); ++i) {
-        out.push_back(in[i]);
-        if (!isCompute(in[i].kind) || in[i].kind == InstrKind::OptimizerStep) continue;
-        // Prefetch the next run's segment right after this compute instruction.
-        for (size_t j = i + 1; j < in.size(); ++j) {
-            if (!isCompute(in[j].kind) || in[j].kind == InstrKind::OptimizerStep) continue;
-            if (in[j].segment != current) {
-                current = in[j].segment;
-                gathers(in[j].segment, in[j].mb);
-            }
-            break;
-        }
+    out.reserve(in.size() * 2);
+    for (const Instr& x : in) {
+        out.push_back(x);
+        if (!isCompute(x.kind)) continue;
+        const std::vector<int> buckets = zeroGatheredBuckets(prog, graph, x);
+        if (buckets.empty()) continue;
+        Instr z;
+        z.kind = InstrKind::ZeroGather;
+        z.segment = x.segment;
+        z.mb = x.mb;
+        z.bucket = x.bucket;
+        z.of = x.kind;
+        z.group = group_of_segment[static_cast<size_t>(x.segment)];
+        z.count = static_cast<int>(buckets.size());
+        for (int b : buckets) z.bytes += prog.buckets[static_cast<size_t>(b)].bytes;
+        out.push_back(z);
     }
     return out;
 }
@@ -601,7 +614,8 @@ Program lower(const Plan& plan, const Graph& graph) {
 
     std::vector<int64_t> param_bytes(graph.ops.size());
     for (size_t op = 0; op < graph.ops.size(); ++op) param_bytes[op] = rankParamBytes(graph, split, static_cast<int>(op));
-    const auto buckets_of = makeBuckets(param_bytes, layout, plan.bucket_bytes, prog.buckets);
+    const auto buckets_of = prog.zero_stage >= 3 ? makeLayerBuckets(param_bytes, layout, graph, prog.buckets)
+                                                 : makeBuckets(param_bytes, layout, plan.bucket_bytes, prog.buckets);
     std::vector<int> parts_of_segment(layout.segments.size());
     for (size_t s = 0; s < layout.segments.size(); ++s) parts_of_segment[s] = static_cast<int>(buckets_of[s].size());
     // Data-parallel groups, one per (segment, tensor-parallel rank k): the replicas' rank k.
@@ -646,7 +660,7 @@ Program lower(const Plan& plan, const Graph& graph) {
         for (int k = 0; k < tp; ++k) {
             const auto& groups = group_of_segment[static_cast<size_t>(k)];
             full[static_cast<size_t>(k)] = finishComputeOrder(orders[pos], plan, prog, buckets_of, groups, segment_recomputes);
-            if (prog.zero_stage >= 3) full[static_cast<size_t>(k)] = zeroGathers(full[static_cast<size_t>(k)], prog, buckets_of, groups);
+            if (prog.zero_stage >= 3) full[static_cast<size_t>(k)] = zeroGatherInstructions(full[static_cast<size_t>(k)], prog, graph, groups);
         }
         for (size_t lane = 0; lane < position_devices[pos].size(); ++lane) {
             const size_t r = lane / static_cast<size_t>(tp), k = lane % static_cast<size_t>(tp);

@@ -19,6 +19,7 @@ const char* toString(InstrKind k) {
     case InstrKind::ReduceScatter: return "reduce-scatter";
     case InstrKind::AllGather: return "all-gather";
     case InstrKind::TensorParallel: return "tensor-parallel";
+    case InstrKind::ZeroGather: return "zero-gather";
     case InstrKind::OptimizerStep: return "optimizer-step";
     }
     return "?";
@@ -43,6 +44,8 @@ bool isCompute(InstrKind k) {
 bool isSend(InstrKind k) { return k == InstrKind::SendActivation || k == InstrKind::SendGrad; }
 bool isRecv(InstrKind k) { return k == InstrKind::RecvActivation || k == InstrKind::RecvGrad; }
 bool isTensorParallel(InstrKind k) { return k == InstrKind::TensorParallel; }
+bool isZeroGather(InstrKind k) { return k == InstrKind::ZeroGather; }
+bool isInline(InstrKind k) { return isTensorParallel(k) || isZeroGather(k); }
 
 std::string Instr::str() const {
     const std::string s = std::to_string(segment);
@@ -65,6 +68,11 @@ std::string Instr::str() const {
         compute.kind = of;
         compute.bucket = -1;
         return std::string(sequence_parallel ? "TPSP" : "TPAR") + compute.str();
+    }
+    case InstrKind::ZeroGather: {
+        Instr compute = *this;
+        compute.kind = of;
+        return "Z3AG" + compute.str();
     }
     case InstrKind::OptimizerStep: return "OPT";
     }

@@ -29,6 +29,17 @@
 //   GEMMs between the collectives on the compute stream and the collectives on the links of
 //   the group. The engine runs them inside the layers' forward and backward; the simulator
 //   times them from `count` and `bytes`. BackwardWeight has none (weight gradients are local).
+// - ZeRO-3 (zero_stage 3): a stage's parameters are gathered layer by layer inside each
+//   compute that uses them and freed after that layer, as FSDP and DeepSpeed's stage 3 do.
+//   ZeroGather stands right after such a compute (Forward, Recompute, Backward or a bucket
+//   part of it, BackwardInput; after its TensorParallel instruction when it has one) and lists
+//   its all-gathers: `count` buckets (under ZeRO-3 a bucket is one layer's parameters, so one
+//   gather per layer), `bytes` their sum, over `group`, the segment's data-parallel group.
+//   zeroGatheredBuckets (zero_gathers.h) says which, in the order the compute uses them.
+//   Like tp, the compute and its gathers are one blocking unit over the group: each layer's
+//   gather is prefetched while the layer before it computes (two layers' parameters whole at
+//   once), so the unit lasts as long as that two-stage pipeline does. BackwardWeight gathers
+//   nothing (weight gradients need activations and output gradients, not weights).
 //   Layout with tp > 1 (lower.cpp): every (replica r, tp rank k) is a lane, r * tp + k, as in
 //   Plan::device_map; segment_devices[s][lane] is the lane's device, and each lane is a
 //   pipeline of its own for sends and receives: rank k of a stage sends to rank k of the next.
@@ -60,6 +71,7 @@ enum class InstrKind {
     ReduceScatter,   // ZeRO 2/3: gradient bucket summed, each member keeps its shard
     AllGather,       // ZeRO 1-3: parameter bucket gathered from the members' shards
     TensorParallel,  // the tp collectives inside the compute instruction before it (see above)
+    ZeroGather,      // ZeRO-3: the per-layer parameter all-gathers inside the compute before it
     OptimizerStep    // last: loops over every kind run up to it
 };
 const char* toString(InstrKind k);
@@ -68,6 +80,8 @@ bool isCompute(InstrKind k);
 bool isSend(InstrKind k);
 bool isRecv(InstrKind k);
 bool isTensorParallel(InstrKind k);  // TensorParallel (not a bucket collective: isCollective is false)
+bool isZeroGather(InstrKind k);
+bool isInline(InstrKind k);  // TensorParallel or ZeroGather: part of the compute instruction before it
 
 // A unit of compute: a pipeline stage (or interleaved chunk), or a group of ops placed on one
 // device. Its ops are listed in execution (topological) order.
@@ -101,12 +115,16 @@ struct Instr {
     // whole tensors of all its collectives summed (one micro-batch); `count` how many
     // collectives (all-reduces, or with sequence parallelism reduce-scatter + all-gather pairs);
     // `of` the compute kind it belongs to (Forward, Recompute, Backward or BackwardInput).
+    // ZeroGather: segment, mb, bucket (a backward's bucket part) and `of` as its compute
+    // instruction; `group` the segment's data-parallel group; `count` the buckets gathered,
+    // `bytes` their bytes summed.
     int count = 0;
     InstrKind of = InstrKind::Forward;
     bool sequence_parallel = false;  // TensorParallel: reduce-scatter + all-gather pairs, not all-reduces
 
     // compact form: "0F3", "1B2", "AR0", "RS3", "RS3@1", "AG3", "AG3@1", "TPAR0F3" (the tp
-    // all-reduces of 0F3), "TPSP0B3" (its sequence-parallel reduce-scatter + all-gather pairs), ...
+    // all-reduces of 0F3), "TPSP0B3" (its sequence-parallel reduce-scatter + all-gather pairs),
+    // "Z3AG0F3" (the ZeRO-3 gathers of 0F3), ...
     std::string str() const;
     bool operator==(const Instr&) const = default;
 };

@@ -9,6 +9,7 @@
 
 #include "planners/cost/cost_model.h"
 #include "planners/schedule/execute.h"
+#include "planners/schedule/zero_gathers.h"
 
 namespace hippie {
 
@@ -129,15 +130,7 @@ private:
         std::set<P2PKey> received;
         std::set<int> grads_ready_buckets;
         std::set<std::pair<int, int>> bucket_mb_ready;  // (bucket, mb): that micro-batch's gradients computed
-        std::map<int, int> gathered;                    // ZeRO-3: segment -> buckets gathered since its release
         bool stepped = false;
-        const std::vector<size_t> compute_at = [&] {
-            std::vector<size_t> c;
-            for (size_t i = 0; i < stream.size(); ++i)
-                if (isCompute(stream[i].kind) && stream[i].kind != InstrKind::OptimizerStep) c.push_back(i);
-            return c;
-        }();
-        size_t compute_index = 0;
         for (size_t i = 0; i < stream.size(); ++i) {
             const Instr& in = stream[i];
             if (isRecv(in.kind)) {
@@ -149,8 +142,12 @@ private:
                 checkTensorParallel(s, i);
                 continue;
             }
+            if (isZeroGather(in.kind)) {
+                checkZeroGather(s, i);
+                continue;
+            }
             if (isCollective(in.kind) || in.kind == InstrKind::OptimizerStep) {
-                checkCollective(s, i, grads_ready_buckets, bucket_mb_ready, gathered, stepped);
+                checkCollective(s, i, grads_ready_buckets, bucket_mb_ready, stepped);
                 if (in.kind == InstrKind::OptimizerStep) stepped = true;
                 continue;
             }
@@ -160,16 +157,6 @@ private:
                 continue;
             }
             const auto key = std::make_pair(in.segment, in.mb);
-            if (p_.zero_stage >= 3) {
-                // Its parameters must be gathered; they are released after the last compute of
-                // a run of this segment's instructions.
-                if (gathered[in.segment] < dataBucketsWithBytes(in.segment))
-                    problem(at(s, i) + ": ZeRO-3 parameters of segment " + std::to_string(in.segment) + " are not all-gathered before use");
-                ++compute_index;
-                const bool last_of_run = compute_index >= compute_at.size() ||
-                                         stream[compute_at[compute_index]].segment != in.segment;
-                if (last_of_run) gathered[in.segment] = 0;
-            }
             switch (in.kind) {
             case InstrKind::Forward:
                 if (!forwarded.insert(key).second) problem(at(s, i) + ": forward runs twice");
@@ -210,9 +197,11 @@ private:
             default: break;
             }
             checkHasItsTensorParallel(s, i);
-            // Sends that follow this compute instruction (and its tensor-parallel collectives)
-            // must carry what it produced.
-            const size_t after = i + 1 < stream.size() && isTensorParallel(stream[i + 1].kind) ? i + 2 : i + 1;
+            checkHasItsZeroGather(s, i);
+            // Sends that follow this compute instruction (and its tensor-parallel collectives and
+            // ZeRO-3 gathers) must carry what it produced.
+            size_t after = i + 1;
+            while (after < stream.size() && isInline(stream[after].kind)) ++after;
             for (size_t j = after; j < stream.size() && isSend(stream[j].kind); ++j) {
                 const Instr& snd = stream[j];
                 const bool ok = snd.kind == InstrKind::SendActivation ? forwarded.count({snd.segment, snd.mb}) > 0
@@ -300,13 +289,63 @@ private:
                     std::to_string(p_.tp) + " devices including " + std::to_string(dev) + ")");
     }
 
-    // Every member of a tp group runs the same TensorParallel instructions in the same order.
+    // ZeRO-3: a compute instruction that uses parameters is followed (after its tensor-parallel
+    // collectives, if any) by the ZeroGather listing its per-layer gathers.
+    void checkHasItsZeroGather(int s, size_t i) {
+        const auto& stream = p_.streams[static_cast<size_t>(s)];
+        const std::vector<int> buckets = zeroGatheredBuckets(p_, g_, stream[i]);
+        if (buckets.empty()) return;
+        int64_t bytes = 0;
+        for (int b : buckets) bytes += p_.buckets[static_cast<size_t>(b)].bytes;
+        size_t j = i + 1;
+        if (j < stream.size() && isTensorParallel(stream[j].kind)) ++j;
+        if (j >= stream.size() || !isZeroGather(stream[j].kind)) {
+            problem(at(s, i) + ": ZeRO-3 parameters of segment " + std::to_string(stream[i].segment) + " (" + std::to_string(buckets.size()) +
+                    " layer bucket(s), " + std::to_string(bytes) + " bytes) are not all-gathered for it: no ZeroGather follows it");
+            return;
+        }
+        const Instr& z = stream[j];
+        if (z.count != static_cast<int>(buckets.size()) || z.bytes != bytes)
+            problem(at(s, j) + ": lists " + std::to_string(z.count) + " gather(s) of " + std::to_string(z.bytes) + " bytes; " + stream[i].str() +
+                    " uses " + std::to_string(buckets.size()) + " bucket(s) of " + std::to_string(bytes) + " bytes");
+    }
+
+    // A ZeroGather instruction: under ZeRO-3, right after its compute instruction (or that
+    // compute's TensorParallel), over the data-parallel group of its segment on this device.
+    void checkZeroGather(int s, size_t i) {
+        const auto& stream = p_.streams[static_cast<size_t>(s)];
+        const Instr& in = stream[i];
+        const int dev = p_.devices[static_cast<size_t>(s)];
+        if (p_.zero_stage < 3) {
+            problem(at(s, i) + ": per-layer parameter gathers under ZeRO stage " + std::to_string(p_.zero_stage) +
+                    ", which keeps whole parameters");
+            return;
+        }
+        size_t c = i;
+        if (c > 0 && isTensorParallel(stream[c - 1].kind)) --c;  // its compute's tp collectives come first
+        const Instr* prev = c > 0 ? &stream[c - 1] : nullptr;
+        if (!prev || prev->kind != in.of || prev->segment != in.segment || prev->mb != in.mb || prev->bucket != in.bucket)
+            problem(at(s, i) + ": does not follow its compute instruction (" + std::string(toString(in.of)) + " of segment " +
+                    std::to_string(in.segment) + " micro-batch " + std::to_string(in.mb) + ")" + (prev ? "; it follows " + prev->str() : std::string()));
+        if (in.count < 1 || in.bytes <= 0) problem(at(s, i) + ": lists " + std::to_string(in.count) + " gathers of " + std::to_string(in.bytes) + " bytes");
+        if (in.group < 0 || in.group >= static_cast<int>(p_.groups.size())) {
+            problem(at(s, i) + ": names no group of the program");
+            return;
+        }
+        const auto& group = p_.groups[static_cast<size_t>(in.group)];
+        if (static_cast<int>(group.size()) != p_.pipelines || std::find(group.begin(), group.end(), dev) == group.end())
+            problem(at(s, i) + ": group " + std::to_string(in.group) + " is not a data-parallel group of this device (" +
+                    std::to_string(p_.pipelines) + " devices including " + std::to_string(dev) + ")");
+    }
+
+    // Every member of a tp group runs the same TensorParallel instructions in the same order,
+    // and every member of a data-parallel group the same ZeroGather instructions.
     void checkTensorParallelGroups() {
-        using Key = std::tuple<int, int, InstrKind, int64_t, int, bool>;
-        std::set<int> named;  // groups some TensorParallel instruction names
+        using Key = std::tuple<InstrKind, int, int, InstrKind, int64_t, int, bool>;
+        std::set<int> named;  // groups some TensorParallel or ZeroGather instruction names
         for (const auto& stream : p_.streams)
             for (const Instr& in : stream)
-                if (isTensorParallel(in.kind) && in.group >= 0 && in.group < static_cast<int>(p_.groups.size())) named.insert(in.group);
+                if (isInline(in.kind) && in.group >= 0 && in.group < static_cast<int>(p_.groups.size())) named.insert(in.group);
         for (int g : named) {
             std::vector<Key> reference;
             int reference_device = -1;
@@ -315,24 +354,18 @@ private:
                 std::vector<Key> seq;
                 if (s >= 0)
                     for (const Instr& in : p_.streams[static_cast<size_t>(s)])
-                        if (isTensorParallel(in.kind) && in.group == g)
-                            seq.emplace_back(in.segment, in.mb, in.of, in.bytes, in.count, in.sequence_parallel);
+                        if (isInline(in.kind) && in.group == g)
+                            seq.emplace_back(in.kind, in.segment, in.mb, in.of, in.bytes, in.count, in.sequence_parallel);
                 if (reference_device < 0) {
                     reference = seq;
                     reference_device = dev;
                 } else if (seq != reference) {
-                    problem("tensor-parallel group " + std::to_string(g) + ": device " + std::to_string(dev) +
-                            " runs a different sequence of tensor-parallel collectives (" + std::to_string(seq.size()) + ") than device " +
+                    problem("group " + std::to_string(g) + ": device " + std::to_string(dev) +
+                            " runs a different sequence of tensor-parallel collectives or ZeRO-3 gathers (" + std::to_string(seq.size()) + ") than device " +
                             std::to_string(reference_device) + " (" + std::to_string(reference.size()) + ")");
                 }
             }
         }
-    }
-
-    int dataBucketsWithBytes(int segment) const {
-        return static_cast<int>(std::count_if(p_.buckets.begin(), p_.buckets.end(), [&](const Bucket& b) {
-            return b.segment == segment && b.tied_segment < 0 && b.bytes > 0;
-        }));
     }
 
     void markBucketsOfMicroBatch(int segment, int mb, std::set<std::pair<int, int>>& ready) const {
@@ -343,7 +376,7 @@ private:
     // A collective (or the optimizer step) at stream s, position i: the kind fits the plan's
     // ZeRO stage and what it moves exists by then.
     void checkCollective(int s, size_t i, const std::set<int>& grads_ready, const std::set<std::pair<int, int>>& bucket_mb_ready,
-                         std::map<int, int>& gathered, bool stepped) {
+                         bool stepped) {
         const Instr& in = p_.streams[static_cast<size_t>(s)][i];
         if (in.kind == InstrKind::OptimizerStep) return;
         if (in.bucket < 0 || in.bucket >= static_cast<int>(p_.buckets.size()) || in.group < 0 ||
@@ -371,9 +404,9 @@ private:
                 if (p_.zero_stage >= 3) problem(at(s, i) + ": ZeRO-3 gathers parameters before use, not after the step");
                 if (!stepped) problem(at(s, i) + ": all-gather of bucket " + b + " after the step, but before the optimizer step");
             } else {
-                if (p_.zero_stage < 3) problem(at(s, i) + ": all-gather before use of bucket " + b + " under ZeRO stage " +
-                                               std::to_string(p_.zero_stage) + ", which keeps whole parameters");
-                ++gathered[bk.segment];
+                problem(at(s, i) + ": all-gather before use of bucket " + b +
+                        (p_.zero_stage >= 3 ? ": ZeRO-3 gathers parameters layer by layer inside each compute (ZeroGather)"
+                                            : " under ZeRO stage " + std::to_string(p_.zero_stage) + ", which keeps whole parameters"));
             }
             break;
         default: break;
@@ -419,6 +452,7 @@ private:
         unit.transfer = [](const Instr&, int, int) { return 1.0; };
         unit.collective = [](const Instr&) { return 1.0; };
         unit.tensor_parallel = [](const Instr&) { return 1.0; };
+        unit.zero_gather = [](int, const Instr&) { return 1.0; };
         const ExecutionResult res = execute(p_, unit);
         if (!res.finished) {
             problem("the program deadlocks");

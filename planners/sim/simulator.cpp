@@ -10,6 +10,7 @@
 #include "planners/common/checked.h"
 #include "planners/common/error.h"
 #include "planners/schedule/execute.h"
+#include "planners/schedule/zero_gathers.h"
 
 namespace hippie {
 
@@ -138,6 +139,7 @@ public:
             return tensor_parallel_s_[key] =
                        cost_.tensorParallelTime(in.bytes, in.count, group, in.sequence_parallel, group_sharing_[static_cast<size_t>(in.group)]);
         };
+        d.zero_gather = [this](int s, const Instr& in) { return zeroGatherExposedTime(prog_.devices[static_cast<size_t>(s)], in); };
         const ExecutionResult res = execute(prog_, d);
         if (!res.finished) throw Error("the program deadlocks: " + res.stuck.front());
 
@@ -246,18 +248,53 @@ private:
         return bytes;
     }
 
-    // ZeRO-3: the most full parameters stream s holds at once: the segment of a compute
-    // instruction and, while it runs, the next segment's, whose all-gather it overlaps.
+    // ZeRO-3: the most whole parameters stream s holds at once: two layers' (the one a compute
+    // uses and the next, prefetched) of its largest gathering.
     int64_t gatheredBytes(size_t s) const {
-        if (prog_.zero_stage < 3) return 0;
-        std::vector<int> runs;  // segments of the stream's runs of compute instructions
-        for (const Instr& in : prog_.streams[s])
-            if (isCompute(in.kind) && in.kind != InstrKind::OptimizerStep && (runs.empty() || runs.back() != in.segment))
-                runs.push_back(in.segment);
         int64_t most = 0;
-        for (size_t i = 0; i < runs.size(); ++i)
-            most = std::max(most, segmentParamBytes(runs[i]) + (i + 1 < runs.size() ? segmentParamBytes(runs[i + 1]) : 0));
+        for (const Instr& in : prog_.streams[s])
+            if (isZeroGather(in.kind)) most = std::max(most, zeroGatherHeldBytes(prog_, gatheredBuckets(in)));
         return most;
+    }
+
+    // The buckets a ZeroGather instruction gathers (those of its compute instruction).
+    std::vector<int> gatheredBuckets(const Instr& zero_gather) const {
+        Instr compute = zero_gather;
+        compute.kind = zero_gather.of;
+        return zeroGatheredBuckets(prog_, cost_.graph(), compute);
+    }
+
+    // ZeRO-3: how much longer a compute lasts for its per-layer gathers. Layer i's gather
+    // starts once layer i-1's has ended and layer i-2's compute has (its parameters freed: two
+    // buffers), layer i computes once its gather and layer i-1's compute have ended; what the
+    // compute would take alone is already the compute instruction's time.
+    double zeroGatherExposedTime(int device, const Instr& in) {
+        const auto key = std::make_tuple(in.segment, static_cast<int>(in.of), in.bucket, cost_.cluster().nodeOf(device), in.group);
+        if (auto it = zero_gather_s_.find(key); it != zero_gather_s_.end()) return it->second;
+        const std::vector<int> buckets = gatheredBuckets(in);
+        const auto& group = prog_.groups[static_cast<size_t>(in.group)];
+        const int sharing = group_sharing_[static_cast<size_t>(in.group)];
+        const double b = prog_.micro_batch_size;
+        double gather_end = 0, compute_end = 0, compute_before = 0, computed = 0;
+        for (int bucket : buckets) {
+            const Bucket& bk = prog_.buckets[static_cast<size_t>(bucket)];
+            std::vector<int> ops;
+            for (int op : bk.ops)
+                if (in.of != InstrKind::Recompute || prog_.recompute_op[static_cast<size_t>(op)]) ops.push_back(op);
+            double c = 0;
+            switch (in.of) {
+            case InstrKind::Forward:
+            case InstrKind::Recompute: c = cost_.fwdTime(ops, b, device); break;
+            case InstrKind::BackwardInput: c = cost_.bwdTime(ops, b, device) - cost_.bwdWeightTime(ops, b, device); break;
+            default: c = cost_.bwdTime(ops, b, device); break;
+            }
+            const double g = cost_.allGatherTime(bk.bytes, group, sharing);
+            gather_end = std::max(gather_end, compute_before) + g;
+            compute_before = compute_end;
+            compute_end = std::max(compute_end, gather_end) + c;
+            computed += c;
+        }
+        return zero_gather_s_[key] = std::max(0.0, compute_end - computed);
     }
 
     void recordEvents(const ExecutionResult& res, Trace& t) const {
@@ -395,6 +432,7 @@ private:
     std::unordered_map<uint64_t, double> fwd_, bwd_, bwd_w_, recompute_;
     std::unordered_map<uint64_t, double> collective_s_;  // by (kind, group, bucket)
     std::map<std::tuple<int, int, int64_t, bool>, double> tensor_parallel_s_;  // by (group, count, bytes, sequence parallel)
+    std::map<std::tuple<int, int, int, int, int>, double> zero_gather_s_;     // by (segment, compute kind, bucket, node, group)
 };
 
 }  // namespace

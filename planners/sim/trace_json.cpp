@@ -130,6 +130,7 @@ std::string eventPrefix(InstrKind k) {
     case InstrKind::ReduceScatter: return "RS";
     case InstrKind::AllGather: return "AG";
     case InstrKind::TensorParallel: return "TP";
+    case InstrKind::ZeroGather: return "Z3AG";
     case InstrKind::OptimizerStep: return "OPT";
     }
     return "?";

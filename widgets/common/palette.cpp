@@ -36,6 +36,7 @@ QColor instrColor(InstrKind kind) {
     case InstrKind::ReduceScatter: return QColor(0xd4a6c8);
     case InstrKind::AllGather: return QColor(0x8c6d8c);
     case InstrKind::TensorParallel: return QColor(0x17becf);
+    case InstrKind::ZeroGather: return QColor(0x6a3d9a);
     case InstrKind::OptimizerStep: return QColor(0x555555);
     }
     return Qt::gray;

@@ -40,7 +40,8 @@ QString legendHtml(const std::set<InstrKind>& kinds) {
                                         {InstrKind::Recompute, "recompute"},     {InstrKind::SendActivation, "send/recv act."},
                                         {InstrKind::SendGrad, "send/recv grad"}, {InstrKind::AllReduce, "all-reduce"},
                                         {InstrKind::ReduceScatter, "reduce-scatter"}, {InstrKind::AllGather, "all-gather"},
-                                        {InstrKind::TensorParallel, "tensor parallel"}, {InstrKind::OptimizerStep, "optimizer"}};
+                                        {InstrKind::TensorParallel, "tensor parallel"}, {InstrKind::ZeroGather, "ZeRO-3 gather"},
+                                        {InstrKind::OptimizerStep, "optimizer"}};
     const auto entry = [](const QColor& colour, const char* mark, const QString& text) {
         return QStringLiteral("<span style='color:%1'>%2</span>&nbsp;%3&nbsp;&nbsp; ")
             .arg(colour.name(), QString::fromLatin1(mark), text.toHtmlEscaped().replace(QLatin1Char(' '), QStringLiteral("&nbsp;"))

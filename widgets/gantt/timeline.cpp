@@ -137,6 +137,7 @@ std::string blockLabel(const GanttBlock& block) {
     case InstrKind::ReduceScatter: return "RS";
     case InstrKind::AllGather: return "AG";
     case InstrKind::TensorParallel: return "TP" + mb;
+    case InstrKind::ZeroGather: return "AG" + mb;
     case InstrKind::OptimizerStep: return "OPT";
     }
     return {};

@@ -151,6 +151,7 @@ Executor::Executor(const Plan& plan, const Graph& graph, const Program& program,
     table_[static_cast<size_t>(InstrKind::ReduceScatter)] = &Executor::onReduceScatter;
     table_[static_cast<size_t>(InstrKind::AllGather)] = &Executor::onAllGather;
     table_[static_cast<size_t>(InstrKind::TensorParallel)] = &Executor::onTensorParallel;
+    table_[static_cast<size_t>(InstrKind::ZeroGather)] = &Executor::onZeroGather;
     table_[static_cast<size_t>(InstrKind::OptimizerStep)] = &Executor::onOptimizerStep;
 
     link_order_problem_ = checkLinkOrder(program, rank_);
@@ -172,17 +173,6 @@ Executor::Executor(const Plan& plan, const Graph& graph, const Program& program,
     }
     createGroups();
     buildStages(graph);
-    if (zero_stage_ >= 3) {
-        // A segment's parameters go after the last compute instruction of each run of its own.
-        release_after_.assign(stream_->size(), false);
-        auto model_compute = [](const Instr& in) { return isCompute(in.kind) && in.kind != InstrKind::OptimizerStep; };
-        for (size_t i = 0; i < stream_->size(); ++i) {
-            if (!model_compute((*stream_)[i])) continue;
-            size_t j = i + 1;
-            while (j < stream_->size() && !model_compute((*stream_)[j])) ++j;
-            release_after_[i] = j == stream_->size() || (*stream_)[j].segment != (*stream_)[i].segment;
-        }
-    }
     connectLinks();
     agreeShapes();
     buildBuckets(graph);
@@ -246,7 +236,7 @@ void Executor::buildStages(const Graph& graph) {
                 recompute[static_cast<size_t>(graph.ops[static_cast<size_t>(op)].layer - range.first_layer)] = true;
         auto layers = model_.tensorParallelLayers(range.first_layer, range.last_layer, seed_, device_, tp_);
         const int seg = static_cast<int>(s);
-        stages_[seg] = std::make_unique<Stage>(seg, std::move(layers), recompute, io_[s], seg == last_segment);
+        stages_[seg] = std::make_unique<Stage>(seg, std::move(layers), recompute, io_[s], seg == last_segment, zero_stage_ >= 3);
         stages_[seg]->setInputPassThroughActivations(tp_.enabled());
         max_stashed_[seg] = 0;
         const auto splits = stages_[seg]->parameterSplits();
@@ -360,6 +350,7 @@ void Executor::buildBuckets(const Graph& graph) {
                     if (program_.buckets[static_cast<size_t>(b)].bytes > 0) owner = std::max(owner, b);
             if (owner < 0 && !ids.empty()) owner = ids.back();
             for (const Tensor& p : params) params_of_bucket[owner].push_back(p);
+            if (!params.empty()) layer_buckets_[layer].push_back(owner);
         }
         const int group = dpGroup(s);
         for (int b : ids) {
@@ -369,6 +360,37 @@ void Executor::buildBuckets(const Graph& graph) {
         }
     }
     if (zero()) buildZero(all_params_of_bucket);
+    if (zero_stage_ < 3) return;
+    // A layer reusing a weight a layer of this rank owns gathers that layer's bucket first.
+    for (auto& [s, st] : stages_)
+        for (size_t i = 0; i < st->layers().size(); ++i) {
+            const auto tied = st->layers()[i]->tiedWeight();
+            const int layer = st->firstLayer() + static_cast<int>(i);
+            const auto owner = tied ? layer_buckets_.find(tied->owner_layer) : layer_buckets_.end();
+            if (owner == layer_buckets_.end()) continue;
+            auto& mine = layer_buckets_[layer];
+            mine.insert(mine.begin(), owner->second.begin(), owner->second.end());
+        }
+    for (auto& [layer, buckets] : layer_buckets_)
+        buckets.erase(std::remove_if(buckets.begin(), buckets.end(), [this](int b) { return !zero_.count(b); }), buckets.end());
+    for (auto& [s, st] : stages_)
+        st->setParameterHooks([this](int layer) { gatherLayer(layer); }, [this](int layer) { releaseLayer(layer); });
+    for (auto& [b, z] : zero_) releaseBucket(z);  // sharded from the start: gathered where used
+}
+
+void Executor::gatherLayer(int layer) {
+    const auto it = layer_buckets_.find(layer);
+    if (it == layer_buckets_.end()) return;
+    for (int b : it->second) {
+        gatherBucket(zero_.at(b));
+        ++zero_gathers_;
+    }
+}
+
+void Executor::releaseLayer(int layer) {
+    const auto it = layer_buckets_.find(layer);
+    if (it == layer_buckets_.end()) return;
+    for (int b : it->second) releaseBucket(zero_.at(b));
 }
 
 void Executor::buildZero(const std::map<int, std::vector<Tensor>>& params_of_bucket) {
@@ -413,17 +435,20 @@ void Executor::finishReduceScatter(ZeroBucket& z) {
     z.reduced = Tensor();
 }
 
+void Executor::allocateBucket(ZeroBucket& z) {
+    if (!z.released) return;
+    for (const Tensor& p : z.params) {
+        c10::StorageImpl* s = p.storage().unsafeGetStorageImpl();
+        const size_t bytes = static_cast<size_t>(p.numel()) * p.element_size();
+        s->set_data_ptr_noswap(s->allocator()->allocate(bytes));
+        s->set_nbytes(bytes);
+    }
+    z.released = false;
+}
+
 void Executor::gatherBucket(ZeroBucket& z) {
     torch::NoGradGuard no_grad;
-    if (z.released) {
-        for (const Tensor& p : z.params) {
-            c10::StorageImpl* s = p.storage().unsafeGetStorageImpl();
-            const size_t bytes = static_cast<size_t>(p.numel()) * p.element_size();
-            s->set_data_ptr_noswap(s->allocator()->allocate(bytes));
-            s->set_nbytes(bytes);
-        }
-        z.released = false;
-    }
+    allocateBucket(z);
     Tensor out = torch::empty({z.shard * plan_.dp}, torch::TensorOptions().dtype(torch::kFloat).device(device_));
     comm_.allGather(z.master.detach(), out, z.group).wait();
     // Through .data(): a copy that autograd does not count as a change of a tensor it saved
@@ -432,21 +457,19 @@ void Executor::gatherBucket(ZeroBucket& z) {
         z.params[i].data().copy_(out.narrow(0, z.offsets[i], z.params[i].numel()).view_as(z.params[i]));
 }
 
-void Executor::releaseSegment(int segment) {
+void Executor::releaseBucket(ZeroBucket& z) {
     // The storage itself goes (autograd's saved views of a weight share it, and find it again
     // when the all-gather reallocates it); the tensors and their shapes stay.
-    for (auto& [b, z] : zero_) {
-        if (z.segment != segment || z.released) continue;
-        for (const Tensor& p : z.params) {
-            // Only parameters that own their storage alone (every element theirs) can go.
-            TORCH_CHECK(p.storage().nbytes() == static_cast<size_t>(p.numel()) * p.element_size() && p.storage_offset() == 0,
-                        "ZeRO-3: a parameter shares its storage; it cannot be released");
-            c10::StorageImpl* s = p.storage().unsafeGetStorageImpl();
-            s->set_data_ptr_noswap(at::DataPtr(nullptr, p.device()));
-            s->set_nbytes(0);
-        }
-        z.released = true;
+    if (z.released) return;
+    for (const Tensor& p : z.params) {
+        // Only parameters that own their storage alone (every element theirs) can go.
+        TORCH_CHECK(p.storage().nbytes() == static_cast<size_t>(p.numel()) * p.element_size() && p.storage_offset() == 0,
+                    "ZeRO-3: a parameter shares its storage; it cannot be released");
+        c10::StorageImpl* s = p.storage().unsafeGetStorageImpl();
+        s->set_data_ptr_noswap(at::DataPtr(nullptr, p.device()));
+        s->set_nbytes(0);
     }
+    z.released = true;
 }
 
 void Executor::gatherParameters() {
@@ -967,6 +990,40 @@ void Executor::onTensorParallel(const Instr& in) {
     last_compute_.accounted = true;
 }
 
+// ZeRO-3: the gathers ran inside the compute instruction before this one (its layers' hooks):
+// here they are checked against the program and put in the trace, over that compute's interval.
+void Executor::onZeroGather(const Instr& in) {
+    const LastCompute& c = last_compute_;
+    if (zero_stage_ < 3) throw Error("rank " + std::to_string(rank_) + ": the program has " + in.str() + " but its ZeRO stage is " +
+                                     std::to_string(zero_stage_));
+    const bool follows = pc_ > 0 && (isCompute((*stream_)[pc_ - 1].kind) || (pc_ > 1 && isTensorParallel((*stream_)[pc_ - 1].kind)));
+    if (!follows || c.in.kind != in.of || c.in.segment != in.segment || c.in.mb != in.mb || c.in.bucket != in.bucket)
+        throw Error("rank " + std::to_string(rank_) + ": " + in.str() + " at position " + std::to_string(pc_) +
+                    " does not stand right after its compute instruction (" + toString(in.of) + " of segment " + std::to_string(in.segment) +
+                    ", micro-batch " + std::to_string(in.mb) + ")");
+    const int dp_group = dpGroup(in.segment);
+    if (in.group < 0 || in.group >= static_cast<int>(program_.groups.size()) || dp_group < 0 ||
+        program_.groups[static_cast<size_t>(in.group)] != program_.groups[static_cast<size_t>(dp_group)])
+        throw Error("rank " + std::to_string(rank_) + ": " + in.str() + " names group " + std::to_string(in.group) +
+                    ", not the data-parallel group of segment " + std::to_string(in.segment) + " on this rank");
+    if (c.in.kind == InstrKind::Backward && c.in.bucket >= 0) {
+        auto it = zero_backlog_.find({in.segment, in.mb});
+        if (it == zero_backlog_.end() || it->second.unlisted < in.count)
+            throw Error("rank " + std::to_string(rank_) + ": " + in.str() + " lists " + std::to_string(in.count) +
+                        " gather(s) of the backward's bucket part " + c.in.str() + ", more than the backward ran and its earlier parts did not list (" +
+                        std::to_string(it == zero_backlog_.end() ? 0 : it->second.unlisted) + ")");
+        it->second.unlisted -= in.count;
+        record(in, it->second.start, it->second.end);
+        return;
+    }
+    if (c.zero_gathers != in.count)
+        throw Error("rank " + std::to_string(rank_) + ": " + c.in.str() + " gathered " + std::to_string(c.zero_gathers) +
+                    " ZeRO-3 parameter bucket(s), but " + in.str() + " lists " + std::to_string(in.count) + " (" + std::to_string(in.bytes) +
+                    " bytes)");
+    record(in, c.start, c.end);
+    last_compute_.zero_accounted = true;
+}
+
 // ---- the step ---------------------------------------------------------------------------------
 
 StepResult Executor::step(int index) {
@@ -1002,33 +1059,44 @@ StepResult Executor::step(int index) {
         return Error("rank " + std::to_string(rank_) + ": " + c.in.str() + " ran " + countText(c.tp, plan_.sequence_parallel) +
                      " on its tp group, but no TensorParallel instruction follows it in the program");
     };
+    // ZeRO-3: the gathers a compute instruction's layers ran must be listed by the ZeroGather
+    // instruction after it.
+    auto unlisted_gathers = [this] {
+        const LastCompute& c = last_compute_;
+        return Error("rank " + std::to_string(rank_) + ": " + c.in.str() + " gathered " + std::to_string(c.zero_gathers) +
+                     " ZeRO-3 parameter bucket(s), but no ZeroGather instruction follows it in the program");
+    };
     last_compute_ = LastCompute{};
     for (pc_ = 0; pc_ < stream_->size(); ++pc_) {
         const Instr& in = (*stream_)[pc_];
         const Handler h = table_[static_cast<size_t>(in.kind)];
         if (!last_compute_.accounted && in.kind != InstrKind::TensorParallel) throw unlisted();
+        if (!last_compute_.zero_accounted && !isInline(in.kind)) throw unlisted_gathers();
         if (isCompute(in.kind)) {
             waitPostedReceives();
             if (tp_.enabled()) tp_.group->resetCounts();
+            zero_gathers_ = 0;
             const double start = now();
             noop_ = false;
             (this->*h)(in);
             synchronizeDevice(device_);  // CUDA: the event ends when its kernels have
             const double end = noop_ ? start : now();  // a bucket part whose backward already ran
             record(in, start, end);
+            // The hippie schedule's bucket parts: the first runs the whole backward, and each
+            // part's TensorParallel and ZeroGather instructions list its bucket's share.
+            const bool part = in.kind == InstrKind::Backward && in.bucket >= 0;
+            LastCompute lc{in, start, end, {}, true, zero_gathers_, zero_gathers_ == 0};
             if (tp_.enabled()) {
-                const TpGroup::Counts& c = tp_.group->counts();
-                const int ran = listedCount(c, plan_.sequence_parallel);
-                if (in.kind == InstrKind::Backward && in.bucket >= 0) {
-                    // The hippie schedule's bucket parts: the first runs the whole backward, and
-                    // each part's TensorParallel instruction lists its bucket's share.
-                    if (!noop_) tp_backlog_[{in.segment, in.mb}] = TpBacklog{ran, start, end};
-                    last_compute_ = LastCompute{in, start, end, c, true};
-                } else {
-                    last_compute_ = LastCompute{in, start, end, c, ran == 0};
-                }
+                lc.tp = tp_.group->counts();
+                const int ran = listedCount(lc.tp, plan_.sequence_parallel);
+                if (part && !noop_) tp_backlog_[{in.segment, in.mb}] = TpBacklog{ran, start, end};
+                lc.accounted = part || ran == 0;
             }
-            if (!release_after_.empty() && release_after_[pc_]) releaseSegment(in.segment);
+            if (part) {
+                if (!noop_ && zero_gathers_ > 0) zero_backlog_[{in.segment, in.mb}] = TpBacklog{zero_gathers_, start, end};
+                lc.zero_accounted = true;
+            }
+            last_compute_ = lc;
             sampleMemory();
         } else {
             (this->*h)(in);
@@ -1037,6 +1105,13 @@ StepResult Executor::step(int index) {
         buckets_->poll();
     }
     if (!last_compute_.accounted) throw unlisted();
+    if (!last_compute_.zero_accounted) throw unlisted_gathers();
+    for (const auto& [key, b] : zero_backlog_)
+        if (b.unlisted != 0)
+            throw Error("rank " + std::to_string(rank_) + ": the backward of segment " + std::to_string(key.first) + ", micro-batch " +
+                        std::to_string(key.second) + " gathered " + std::to_string(b.unlisted) +
+                        " more ZeRO-3 bucket(s) than the ZeroGather instructions of its bucket parts list");
+    zero_backlog_.clear();
     for (const auto& [key, b] : tp_backlog_)
         if (b.unlisted != 0)
             throw Error("rank " + std::to_string(rank_) + ": the backward of segment " + std::to_string(key.first) + ", micro-batch " +
@@ -1104,6 +1179,7 @@ void Executor::saveState(torch::serialize::OutputArchive& a) const {
 
 void Executor::loadState(torch::serialize::InputArchive& a) {
     torch::NoGradGuard no_grad;
+    for (auto& [b, z] : zero_) allocateBucket(z);  // ZeRO-3: released until used
     auto restore = [&](const std::string& key, const Tensor& into) {
         Tensor t;
         if (!a.try_read(key, t)) throw Error("the checkpoint has no " + key + " (written for another plan or model?)");
@@ -1121,6 +1197,7 @@ void Executor::loadState(torch::serialize::InputArchive& a) {
         Tensor flat = torch::zeros({z.shard * plan_.dp}, z.master.options().requires_grad(false));
         for (size_t i = 0; i < z.params.size(); ++i) flat.narrow(0, z.offsets[i], z.params[i].numel()).copy_(z.params[i].detach().reshape({-1}));
         z.master.copy_(flat.narrow(0, replica_ * z.shard, z.shard));
+        if (zero_stage_ >= 3) releaseBucket(z);
     }
     torch::serialize::InputArchive opt;
     if (!a.try_read("optimizer", opt)) throw Error("the checkpoint has no optimizer state");

@@ -18,9 +18,13 @@
 // Stage 1 all-reduces gradients as stage 0 and takes its shard at the step; stages 2 and 3
 // reduce-scatter each micro-batch's gradients (Gloo in LibTorch 1.13 has no reduce-scatter:
 // an all-reduce of the bucket whose shard is kept, and the full gradients released); AllGather
-// copies every replica's shard into the module's parameters. Stage 3 also releases a segment's
-// parameter storage after its last compute instruction of a run and reallocates it at the
-// all-gather before the next run (autograd's saved views share that storage).
+// copies every replica's shard into the module's parameters. Stage 3 cuts each segment into
+// one piece per layer (a bucket is a layer's parameters) and gathers a layer's bucket before
+// every run of its piece (forward, recompute, backward) and releases its storage after
+// (autograd's saved views share that storage and find it again when it is reallocated); a
+// layer reusing a tied weight gathers the owner's bucket too. The ZeroGather instruction after
+// each compute must list as many gathers as ran (else the step fails, naming both). The gathers
+// are not prefetched: each waits before its layer runs.
 //
 // Tensor parallelism (Plan::tp > 1): each rank builds its slices of its segments' layers
 // (models/tensor_parallel.h), which run Megatron's collectives on the rank's tp group inside
@@ -125,6 +129,7 @@ private:
     void onReduceScatter(const Instr& in);
     void onAllGather(const Instr& in);
     void onTensorParallel(const Instr& in);
+    void onZeroGather(const Instr& in);
     void onOptimizerStep(const Instr& in);
 
     // ZeRO: one bucket's parameters, sharded over the replicas.
@@ -146,7 +151,11 @@ private:
     torch::Tensor flatGrads(const ZeroBucket& z) const;  // padded to dp x shard
     void finishReduceScatter(ZeroBucket& z);
     void gatherBucket(ZeroBucket& z);
-    void releaseSegment(int segment);
+    void allocateBucket(ZeroBucket& z);  // stage 3: storage back for a released bucket (no values)
+    void releaseBucket(ZeroBucket& z);
+    // Stage 3: the per-layer hooks of the stages (Stage::setParameterHooks).
+    void gatherLayer(int layer);
+    void releaseLayer(int layer);
     // The Program's groups of this rank, its tp group among them, and the world group; the dp
     // group of a segment (its replicas of this tp rank).
     void createGroups();
@@ -218,7 +227,8 @@ private:
     int zero_stage_ = 0;        // as lowered: 0 when dp == 1
     std::map<int, ZeroBucket> zero_;  // by Program bucket id
     std::set<const void*> tied_owner_;  // TensorImpls of weights a tied copy elsewhere sums with
-    std::vector<bool> release_after_;   // stage 3, by stream position: the last compute of a run of its segment
+    std::map<int, std::vector<int>> layer_buckets_;  // stage 3: the buckets a layer gathers (a tied owner's first)
+    int zero_gathers_ = 0;                           // stage 3: buckets gathered by the compute instruction running
     size_t pc_ = 0;                     // stream position being executed
 
     // Per step.
@@ -245,6 +255,8 @@ private:
         double start = 0, end = 0;
         TpGroup::Counts tp;  // collectives the layers ran on the tp group
         bool accounted = true;
+        int zero_gathers = 0;        // ZeRO-3: buckets it gathered
+        bool zero_accounted = true;  // a ZeroGather instruction has listed them
     };
     LastCompute last_compute_;
     struct TpBacklog {
@@ -252,6 +264,7 @@ private:
         double start = 0, end = 0;
     };
     std::map<std::pair<int, int>, TpBacklog> tp_backlog_;  // (segment, mb) of a backward run in bucket parts
+    std::map<std::pair<int, int>, TpBacklog> zero_backlog_;  // the same for ZeRO-3 gathers
     double loss_sum_ = 0;
     bool noop_ = false;  // the handler found its work already done
     std::chrono::steady_clock::time_point step_start_;

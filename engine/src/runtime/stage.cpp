@@ -7,13 +7,29 @@ namespace hippie::engine {
 
 using torch::Tensor;
 
-Stage::Stage(int segment, std::vector<LayerPtr> layers, const std::vector<bool>& recompute_layer, SegmentIO io, bool computes_loss)
+Stage::Stage(int segment, std::vector<LayerPtr> layers, const std::vector<bool>& recompute_layer, SegmentIO io, bool computes_loss,
+             bool piece_per_layer)
     : segment_(segment), layers_(std::move(layers)), io_(std::move(io)), computes_loss_(computes_loss) {
     for (size_t i = 0; i < layers_.size(); ++i) {
         const bool r = recompute_layer[i];
-        if (pieces_.empty() || pieces_.back().recompute != r) pieces_.push_back(Piece{i, i, r});
+        if (pieces_.empty() || pieces_.back().recompute != r || piece_per_layer) pieces_.push_back(Piece{i, i, r});
         pieces_.back().end = i + 1;
     }
+}
+
+template <class F>
+auto Stage::withParameters(const Piece& p, F&& f) const {
+    if (gather_)
+        for (size_t i = p.begin; i < p.end; ++i) gather_(io_.first_layer + static_cast<int>(i));
+    struct Release {
+        const Stage& st;
+        const Piece& p;
+        ~Release() {
+            if (st.release_)
+                for (size_t i = p.begin; i < p.end; ++i) st.release_(st.io_.first_layer + static_cast<int>(i));
+        }
+    } release{*this, p};
+    return f();
 }
 
 std::vector<Tensor> Stage::parameters() const {
@@ -81,7 +97,7 @@ Shapes Stage::probeOutputShapes(const Live& inputs) {
     torch::NoGradGuard no_grad;
     train(false);  // keeps batch-norm running statistics untouched
     Live x = inputs;
-    for (const Piece& p : pieces_) x = runPiece(p, std::move(x));
+    for (const Piece& p : pieces_) x = withParameters(p, [&] { return runPiece(p, std::move(x)); });
     train(true);
     Shapes out;
     for (const std::string& k : io_.outputs) out[k] = x.at(k).sizes().vec();
@@ -106,9 +122,9 @@ void Stage::forward(int mb, const Live& inputs, const LossFn& loss_fn) {
         }
         if (pieces_[k].recompute) {
             torch::NoGradGuard no_grad;
-            run.out = runPiece(pieces_[k], run.in);
+            run.out = withParameters(pieces_[k], [&] { return runPiece(pieces_[k], run.in); });
         } else {
-            run.out = runPiece(pieces_[k], run.in);
+            run.out = withParameters(pieces_[k], [&] { return runPiece(pieces_[k], run.in); });
         }
         x = run.out;
         st.pieces.push_back(std::move(run));
@@ -126,7 +142,7 @@ void Stage::forward(int mb, const Live& inputs, const LossFn& loss_fn) {
 void Stage::recompute(int mb, const LossFn& loss_fn) {
     MicroBatchState& st = state(mb);
     for (size_t k = 0; k < pieces_.size(); ++k)
-        if (pieces_[k].recompute) st.pieces[k].out = runPiece(pieces_[k], st.pieces[k].in);
+        if (pieces_[k].recompute) st.pieces[k].out = withParameters(pieces_[k], [&] { return runPiece(pieces_[k], st.pieces[k].in); });
     if (computes_loss_ && pieces_.back().recompute) st.loss = loss_fn(st.pieces.back().out);
 }
 
@@ -172,16 +188,19 @@ Live Stage::backwardPieces(MicroBatchState& st, const Live& output_grad, bool ke
                     if (p.requires_grad()) leaves.push_back(torch::autograd::impl::gradient_edge(p));
         }
         Live in_grad;
-        if (!roots.empty()) {
-            if (accumulate) {
-                engine.execute(roots, root_grads, keep_graph, false, true, {});
-                for (const std::string& key : leaf_keys)
-                    if (run.in[key].grad().defined()) in_grad[key] = run.in[key].grad();
-            } else if (!leaves.empty()) {
-                const auto grads = engine.execute(roots, root_grads, keep_graph, false, false, leaves);
-                for (size_t i = 0; i < leaf_keys.size(); ++i)
-                    if (grads[i].defined()) in_grad[leaf_keys[i]] = grads[i];
-            }
+        if (!roots.empty() && (accumulate || !leaves.empty())) {
+            withParameters(pieces_[k], [&] {
+                if (accumulate) {
+                    engine.execute(roots, root_grads, keep_graph, false, true, {});
+                    for (const std::string& key : leaf_keys)
+                        if (run.in[key].grad().defined()) in_grad[key] = run.in[key].grad();
+                } else {
+                    const auto grads = engine.execute(roots, root_grads, keep_graph, false, false, leaves);
+                    for (size_t i = 0; i < leaf_keys.size(); ++i)
+                        if (grads[i].defined()) in_grad[leaf_keys[i]] = grads[i];
+                }
+                return 0;
+            });
         }
         for (const auto& [key, p] : passed) {
             auto it = in_grad.find(key);

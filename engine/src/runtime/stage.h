@@ -6,6 +6,10 @@
 // runs it again (Recompute) before its backward. Each piece starts from detached leaves, so
 // backward runs piece by piece, last to first, handing each piece's input gradients to the
 // piece before it.
+//
+// ZeRO-3 (setParameterHooks): every layer is a piece of its own, and the hooks gather a
+// layer's parameters before each of its pieces runs (forward, recompute, backward) and release
+// them after, so one layer's parameters at a time are whole.
 #include <functional>
 #include <map>
 #include <optional>
@@ -36,7 +40,9 @@ struct MicroBatchState {
 
 class Stage {
 public:
-    Stage(int segment, std::vector<LayerPtr> layers, const std::vector<bool>& recompute_layer, SegmentIO io, bool computes_loss);
+    // `piece_per_layer`: cut a piece at every layer (ZeRO-3), not only at recompute boundaries.
+    Stage(int segment, std::vector<LayerPtr> layers, const std::vector<bool>& recompute_layer, SegmentIO io, bool computes_loss,
+          bool piece_per_layer = false);
 
     int segment() const { return segment_; }
     int firstLayer() const { return io_.first_layer; }
@@ -68,6 +74,13 @@ public:
     // layers) still runs the backward of its activations, whose tp collectives belong to it (the
     // weight pass reuses them), by asking for its first layer's weight gradients, not kept.
     void setInputPassThroughActivations(bool on) { input_pass_through_activations_ = on; }
+    // Called with a layer's index in the model (firstLayer() + i) before and after each run of
+    // the piece holding it.
+    using LayerHook = std::function<void(int layer)>;
+    void setParameterHooks(LayerHook gather, LayerHook release) {
+        gather_ = std::move(gather);
+        release_ = std::move(release);
+    }
     void backwardWeight(int mb);
 
     const Live& output(int mb) const;
@@ -84,6 +97,9 @@ private:
         bool recompute = false;
     };
     Live runPiece(const Piece& p, Live x) const;
+    // Runs `f` with the piece's layers' parameters gathered (ZeRO-3 hooks), released after.
+    template <class F>
+    auto withParameters(const Piece& p, F&& f) const;
     MicroBatchState& state(int mb);
     Live backwardPieces(MicroBatchState& st, const Live& output_grad, bool keep_graph, bool accumulate);
     bool fromProducer(const std::string& key) const;
@@ -95,6 +111,7 @@ private:
     bool computes_loss_;
     std::map<int, MicroBatchState> stash_;
     bool input_pass_through_activations_ = false;
+    LayerHook gather_, release_;
 };
 
 }  // namespace hippie::engine

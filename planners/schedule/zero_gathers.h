@@ -1,0 +1,28 @@
+#pragma once
+// ZeRO-3's per-layer parameter gathering (program.h, ZeroGather): which buckets a compute
+// instruction all-gathers, read the same way by the lowering that writes ZeroGather
+// instructions, the validator that checks them, the simulator that times them and the engine
+// that runs them.
+#include <cstdint>
+#include <vector>
+
+#include "planners/model/graph.h"
+#include "planners/schedule/program.h"
+
+namespace hippie {
+
+// The data-parallel buckets with bytes that `compute` uses, in the order it uses them: a
+// forward or recompute from the segment's first layer to its last, a backward the other way.
+// Under ZeRO-3 a bucket is one layer's parameters (lower.cpp), so this is one gather per
+// layer. A layer that reuses a weight another layer on the same devices owns (an LM head
+// tied to the embedding table) gathers that layer's bucket too, just before its own.
+// A Recompute gathers the buckets of its recomputed ops that have parameters, a
+// backward's bucket part its own bucket, BackwardWeight and the optimizer step nothing.
+// Empty below ZeRO stage 3.
+std::vector<int> zeroGatheredBuckets(const Program& prog, const Graph& graph, const Instr& compute);
+
+// The most parameter bytes one gathering holds whole at once: a layer's and, prefetched
+// while it computes, the next one's.
+int64_t zeroGatherHeldBytes(const Program& prog, const std::vector<int>& buckets);
+
+}  // namespace hippie
