@@ -121,6 +121,7 @@ LessonRun runLesson(int index) {
     LessonRun run;
     run.trace = simulateWithEvents(setup.problem, setup.plan);
     run.cluster = setup.problem.cluster;
+    run.plan = setup.plan;
     std::optional<Trace> baseline;
     std::string baseline_title;
     if (lesson.baseline >= 0 && lesson.baseline != index) {

@@ -38,6 +38,7 @@ LessonSetup setupLesson(const Lesson& lesson);
 struct LessonRun {
     Trace trace;
     Cluster cluster;
+    Plan plan;  // groups the Gantt rows by stage, replica and tensor-parallel rank
     std::vector<LessonClaim> claims;
 };
 LessonRun runLesson(int index);

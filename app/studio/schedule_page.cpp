@@ -87,7 +87,7 @@ void SchedulePage::showTrace(const Plan& plan, const Trace& trace, const Cluster
         summary_->showInfo(text);
     else
         summary_->showError(text);
-    view_->setTrace(trace, &cluster);
+    view_->setTrace(trace, &cluster, &plan);
     details_->setText(kNoSelection());
 }
 

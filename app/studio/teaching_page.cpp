@@ -104,7 +104,7 @@ bool TeachingPage::loadLesson(int index) {
         LessonRun run = runLesson(index);
         trace_ = std::move(run.trace);
         claims_ = std::move(run.claims);
-        view_->setTrace(trace_, &run.cluster);
+        view_->setTrace(trace_, &run.cluster, &run.plan);
     } catch (const std::exception& e) {
         message_->showError(tr("Lesson '%1' could not be built: %2").arg(QString::fromStdString(lesson.title), QString::fromUtf8(e.what())));
         return false;
