@@ -7,7 +7,10 @@
 // With HIPPIE_SCREENSHOT_DIR set, the pages are saved there as PNG.
 #include <QDir>
 #include <QFile>
+#include <QHeaderView>
 #include <QProcess>
+#include <QScrollBar>
+#include <QTableView>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -17,6 +20,7 @@
 #include "app/store/run_store.h"
 #include "app/studio/dispatch/dispatch_ui.h"
 #include "app/studio/dispatch/run_view.h"
+#include "app/studio/compare_page.h"
 #include "app/studio/main_window.h"
 #include "app/studio/schedule_page.h"
 #include "app/studio/teaching_page.h"
@@ -24,6 +28,7 @@
 #include "gui_fixtures.h"
 #include "planners/schedule/plan_json.h"
 #include "planners/sim/trace_json.h"
+#include "widgets/compare/comparison_model.h"
 #include "widgets/gantt/schedule_view.h"
 #include "widgets/memory/capacity_legend_item.h"
 
@@ -305,6 +310,51 @@ private slots:
         auto* lesson = const_cast<widgets::ScheduleView*>(w.teaching()->view());
         checkChart(lesson->plot(), size + QStringLiteral(" teaching"));
         checkScheduleAxes(lesson, size + QStringLiteral(" teaching"));
+    }
+
+    // The Compare table of the guide's example (GPT-3 1.3B on two DGX A100s, batch 512) with
+    // the planners whose plans read longest (t, sp and ZeRO in the shape, long reasons)
+    // shows every column at 1280x800: no horizontal scroll bar, no column cut at the right edge.
+    void compareTableFitsWithoutHorizontalScroll() {
+        MainWindow w(false);
+        w.resize(1280, 800);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        StartOptions o;
+        ModelSpec spec;
+        spec.zoo = "gpt3-1.3b";
+        spec.batch_size = 1;
+        spec.precision = Precision::FP16;
+        o.model = spec;
+        o.cluster = QStringLiteral("dgx-a100-2x8");
+        o.global_batch = 512;
+        o.planners = QStringList{QStringLiteral("hippie"), QStringLiteral("megatron"), QStringLiteral("deepspeed-3d"),
+                                 QStringLiteral("zero"), QStringLiteral("data-parallel"), QStringLiteral("gpipe-balance"),
+                                 QStringLiteral("pipedream")};
+        QVERIFY(w.start(o));
+        QTRY_VERIFY_WITH_TIMEOUT(w.shownTrace().has_value() && w.isIdle(), kRunTimeoutMs);
+        w.showPage(MainWindow::Page::Compare);
+        QCoreApplication::sendPostedEvents(nullptr, QEvent::LayoutRequest);
+        QCoreApplication::processEvents();
+        QTableView* table = w.comparePage()->table();
+        QCOMPARE(table->model()->rowCount(), int(o.planners->size()));
+        QCOMPARE(table->model()->columnCount(), int(widgets::ComparisonModel::ColumnCount));
+        QVERIFY2(!table->horizontalScrollBar()->isVisible() && table->horizontalScrollBar()->maximum() == 0,
+                 qPrintable(QStringLiteral("scrolls by %1 px").arg(table->horizontalScrollBar()->maximum())));
+        const QHeaderView* header = table->horizontalHeader();
+        for (int c = 0; c < header->count(); ++c) {
+            const QString name = table->model()->headerData(c, Qt::Horizontal).toString();
+            QVERIFY2(header->sectionViewportPosition(c) + header->sectionSize(c) <= table->viewport()->width(),
+                     qPrintable(name + QStringLiteral(" is cut at the right edge")));
+            // Every number is shown whole (only the status, the last column, may be elided).
+            if (c == widgets::ComparisonModel::StatusColumn) continue;
+            for (int r = 0; r < table->model()->rowCount(); ++r) {
+                const QString text = table->model()->index(r, c).data().toString();
+                QVERIFY2(table->fontMetrics().horizontalAdvance(text) <= header->sectionSize(c),
+                         qPrintable(QStringLiteral("'%1' under %2 is cut").arg(text, name)));
+            }
+        }
+        saveScreenshot(w, QStringLiteral("compare-1280x800.png"));
     }
 
     // A run followed live: half its steps plotted while the ranks run, then its end.
