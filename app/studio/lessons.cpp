@@ -157,12 +157,12 @@ const std::vector<Lesson>& lessons() {
                               "of every block (attention by heads, the MLP's first linear by columns, its second by rows) and "
                               "all 8 work on the same samples, so their rows are alike. After each attention and each MLP, "
                               "forward and backward, the partial results are summed by an all-reduce over NVLink (the cyan "
-                              "ticks under each block): every block waits for them.",
+                              "bars on the communication row under the compute): the next block waits for them.",
                               tensorParallelGpt(), kTwoNodes, 1, 1, 1, 1, kTensorParallelSamples, ScheduleKind::OneFOneB, -1,
                               {E::BalancedStages}),
                        kTensorParallel, false),
         tensorParallel(lesson("Tensor parallelism across nodes",
-                              "The same t8 group spread over two nodes: ranks t0-t3 on node 0, t4-t7 on node 1 (the dotted "
+                              "The same t8 group spread over two nodes: ranks t0-t3 on node 0, t4-t7 on node 1 (the dashed "
                               "line between the rows). Every all-reduce of every block now crosses InfiniBand, 25 GB/s a node "
                               "against NVLink's 300 GB/s inside it, and nothing hides it: each block waits. This is why a "
                               "tensor-parallel group stays inside one node, and pipeline stages or data-parallel replicas go "

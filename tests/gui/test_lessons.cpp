@@ -81,6 +81,11 @@ private slots:
             const LessonRun run = runLesson(chain[k]), base = runLesson(l.baseline);
             QVERIFY(run.trace.metrics.max_peak_memory_bytes < base.trace.metrics.max_peak_memory_bytes);
         }
+        // ZeRO-2's text: the step from ZeRO-1 (2 bytes of gradients a parameter) is smaller than
+        // the one from ZeRO-0 (12 bytes of optimizer state).
+        const auto peak = [](int i) { return double(runLesson(i).trace.metrics.max_peak_memory_bytes); };
+        QVERIFY(lessons()[size_t(chain[2])].idea.find("by less than from ZeRO-0 to ZeRO-1") != std::string::npos);
+        QVERIFY(peak(chain[0]) - peak(chain[1]) > peak(chain[1]) - peak(chain[2]));
     }
 
     // Tensor parallelism stays inside a node: the same t8 group on the same model is slower with

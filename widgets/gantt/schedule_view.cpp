@@ -541,10 +541,10 @@ void ScheduleView::updateSeparators() {
         line->setPen(pen);
         separators_.push_back(line);
     };
-    // Between stages a solid line (the grouping that matters), between nodes a dotted one.
+    // Between stages a solid line (the grouping that matters), between nodes inside one a dashed one.
     const QPen group_pen = layout_.by_stage ? QPen(QColor(0x505050), 1.5) : QPen(QColor(0x888888), 1, Qt::DotLine);
     for (double sep : layout_.group_separators) add(sep, group_pen);
-    for (double sep : layout_.node_boundaries) add(sep, QPen(QColor(0xaaaaaa), 1, Qt::DotLine));
+    for (double sep : layout_.node_boundaries) add(sep, QPen(QColor(0x606060), 1.2, Qt::DashLine));
 }
 
 QString ScheduleView::describeAt(const QPointF& pos) const {
