@@ -81,6 +81,24 @@ private slots:
         QCOMPARE(int(c.rows.size()), 5);
         QCOMPARE(c.rows.back().device_count, 4);
         QCOMPARE(c.rowOfDevice(7), 4);
+        // One stage over two nodes (8 replicas of t2, hippie's shape): ordered by replica and
+        // rank, grouped (and collapsed) by node, still labelled by role.
+        Plan wide;
+        wide.stages = {{0, 1}};
+        wide.dp = 4;
+        wide.tp = 2;
+        wide.device_map = {{4, 5, 0, 1, 6, 7, 2, 3}};  // replica 0 on devices 4 and 5
+        const std::map<int, DeviceRole> wide_roles = deviceRoles(wide);
+        QVERIFY(!GanttRowLayout::groupsByStage(wide_roles));
+        const GanttRowLayout w = GanttRowLayout::build({0, 1, 2, 3, 4, 5, 6, 7}, [](int d) { return d / 4; }, 0.5, {}, wide_roles);
+        QVERIFY(!w.by_stage);
+        const std::vector<int> wide_order{0, 1, 2, 3, 4, 5, 6, 7};  // node 0: replicas 1 and 3; node 1: replicas 0 and 2
+        for (size_t i = 0; i < wide_order.size(); ++i) QCOMPARE(w.rows[i].device, wide_order[i]);
+        QCOMPARE(w.rows[0].role->replica, 1);
+        QCOMPARE(w.rows[2].role->replica, 3);
+        QCOMPARE(w.rows[4].role->replica, 0);
+        QCOMPARE(w.rows[4].group, 1);  // node 1
+        QCOMPARE(int(w.group_separators.size()), 1);
         // Plain pipelines and placements keep device order.
         plan.dp = 1;
         plan.tp = 1;

@@ -204,6 +204,14 @@ private slots:
         QVERIFY2(view.legendText().contains(QStringLiteral("col/t2")) && view.legendText().contains(QStringLiteral("row/t2")),
                  qPrintable(view.legendText()));
         QVERIFY(view.legendText().contains(QStringLiteral("stage&nbsp;1")));  // still coloured by stage
+        // With HIPPIE_SCREENSHOT_DIR set, the first block at a readable size (the user guide's picture).
+        if (const QByteArray dir = qgetenv("HIPPIE_SCREENSHOT_DIR"); !dir.isEmpty()) {
+            view.show();
+            QVERIFY(QTest::qWaitForWindowExposed(&view));
+            view.search(QStringLiteral("block0.attn_context"));  // centred at a readable scale
+            view.search(QString());                              // the match's red outline cleared
+            QVERIFY(view.grab().save(QString::fromLocal8Bit(dir) + QStringLiteral("/graph-tp.png")));
+        }
         // The layer view: each layer's box counts what its ops' boxes showed.
         view.setCollapsed(true);
         QVERIFY(done.wait(60000));

@@ -129,11 +129,13 @@ private slots:
         QVERIFY(across >= 0);
         TeachingPage page;
         QVERIFY(page.loadLesson(across));
-        QVERIFY(page.view()->rowLayout().by_stage);
+        // One stage: the rows fold by node, ranks in order, a separator between the two nodes.
+        QVERIFY(!page.view()->rowLayout().by_stage);
         QCOMPARE(int(page.view()->rowLayout().rows.size()), 8);
         QCOMPARE(page.view()->rowText(0), QStringLiteral("S0 t0 · n0 GPU 0"));
         QCOMPARE(page.view()->rowText(4), QStringLiteral("S0 t4 · n1 GPU 8"));
-        QCOMPARE(int(page.view()->rowLayout().node_boundaries.size()), 1);
+        QCOMPARE(int(page.view()->rowLayout().group_separators.size()), 1);
+        QCOMPARE(page.view()->groupCount(), 2);
     }
 
     // A claim that does not hold says so instead of repeating the lesson's wish.

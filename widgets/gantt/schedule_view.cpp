@@ -187,8 +187,8 @@ void ScheduleView::setTrace(const Trace& trace, const Cluster* cluster, const Pl
         const QSignalBlocker block(collapse_button_);
         collapse_button_->setChecked(false);
     }
-    collapse_button_->setText(roles_.empty() ? tr("Collapse nodes") : tr("Collapse stages"));
-    collapse_button_->setToolTip(roles_.empty() ? tr("One row and one memory curve (the fullest device's) per node; double-click a row label to open or close its node")
+    collapse_button_->setText(!layout_.by_stage ? tr("Collapse nodes") : tr("Collapse stages"));
+    collapse_button_->setToolTip(!layout_.by_stage ? tr("One row and one memory curve (the fullest device's) per node; double-click a row label to open or close its node")
                                                 : tr("One row and one memory curve (the fullest device's) per pipeline stage; double-click a row label to open or close its stage"));
     collapse_button_->setVisible(groupCount() > 1);
     rescale();
@@ -205,7 +205,7 @@ int ScheduleView::nodeOfDevice(int d) const {
 }
 
 int ScheduleView::groupOf(int device) const {
-    if (roles_.empty()) return nodeOfDevice(device);
+    if (!GanttRowLayout::groupsByStage(roles_)) return nodeOfDevice(device);
     const auto it = roles_.find(device);
     if (it != roles_.end()) return it->second.stage;
     int after_last_stage = 0;  // as GanttRowLayout::build groups devices without a role
@@ -255,7 +255,7 @@ void ScheduleView::layOut() {
     auto label = [this](int device) {
         const QString name = rowLabel(device);
         if (!collapsed_groups_.contains(groupOf(device))) return name;
-        return (roles_.empty() ? tr("n%1 fullest: %2") : tr("S%1 fullest: %2")).arg(groupOf(device)).arg(name);
+        return (!layout_.by_stage ? tr("n%1 fullest: %2") : tr("S%1 fullest: %2")).arg(groupOf(device)).arg(name);
     };
     gantt_->setSelectedBlock(-1);
     gantt_->setDependencyBlocks({}, {});
@@ -516,13 +516,10 @@ QString ScheduleView::rowText(int index) const {
     if (index < 0 || index >= static_cast<int>(layout_.rows.size())) return {};
     const GanttRow& r = layout_.rows[static_cast<size_t>(index)];
     const bool multi_node = cluster_ && cluster_->nodes.size() > 1;
-    if (!layout_.by_stage) {
-        if (r.device_count > 1) return tr("n%1 · %2 devices ▸").arg(r.node).arg(r.device_count);
-        return cluster_ ? QStringLiteral("n%1 · %2").arg(r.node).arg(rowLabel(r.device)) : rowLabel(r.device);
-    }
-    if (r.device_count > 1) return tr("S%1 · %2 devices ▸").arg(r.group).arg(r.device_count);
+    if (r.device_count > 1)
+        return (layout_.by_stage ? tr("S%1 · %2 devices ▸") : tr("n%1 · %2 devices ▸")).arg(r.group).arg(r.device_count);
+    if (!r.role) return cluster_ ? QStringLiteral("n%1 · %2").arg(r.node).arg(rowLabel(r.device)) : rowLabel(r.device);
     const QString device = multi_node ? QStringLiteral("n%1 %2").arg(r.node).arg(rowLabel(r.device)) : rowLabel(r.device);
-    if (!r.role) return device;
     return QStringLiteral("%1 · %2").arg(QString::fromStdString(roleLabel(*r.role, show_replica_, show_rank_)), device);
 }
 
@@ -541,10 +538,10 @@ void ScheduleView::updateSeparators() {
         line->setPen(pen);
         separators_.push_back(line);
     };
-    // Between stages a solid line (the grouping that matters), between nodes inside one a dashed one.
-    const QPen group_pen = layout_.by_stage ? QPen(QColor(0x505050), 1.5) : QPen(QColor(0x888888), 1, Qt::DotLine);
-    for (double sep : layout_.group_separators) add(sep, group_pen);
-    for (double sep : layout_.node_boundaries) add(sep, QPen(QColor(0x606060), 1.2, Qt::DashLine));
+    // Between stages a solid line (the grouping that matters), between nodes a dashed one.
+    const QPen node_pen(QColor(0x606060), 1.2, Qt::DashLine);
+    for (double sep : layout_.group_separators) add(sep, layout_.by_stage ? QPen(QColor(0x505050), 1.5) : node_pen);
+    for (double sep : layout_.node_boundaries) add(sep, node_pen);
 }
 
 QString ScheduleView::describeAt(const QPointF& pos) const {

@@ -69,6 +69,12 @@ std::map<int, DeviceRole> deviceRoles(const Plan& plan) {
     return roles;
 }
 
+bool GanttRowLayout::groupsByStage(const std::map<int, DeviceRole>& roles) {
+    std::set<int> stages;
+    for (const auto& [device, role] : roles) stages.insert(role.stage);
+    return stages.size() > 1;
+}
+
 std::string roleLabel(const DeviceRole& role, bool show_replica, bool show_rank) {
     std::string s = "S" + std::to_string(role.stage);
     if (show_replica) s += " r" + std::to_string(role.replica);
@@ -80,21 +86,21 @@ GanttRowLayout GanttRowLayout::build(const std::vector<int>& devices, const std:
                                      double group_gap, const std::set<int>& collapsed,
                                      const std::map<int, DeviceRole>& roles) {
     GanttRowLayout layout;
-    layout.by_stage = !roles.empty();
+    layout.by_stage = groupsByStage(roles);
     std::vector<GanttRow> sorted;
     sorted.reserve(devices.size());
     // Devices the plan does not use (none in a simulated trace) go in a group after the last stage.
     int after_last_stage = 0;
     for (const auto& [device, role] : roles) after_last_stage = std::max(after_last_stage, role.stage + 1);
     for (int d : devices) {
-        GanttRow row{d, node_of ? node_of(d) : 0, 0.0};
-        if (layout.by_stage) {
-            const auto it = roles.find(d);
-            if (it != roles.end()) row.role = it->second;
+        GanttRow row;
+        row.device = d;
+        row.node = node_of ? node_of(d) : 0;
+        if (const auto it = roles.find(d); it != roles.end()) row.role = it->second;
+        if (layout.by_stage)
             row.group = row.role ? row.role->stage : after_last_stage;
-        } else {
+        else
             row.group = row.node;
-        }
         sorted.push_back(row);
     }
     std::stable_sort(sorted.begin(), sorted.end(), [](const GanttRow& a, const GanttRow& b) {

@@ -61,14 +61,17 @@ struct GanttRow {
 };
 
 // Without roles: rows ordered by node, then device id, grouped by node. With roles (a
-// tp > 1 or dp > 1 plan): ordered by stage, replica, tensor-parallel rank, grouped by stage;
-// devices without a role follow. A gap of `group_gap` rows between two groups.
+// tp > 1 or dp > 1 plan): ordered by stage, replica, tensor-parallel rank and grouped by stage
+// when the plan has several stages (devices without a role follow), by node when it has one
+// (its replicas then fold node by node). A gap of `group_gap` rows between two groups.
 struct GanttRowLayout {
     std::vector<GanttRow> rows;
     std::vector<double> group_separators;  // y of the boundary between consecutive groups
     // Grouped by stage: y of the boundaries between consecutive rows of one stage on different nodes.
     std::vector<double> node_boundaries;
-    bool by_stage = false;
+    bool by_stage = false;  // groups are pipeline stages (else nodes)
+    // Whether rows with these roles are grouped by stage: they span two stages or more.
+    static bool groupsByStage(const std::map<int, DeviceRole>& roles);
 
     int rowOfDevice(int device) const;  // -1 if the device has no row; a collapsed group's row for its devices
     double top() const;                 // smallest y covered (first row's top edge)
