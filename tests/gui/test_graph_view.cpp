@@ -204,6 +204,13 @@ private slots:
         QVERIFY2(view.legendText().contains(QStringLiteral("col/t2")) && view.legendText().contains(QStringLiteral("row/t2")),
                  qPrintable(view.legendText()));
         QVERIFY(view.legendText().contains(QStringLiteral("stage&nbsp;1")));  // still coloured by stage
+        // The properties panel says how an op is split.
+        view.search(QStringLiteral("block0.mlp_fc1"));
+        QVERIFY2(view.propertiesText().contains(QStringLiteral("tensor parallel: column-parallel")), qPrintable(view.propertiesText()));
+        view.search(QStringLiteral("block0.mlp_fc2"));
+        QVERIFY2(view.propertiesText().contains(QStringLiteral("tensor parallel: row-parallel")), qPrintable(view.propertiesText()));
+        view.search(QStringLiteral("block0.ln1"));
+        QVERIFY(!view.propertiesText().contains(QStringLiteral("tensor parallel")));
         // With HIPPIE_SCREENSHOT_DIR set, the first block at a readable size (the user guide's picture).
         if (const QByteArray dir = qgetenv("HIPPIE_SCREENSHOT_DIR"); !dir.isEmpty()) {
             view.show();
@@ -264,6 +271,9 @@ private slots:
         // Not fitted into a corner: the graph's centre is the view's.
         QVERIFY(std::abs(view.visibleSceneRect().center().y() - whole.center().y()) < whole.height() * 0.05 + 2);
         QVERIFY(view.keepsFitted());
+        // A long chain fitted whole is small: the status line says how to read it.
+        QVERIFY2(view.statusText().contains(QStringLiteral("shown whole at")) && view.statusText().contains(QStringLiteral("scroll to zoom in")),
+                 qPrintable(view.statusText()));
         view.resize(1300, 500);
         QCoreApplication::processEvents();
         QVERIFY(shownWhole());

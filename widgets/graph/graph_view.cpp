@@ -188,6 +188,12 @@ std::vector<QString> GraphView::tooltips() const {
     return out;
 }
 
+QString GraphView::splitTooltipOf(int node) const {
+    const std::vector<std::string> tags = nodeSplitTags(graph_, input_, plan_ ? &*plan_ : nullptr);
+    if (node < 0 || static_cast<size_t>(node) >= tags.size()) return {};
+    return QString::fromStdString(splitTooltip(tags[static_cast<size_t>(node)], plan_ ? &*plan_ : nullptr));
+}
+
 std::vector<QString> GraphView::splitTags() const {
     std::vector<QString> out;
     for (const std::string& t : nodeSplitTags(graph_, input_, plan_ ? &*plan_ : nullptr)) out.push_back(QString::fromStdString(t));
@@ -230,6 +236,8 @@ void GraphView::updateLegend() {
 
 QString GraphView::legendText() const { return legend_->text(); }
 
+QString GraphView::statusText() const { return status_->text(); }
+
 void GraphView::fit() {
     keep_fitted_ = true;
     autoFit();
@@ -245,6 +253,12 @@ void GraphView::autoFit() {
         view_->setTransform(QTransform::fromScale(kNaturalScale, kNaturalScale));
         view_->centerOn(rect.center());
     }
+    // A long graph fitted whole shows its shape and colours, not its names: say how to read them.
+    QString status = tr("%1 ops, %2 boxes").arg(graph_.ops.size()).arg(input_.nodes.size());
+    if (const double scale = view_->transform().m11(); scale < kMinReadableScale)
+        status += collapsed_ ? tr(" · shown whole at %1%: scroll to zoom in").arg(qRound(scale * 100))
+                             : tr(" · shown whole at %1%: scroll to zoom in, or tick Layer view").arg(qRound(scale * 100));
+    status_->setText(status);
 }
 
 void GraphView::showEvent(QShowEvent* event) {
@@ -305,7 +319,9 @@ void GraphView::showCurrentMatch() {
             // The same panel as a click: with the op's stage or device under the current plan.
             const ColorBy by = currentColorBy(color_by_);
             const std::vector<int> cat = nodeCategories(graph_, input_, plan_ ? &*plan_ : nullptr, by);
-            properties_->setText(QString::fromStdString(nodeProperties(graph_, input_.nodes[i], cat[i], by)));
+            QString details = QString::fromStdString(nodeProperties(graph_, input_.nodes[i], cat[i], by));
+            if (const QString split = splitTooltipOf(static_cast<int>(i)); !split.isEmpty()) details += QLatin1Char('\n') + split;
+            properties_->setText(details);
         }
 }
 
@@ -323,7 +339,8 @@ void GraphView::onClicked(QPointF scene_pos, bool double_click) {
     }
     const ColorBy by = currentColorBy(color_by_);
     const std::vector<int> cat = nodeCategories(graph_, input_, plan_ ? &*plan_ : nullptr, by);
-    const QString details = QString::fromStdString(nodeProperties(graph_, n, cat[static_cast<size_t>(node)], by));
+    QString details = QString::fromStdString(nodeProperties(graph_, n, cat[static_cast<size_t>(node)], by));
+    if (const QString split = splitTooltipOf(node); !split.isEmpty()) details += QLatin1Char('\n') + split;
     properties_->setText(details);
     emit nodeActivated(details);
 }

@@ -56,6 +56,7 @@ public:
     const std::set<int>& expandedLayers() const { return expanded_; }
     QString propertiesText() const;  // the clicked node's properties panel
     QString legendText() const;      // stage/device -> colour, as shown
+    QString statusText() const;      // "294 ops, 294 boxes", the search's "2 of 14", ...
     QRectF visibleSceneRect() const;  // the part of the graph in view, in scene coordinates
     // Until the user zooms or pans, the whole graph is kept fitted in the view (after each
     // layout, when the page is first shown and when it is resized).
@@ -84,6 +85,7 @@ private:
     std::vector<QColor> colors() const;
     std::vector<QString> tooltips() const;
     std::vector<QString> splitTags() const;
+    QString splitTooltipOf(int node) const;  // "tensor parallel: …" or ""
 
     GraphScene* scene_;
     ZoomableGraphicsView* view_;
