@@ -1,12 +1,13 @@
 #pragma once
-// The schedule view: a Gantt chart of a Trace (one row per device, grouped by node) and,
+// The schedule view: a Gantt chart of a Trace (one row per device, grouped by node, or by
+// stage, replica and tensor-parallel rank when given a plan that has them) and,
 // under it on the same time axis, each device's memory curve with its capacity. Zooming or
 // panning one moves both; hovering shows the time, the event and the memory there. Keys as in
 // Perfetto: W/S zoom at the cursor, A/D pan, Home or 0 fits the iteration; zooming out stops
 // at the iteration. Clicking a block selects it, shows its details and outlines what it waits
 // on and what waits on it (dependencies.h); dragging along the time axis under the rows
 // measures a span; clicking a memory curve's legend entry highlights that device's curve and
-// Gantt row; nodes collapse to one row each.
+// Gantt row; nodes (or stages) collapse to one row each.
 #include <functional>
 #include <limits>
 #include <map>

@@ -1,7 +1,7 @@
 #pragma once
 // Timeline maths of the Gantt chart, free of any widget so that it is tested without a
-// window: time <-> pixel mapping, one row per device grouped by node, and where each
-// event's block goes.
+// window: time <-> pixel mapping, one row per device (grouped by node, or by pipeline stage,
+// replica and tensor-parallel rank under a plan that has them), and where each event's block goes.
 #include <functional>
 #include <map>
 #include <optional>
