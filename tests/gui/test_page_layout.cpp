@@ -87,6 +87,7 @@ store::RunDetails storedRun(const Trace& predicted) {
     d.summary.model = QStringLiteral("gpt2-small");
     d.summary.cluster = QStringLiteral("dgx-a100-1x8");
     d.summary.state = store::RunState::Succeeded;
+    d.plan = planToJson(pipeline().plan);  // as the store keeps it: the Gantt rows follow its stages
     qint64 seq = 0;
     for (int r = 0; r < kRanks; ++r)
         d.events.push_back({0, seq++, json{{"event", "setup"}, {"rank", r}, {"device", "cuda:" + std::to_string(r)}}});
@@ -197,16 +198,22 @@ void checkChart(QCustomPlot* plot, const QString& name) {
     }
 }
 
-// One entry per device in row order; the capacity, far above these curves, in a legend of its
-// own beside theirs, drawn whole inside the chart.
-void checkMemoryCurvesLegend(const QCustomPlot* plot, const QString& noun) {
+// One entry per device in the Gantt rows' order (the plan's 2 stages x 2 replicas: stage 0's
+// GPUs 0 and 2, then stage 1's 1 and 3); the capacity, far above these curves, in a legend of
+// its own beside theirs, drawn whole inside the chart.
+void checkMemoryCurvesLegend(const widgets::ScheduleView* view, const QString& noun) {
+    const QCustomPlot* plot = view->plot();
     const std::vector<const QCPAbstractLegendItem*> items = entries(plot->legend);
     QCOMPARE(int(items.size()), kRanks);
+    QCOMPARE(int(view->rowLayout().rows.size()), kRanks);
     for (int r = 0; r < kRanks; ++r) {
         const auto* device = qobject_cast<const QCPPlottableLegendItem*>(items[size_t(r)]);
         QVERIFY(device);
-        QCOMPARE(const_cast<QCPPlottableLegendItem*>(device)->plottable()->name(), QStringLiteral("%1 %2").arg(noun).arg(r));
+        QCOMPARE(const_cast<QCPPlottableLegendItem*>(device)->plottable()->name(),
+                 QStringLiteral("%1 %2").arg(noun).arg(view->rowLayout().rows[size_t(r)].device));
     }
+    QVERIFY(view->rowLayout().by_stage);  // the run's plan groups the rows
+    QCOMPARE(view->rowLayout().rows[1].device, 2);
     const QList<widgets::CapacityLegendItem*> capacities = plot->findChildren<widgets::CapacityLegendItem*>();
     QCOMPARE(capacities.size(), 1);
     QCOMPARE(capacities[0]->text(), QStringLiteral("capacity 40.00 GiB (off scale)"));
@@ -276,7 +283,7 @@ private slots:
         QCOMPARE(view->lossPoints(), kSteps * kRanks);
         QCOMPARE(entryCount(view->lossPlot()), kRanks);
         QCOMPARE(entryCount(view->memoryPlot()), 2);  // predicted, measured
-        checkMemoryCurvesLegend(view->predictedView()->plot(), QStringLiteral("GPU"));
+        checkMemoryCurvesLegend(view->predictedView(), QStringLiteral("GPU"));
         checkRunPage(view, QStringLiteral("stored at ") + size);
         saveScreenshot(w, QStringLiteral("run-stored-%1.png").arg(size));
     }
@@ -398,7 +405,7 @@ private slots:
         QVERIFY2(view->errorText().endsWith(QStringLiteral(" · engine processes' peak RSS up to 300.0 MiB")), qPrintable(view->errorText()));
         QCOMPARE(view->lossPoints(), kSteps * kRanks);
         QCOMPARE(entryCount(view->memoryPlot()), 2);  // predicted and measured
-        checkMemoryCurvesLegend(view->measuredView()->plot(), QStringLiteral("CPU"));  // the ranks ran on CPUs
+        checkMemoryCurvesLegend(view->measuredView(), QStringLiteral("CPU"));  // the ranks ran on CPUs
         checkRunPage(view, QStringLiteral("finished"));
         saveScreenshot(w, QStringLiteral("run-finished-1280x800.png"));
     }
