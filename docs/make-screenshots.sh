@@ -31,6 +31,13 @@ for view in compare gantt graph teaching; do
     shoot "$view.png" "$view" 1600x1000
     shoot "$view-1280.png" "$view" 1280x800
 done
+# The tensor-parallel and ZeRO lessons (numbers in the Teaching page's list), whole iterations.
+"$studio" --no-run --lesson 8 --screenshot-size 1280x800 --screenshot "$out/teaching-tp.png" && echo "$out/teaching-tp.png"
+"$studio" --no-run --lesson 11 --screenshot-size 1280x800 --screenshot "$out/teaching-zero.png" && echo "$out/teaching-zero.png"
+# A t2 x pp2 x dp2 ZeRO-1 plan of GPT-2 small: its Gantt chart with rows grouped by stage, replica and rank.
+"$build/bin/hippie-plan" simulate --model gpt2-small --precision fp16 --cluster dgx-a100-1x8 --pp 2 --dp 2 --tp 2 --zero 1 \
+    --microbatches 4 --global-batch 16 --schedule 1f1b --save-plan "$tmp/tp.json" >/dev/null
+"$studio" --plan "$tmp/tp.json" --view gantt --screenshot-size 1280x800 --screenshot "$out/gantt-tp.png" && echo "$out/gantt-tp.png"
 shoot run-empty.png runs 1600x1000
 shoot run-empty-1280.png runs 1280x800
 shoot run-history-empty-1280.png history 1280x800
@@ -38,5 +45,5 @@ shoot run-history-empty-1280.png history 1280x800
 # Close-ups from the GUI tests: a selected Gantt block with its dependencies and a measured
 # span, a folded node; an operator found by search with its properties.
 HIPPIE_SCREENSHOT_DIR="$out" "$build/tests/test_gantt_interaction" >/dev/null
-HIPPIE_SCREENSHOT_DIR="$out" "$build/tests/test_graph_view" legendAndPropertiesNameStagesAndDevices >/dev/null
-printf '%s\n' "$out/gantt-dependencies.png" "$out/gantt-collapsed.png" "$out/graph-properties.png"
+HIPPIE_SCREENSHOT_DIR="$out" "$build/tests/test_graph_view" legendAndPropertiesNameStagesAndDevices marksTheOpsTensorParallelismSplits >/dev/null
+printf '%s\n' "$out/gantt-dependencies.png" "$out/gantt-collapsed.png" "$out/graph-properties.png" "$out/graph-tp.png"

@@ -5,6 +5,7 @@
 #include <QCommandLineParser>
 #include <QCoreApplication>
 
+#include "app/studio/lessons.h"
 #include "planners/model/overrides.h"
 
 namespace hippie::studio {
@@ -35,7 +36,11 @@ CommandLine parseCommandLine(const QCoreApplication& app) {
     const QCommandLineOption view(QStringLiteral("view"), QStringLiteral("page to show: compare, gantt, graph, teaching, runs or history"), QStringLiteral("V"), QStringLiteral("compare"));
     const QCommandLineOption screenshot_size(QStringLiteral("screenshot-size"), QStringLiteral("window size for --screenshot"),
                                              QStringLiteral("WxH"), QStringLiteral("1600x1000"));
-    p.addOptions({model, cluster, batch, precision, seq_len, overrides, planners, plan, no_run, screenshot, screenshot_size, view});
+    const QCommandLineOption lesson(QStringLiteral("lesson"),
+                                    QStringLiteral("open teaching lesson N (1 = the first listed) on the Teaching page; with "
+                                                   "--screenshot, its whole iteration is shown"),
+                                    QStringLiteral("N"));
+    p.addOptions({model, cluster, batch, precision, seq_len, overrides, planners, plan, no_run, screenshot, screenshot_size, view, lesson});
     p.process(app);
 
     CommandLine cl;
@@ -77,6 +82,15 @@ CommandLine parseCommandLine(const QCoreApplication& app) {
     const int w = size.size() == 2 ? size[0].toInt() : 0, h = size.size() == 2 ? size[1].toInt() : 0;
     if (w > 0 && h > 0) cl.screenshot_size = QSize(w, h);
     else cl.error = QStringLiteral("--screenshot-size must be WIDTHxHEIGHT, e.g. 1280x800, not '%1'").arg(p.value(screenshot_size));
+    if (p.isSet(lesson)) {
+        bool ok = false;
+        const int n = p.value(lesson).toInt(&ok);
+        if (!ok || n < 1 || n > static_cast<int>(lessons().size()))
+            cl.error = QStringLiteral("--lesson must be 1 to %1 (the Teaching page's list), not '%2'").arg(lessons().size()).arg(p.value(lesson));
+        else
+            cl.lesson = n - 1;
+        if (!p.isSet(view)) cl.view = QStringLiteral("teaching");
+    }
     if (!MainWindow::pageFromName(cl.view)) cl.error = QStringLiteral("--view must be compare, gantt, graph or teaching, not '%1'").arg(cl.view);
     return cl;
 }

@@ -32,9 +32,14 @@ ComparePage::ComparePage(ComparisonModel* model, QWidget* parent)
     table_->setSelectionMode(QAbstractItemView::SingleSelection);
     table_->verticalHeader()->hide();
     table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-    // Notes can be long: they take the room that is left, and their tooltip holds all of them.
-    table_->horizontalHeader()->setSectionResizeMode(ComparisonModel::NotesColumn, QHeaderView::Stretch);
+    // The status (with the planner's reason) can be long: it takes the room that is left,
+    // elided, and its tooltip holds all of it with the planner's notes; the table never
+    // scrolls sideways at 1280x800.
+    table_->horizontalHeader()->setSectionResizeMode(ComparisonModel::StatusColumn, QHeaderView::Stretch);
     table_->horizontalHeader()->setStretchLastSection(true);
+    table_->horizontalHeader()->setMinimumSectionSize(36);
+    table_->setTextElideMode(Qt::ElideRight);
+    table_->setWordWrap(false);
     table_->setAlternatingRowColors(true);
 
     auto* cancel = new QPushButton(tr("Cancel selected planner"), this);

@@ -33,10 +33,16 @@ std::string gib(int64_t bytes) {
     return s.str();
 }
 
-LessonClaim compareIteration(const TraceMetrics& m, const TraceMetrics& b, const std::string& title, bool shorter) {
+LessonClaim compareIteration(const TraceMetrics& m, const TraceMetrics& b, const std::string& title, LessonExpect x) {
     const double ratio = b.iteration_time_s > 0 ? m.iteration_time_s / b.iteration_time_s : 1.0;
-    LessonClaim c{shorter ? LessonExpect::ShorterIteration : LessonExpect::SameIteration, false, {}};
-    c.holds = shorter ? ratio < 1.0 : std::abs(ratio - 1.0) <= kSameIterationTolerance;
+    LessonClaim c{x, false, {}};
+    switch (x) {
+    case LessonExpect::ShorterIteration: c.holds = ratio < 1.0; break;
+    case LessonExpect::LongerIteration: c.holds = ratio > 1.0; break;
+    case LessonExpect::SameIteration: c.holds = std::abs(ratio - 1.0) <= kSameIterationTolerance; break;
+    case LessonExpect::NoLongerIteration: c.holds = ratio <= 1.0 + kSameIterationTolerance; break;
+    default: break;
+    }
     std::ostringstream s;
     s << "Iteration " << ms(m.iteration_time_s) << ", ";
     if (std::abs(ratio - 1.0) < 0.005) s << "the same as";
@@ -67,8 +73,10 @@ std::vector<LessonClaim> lessonClaims(const Trace& trace, const Trace* baseline,
         std::ostringstream s;
         switch (x) {
         case LessonExpect::ShorterIteration:
+        case LessonExpect::LongerIteration:
         case LessonExpect::SameIteration:
-            if (baseline) c = compareIteration(m, baseline->metrics, baseline_title, x == LessonExpect::ShorterIteration);
+        case LessonExpect::NoLongerIteration:
+            if (baseline) c = compareIteration(m, baseline->metrics, baseline_title, x);
             break;
         case LessonExpect::SmallerBubble:
             if (!baseline) break;

@@ -12,7 +12,9 @@ namespace hippie::studio {
 // A relation between this lesson's metrics and its baseline's that the lesson is about.
 enum class LessonExpect {
     ShorterIteration,   // iteration time below the baseline's
+    LongerIteration,    // iteration time above the baseline's
     SameIteration,      // within kSameIterationTolerance of the baseline's
+    NoLongerIteration,  // not above the baseline's by more than kSameIterationTolerance (shorter is fine)
     SmallerBubble,      // bubble fraction below the baseline's
     LowerPeakMemory,    // max peak memory below the baseline's
     HiddenAllReduce,    // some all-reduce time overlaps compute (no baseline needed)

@@ -53,46 +53,159 @@ Graph buildUniformMlp(const ModelSpec& spec) {
     return g.finish();
 }
 
+// The tensor-parallel lessons: a GPT whose 16 heads and widths 8 ranks divide, cut to 4 blocks
+// so that the collectives of each block are not lost among 24 of them, 8 samples a step.
+ModelSpec tensorParallelGpt() {
+    ModelSpec m;
+    m.zoo = "gpt2-medium";
+    m.batch_size = 1;
+    m.precision = Precision::FP16;
+    m.overrides = {{"layers", 4}};
+    return m;
+}
+// The ZeRO lessons: the whole GPT-2 medium (355M parameters) with one sample a GPU, so that the
+// model state (16 bytes a parameter under Adam in mixed precision) is most of the memory.
+ModelSpec zeroGpt() {
+    ModelSpec m;
+    m.zoo = "gpt2-medium";
+    m.batch_size = 1;
+    m.precision = Precision::FP16;
+    return m;
+}
+
 constexpr const char* kCluster = "dgx-a100-1x8";
+constexpr const char* kTwoNodes = "dgx-a100-2x8";  // two nodes of 8: NVLink inside, InfiniBand between
 constexpr int kPipelineSamples = 2048;  // 8 micro-batches of 256 samples: compute outweighs the sends
-constexpr int kGpipe = 1, kOneFOneB = 2;
+constexpr int kTensorParallel = 8;      // a whole DGX node
+constexpr int kTensorParallelSamples = 8;
+constexpr int kZeroReplicas = 8;
+constexpr int kZeroSamples = kZeroReplicas;  // one sample a GPU
+// Lessons others are compared with, by their index in the list below.
+constexpr int kGpipe = 1, kOneFOneB = 2, kTpInNode = 6, kZero0 = 9, kZero1 = 10;
+// The t8 group over two nodes: ranks 0-3 on node 0, ranks 4-7 on node 1 (devices 8-11).
+const std::vector<std::vector<int>> kTpAcrossNodes = {{0, 1, 2, 3, 8, 9, 10, 11}};
+// One lesson's schedule and claims (the tensor-parallel and ZeRO settings left at none).
+Lesson lesson(std::string title, std::string idea, ModelSpec model, std::string cluster, int pp, int dp, int virtual_stages,
+              int micro_batches, int global_batch, ScheduleKind schedule, int baseline, std::vector<LessonExpect> expects) {
+    Lesson l;
+    l.title = std::move(title);
+    l.idea = std::move(idea);
+    l.model = std::move(model);
+    l.cluster = std::move(cluster);
+    l.pp = pp;
+    l.dp = dp;
+    l.virtual_stages = virtual_stages;
+    l.micro_batches = micro_batches;
+    l.global_batch = global_batch;
+    l.schedule = schedule;
+    l.baseline = baseline;
+    l.expects = std::move(expects);
+    return l;
+}
+
+Lesson tensorParallel(Lesson l, int tp, bool sequence_parallel, std::vector<std::vector<int>> device_map = {}) {
+    l.tp = tp;
+    l.sequence_parallel = sequence_parallel;
+    l.device_map = std::move(device_map);
+    return l;
+}
+
+Lesson sharded(Lesson l, int zero_stage) {
+    l.zero_stage = zero_stage;
+    return l;
+}
+
 using E = LessonExpect;
 }  // namespace
 
 const std::vector<Lesson>& lessons() {
     static const std::vector<Lesson> all = {
-        {"Data parallel",
+        lesson("Data parallel",
          "Every GPU holds the whole model and trains on its own slice of the batch. Compute is identical on every "
          "row; at the end the gradients are summed across GPUs with an all-reduce (purple) before the optimizer step.",
-         smallGpt(), kCluster, 1, 4, 1, 1, 16, ScheduleKind::OneFOneB, -1, {E::BalancedStages}},
-        {"GPipe",
+         smallGpt(), kCluster, 1, 4, 1, 1, 16, ScheduleKind::OneFOneB, -1, {E::BalancedStages}),
+        lesson("GPipe",
          "The model (an MLP of eight layers that all cost the same) is cut into 4 equal stages, one per GPU. All micro-batches go "
          "forward (blue) through the pipeline, then all come back (orange). The triangles of idle time at the start and "
          "end are the pipeline bubble, and every stage keeps the activations of all micro-batches: watch memory climb to "
          "its peak before the first backward.",
-         uniformMlp(), kCluster, 4, 1, 1, 8, kPipelineSamples, ScheduleKind::GPipe, -1, {E::BalancedStages}},
-        {"1F1B",
+         uniformMlp(), kCluster, 4, 1, 1, 8, kPipelineSamples, ScheduleKind::GPipe, -1, {E::BalancedStages}),
+        lesson("1F1B",
          "Same pipeline, but after a short warm-up each stage alternates one forward with one backward. The bubble is "
          "the same as GPipe's, so the iteration takes as long, but a stage never holds more micro-batches than its "
          "distance to the end of the pipeline: peak memory is lower.",
          uniformMlp(), kCluster, 4, 1, 1, 8, kPipelineSamples, ScheduleKind::OneFOneB, kGpipe,
-         {E::SameIteration, E::LowerPeakMemory}},
-        {"HIPPIE's overlap",
+         {E::SameIteration, E::LowerPeakMemory}),
+        lesson("HIPPIE's overlap",
          "Two pipelines side by side (data parallel over a 4-stage pipeline). Gradients are all-reduced in buckets as soon "
          "as the last backward of a stage produces them, so the all-reduce (purple, lower band) runs while the other "
          "stages are still computing instead of after them.",
-         uniformMlp(), kCluster, 4, 2, 1, 8, 2 * kPipelineSamples, ScheduleKind::Hippie, -1, {E::HiddenAllReduce}},
-        {"Interleaving",
+         uniformMlp(), kCluster, 4, 2, 1, 8, 2 * kPipelineSamples, ScheduleKind::Hippie, -1, {E::HiddenAllReduce}),
+        lesson("Interleaving",
          "Each GPU holds two non-adjacent chunks of layers (virtual stages). Micro-batches pass through the devices twice, "
          "in smaller steps, which shortens warm-up and cool-down: the bubble shrinks against 1F1B's, at the price of more "
          "sends.",
          uniformMlp(), kCluster, 4, 1, 2, 8, kPipelineSamples, ScheduleKind::Interleaved, kOneFOneB,
-         {E::SmallerBubble, E::ShorterIteration}},
-        {"Zero bubble (zb-h1)",
+         {E::SmallerBubble, E::ShorterIteration}),
+        lesson("Zero bubble (zb-h1)",
          "Backward is split into the input gradient B (red), which the previous stage waits for, and the weight gradient "
          "W (teal), which nobody waits for. W fills the holes that 1F1B leaves in cool-down.",
          uniformMlp(), kCluster, 4, 1, 1, 8, kPipelineSamples, ScheduleKind::ZeroBubbleH1, kOneFOneB,
-         {E::SmallerBubble, E::ShorterIteration}},
+         {E::SmallerBubble, E::ShorterIteration}),
+        tensorParallel(lesson("Tensor parallelism in a node",
+                              "GPT-2 medium (cut to 4 blocks) split over the 8 GPUs of one node (t8): each GPU holds an eighth "
+                              "of every block (attention by heads, the MLP's first linear by columns, its second by rows) and "
+                              "all 8 work on the same samples, so their rows are alike. After each attention and each MLP, "
+                              "forward and backward, the partial results are summed by an all-reduce over NVLink (the cyan "
+                              "bars on the communication row under the compute): the next block waits for them.",
+                              tensorParallelGpt(), kTwoNodes, 1, 1, 1, 1, kTensorParallelSamples, ScheduleKind::OneFOneB, -1,
+                              {E::BalancedStages}),
+                       kTensorParallel, false),
+        tensorParallel(lesson("Tensor parallelism across nodes",
+                              "The same t8 group spread over two nodes: ranks t0-t3 on node 0, t4-t7 on node 1 (the dashed "
+                              "line between the rows). Every all-reduce of every block now crosses InfiniBand, 25 GB/s a node "
+                              "against NVLink's 300 GB/s inside it, and nothing hides it: each block waits. This is why a "
+                              "tensor-parallel group stays inside one node, and pipeline stages or data-parallel replicas go "
+                              "across nodes.",
+                              tensorParallelGpt(), kTwoNodes, 1, 1, 1, 1, kTensorParallelSamples, ScheduleKind::OneFOneB,
+                              kTpInNode, {E::LongerIteration}),
+                       kTensorParallel, false, kTpAcrossNodes),
+        tensorParallel(lesson("Sequence parallelism",
+                              "The in-node t8 group with sequence parallelism: the LayerNorms and dropouts, which tensor "
+                              "parallelism alone runs whole on every GPU, are split along the sequence instead, and each "
+                              "all-reduce becomes a reduce-scatter before them and an all-gather after them: the same bytes "
+                              "over NVLink. Each GPU keeps only its eighth of those activations, so the memory curves peak "
+                              "lower, and the iteration takes no longer (each GPU normalises an eighth of the tokens).",
+                              tensorParallelGpt(), kTwoNodes, 1, 1, 1, 1, kTensorParallelSamples, ScheduleKind::OneFOneB,
+                              kTpInNode, {E::LowerPeakMemory, E::NoLongerIteration}),
+                       kTensorParallel, true),
+        // ZeRO stages, each compared with the one before: the memory curves fall stage by stage.
+        sharded(lesson("ZeRO-0: plain data parallel",
+                       "GPT-2 medium (355M parameters) trained data parallel on 8 GPUs, one sample each, with Adam in mixed "
+                       "precision. Every GPU keeps the whole model state: fp16 weights and gradients (2 + 2 bytes a "
+                       "parameter) and Adam's fp32 master weights, momentum and variance (12 bytes): most of its memory, "
+                       "the same on every GPU. The next lessons shard it over the 8 replicas.",
+                       zeroGpt(), kCluster, 1, kZeroReplicas, 1, 1, kZeroSamples, ScheduleKind::OneFOneB, -1,
+                       {E::BalancedStages}),
+                0),
+        sharded(lesson("ZeRO-1: optimizer state sharded",
+                       "Each GPU keeps Adam's state (12 bytes a parameter) only for its eighth of the parameters and "
+                       "updates only that shard; the updated shards are then all-gathered (after the optimizer step) so "
+                       "that every GPU has all the fp16 weights again. The memory curves start and peak lower than "
+                       "ZeRO-0's.",
+                       zeroGpt(), kCluster, 1, kZeroReplicas, 1, 1, kZeroSamples, ScheduleKind::OneFOneB, kZero0,
+                       {E::LowerPeakMemory}),
+                1),
+        sharded(lesson("ZeRO-2: gradients sharded too",
+                       "The gradients are reduce-scattered instead of all-reduced: each GPU keeps only the gradient shard "
+                       "it updates. Memory falls again, by less than from ZeRO-0 to ZeRO-1: the gradients were 2 bytes a "
+                       "parameter, the optimizer state 12.",
+                       zeroGpt(), kCluster, 1, kZeroReplicas, 1, 1, kZeroSamples, ScheduleKind::OneFOneB, kZero1,
+                       {E::LowerPeakMemory}),
+                2),
+        // ZeRO-3 (parameters sharded too, gathered before each use) is appended here, compared
+        // with ZeRO-2 ({E::LowerPeakMemory}), once its gathering is per layer: today the
+        // simulator gathers a whole pipeline segment, and ZeRO-3 needs more memory than ZeRO-2.
     };
     return all;
 }
@@ -109,7 +222,10 @@ LessonSetup setupLesson(const Lesson& lesson) {
     s.plan.virtual_stages = lesson.virtual_stages;
     s.plan.micro_batches = lesson.micro_batches;
     s.plan.schedule = lesson.schedule;
-    s.plan.device_map = defaultDeviceMap(lesson.pp, lesson.dp);
+    s.plan.tp = lesson.tp;
+    s.plan.sequence_parallel = lesson.sequence_parallel;
+    s.plan.zero_stage = lesson.zero_stage;
+    s.plan.device_map = lesson.device_map.empty() ? defaultDeviceMap(lesson.pp, lesson.dp, lesson.tp) : lesson.device_map;
     return s;
 }
 
@@ -121,6 +237,7 @@ LessonRun runLesson(int index) {
     LessonRun run;
     run.trace = simulateWithEvents(setup.problem, setup.plan);
     run.cluster = setup.problem.cluster;
+    run.plan = setup.plan;
     std::optional<Trace> baseline;
     std::string baseline_title;
     if (lesson.baseline >= 0 && lesson.baseline != index) {

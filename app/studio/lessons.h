@@ -22,6 +22,11 @@ struct Lesson {
     ScheduleKind schedule = ScheduleKind::OneFOneB;
     int baseline = -1;                  // index of the lesson this one is compared with
     std::vector<LessonExpect> expects;  // what the lesson shows, checked on the simulated trace
+    int tp = 1;                         // tensor-parallel degree of every stage (Plan::tp)
+    bool sequence_parallel = false;     // Plan::sequence_parallel (tp > 1)
+    int zero_stage = 0;                 // ZeRO sharding over the dp replicas (Plan::zero_stage)
+    // Plan::device_map; empty: the default one (a tp group on consecutive devices, inside a node).
+    std::vector<std::vector<int>> device_map;
 };
 
 const std::vector<Lesson>& lessons();
@@ -38,6 +43,7 @@ LessonSetup setupLesson(const Lesson& lesson);
 struct LessonRun {
     Trace trace;
     Cluster cluster;
+    Plan plan;  // groups the Gantt rows by stage, replica and tensor-parallel rank
     std::vector<LessonClaim> claims;
 };
 LessonRun runLesson(int index);

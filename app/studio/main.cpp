@@ -8,6 +8,7 @@
 #include "app/studio/command_line.h"
 #include "app/studio/main_window.h"
 #include "app/studio/screenshot.h"
+#include "app/studio/teaching_page.h"
 
 namespace {
 constexpr int kScreenshotTimeoutMs = 10 * 60 * 1000;
@@ -49,10 +50,14 @@ int main(int argc, char** argv) {
     if (screenshot) {
         window.resize(cl.screenshot_size);
         auto* taker = new hippie::studio::ScreenshotTaker(&window, cl.screenshot, *hippie::studio::MainWindow::pageFromName(cl.view),
-                                                          kScreenshotTimeoutMs);
+                                                          kScreenshotTimeoutMs, cl.lesson);
         QObject::connect(taker, &hippie::studio::ScreenshotTaker::done, &app, [](int code) { QApplication::exit(code); });
     }
     window.show();
+    if (!screenshot && cl.lesson >= 0) {
+        window.showPage(hippie::studio::MainWindow::Page::Teaching);
+        window.teaching()->loadLesson(cl.lesson);
+    }
     if (!window.start(cl.start)) {
         std::fprintf(stderr, "hippie-studio: %s\n", qPrintable(window.lastError()));
         // A screenshot of what was not asked for would mislead docs and tests.

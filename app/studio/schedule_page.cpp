@@ -19,7 +19,7 @@ constexpr int kDetailsWidth = 230;
 QString kNoSelection() {
     return QObject::tr("<i>Click a block for its details and its dependencies.</i><br><br>W/S zoom at the cursor, A/D pan, Home or 0 fits; "
                        "Shift+W/S zooms memory. Drag along the time axis to measure a span. Click a device in the memory legend "
-                       "to highlight its curve and row. Double-click a row label (or use Collapse nodes) to fold a node into one row.");
+                       "to highlight its curve and row. Double-click a row label (or use Collapse nodes or Collapse stages) to fold its node or stage into one row.");
 }
 }  // namespace
 
@@ -87,7 +87,7 @@ void SchedulePage::showTrace(const Plan& plan, const Trace& trace, const Cluster
         summary_->showInfo(text);
     else
         summary_->showError(text);
-    view_->setTrace(trace, &cluster);
+    view_->setTrace(trace, &cluster, &plan);
     details_->setText(kNoSelection());
 }
 

@@ -17,8 +17,8 @@ constexpr int kTeachingLesson = 2;       // 1F1B: warm-up, steady state and cool
 constexpr double kTeachingMoment = 0.45;  // fraction of the iteration shown in teaching mode
 }  // namespace
 
-ScreenshotTaker::ScreenshotTaker(MainWindow* window, QString path, MainWindow::Page page, int timeout_ms)
-    : QObject(window), window_(window), path_(std::move(path)), page_(page), timer_(new QTimer(this)), timeout_ms_(timeout_ms) {
+ScreenshotTaker::ScreenshotTaker(MainWindow* window, QString path, MainWindow::Page page, int timeout_ms, int lesson)
+    : QObject(window), window_(window), path_(std::move(path)), page_(page), timer_(new QTimer(this)), timeout_ms_(timeout_ms), lesson_(lesson) {
     timer_->setInterval(kPollMs);
     connect(timer_, &QTimer::timeout, this, &ScreenshotTaker::poll);
     timer_->start();
@@ -34,8 +34,8 @@ void ScreenshotTaker::poll() {
         // Showing a page can start work (a graph layout at its size): settle again after.
         window_->showPage(page_);
         if (page_ == MainWindow::Page::Teaching) {
-            window_->teaching()->loadLesson(kTeachingLesson);
-            window_->teaching()->setTime(window_->teaching()->endTime() * kTeachingMoment);
+            window_->teaching()->loadLesson(lesson_ >= 0 ? lesson_ : kTeachingLesson);
+            window_->teaching()->setTime(window_->teaching()->endTime() * (lesson_ >= 0 ? 1.0 : kTeachingMoment));
         }
         page_shown_ = true;
         return;

@@ -13,7 +13,9 @@ namespace hippie::studio {
 class ScreenshotTaker : public QObject {
     Q_OBJECT
 public:
-    ScreenshotTaker(MainWindow* window, QString path, MainWindow::Page page, int timeout_ms);
+    // `lesson` >= 0: the Teaching page shows that lesson's whole iteration (else the 1F1B
+    // lesson part-way, the user guide's picture).
+    ScreenshotTaker(MainWindow* window, QString path, MainWindow::Page page, int timeout_ms, int lesson = -1);
 
 signals:
     void done(int exit_code);
@@ -30,6 +32,7 @@ private:
     int timeout_ms_;
     int idle_polls_ = 0;
     bool page_shown_ = false;
+    int lesson_ = -1;
 };
 
 }  // namespace hippie::studio

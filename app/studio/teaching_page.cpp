@@ -104,7 +104,7 @@ bool TeachingPage::loadLesson(int index) {
         LessonRun run = runLesson(index);
         trace_ = std::move(run.trace);
         claims_ = std::move(run.claims);
-        view_->setTrace(trace_, &run.cluster);
+        view_->setTrace(trace_, &run.cluster, &run.plan);
     } catch (const std::exception& e) {
         message_->showError(tr("Lesson '%1' could not be built: %2").arg(QString::fromStdString(lesson.title), QString::fromUtf8(e.what())));
         return false;
@@ -115,10 +115,15 @@ bool TeachingPage::loadLesson(int index) {
     idea_->setText(QStringLiteral("<b>%1.</b> %2<br><i>%3</i>")
                        .arg(QString::fromStdString(lesson.title), QString::fromStdString(lesson.idea),
                             QString::fromStdString(claimsText(claims_)).toHtmlEscaped()));
-    message_->showInfo(tr("%1 on %2: pp %3 × dp %4, %5 micro-batches, %6 schedule")
+    // Tensor parallelism, sequence parallelism and ZeRO only where the lesson uses them.
+    const QString extras = (lesson.tp > 1 ? tr(" × tp %1").arg(lesson.tp) : QString()) +
+                           (lesson.sequence_parallel ? tr(" with sequence parallelism") : QString()) +
+                           (lesson.zero_stage > 0 ? tr(", ZeRO-%1").arg(lesson.zero_stage) : QString());
+    message_->showInfo(tr("%1 on %2: pp %3 × dp %4%5, %6 micro-batches, %7 schedule")
                            .arg(QString::fromStdString(lesson.model.zoo), QString::fromStdString(lesson.cluster))
                            .arg(lesson.pp)
                            .arg(lesson.dp)
+                           .arg(extras)
                            .arg(lesson.micro_batches)
                            .arg(QString::fromLatin1(toString(lesson.schedule))));
     setTime(0);

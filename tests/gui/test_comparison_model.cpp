@@ -56,19 +56,25 @@ private slots:
         QCOMPARE(m.index(0, ComparisonModel::ThroughputColumn).data().toString(), QString("100.0"));
     }
 
-    // What a planner reports about its search (a fallback, idle devices) is shown in its row,
-    // one note per line in the tooltip; a planner with nothing to report shows nothing.
+    // What a planner reports about its search (a fallback, idle devices) is counted in its
+    // Status cell and listed, one note per line, in the row's tooltip; a planner with nothing
+    // to report shows nothing.
     void notesShowInTheirRow() {
         ComparisonModel m;
         PlannerResult sct = result("m-sct", 100, 10);
         sct.notes = {"LP time limit reached: fell back to m-ETF", "2 of 8 devices idle"};
         m.setResult(sct);
         m.setResult(result("m-etf", 90, 9));
-        const QModelIndex notes = m.index(m.rowOfPlanner("m-sct"), ComparisonModel::NotesColumn);
-        QCOMPARE(notes.data().toString(), QString("LP time limit reached: fell back to m-ETF; 2 of 8 devices idle"));
-        QCOMPARE(notes.data(Qt::ToolTipRole).toString(), QString("LP time limit reached: fell back to m-ETF\n2 of 8 devices idle"));
-        QCOMPARE(m.index(m.rowOfPlanner("m-etf"), ComparisonModel::NotesColumn).data().toString(), QString());
-        QCOMPARE(m.headerData(ComparisonModel::NotesColumn, Qt::Horizontal).toString(), QString("Notes"));
+        const QModelIndex status = m.index(m.rowOfPlanner("m-sct"), ComparisonModel::StatusColumn);
+        QCOMPARE(status.data().toString(), QString("fits · 2 notes"));
+        QCOMPARE(status.data(Qt::ToolTipRole).toString(),
+                 QString("fits memory\nnotes:\nLP time limit reached: fell back to m-ETF\n2 of 8 devices idle"));
+        // The whole row carries it: hovering any cell says why.
+        QCOMPARE(m.index(m.rowOfPlanner("m-sct"), ComparisonModel::PlannerColumn).data(Qt::ToolTipRole).toString(),
+                 status.data(Qt::ToolTipRole).toString());
+        QCOMPARE(m.index(m.rowOfPlanner("m-etf"), ComparisonModel::StatusColumn).data().toString(), QString("fits"));
+        QCOMPARE(m.headerData(ComparisonModel::StatusColumn, Qt::Horizontal).toString(), QString("Status"));
+        QCOMPARE(m.columnCount(), int(ComparisonModel::ColumnCount));
     }
 
     // A planner that does not take the problem (too large to enumerate) is shown as skipped, in
@@ -85,8 +91,10 @@ private slots:
         m.setResult(skipped);
         m.setResult(none);
         const int s = m.rowOfPlanner("exhaustive"), n = m.rowOfPlanner("data-parallel");
-        QCOMPARE(m.index(s, ComparisonModel::FeasibleColumn).data().toString(), QString("—"));
-        QCOMPARE(m.index(n, ComparisonModel::FeasibleColumn).data().toString(), QString("no"));
+        QCOMPARE(m.index(n, ComparisonModel::StatusColumn).data().toString(), QString("does not fit: no plan fits memory"));
+        QVERIFY(m.index(n, ComparisonModel::StatusColumn).data(Qt::ToolTipRole).toString().startsWith("does NOT fit memory\n"));
+        QVERIFY(!m.index(s, ComparisonModel::StatusColumn).data(Qt::ToolTipRole).toString().contains("fit memory"));
+        QCOMPARE(m.index(s, ComparisonModel::ThroughputColumn).data().toString(), QString("—"));
         QCOMPARE(m.index(s, ComparisonModel::StatusColumn).data().toString(), QString("skipped: exhaustive search is limited to 12 layers"));
         QCOMPARE(m.index(s, 0).data(Qt::ForegroundRole).value<QBrush>().color(), QColor(0x6b6b6b));
         QCOMPARE(m.index(n, 0).data(Qt::ForegroundRole).value<QBrush>().color(), QColor(0xb00020));

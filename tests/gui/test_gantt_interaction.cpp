@@ -295,9 +295,9 @@ private slots:
         ScheduleView view;
         view.resize(1200, 700);
         view.setTrace(t, &s.problem.cluster);
-        QCOMPARE(view.nodeCount(), 2);
+        QCOMPARE(view.groupCount(), 2);
         QCOMPARE(int(view.rowLayout().rows.size()), 16);
-        view.setNodeCollapsed(1, true);
+        view.setGroupCollapsed(1, true);
         QCOMPARE(int(view.rowLayout().rows.size()), 9);  // 8 rows of node 0, one for node 1
         const GanttRow& node1 = view.rowLayout().rows.back();
         QCOMPARE(node1.device_count, 8);
@@ -309,10 +309,10 @@ private slots:
         view.show();
         view.plot()->replot(QCustomPlot::rpImmediateRefresh);
         saveScreenshot(view, "gantt-collapsed.png");
-        view.setAllNodesCollapsed(true);
+        view.setAllGroupsCollapsed(true);
         QCOMPARE(int(view.rowLayout().rows.size()), 2);
         QCOMPARE(view.memory()->graphCount(), 2);
-        view.setAllNodesCollapsed(false);
+        view.setAllGroupsCollapsed(false);
         QCOMPARE(int(view.rowLayout().rows.size()), 16);
         QCOMPARE(view.memory()->graphCount(), 16);
     }

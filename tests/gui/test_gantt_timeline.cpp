@@ -35,12 +35,75 @@ private slots:
         QCOMPARE(l.rows[1].y, 1.0);
         QCOMPARE(l.rows[2].y, 2.5);  // the node gap
         QCOMPARE(l.rows[3].y, 3.5);
-        QCOMPARE(int(l.node_separators.size()), 1);
-        QVERIFY(l.node_separators[0] > 1.5 && l.node_separators[0] < 2.0);
+        QCOMPARE(int(l.group_separators.size()), 1);
+        QVERIFY(l.group_separators[0] > 1.5 && l.group_separators[0] < 2.0);
         QCOMPARE(l.rowOfDevice(2), 2);
         QCOMPARE(l.rowOfDevice(9), -1);
         QCOMPARE(l.top(), -0.5);
         QCOMPARE(l.bottom(), 4.0);
+    }
+
+    // A t2 x pp2 x dp2 plan with the default device map (device (r * pp + s) * tp + k): rows by
+    // stage, then replica, then tp rank, one group per stage, and node boundaries inside a stage.
+    void groupsRowsByStageReplicaAndRank() {
+        Plan plan;
+        plan.stages = {{0, 0}, {1, 1}};
+        plan.dp = 2;
+        plan.tp = 2;
+        plan.device_map = defaultDeviceMap(2, 2, 2);
+        const std::map<int, DeviceRole> roles = deviceRoles(plan);
+        QCOMPARE(int(roles.size()), 8);
+        QCOMPARE(roles.at(5).stage, 0);
+        QCOMPARE(roles.at(5).replica, 1);
+        QCOMPARE(roles.at(5).tp_rank, 1);
+        QCOMPARE(roles.at(2).stage, 1);
+        // Two nodes of four devices: stage 0 holds devices 0, 1 (node 0) and 4, 5 (node 1).
+        const GanttRowLayout l = GanttRowLayout::build({7, 6, 5, 4, 3, 2, 1, 0}, [](int d) { return d / 4; }, 0.5, {}, roles);
+        QVERIFY(l.by_stage);
+        const std::vector<int> order{0, 1, 4, 5, 2, 3, 6, 7};
+        QCOMPARE(int(l.rows.size()), 8);
+        for (size_t i = 0; i < order.size(); ++i) {
+            QCOMPARE(l.rows[i].device, order[i]);
+            QCOMPARE(l.rowOfDevice(order[i]), int(i));
+            QVERIFY(l.rows[i].role.has_value());
+            QCOMPARE(l.rows[i].group, i < 4 ? 0 : 1);
+        }
+        QCOMPARE(roleLabel(*l.rows[2].role, true, true), std::string("S0 r1 t0"));
+        QCOMPARE(roleLabel(*l.rows[5].role, false, true), std::string("S1 t1"));
+        QCOMPARE(int(l.group_separators.size()), 1);
+        QVERIFY(l.group_separators[0] > l.rows[3].y && l.group_separators[0] < l.rows[4].y);
+        QCOMPARE(l.rows[4].y - l.rows[3].y, 1.5);  // the stage gap
+        // Inside each stage replica 1 is on the other node.
+        QCOMPARE(int(l.node_boundaries.size()), 2);
+        QCOMPARE(l.node_boundaries[0], 1.5);
+        // Collapsing stage 1 puts its four devices on one row.
+        const GanttRowLayout c = GanttRowLayout::build({0, 1, 2, 3, 4, 5, 6, 7}, [](int d) { return d / 4; }, 0.5, {1}, roles);
+        QCOMPARE(int(c.rows.size()), 5);
+        QCOMPARE(c.rows.back().device_count, 4);
+        QCOMPARE(c.rowOfDevice(7), 4);
+        // One stage over two nodes (8 replicas of t2, hippie's shape): ordered by replica and
+        // rank, grouped (and collapsed) by node, still labelled by role.
+        Plan wide;
+        wide.stages = {{0, 1}};
+        wide.dp = 4;
+        wide.tp = 2;
+        wide.device_map = {{4, 5, 0, 1, 6, 7, 2, 3}};  // replica 0 on devices 4 and 5
+        const std::map<int, DeviceRole> wide_roles = deviceRoles(wide);
+        QVERIFY(!GanttRowLayout::groupsByStage(wide_roles));
+        const GanttRowLayout w = GanttRowLayout::build({0, 1, 2, 3, 4, 5, 6, 7}, [](int d) { return d / 4; }, 0.5, {}, wide_roles);
+        QVERIFY(!w.by_stage);
+        const std::vector<int> wide_order{0, 1, 2, 3, 4, 5, 6, 7};  // node 0: replicas 1 and 3; node 1: replicas 0 and 2
+        for (size_t i = 0; i < wide_order.size(); ++i) QCOMPARE(w.rows[i].device, wide_order[i]);
+        QCOMPARE(w.rows[0].role->replica, 1);
+        QCOMPARE(w.rows[2].role->replica, 3);
+        QCOMPARE(w.rows[4].role->replica, 0);
+        QCOMPARE(w.rows[4].group, 1);  // node 1
+        QCOMPARE(int(w.group_separators.size()), 1);
+        // Plain pipelines and placements keep device order.
+        plan.dp = 1;
+        plan.tp = 1;
+        plan.device_map = defaultDeviceMap(2, 1, 1);
+        QVERIFY(deviceRoles(plan).empty());
     }
 
     void placesBlocksInTheirRowAndLane() {

@@ -15,6 +15,7 @@
 #include "widgets/graph/graphviz_layouter.h"
 #include "widgets/graph/layered_coordinates.h"
 #include "widgets/graph/node_colors.h"
+#include "widgets/graph/zoomable_view.h"
 
 using namespace hippie;
 using namespace hippie::widgets;
@@ -170,6 +171,127 @@ private slots:
         QCOMPARE(cat.back(), 3);
         const std::vector<int> devices = opCategories(s.problem.graph, &s.plan, ColorBy::Device);
         QCOMPARE(devices.back(), s.plan.device_map[3][0]);
+    }
+
+    // With tp > 1 the ops tensor parallelism splits get a double border and a "col/t2" or
+    // "row/t2" badge, named in the legend; a layer box counts its split ops; tp = 1 marks none.
+    void marksTheOpsTensorParallelismSplits() {
+        testing::Setup s = testing::smallPipeline(2, 1, 4, ScheduleKind::OneFOneB);
+        s.plan.tp = 2;
+        s.plan.device_map = defaultDeviceMap(2, 1, 2);
+        const Graph& g = s.problem.graph;
+        int column = 0, row = 0;
+        for (const Op& op : g.ops) {
+            column += op.tensor_parallel == TensorParallel::Column ? 1 : 0;
+            row += op.tensor_parallel == TensorParallel::Row ? 1 : 0;
+        }
+        QVERIFY(column > 0 && row > 0);
+        GraphView view;
+        view.resize(900, 700);
+        QSignalSpy done(&view, &GraphView::layoutFinished);
+        view.setGraph(g);
+        QVERIFY(done.wait(60000));
+        QVERIFY(!view.isCollapsed());
+        view.setPlan(&s.plan);
+        QCOMPARE(view.scene()->splitMarkCount(), column + row);
+        for (int i = 0; i < view.scene()->nodeItemCount(); ++i) {
+            const Op& op = g.ops[size_t(view.layoutInput().nodes[size_t(i)].op)];
+            const QString expected = op.tensor_parallel == TensorParallel::Column ? QStringLiteral("col/t2")
+                                     : op.tensor_parallel == TensorParallel::Row  ? QStringLiteral("row/t2")
+                                                                                  : QString();
+            QCOMPARE(view.scene()->splitTag(i), expected);
+        }
+        QVERIFY2(view.legendText().contains(QStringLiteral("col/t2")) && view.legendText().contains(QStringLiteral("row/t2")),
+                 qPrintable(view.legendText()));
+        QVERIFY(view.legendText().contains(QStringLiteral("stage&nbsp;1")));  // still coloured by stage
+        // The properties panel says how an op is split.
+        view.search(QStringLiteral("block0.mlp_fc1"));
+        QVERIFY2(view.propertiesText().contains(QStringLiteral("tensor parallel: column-parallel")), qPrintable(view.propertiesText()));
+        view.search(QStringLiteral("block0.mlp_fc2"));
+        QVERIFY2(view.propertiesText().contains(QStringLiteral("tensor parallel: row-parallel")), qPrintable(view.propertiesText()));
+        view.search(QStringLiteral("block0.ln1"));
+        QVERIFY(!view.propertiesText().contains(QStringLiteral("tensor parallel")));
+        // With HIPPIE_SCREENSHOT_DIR set, the first block at a readable size (the user guide's picture).
+        if (const QByteArray dir = qgetenv("HIPPIE_SCREENSHOT_DIR"); !dir.isEmpty()) {
+            view.show();
+            QVERIFY(QTest::qWaitForWindowExposed(&view));
+            view.search(QStringLiteral("block0.attn_context"));  // centred at a readable scale
+            view.search(QString());                              // the match's red outline cleared
+            QVERIFY(view.grab().save(QString::fromLocal8Bit(dir) + QStringLiteral("/graph-tp.png")));
+        }
+        // The layer view: each layer's box counts what its ops' boxes showed.
+        view.setCollapsed(true);
+        QVERIFY(done.wait(60000));
+        for (int i = 0; i < view.scene()->nodeItemCount(); ++i) {
+            const int layer = view.layoutInput().nodes[size_t(i)].layer;
+            int c = 0, r = 0;
+            for (const Op& op : g.ops)
+                if (op.layer == layer) {
+                    c += op.tensor_parallel == TensorParallel::Column ? 1 : 0;
+                    r += op.tensor_parallel == TensorParallel::Row ? 1 : 0;
+                }
+            QString expected;
+            if (c + r > 0) {
+                expected = QStringLiteral("t2:");
+                if (c > 0) expected += QStringLiteral(" %1 col").arg(c);
+                if (r > 0) expected += QStringLiteral(" %1 row").arg(r);
+            }
+            QCOMPARE(view.scene()->splitTag(i), expected);
+        }
+        // Without tensor parallelism nothing is marked.
+        s.plan.tp = 1;
+        s.plan.device_map = defaultDeviceMap(2, 1, 1);
+        view.setPlan(&s.plan);
+        QCOMPARE(view.scene()->splitMarkCount(), 0);
+        QVERIFY(!view.legendText().contains(QStringLiteral("col/t")));
+    }
+
+    // A graph laid out while its page was hidden is shown whole when the page opens, and stays
+    // fitted as the window is resized until the user zooms; Fit brings that back.
+    void fitsTheWholeGraphWhenFirstShown() {
+        const testing::Setup s = testing::smallPipeline(2, 1, 4, ScheduleKind::OneFOneB);
+        GraphView view;
+        view.resize(900, 700);
+        QSignalSpy done(&view, &GraphView::layoutFinished);
+        view.setGraph(s.problem.graph);
+        QVERIFY(done.wait(60000));
+        QVERIFY(!view.isVisible());
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        QCoreApplication::processEvents();
+        const QRectF whole = view.scene()->sceneRect();
+        auto shownWhole = [&] {
+            const QRectF visible = view.visibleSceneRect().adjusted(-1, -1, 1, 1);
+            return visible.contains(whole);
+        };
+        QVERIFY2(shownWhole(), qPrintable(QStringLiteral("visible %1,%2 %3x%4 of %5x%6")
+                                              .arg(view.visibleSceneRect().x()).arg(view.visibleSceneRect().y())
+                                              .arg(view.visibleSceneRect().width()).arg(view.visibleSceneRect().height())
+                                              .arg(whole.width()).arg(whole.height())));
+        // Not fitted into a corner: the graph's centre is the view's.
+        QVERIFY(std::abs(view.visibleSceneRect().center().y() - whole.center().y()) < whole.height() * 0.05 + 2);
+        QVERIFY(view.keepsFitted());
+        // A long chain fitted whole is small: the status line says how to read it.
+        QVERIFY2(view.statusText().contains(QStringLiteral("shown whole at")) && view.statusText().contains(QStringLiteral("scroll to zoom in")),
+                 qPrintable(view.statusText()));
+        view.resize(1300, 500);
+        QCoreApplication::processEvents();
+        QVERIFY(shownWhole());
+        // A wheel zoom makes the view the user's: a resize no longer refits.
+        auto* zoomable = view.findChild<ZoomableGraphicsView*>();
+        QVERIFY(zoomable);
+        const QPointF centre(zoomable->viewport()->width() / 2.0, zoomable->viewport()->height() / 2.0);
+        QWheelEvent wheel(centre, zoomable->viewport()->mapToGlobal(centre), QPoint(), QPoint(0, 360), Qt::NoButton, Qt::NoModifier,
+                          Qt::NoScrollPhase, false);
+        QApplication::sendEvent(zoomable->viewport(), &wheel);
+        QVERIFY(!view.keepsFitted());
+        QVERIFY(!shownWhole());
+        view.resize(1000, 700);
+        QCoreApplication::processEvents();
+        QVERIFY(!shownWhole());
+        view.fit();
+        QVERIFY(view.keepsFitted());
+        QVERIFY(shownWhole());
     }
 
     void layeredCoordinatesCentreADiamond() {

@@ -1,6 +1,8 @@
 // Each teaching lesson shows what its text says: the claims the page prints are computed from
 // the simulated traces, and every claim a lesson makes holds.
 #include <QtTest>
+#include <algorithm>
+#include <set>
 
 #include "widgets/gantt/schedule_view.h"
 #include "widgets/memory/memory_plot.h"
@@ -58,6 +60,84 @@ private slots:
         QVERIFY(run.trace.metrics.iteration_time_s < base.trace.metrics.iteration_time_s);
     }
 
+    // The ZeRO lessons follow each other stage by stage, each on the same model and GPUs as the
+    // one before and claiming (everyClaimHolds checks it) lower peak memory than it.
+    void zeroLessonsFallStageByStage() {
+        std::vector<int> chain;
+        for (int i = 0; i < int(lessons().size()); ++i)
+            if (lessons()[size_t(i)].title.starts_with("ZeRO-")) chain.push_back(i);
+        QVERIFY(chain.size() >= 3);
+        for (size_t k = 0; k < chain.size(); ++k) {
+            const Lesson& l = lessons()[size_t(chain[k])];
+            QCOMPARE(l.zero_stage, int(k));
+            QCOMPARE(l.tp, 1);
+            QVERIFY(l.pp == 1 && l.dp == 8);
+            if (k == 0) continue;
+            QCOMPARE(chain[k], chain[k - 1] + 1);  // consecutive
+            QCOMPARE(l.baseline, chain[k - 1]);
+            const Lesson& b = lessons()[size_t(l.baseline)];
+            QVERIFY(l.model.zoo == b.model.zoo && l.cluster == b.cluster && l.global_batch == b.global_batch);
+            QVERIFY(std::find(l.expects.begin(), l.expects.end(), LessonExpect::LowerPeakMemory) != l.expects.end());
+            const LessonRun run = runLesson(chain[k]), base = runLesson(l.baseline);
+            QVERIFY(run.trace.metrics.max_peak_memory_bytes < base.trace.metrics.max_peak_memory_bytes);
+        }
+        // ZeRO-2's text: the step from ZeRO-1 (2 bytes of gradients a parameter) is smaller than
+        // the one from ZeRO-0 (12 bytes of optimizer state).
+        const auto peak = [](int i) { return double(runLesson(i).trace.metrics.max_peak_memory_bytes); };
+        QVERIFY(lessons()[size_t(chain[2])].idea.find("by less than from ZeRO-0 to ZeRO-1") != std::string::npos);
+        QVERIFY(peak(chain[0]) - peak(chain[1]) > peak(chain[1]) - peak(chain[2]));
+    }
+
+    // Tensor parallelism stays inside a node: the same t8 group on the same model is slower with
+    // its ranks on two nodes; the device maps are what the lessons say.
+    void tensorParallelismAcrossNodesIsSlower() {
+        int in_node = -1, across = -1, sp = -1;
+        for (int i = 0; i < int(lessons().size()); ++i) {
+            const Lesson& l = lessons()[size_t(i)];
+            if (l.tp <= 1) continue;
+            if (l.sequence_parallel) sp = i;
+            else if (l.device_map.empty()) in_node = i;
+            else across = i;
+        }
+        QVERIFY(in_node >= 0 && across >= 0 && sp >= 0);
+        const LessonRun a = runLesson(in_node), b = runLesson(across);
+        const std::vector<std::vector<int>> groups_a = a.plan.tpGroups(), groups_b = b.plan.tpGroups();
+        QVERIFY(groups_a.size() == 1 && groups_b.size() == 1);
+        std::set<int> nodes_a, nodes_b;
+        for (int d : groups_a[0]) nodes_a.insert(a.cluster.nodeOf(d));
+        for (int d : groups_b[0]) nodes_b.insert(b.cluster.nodeOf(d));
+        QCOMPARE(int(nodes_a.size()), 1);
+        QCOMPARE(int(nodes_b.size()), 2);
+        QCOMPARE(int(groups_a[0].size()), 8);
+        QCOMPARE(lessons()[size_t(across)].baseline, in_node);
+        QVERIFY(b.trace.metrics.iteration_time_s > a.trace.metrics.iteration_time_s);
+        QVERIFY2(QString::fromStdString(claimsText(b.claims)).contains(QStringLiteral("longer than")), claimsText(b.claims).c_str());
+        // Sequence parallelism is compared with the same group without it.
+        const Lesson& s = lessons()[size_t(sp)];
+        QCOMPARE(s.baseline, in_node);
+        const LessonRun c = runLesson(sp);
+        QVERIFY(c.plan.sequence_parallel && !a.plan.sequence_parallel);
+        QCOMPARE(c.plan.tp, a.plan.tp);
+        QVERIFY(c.trace.metrics.max_peak_memory_bytes < a.trace.metrics.max_peak_memory_bytes);
+    }
+
+    // The Teaching page groups a tensor-parallel lesson's rows by rank and shows its nodes.
+    void teachingRowsNameTheTensorParallelRanks() {
+        int across = -1;
+        for (int i = 0; i < int(lessons().size()); ++i)
+            if (lessons()[size_t(i)].tp > 1 && !lessons()[size_t(i)].device_map.empty()) across = i;
+        QVERIFY(across >= 0);
+        TeachingPage page;
+        QVERIFY(page.loadLesson(across));
+        // One stage: the rows fold by node, ranks in order, a separator between the two nodes.
+        QVERIFY(!page.view()->rowLayout().by_stage);
+        QCOMPARE(int(page.view()->rowLayout().rows.size()), 8);
+        QCOMPARE(page.view()->rowText(0), QStringLiteral("S0 t0 · n0 GPU 0"));
+        QCOMPARE(page.view()->rowText(4), QStringLiteral("S0 t4 · n1 GPU 8"));
+        QCOMPARE(int(page.view()->rowLayout().group_separators.size()), 1);
+        QCOMPARE(page.view()->groupCount(), 2);
+    }
+
     // A claim that does not hold says so instead of repeating the lesson's wish.
     void aFalseClaimIsReportedAsFalse() {
         Trace slow, fast;
@@ -66,6 +146,13 @@ private slots:
         const std::vector<LessonClaim> c = lessonClaims(slow, &fast, "1F1B", {LessonExpect::ShorterIteration});
         QVERIFY(!c[0].holds);
         QCOMPARE(QString::fromStdString(c[0].text), QStringLiteral("Iteration 38.2 ms, 19% longer than 1F1B's 32.0 ms."));
+        // The other iteration relations on the same numbers.
+        QVERIFY(lessonClaims(slow, &fast, "1F1B", {LessonExpect::LongerIteration})[0].holds);
+        QVERIFY(!lessonClaims(slow, &fast, "1F1B", {LessonExpect::NoLongerIteration})[0].holds);
+        QVERIFY(lessonClaims(fast, &slow, "x", {LessonExpect::NoLongerIteration})[0].holds);
+        QVERIFY(!lessonClaims(fast, &slow, "x", {LessonExpect::SameIteration})[0].holds);
+        QVERIFY(!lessonClaims(fast, &slow, "x", {LessonExpect::LongerIteration})[0].holds);
+        QVERIFY(!lessonClaims(fast, nullptr, "", {LessonExpect::NoLongerIteration})[0].holds);
     }
 
     void teachingPageShowsTheClaims() {

@@ -7,7 +7,10 @@
 // With HIPPIE_SCREENSHOT_DIR set, the pages are saved there as PNG.
 #include <QDir>
 #include <QFile>
+#include <QHeaderView>
 #include <QProcess>
+#include <QScrollBar>
+#include <QTableView>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -17,6 +20,7 @@
 #include "app/store/run_store.h"
 #include "app/studio/dispatch/dispatch_ui.h"
 #include "app/studio/dispatch/run_view.h"
+#include "app/studio/compare_page.h"
 #include "app/studio/main_window.h"
 #include "app/studio/schedule_page.h"
 #include "app/studio/teaching_page.h"
@@ -24,6 +28,7 @@
 #include "gui_fixtures.h"
 #include "planners/schedule/plan_json.h"
 #include "planners/sim/trace_json.h"
+#include "widgets/compare/comparison_model.h"
 #include "widgets/gantt/schedule_view.h"
 #include "widgets/memory/capacity_legend_item.h"
 
@@ -82,6 +87,7 @@ store::RunDetails storedRun(const Trace& predicted) {
     d.summary.model = QStringLiteral("gpt2-small");
     d.summary.cluster = QStringLiteral("dgx-a100-1x8");
     d.summary.state = store::RunState::Succeeded;
+    d.plan = planToJson(pipeline().plan);  // as the store keeps it: the Gantt rows follow its stages
     qint64 seq = 0;
     for (int r = 0; r < kRanks; ++r)
         d.events.push_back({0, seq++, json{{"event", "setup"}, {"rank", r}, {"device", "cuda:" + std::to_string(r)}}});
@@ -192,16 +198,22 @@ void checkChart(QCustomPlot* plot, const QString& name) {
     }
 }
 
-// One entry per device in row order; the capacity, far above these curves, in a legend of its
-// own beside theirs, drawn whole inside the chart.
-void checkMemoryCurvesLegend(const QCustomPlot* plot, const QString& noun) {
+// One entry per device in the Gantt rows' order (the plan's 2 stages x 2 replicas: stage 0's
+// GPUs 0 and 2, then stage 1's 1 and 3); the capacity, far above these curves, in a legend of
+// its own beside theirs, drawn whole inside the chart.
+void checkMemoryCurvesLegend(const widgets::ScheduleView* view, const QString& noun) {
+    const QCustomPlot* plot = view->plot();
     const std::vector<const QCPAbstractLegendItem*> items = entries(plot->legend);
     QCOMPARE(int(items.size()), kRanks);
+    QCOMPARE(int(view->rowLayout().rows.size()), kRanks);
     for (int r = 0; r < kRanks; ++r) {
         const auto* device = qobject_cast<const QCPPlottableLegendItem*>(items[size_t(r)]);
         QVERIFY(device);
-        QCOMPARE(const_cast<QCPPlottableLegendItem*>(device)->plottable()->name(), QStringLiteral("%1 %2").arg(noun).arg(r));
+        QCOMPARE(const_cast<QCPPlottableLegendItem*>(device)->plottable()->name(),
+                 QStringLiteral("%1 %2").arg(noun).arg(view->rowLayout().rows[size_t(r)].device));
     }
+    QVERIFY(view->rowLayout().by_stage);  // the run's plan groups the rows
+    QCOMPARE(view->rowLayout().rows[1].device, 2);
     const QList<widgets::CapacityLegendItem*> capacities = plot->findChildren<widgets::CapacityLegendItem*>();
     QCOMPARE(capacities.size(), 1);
     QCOMPARE(capacities[0]->text(), QStringLiteral("capacity 40.00 GiB (off scale)"));
@@ -271,7 +283,7 @@ private slots:
         QCOMPARE(view->lossPoints(), kSteps * kRanks);
         QCOMPARE(entryCount(view->lossPlot()), kRanks);
         QCOMPARE(entryCount(view->memoryPlot()), 2);  // predicted, measured
-        checkMemoryCurvesLegend(view->predictedView()->plot(), QStringLiteral("GPU"));
+        checkMemoryCurvesLegend(view->predictedView(), QStringLiteral("GPU"));
         checkRunPage(view, QStringLiteral("stored at ") + size);
         saveScreenshot(w, QStringLiteral("run-stored-%1.png").arg(size));
     }
@@ -305,6 +317,51 @@ private slots:
         auto* lesson = const_cast<widgets::ScheduleView*>(w.teaching()->view());
         checkChart(lesson->plot(), size + QStringLiteral(" teaching"));
         checkScheduleAxes(lesson, size + QStringLiteral(" teaching"));
+    }
+
+    // The Compare table of the guide's example (GPT-3 1.3B on two DGX A100s, batch 512) with
+    // the planners whose plans read longest (t, sp and ZeRO in the shape, long reasons)
+    // shows every column at 1280x800: no horizontal scroll bar, no column cut at the right edge.
+    void compareTableFitsWithoutHorizontalScroll() {
+        MainWindow w(false);
+        w.resize(1280, 800);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        StartOptions o;
+        ModelSpec spec;
+        spec.zoo = "gpt3-1.3b";
+        spec.batch_size = 1;
+        spec.precision = Precision::FP16;
+        o.model = spec;
+        o.cluster = QStringLiteral("dgx-a100-2x8");
+        o.global_batch = 512;
+        o.planners = QStringList{QStringLiteral("hippie"), QStringLiteral("megatron"), QStringLiteral("deepspeed-3d"),
+                                 QStringLiteral("zero"), QStringLiteral("data-parallel"), QStringLiteral("gpipe-balance"),
+                                 QStringLiteral("pipedream")};
+        QVERIFY(w.start(o));
+        QTRY_VERIFY_WITH_TIMEOUT(w.shownTrace().has_value() && w.isIdle(), kRunTimeoutMs);
+        w.showPage(MainWindow::Page::Compare);
+        QCoreApplication::sendPostedEvents(nullptr, QEvent::LayoutRequest);
+        QCoreApplication::processEvents();
+        QTableView* table = w.comparePage()->table();
+        QCOMPARE(table->model()->rowCount(), int(o.planners->size()));
+        QCOMPARE(table->model()->columnCount(), int(widgets::ComparisonModel::ColumnCount));
+        QVERIFY2(!table->horizontalScrollBar()->isVisible() && table->horizontalScrollBar()->maximum() == 0,
+                 qPrintable(QStringLiteral("scrolls by %1 px").arg(table->horizontalScrollBar()->maximum())));
+        const QHeaderView* header = table->horizontalHeader();
+        for (int c = 0; c < header->count(); ++c) {
+            const QString name = table->model()->headerData(c, Qt::Horizontal).toString();
+            QVERIFY2(header->sectionViewportPosition(c) + header->sectionSize(c) <= table->viewport()->width(),
+                     qPrintable(name + QStringLiteral(" is cut at the right edge")));
+            // Every number is shown whole (only the status, the last column, may be elided).
+            if (c == widgets::ComparisonModel::StatusColumn) continue;
+            for (int r = 0; r < table->model()->rowCount(); ++r) {
+                const QString text = table->model()->index(r, c).data().toString();
+                QVERIFY2(table->fontMetrics().horizontalAdvance(text) <= header->sectionSize(c),
+                         qPrintable(QStringLiteral("'%1' under %2 is cut").arg(text, name)));
+            }
+        }
+        saveScreenshot(w, QStringLiteral("compare-1280x800.png"));
     }
 
     // A run followed live: half its steps plotted while the ranks run, then its end.
@@ -348,7 +405,7 @@ private slots:
         QVERIFY2(view->errorText().endsWith(QStringLiteral(" · engine processes' peak RSS up to 300.0 MiB")), qPrintable(view->errorText()));
         QCOMPARE(view->lossPoints(), kSteps * kRanks);
         QCOMPARE(entryCount(view->memoryPlot()), 2);  // predicted and measured
-        checkMemoryCurvesLegend(view->measuredView()->plot(), QStringLiteral("CPU"));  // the ranks ran on CPUs
+        checkMemoryCurvesLegend(view->measuredView(), QStringLiteral("CPU"));  // the ranks ran on CPUs
         checkRunPage(view, QStringLiteral("finished"));
         saveScreenshot(w, QStringLiteral("run-finished-1280x800.png"));
     }

@@ -14,6 +14,50 @@
 using namespace hippie;
 using namespace hippie::widgets;
 
+namespace {
+
+void reverseDevices(Trace& trace) {
+    std::reverse(trace.devices.begin(), trace.devices.end());
+    std::reverse(trace.memory.begin(), trace.memory.end());
+    std::reverse(trace.capacity_bytes.begin(), trace.capacity_bytes.end());
+}
+
+// Hovers the first compute block of every row: the tooltip names the block's device and the
+// memory its curve shows at that time.
+void checkTooltipMemoryPerRow(ScheduleView& view, const Trace& trace) {
+    view.plot()->toPixmap(1400, 800);
+    QCPAxisRect* rect = view.plot()->axisRect(0);
+    QCPAxis* x = rect->axis(QCPAxis::atBottom);
+    QCPAxis* y = rect->axis(QCPAxis::atLeft);
+    const QRegularExpression memory(QStringLiteral("memory ([0-9.]+) ([KMG]iB|B) of"));
+    std::set<int> rows_checked;
+    for (const GanttBlock& b : view.gantt()->blocks()) {
+        if (!isCompute(b.kind) || rows_checked.count(b.row)) continue;
+        const double t = (b.start_s + b.end_s) / 2;
+        const QPointF pos(x->coordToPixel(t), y->coordToPixel((b.y_top + b.y_bottom) / 2));
+        const QString text = view.describeAt(pos);
+        const int device = trace.events[size_t(b.event)].device;
+        QCOMPARE(view.rowLayout().rows[size_t(b.row)].device, device);
+        QVERIFY2(text.contains(QStringLiteral("GPU %1:").arg(device)), qPrintable(text));
+        const QRegularExpressionMatch m = memory.match(text);
+        QVERIFY2(m.hasMatch(), qPrintable(text));
+        // The curve drawn for this device, read at the same time.
+        const QCPGraph* curve = nullptr;
+        for (int i = 0; i < view.memory()->graphCount(); ++i)
+            if (view.memory()->graph(i)->name() == QStringLiteral("GPU %1").arg(device)) curve = view.memory()->graph(i);
+        QVERIFY(curve);
+        auto it = curve->data()->findBegin(t, false);
+        if (it != curve->data()->constBegin() && it->key > t) --it;
+        while (it + 1 != curve->data()->constEnd() && (it + 1)->key <= t) ++it;
+        QCOMPARE(m.captured(1), QString::number(it->value, 'f', 2));
+        QCOMPARE(m.captured(2), view.memory()->unitName());
+        rows_checked.insert(b.row);
+    }
+    QCOMPARE(int(rows_checked.size()), int(trace.devices.size()));
+}
+
+}  // namespace
+
 class TestScheduleView : public QObject {
     Q_OBJECT
 private slots:
@@ -65,40 +109,41 @@ private slots:
     void tooltipMemoryIsTheRowsDevice() {
         const testing::Setup s = testing::smallPipeline(4, 1, 8, ScheduleKind::OneFOneB);
         Trace trace = simulateWithEvents(s.problem, s.plan);
-        std::reverse(trace.devices.begin(), trace.devices.end());
-        std::reverse(trace.memory.begin(), trace.memory.end());
-        std::reverse(trace.capacity_bytes.begin(), trace.capacity_bytes.end());
+        reverseDevices(trace);
         ScheduleView view;
         view.resize(1400, 800);
         view.setTrace(trace, &s.problem.cluster);
-        view.plot()->toPixmap(1400, 800);
-        QCPAxisRect* rect = view.plot()->axisRect(0);
-        QCPAxis* x = rect->axis(QCPAxis::atBottom);
-        QCPAxis* y = rect->axis(QCPAxis::atLeft);
-        const QRegularExpression memory(QStringLiteral("memory ([0-9.]+) ([KMG]iB|B) of"));
-        std::set<int> rows_checked;
-        for (const GanttBlock& b : view.gantt()->blocks()) {
-            if (!isCompute(b.kind) || rows_checked.count(b.row)) continue;
-            const double t = (b.start_s + b.end_s) / 2;
-            const QPointF pos(x->coordToPixel(t), y->coordToPixel((b.y_top + b.y_bottom) / 2));
-            const QString text = view.describeAt(pos);
-            const int device = trace.events[size_t(b.event)].device;
-            QVERIFY2(text.contains(QStringLiteral("GPU %1:").arg(device)), qPrintable(text));
-            const QRegularExpressionMatch m = memory.match(text);
-            QVERIFY2(m.hasMatch(), qPrintable(text));
-            // The curve drawn for this device, read at the same time.
-            const QCPGraph* curve = nullptr;
-            for (int i = 0; i < view.memory()->graphCount(); ++i)
-                if (view.memory()->graph(i)->name() == QStringLiteral("GPU %1").arg(device)) curve = view.memory()->graph(i);
-            QVERIFY(curve);
-            auto it = curve->data()->findBegin(t, false);
-            if (it != curve->data()->constBegin() && it->key > t) --it;
-            while (it + 1 != curve->data()->constEnd() && (it + 1)->key <= t) ++it;
-            QCOMPARE(m.captured(1), QString::number(it->value, 'f', 2));
-            QCOMPARE(m.captured(2), view.memory()->unitName());
-            rows_checked.insert(b.row);
-        }
-        QCOMPARE(int(rows_checked.size()), int(trace.devices.size()));
+        checkTooltipMemoryPerRow(view, trace);
+    }
+
+    // The same with rows grouped by stage, replica and tensor-parallel rank (t2 x pp2 x dp2):
+    // the row order is neither the trace's nor the devices'.
+    void tooltipMemoryIsTheRowsDeviceWhenGroupedByStage() {
+        testing::Setup s = testing::smallPipeline(2, 2, 4, ScheduleKind::OneFOneB);
+        s.plan.tp = 2;
+        s.plan.device_map = defaultDeviceMap(2, 2, 2);
+        Trace trace = simulateWithEvents(s.problem, s.plan);
+        QCOMPARE(int(trace.devices.size()), 8);
+        reverseDevices(trace);
+        ScheduleView view;
+        view.resize(1400, 800);
+        view.setTrace(trace, &s.problem.cluster, &s.plan);
+        QVERIFY(view.rowLayout().by_stage);
+        // Stage 0's replicas and ranks first: devices 0, 1 (replica 0) and 4, 5 (replica 1).
+        const std::vector<int> order{0, 1, 4, 5, 2, 3, 6, 7};
+        for (size_t i = 0; i < order.size(); ++i) QCOMPARE(view.rowLayout().rows[i].device, order[i]);
+        QCOMPARE(view.rowText(2), QStringLiteral("S0 r1 t0 · GPU 4"));
+        QCOMPARE(view.rowText(7), QStringLiteral("S1 r1 t1 · GPU 7"));
+        QCOMPARE(view.rowLayout().group_separators.size(), size_t(1));
+        // The memory legend reads as the rows do.
+        for (int i = 0; i < view.memory()->graphCount(); ++i)
+            QCOMPARE(view.memory()->graph(i)->name(), QStringLiteral("GPU %1").arg(order[size_t(i)]));
+        checkTooltipMemoryPerRow(view, trace);
+        // Collapsing a stage keeps its devices' blocks on one row.
+        view.setGroupCollapsed(1, true);
+        QCOMPARE(int(view.rowLayout().rows.size()), 5);
+        QCOMPARE(view.rowText(4), QStringLiteral("S1 · 4 devices ▸"));
+        QCOMPARE(view.gantt()->blockCount(), int(trace.events.size()));
     }
 
     void revealTimeHidesTheFuture() {

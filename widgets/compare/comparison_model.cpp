@@ -4,6 +4,8 @@
 #include <QColor>
 #include <QStringList>
 
+#include <iterator>
+
 #include "planners/algorithms/evaluate.h"
 #include "planners/schedule/plan_shape.h"
 #include "widgets/common/units.h"
@@ -109,25 +111,25 @@ int ComparisonModel::columnCount(const QModelIndex& parent) const { return paren
 
 QVariant ComparisonModel::headerData(int section, Qt::Orientation orientation, int role) const {
     if (orientation != Qt::Horizontal || section < 0 || section >= ColumnCount) return {};
-    // Units on a second line keep the table narrow enough for every column to show.
-    static const char* const names[] = {"Planner",    "pp×dp",          "Micro-\nbatches", "Schedule",
-                                        "Iteration",  "Throughput\n(samples/s)", "Peak\nmemory", "ME\n(samples/s/GiB)",
-                                        "Bubble",     "Planning\ntime", "Feasible",       "Status",
-                                        "Notes"};
+    // Short headers, their meaning and units in the tooltips: at 1280x800 every column shows.
+    static const char* const names[] = {"Planner",       "Shape", "Micro-\nbatches", "Schedule",    "Iteration", "Samples/s",
+                                        "Peak\nmemory", "ME",    "Bubble",          "Plan\ntime", "Status"};
     static const char* const tips[] = {
         "The planner that produced the plan",
-        "Pipeline stages × data-parallel replicas (or a placement of operators on devices)",
+        "Pipeline stages × data-parallel replicas, then tensor-parallel degree (t), sequence parallelism (sp) "
+        "and ZeRO stage (z); or a placement of operators on devices",
         "Micro-batches per pipeline per iteration",
         "Pipeline schedule",
         "Simulated time of one training iteration",
-        "Samples per second over the whole cluster",
+        "Throughput: samples per second over the whole cluster",
         "Largest simulated peak memory of one device",
-        "Memory efficiency: throughput per GiB of the largest device peak",
+        "Memory efficiency (samples/s/GiB): throughput per GiB of the largest device peak",
         "Share of device time spent idle in the pipeline bubble",
-        "CPU time of the planner's own thread (planners run at once on shared cores)",
-        "Whether every device's peak fits its memory",
-        "Running, done, failed or cancelled; the tooltip of a row says why",
-        "What the planner reports about its search: a fallback taken, devices left idle, a time budget reached"};
+        "Planning time: CPU time of the planner's own thread (planners run at once on shared cores)",
+        "Running, done, skipped, failed or cancelled. Red: the plan does not fit memory; grey: the planner does not "
+        "take this problem. The tooltip of a row says why and lists the planner's notes (fallbacks, idle devices, a "
+        "time budget reached)"};
+    static_assert(std::size(names) == ColumnCount && std::size(tips) == ColumnCount);
     if (role == Qt::DisplayRole) return tr(names[section]);
     if (role == Qt::ToolTipRole) return tr(tips[section]);
     return {};
@@ -140,11 +142,12 @@ QVariant ComparisonModel::data(const QModelIndex& index, int role) const {
     case Qt::DisplayRole: return display(row, index.column());
     case SortRole: return sortKey(row, index.column());
     case ProgressRole: return row.state == State::Running ? row.progress : -1.0;
-    case Qt::ToolTipRole:
-        if (index.column() == NotesColumn && row.result && !row.result->notes.empty()) return notesText(*row.result, "\n");
-        return row.message.isEmpty() ? QVariant() : QVariant(row.message);
+    case Qt::ToolTipRole: {
+        const QString tip = statusToolTip(index.row());
+        return tip.isEmpty() ? QVariant() : QVariant(tip);
+    }
     case Qt::TextAlignmentRole:
-        return index.column() == PlannerColumn || index.column() == StatusColumn || index.column() == NotesColumn
+        return index.column() == PlannerColumn || index.column() == StatusColumn
                    ? QVariant(Qt::AlignLeft | Qt::AlignVCenter)
                    : QVariant(Qt::AlignRight | Qt::AlignVCenter);
     case Qt::ForegroundRole:
@@ -161,6 +164,17 @@ QString ComparisonModel::notesText(const PlannerResult& result, const char* sepa
     return notes.join(QString::fromLatin1(separator));
 }
 
+QString ComparisonModel::statusToolTip(int row_index) const {
+    if (row_index < 0 || static_cast<size_t>(row_index) >= rows_.size()) return {};
+    const Row& row = rows_[static_cast<size_t>(row_index)];
+    QStringList lines;
+    if (row.state == State::Done && row.result && !row.result->skipped)
+        lines << (row.result->feasible ? tr("fits memory") : tr("does NOT fit memory"));
+    if (!row.message.isEmpty()) lines << row.message;
+    if (row.result && !row.result->notes.empty()) lines << tr("notes:") << notesText(*row.result, "\n");
+    return lines.join(QLatin1Char('\n'));
+}
+
 QVariant ComparisonModel::display(const Row& row, int column) const {
     if (column == PlannerColumn) return row.planner;
     if (column == StatusColumn) {
@@ -168,21 +182,25 @@ QVariant ComparisonModel::display(const Row& row, int column) const {
         case State::Running:
             return tr("running %1%").arg(qRound(row.progress * 100)) +
                    (row.message.isEmpty() ? QString() : QStringLiteral(" · ") + row.message);
-        case State::Done:
+        case State::Done: {
             if (row.result && row.result->skipped) return tr("skipped: %1").arg(row.message);
-            return row.message.isEmpty() ? tr("done") : row.message;
+            QString text = row.message;
+            if (row.result && !row.result->feasible)
+                text = row.message.isEmpty() ? tr("does not fit") : tr("does not fit: %1").arg(row.message);
+            else if (text.isEmpty())
+                text = tr("fits");
+            const int notes = row.result ? static_cast<int>(row.result->notes.size()) : 0;
+            if (notes == 0) return text;
+            return notes == 1 ? tr("%1 · 1 note").arg(text) : tr("%1 · %2 notes").arg(text, QString::number(notes));
+        }
         case State::Failed: return tr("failed: %1").arg(row.message);
         case State::Cancelled: return tr("cancelled");
         }
     }
     if (!row.result) return {};
     const PlannerResult& r = *row.result;
-    if (column == NotesColumn) return notesText(r, "; ");
     const TraceMetrics& m = r.metrics;
-    if (!hasMetrics(r)) {
-        if (column == FeasibleColumn) return r.skipped ? QStringLiteral("—") : tr("no");
-        return column == PlanningTimeColumn ? formatSeconds(r.planning_time_s) : QStringLiteral("—");
-    }
+    if (!hasMetrics(r)) return column == PlanningTimeColumn ? formatSeconds(r.planning_time_s) : QStringLiteral("—");
     switch (column) {
     case ShapeColumn:
         return r.plan.isPlacement() ? tr("placement") : QString::fromStdString(pipelineShapeText(r.plan, "×"));
@@ -194,15 +212,17 @@ QVariant ComparisonModel::display(const Row& row, int column) const {
     case MemoryEfficiencyColumn: return QString::number(m.memory_efficiency, 'f', 2);
     case BubbleColumn: return QStringLiteral("%1%").arg(m.bubble_fraction * 100, 0, 'f', 1);
     case PlanningTimeColumn: return formatSeconds(r.planning_time_s);
-    case FeasibleColumn: return r.feasible ? tr("yes") : tr("no");
     default: return {};
     }
 }
 
 QVariant ComparisonModel::sortKey(const Row& row, int column) const {
     if (column == PlannerColumn) return row.planner;
-    if (column == StatusColumn) return static_cast<int>(row.state);
-    if (column == NotesColumn) return row.result ? notesText(*row.result, "; ") : QString();
+    if (column == StatusColumn) {
+        // Plans that fit first (ascending), then those that do not, skipped, running, failed, cancelled.
+        if (row.state != State::Done || !row.result) return 10 + static_cast<int>(row.state);
+        return row.result->skipped ? 2 : row.result->feasible ? 0 : 1;
+    }
     if (!row.result) return -1.0;  // running and failed rows sort below every result
     const PlannerResult& r = *row.result;
     const TraceMetrics& m = r.metrics;
@@ -216,7 +236,6 @@ QVariant ComparisonModel::sortKey(const Row& row, int column) const {
     case MemoryEfficiencyColumn: return m.memory_efficiency;
     case BubbleColumn: return m.bubble_fraction;
     case PlanningTimeColumn: return r.planning_time_s;
-    case FeasibleColumn: return r.feasible ? 1 : 0;
     default: return {};
     }
 }

@@ -25,9 +25,10 @@ public:
         MemoryEfficiencyColumn,
         BubbleColumn,
         PlanningTimeColumn,
-        FeasibleColumn,
+        // Running, done (its plan fits memory or does not), skipped, failed or cancelled, with
+        // the planner's reason; its tooltip adds the planner's notes (fallbacks, idle devices,
+        // a time budget reached). One column, so that the table fits 1280x800 unscrolled.
         StatusColumn,
-        NotesColumn,          // what the planner reports it did (fallbacks, idle devices, budget)
         ColumnCount
     };
     enum class State { Running, Done, Failed, Cancelled };
@@ -52,6 +53,8 @@ public:
     static bool hasMetrics(const PlannerResult& result);
     // The planner's notes, joined by `separator`.
     static QString notesText(const PlannerResult& result, const char* separator);
+    // A row's Status tooltip: its message, then its notes, one a line.
+    QString statusToolTip(int row) const;
 
     int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;

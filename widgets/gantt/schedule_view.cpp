@@ -89,7 +89,7 @@ ScheduleView::ScheduleView(QWidget* parent)
     head->addWidget(collapse_button_, 0, Qt::AlignTop);
     layout->addLayout(head);
     layout->addWidget(plot_, 1);
-    connect(collapse_button_, &QToolButton::toggled, this, [this](bool on) { setAllNodesCollapsed(on); });
+    connect(collapse_button_, &QToolButton::toggled, this, [this](bool on) { setAllGroupsCollapsed(on); });
     legend_->setTextFormat(Qt::RichText);
     legend_->setWordWrap(true);
     legend_->setToolTip(tr("Grey: blocks narrower than a pixel (zoom in with W). Click a block to outline what it waits on and "
@@ -173,10 +173,13 @@ ScheduleView::ScheduleView(QWidget* parent)
 
 ScheduleView::~ScheduleView() = default;
 
-void ScheduleView::setTrace(const Trace& trace, const Cluster* cluster) {
+void ScheduleView::setTrace(const Trace& trace, const Cluster* cluster, const Plan* plan) {
     trace_ = trace;
     cluster_ = cluster ? std::optional<Cluster>(*cluster) : std::nullopt;
-    collapsed_nodes_.clear();
+    roles_ = plan ? deviceRoles(*plan) : std::map<int, DeviceRole>{};
+    show_replica_ = plan && plan->dp > 1;
+    show_rank_ = plan && plan->tp > 1;
+    collapsed_groups_.clear();
     all_curves_ = memoryCurves(trace_, endTime());
     legend_->setText(legendHtml(kindsOf(trace_)));
     legend_->setVisible(!trace_.events.empty());  // no key to an empty chart
@@ -185,19 +188,35 @@ void ScheduleView::setTrace(const Trace& trace, const Cluster* cluster) {
         const QSignalBlocker block(collapse_button_);
         collapse_button_->setChecked(false);
     }
-    collapse_button_->setVisible(nodeCount() > 1);
+    collapse_button_->setText(!layout_.by_stage ? tr("Collapse nodes") : tr("Collapse stages"));
+    collapse_button_->setToolTip(!layout_.by_stage ? tr("One row and one memory curve (the fullest device's) per node; double-click a row label to open or close its node")
+                                                : tr("One row and one memory curve (the fullest device's) per pipeline stage; double-click a row label to open or close its stage"));
+    collapse_button_->setVisible(groupCount() > 1);
     rescale();
 }
 
-int ScheduleView::nodeCount() const {
-    std::set<int> nodes;
-    for (const GanttRow& r : layout_.rows) nodes.insert(r.node);
-    return static_cast<int>(nodes.size());
+int ScheduleView::groupCount() const {
+    std::set<int> groups;
+    for (const GanttRow& r : layout_.rows) groups.insert(r.group);
+    return static_cast<int>(groups.size());
 }
 
-void ScheduleView::setNodeCollapsed(int node, bool collapsed) {
-    if (collapsed) collapsed_nodes_.insert(node);
-    else collapsed_nodes_.erase(node);
+int ScheduleView::nodeOfDevice(int d) const {
+    return cluster_ && d >= 0 && d < cluster_->deviceCount() ? cluster_->nodeOf(d) : 0;
+}
+
+int ScheduleView::groupOf(int device) const {
+    if (!GanttRowLayout::groupsByStage(roles_)) return nodeOfDevice(device);
+    const auto it = roles_.find(device);
+    if (it != roles_.end()) return it->second.stage;
+    int after_last_stage = 0;  // as GanttRowLayout::build groups devices without a role
+    for (const auto& [d, role] : roles_) after_last_stage = std::max(after_last_stage, role.stage + 1);
+    return after_last_stage;
+}
+
+void ScheduleView::setGroupCollapsed(int group, bool collapsed) {
+    if (collapsed) collapsed_groups_.insert(group);
+    else collapsed_groups_.erase(group);
     layOut();
     const TimeWindow w = visibleWindow();
     rescale();
@@ -205,40 +224,39 @@ void ScheduleView::setNodeCollapsed(int node, bool collapsed) {
     plot_->replot();
 }
 
-void ScheduleView::setAllNodesCollapsed(bool collapsed) {
-    collapsed_nodes_.clear();
+void ScheduleView::setAllGroupsCollapsed(bool collapsed) {
+    collapsed_groups_.clear();
     if (collapsed)
-        for (const GanttRow& r : layout_.rows) collapsed_nodes_.insert(r.node);
+        for (const GanttRow& r : layout_.rows) collapsed_groups_.insert(r.group);
     const QSignalBlocker block(collapse_button_);
     collapse_button_->setChecked(collapsed);
-    setNodeCollapsed(-1, false);  // lays out again
+    setGroupCollapsed(-1, false);  // lays out again
 }
 
 void ScheduleView::layOut() {
-    const Cluster* c = cluster_ ? &*cluster_ : nullptr;
-    auto node_of = [c](int d) { return c && d >= 0 && d < c->deviceCount() ? c->nodeOf(d) : 0; };
-    layout_ = GanttRowLayout::build(trace_.devices, node_of, 0.6, collapsed_nodes_);
+    layout_ = GanttRowLayout::build(trace_.devices, [this](int d) { return nodeOfDevice(d); }, 0.6, collapsed_groups_, roles_);
     gantt_->setBlocks(placeBlocks(trace_, layout_));
-    // A collapsed node keeps the curve of its fullest device only.
+    // A collapsed group keeps the curve of its fullest device only.
     std::vector<MemoryCurve> shown;
     for (const MemoryCurve& curve : all_curves_) {
-        const int node = node_of(curve.device);
-        if (!collapsed_nodes_.contains(node)) {
+        const int group = groupOf(curve.device);
+        if (!collapsed_groups_.contains(group)) {
             shown.push_back(curve);
             continue;
         }
         const MemoryCurve* fullest = nullptr;
         for (const MemoryCurve& other : all_curves_)
-            if (node_of(other.device) == node && (!fullest || other.peak_gib > fullest->peak_gib)) fullest = &other;
+            if (groupOf(other.device) == group && (!fullest || other.peak_gib > fullest->peak_gib)) fullest = &other;
         if (fullest == &curve) shown.push_back(curve);
     }
     // In the Gantt chart's row order, so that the legend reads as the rows do.
     std::stable_sort(shown.begin(), shown.end(), [this](const MemoryCurve& a, const MemoryCurve& b) {
         return layout_.rowOfDevice(a.device) < layout_.rowOfDevice(b.device);
     });
-    auto label = [this, node_of](int device) {
+    auto label = [this](int device) {
         const QString name = rowLabel(device);
-        return collapsed_nodes_.contains(node_of(device)) ? tr("n%1 fullest: %2").arg(node_of(device)).arg(name) : name;
+        if (!collapsed_groups_.contains(groupOf(device))) return name;
+        return (!layout_.by_stage ? tr("n%1 fullest: %2") : tr("S%1 fullest: %2")).arg(groupOf(device)).arg(name);
     };
     gantt_->setSelectedBlock(-1);
     gantt_->setDependencyBlocks({}, {});
@@ -425,11 +443,11 @@ void ScheduleView::onMouseDoubleClick(QMouseEvent* event) {
     // On a row's label, left of the rows: open or close its node.
     const QPointF pos = event->position();
     const QRect rows = gantt_rect_->rect();
-    if (pos.x() >= rows.left() || pos.y() < rows.top() || pos.y() > rows.bottom() || nodeCount() < 2) return;
+    if (pos.x() >= rows.left() || pos.y() < rows.top() || pos.y() > rows.bottom() || groupCount() < 2) return;
     const double y = gantt_rect_->axis(QCPAxis::atLeft)->pixelToCoord(pos.y());
     for (const GanttRow& r : layout_.rows)
         if (std::abs(r.y - y) <= 0.5) {
-            setNodeCollapsed(r.node, !collapsed_nodes_.contains(r.node));
+            setGroupCollapsed(r.group, !collapsed_groups_.contains(r.group));
             return;
         }
 }
@@ -491,12 +509,19 @@ void ScheduleView::rescale() {
 
 void ScheduleView::updateRowAxis() {
     QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
-    for (const GanttRow& r : layout_.rows) {
-        QString label = cluster_ ? QStringLiteral("n%1 · %2").arg(r.node).arg(rowLabel(r.device)) : rowLabel(r.device);
-        if (r.device_count > 1) label = tr("n%1 · %2 devices ▸").arg(r.node).arg(r.device_count);
-        ticker->addTick(r.y, label);
-    }
+    for (size_t i = 0; i < layout_.rows.size(); ++i) ticker->addTick(layout_.rows[i].y, rowText(static_cast<int>(i)));
     gantt_rect_->axis(QCPAxis::atLeft)->setTicker(ticker);
+}
+
+QString ScheduleView::rowText(int index) const {
+    if (index < 0 || index >= static_cast<int>(layout_.rows.size())) return {};
+    const GanttRow& r = layout_.rows[static_cast<size_t>(index)];
+    const bool multi_node = cluster_ && cluster_->nodes.size() > 1;
+    if (r.device_count > 1)
+        return (layout_.by_stage ? tr("S%1 · %2 devices ▸") : tr("n%1 · %2 devices ▸")).arg(r.group).arg(r.device_count);
+    if (!r.role) return cluster_ ? QStringLiteral("n%1 · %2").arg(r.node).arg(rowLabel(r.device)) : rowLabel(r.device);
+    const QString device = multi_node ? QStringLiteral("n%1 %2").arg(r.node).arg(rowLabel(r.device)) : rowLabel(r.device);
+    return QStringLiteral("%1 · %2").arg(QString::fromStdString(roleLabel(*r.role, show_replica_, show_rank_)), device);
 }
 
 void ScheduleView::updateSeparators() {
@@ -504,16 +529,20 @@ void ScheduleView::updateSeparators() {
     separators_.clear();
     QCPAxis* x = gantt_rect_->axis(QCPAxis::atBottom);
     QCPAxis* y = gantt_rect_->axis(QCPAxis::atLeft);
-    for (double sep : layout_.node_separators) {
+    auto add = [&](double at, const QPen& pen) {
         auto* line = new QCPItemStraightLine(plot_);
         line->setClipAxisRect(gantt_rect_);
         line->point1->setAxes(x, y);
         line->point2->setAxes(x, y);
-        line->point1->setCoords(0, sep);
-        line->point2->setCoords(1, sep);
-        line->setPen(QPen(QColor(0x888888), 1, Qt::DotLine));
+        line->point1->setCoords(0, at);
+        line->point2->setCoords(1, at);
+        line->setPen(pen);
         separators_.push_back(line);
-    }
+    };
+    // Between stages a solid line (the grouping that matters), between nodes a dashed one.
+    const QPen node_pen(QColor(0x606060), 1.2, Qt::DashLine);
+    for (double sep : layout_.group_separators) add(sep, layout_.by_stage ? QPen(QColor(0x505050), 1.5) : node_pen);
+    for (double sep : layout_.node_boundaries) add(sep, node_pen);
 }
 
 QString ScheduleView::describeAt(const QPointF& pos) const {
@@ -525,7 +554,10 @@ QString ScheduleView::describeAt(const QPointF& pos) const {
         if (b >= 0) {
             const GanttBlock& block = gantt_->blocks()[static_cast<size_t>(b)];
             const TraceEvent& e = trace_.events[static_cast<size_t>(block.event)];
-            text += QStringLiteral("\n%1: ").arg(rowLabel(e.device)) + eventText(e);
+            const auto role = roles_.find(e.device);
+            const QString where = role == roles_.end() ? rowLabel(e.device)
+                                                       : QStringLiteral("%1 · %2").arg(QString::fromStdString(roleLabel(role->second, show_replica_, show_rank_)), rowLabel(e.device));
+            text += QStringLiteral("\n%1: ").arg(where) + eventText(e);
             // By device, not by row: Gantt rows are grouped by node, curves follow the trace.
             if (const MemoryCurve* curve = curveOfDevice(all_curves_, e.device))
                 text += QStringLiteral("\nmemory %1 of %2 GiB")

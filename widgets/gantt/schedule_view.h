@@ -1,14 +1,16 @@
 #pragma once
-// The schedule view: a Gantt chart of a Trace (one row per device, grouped by node) and,
+// The schedule view: a Gantt chart of a Trace (one row per device, grouped by node, or by
+// stage, replica and tensor-parallel rank when given a plan that has them) and,
 // under it on the same time axis, each device's memory curve with its capacity. Zooming or
 // panning one moves both; hovering shows the time, the event and the memory there. Keys as in
 // Perfetto: W/S zoom at the cursor, A/D pan, Home or 0 fits the iteration; zooming out stops
 // at the iteration. Clicking a block selects it, shows its details and outlines what it waits
 // on and what waits on it (dependencies.h); dragging along the time axis under the rows
 // measures a span; clicking a memory curve's legend entry highlights that device's curve and
-// Gantt row; nodes collapse to one row each.
+// Gantt row; nodes (or stages) collapse to one row each.
 #include <functional>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -18,6 +20,7 @@
 #include <QWidget>
 
 #include "planners/cluster/cluster.h"
+#include "planners/schedule/plan.h"
 #include "planners/sim/trace.h"
 #include "widgets/gantt/timeline.h"
 #include "widgets/memory/memory_series.h"
@@ -45,8 +48,10 @@ public:
     explicit ScheduleView(QWidget* parent = nullptr);
     ~ScheduleView() override;
 
-    // `cluster` (may be null) groups the rows by node; the view keeps its own copies.
-    void setTrace(const Trace& trace, const Cluster* cluster);
+    // `cluster` (may be null) groups the rows by node; `plan` (may be null), when it has tp > 1
+    // or dp > 1, orders them by pipeline stage, replica and tensor-parallel rank instead
+    // ("S0 r0 t1 · GPU 1"), grouped by stage. The view keeps its own copies.
+    void setTrace(const Trace& trace, const Cluster* cluster, const Plan* plan = nullptr);
     void clear();
     const Trace& trace() const { return trace_; }
     const GanttRowLayout& rowLayout() const { return layout_; }
@@ -83,13 +88,15 @@ public:
     void measureSpan(double from_s, double to_s);
     QString measuredText() const;  // "12.3 ms" or ""
     double measuredSeconds() const { return span_to_s_ - span_from_s_; }
-    // Nodes drawn as one Gantt row each (all their devices' blocks on it) with only their
-    // fullest device's memory curve: 16 or 32 devices stay readable. Double-clicking a row's
-    // label, or the "Collapse nodes" button, toggles them.
-    void setNodeCollapsed(int node, bool collapsed);
-    void setAllNodesCollapsed(bool collapsed);
-    const std::set<int>& collapsedNodes() const { return collapsed_nodes_; }
-    int nodeCount() const;
+    // Groups of rows (nodes, or pipeline stages when the rows are grouped by stage) drawn as one
+    // Gantt row each (all their devices' blocks on it) with only their fullest device's memory
+    // curve: 16 or 32 devices stay readable. Double-clicking a row's label, or the "Collapse
+    // nodes" ("Collapse stages") button, toggles them.
+    void setGroupCollapsed(int group, bool collapsed);
+    void setAllGroupsCollapsed(bool collapsed);
+    const std::set<int>& collapsedGroups() const { return collapsed_groups_; }
+    int groupCount() const;
+    QString rowText(int row) const;  // the row axis's label of rowLayout().rows[row]
     void highlightDevice(int device);  // -1: none
     int highlightedDevice() const { return highlighted_device_; }
 
@@ -121,8 +128,10 @@ private:
     void onTimeRangeChanged(const QCPRange& range);
     void updateRowAxis();
     QString rowLabel(int device) const;  // "GPU 3", or "CPU 3" on a CPU cluster
+    int groupOf(int device) const;       // its node, or its stage when grouped by stage
+    int nodeOfDevice(int device) const;
     std::function<QString(int)> rowLabeller() const;
-    void layOut();  // rows, blocks and curves from trace_, cluster_ and collapsed_nodes_
+    void layOut();  // rows, blocks and curves from trace_, cluster_, roles_ and collapsed_groups_
     void onMouseDoubleClick(QMouseEvent* event);
     void updateSeparators();
 
@@ -144,7 +153,9 @@ private:
     double shared_end_s_ = 0;  // setSharedEndTime
     QCPItemRect* row_highlight_ = nullptr;
     QString device_noun_;
-    std::set<int> collapsed_nodes_;
+    std::set<int> collapsed_groups_;
+    std::map<int, DeviceRole> roles_;  // empty: rows grouped by node
+    bool show_replica_ = false, show_rank_ = false;
     std::vector<MemoryCurve> all_curves_;  // every device's, also those of collapsed nodes
     QToolButton* collapse_button_ = nullptr;
     QCPItemRect* span_rect_ = nullptr;

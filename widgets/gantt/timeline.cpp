@@ -55,27 +55,74 @@ int GanttRowLayout::rowOfDevice(int device) const {
 double GanttRowLayout::top() const { return rows.empty() ? 0.0 : rows.front().y - 0.5; }
 double GanttRowLayout::bottom() const { return rows.empty() ? 1.0 : rows.back().y + 0.5; }
 
+std::map<int, DeviceRole> deviceRoles(const Plan& plan) {
+    std::map<int, DeviceRole> roles;
+    if (plan.isPlacement() || (plan.tp <= 1 && plan.dp <= 1)) return roles;
+    const int tp = std::max(plan.tp, 1);
+    const auto map = plan.device_map.empty() ? defaultDeviceMap(plan.pipelineDepth(), plan.dp, tp) : plan.device_map;
+    for (size_t s = 0; s < map.size(); ++s)
+        for (size_t i = 0; i < map[s].size(); ++i) {
+            const int device = map[s][i];
+            if (device < 0 || roles.contains(device)) continue;  // interleaved chunks repeat a device
+            roles[device] = {static_cast<int>(s), static_cast<int>(i) / tp, static_cast<int>(i) % tp};
+        }
+    return roles;
+}
+
+bool GanttRowLayout::groupsByStage(const std::map<int, DeviceRole>& roles) {
+    std::set<int> stages;
+    for (const auto& [device, role] : roles) stages.insert(role.stage);
+    return stages.size() > 1;
+}
+
+std::string roleLabel(const DeviceRole& role, bool show_replica, bool show_rank) {
+    std::string s = "S" + std::to_string(role.stage);
+    if (show_replica) s += " r" + std::to_string(role.replica);
+    if (show_rank) s += " t" + std::to_string(role.tp_rank);
+    return s;
+}
+
 GanttRowLayout GanttRowLayout::build(const std::vector<int>& devices, const std::function<int(int)>& node_of,
-                                     double node_gap, const std::set<int>& collapsed) {
+                                     double group_gap, const std::set<int>& collapsed,
+                                     const std::map<int, DeviceRole>& roles) {
+    GanttRowLayout layout;
+    layout.by_stage = groupsByStage(roles);
     std::vector<GanttRow> sorted;
     sorted.reserve(devices.size());
-    for (int d : devices) sorted.push_back({d, node_of ? node_of(d) : 0, 0.0});
+    // Devices the plan does not use (none in a simulated trace) go in a group after the last stage.
+    int after_last_stage = 0;
+    for (const auto& [device, role] : roles) after_last_stage = std::max(after_last_stage, role.stage + 1);
+    for (int d : devices) {
+        GanttRow row;
+        row.device = d;
+        row.node = node_of ? node_of(d) : 0;
+        if (const auto it = roles.find(d); it != roles.end()) row.role = it->second;
+        if (layout.by_stage)
+            row.group = row.role ? row.role->stage : after_last_stage;
+        else
+            row.group = row.node;
+        sorted.push_back(row);
+    }
     std::stable_sort(sorted.begin(), sorted.end(), [](const GanttRow& a, const GanttRow& b) {
+        if (a.group != b.group) return a.group < b.group;
+        if (a.role && b.role && a.role->replica != b.role->replica) return a.role->replica < b.role->replica;
+        if (a.role && b.role && a.role->tp_rank != b.role->tp_rank) return a.role->tp_rank < b.role->tp_rank;
         return a.node != b.node ? a.node < b.node : a.device < b.device;
     });
-    GanttRowLayout layout;
     double y = 0;
     for (size_t i = 0; i < sorted.size(); ++i) {
-        const bool same_node = i > 0 && sorted[i].node == sorted[i - 1].node;
-        if (same_node && collapsed.contains(sorted[i].node)) {
-            // Drawn on the node's one row.
+        const bool same_group = i > 0 && sorted[i].group == sorted[i - 1].group;
+        if (same_group && collapsed.contains(sorted[i].group)) {
+            // Drawn on the group's one row.
             layout.rows.back().device_count += 1;
             layout.device_rows_.emplace_back(sorted[i].device, static_cast<int>(layout.rows.size()) - 1);
             continue;
         }
-        if (i > 0 && !same_node) {
-            layout.node_separators.push_back(y - 0.5 + node_gap / 2);
-            y += node_gap;
+        if (i > 0 && !same_group) {
+            layout.group_separators.push_back(y - 0.5 + group_gap / 2);
+            y += group_gap;
+        } else if (same_group && layout.by_stage && sorted[i].node != sorted[i - 1].node) {
+            layout.node_boundaries.push_back(y - 0.5);
         }
         sorted[i].y = y;
         y += 1.0;

@@ -1,7 +1,10 @@
 #include "widgets/graph/graph_scene.h"
 
+#include <algorithm>
+
 #include <QFontMetricsF>
 #include <QGraphicsPathItem>
+#include <QGraphicsRectItem>
 #include <QGraphicsSimpleTextItem>
 #include <QPainterPath>
 #include <QPen>
@@ -15,6 +18,9 @@ constexpr double kArrowLength = 8;
 constexpr double kArrowHalfWidth = 3.5;
 const QColor kEdgeColor(0x6b6b6b);
 const QColor kHighlightColor(0xd62728);
+constexpr double kSplitInset = 2.5;      // the inner line of the double border
+constexpr double kBadgeFontPt = 6.5;
+constexpr double kBadgePad = 1.5;
 
 QPainterPath edgePath(const EdgeGeometry& e) {
     QPainterPath path;
@@ -43,6 +49,8 @@ void GraphScene::setLayout(const LayoutInput& input, const GraphLayout& layout, 
     clear();
     nodes_.clear();
     labels_.clear();
+    split_tags_.clear();
+    split_marks_.clear();
     edge_count_ = 0;
     const QPen edge_pen(kEdgeColor, 1.0);
     for (const EdgeGeometry& e : layout.edges) {
@@ -87,6 +95,48 @@ void GraphScene::setColors(const std::vector<QColor>& colors, const std::vector<
         nodes_[i]->setBrush(i < colors.size() ? colors[i] : QColor(Qt::lightGray));
         if (i < tooltips.size()) nodes_[i]->setToolTip(tooltips[i]);
     }
+}
+
+void GraphScene::setSplitTags(const std::vector<QString>& tags) {
+    for (QGraphicsItem* mark : split_marks_) delete mark;  // children of the boxes: removed with them
+    split_marks_.clear();
+    split_tags_.assign(nodes_.size(), QString());
+    QFont font;
+    font.setPointSizeF(kBadgeFontPt);
+    font.setBold(true);
+    for (size_t i = 0; i < nodes_.size() && i < tags.size(); ++i) {
+        if (tags[i].isEmpty()) continue;
+        split_tags_[i] = tags[i];
+        QGraphicsPathItem* box = nodes_[i];
+        const QRectF rect = box->path().boundingRect();
+        QPainterPath inner;
+        inner.addRoundedRect(rect.adjusted(kSplitInset, kSplitInset, -kSplitInset, -kSplitInset), kCornerRadius - 1, kCornerRadius - 1);
+        auto* border = new QGraphicsPathItem(inner, box);
+        border->setPen(QPen(QColor(0x202020), 0.9));
+        border->setData(kNodeIndexKey, static_cast<int>(i));
+        split_marks_.push_back(border);
+        // The badge straddles the top-right corner, over the border rather than the name.
+        auto* text = new QGraphicsSimpleTextItem(tags[i]);
+        text->setFont(font);
+        const QRectF tr = text->boundingRect().adjusted(-kBadgePad, 0, kBadgePad, 0);
+        auto* badge = new QGraphicsRectItem(QRectF(QPointF(0, 0), tr.size()), box);
+        badge->setPos(rect.right() - tr.width() - kCornerRadius, rect.top() - tr.height() / 2);
+        badge->setBrush(QColor(0xfafafa));
+        badge->setPen(QPen(QColor(0x202020), 0.7));
+        badge->setZValue(2);
+        badge->setData(kNodeIndexKey, static_cast<int>(i));
+        text->setParentItem(badge);
+        text->setPos(kBadgePad, 0);
+        split_marks_.push_back(badge);
+    }
+}
+
+QString GraphScene::splitTag(int node) const {
+    return node >= 0 && static_cast<size_t>(node) < split_tags_.size() ? split_tags_[static_cast<size_t>(node)] : QString();
+}
+
+int GraphScene::splitMarkCount() const {
+    return static_cast<int>(std::count_if(split_tags_.begin(), split_tags_.end(), [](const QString& t) { return !t.isEmpty(); }));
 }
 
 QColor GraphScene::nodeColor(int node) const {

@@ -21,6 +21,11 @@ public:
     void setLayout(const LayoutInput& input, const GraphLayout& layout, const std::vector<QColor>& colors,
                    const std::vector<QString>& tooltips);
     void setColors(const std::vector<QColor>& colors, const std::vector<QString>& tooltips);
+    // Marks the nodes with a non-empty tag (nodeSplitTags: split by tensor parallelism) with a
+    // double border and the tag in a badge on their top-right corner; one entry per node.
+    void setSplitTags(const std::vector<QString>& tags);
+    QString splitTag(int node) const;  // "" when unmarked
+    int splitMarkCount() const;        // nodes drawn with the double border
 
     int nodeItemCount() const { return static_cast<int>(nodes_.size()); }
     int edgeItemCount() const { return edge_count_; }
@@ -34,6 +39,8 @@ public:
 private:
     std::vector<QGraphicsPathItem*> nodes_;
     std::vector<QString> labels_;  // full names; the drawn ones may be elided
+    std::vector<QString> split_tags_;
+    std::vector<QGraphicsItem*> split_marks_;  // inner borders and badges, children of their boxes
     int edge_count_ = 0;
 };
 

@@ -13,6 +13,7 @@
 #include <QPushButton>
 #include <QShortcut>
 #include <QSvgGenerator>
+#include <QTimer>
 #include <QVBoxLayout>
 
 #include "planners/model/graph_json.h"
@@ -101,6 +102,7 @@ GraphView::GraphView(QWidget* parent)
     });
     connect(layouter_, &GraphvizLayouter::layoutReady, this, &GraphView::onLayoutReady);
     connect(view_, &ZoomableGraphicsView::clicked, this, &GraphView::onClicked);
+    connect(view_, &ZoomableGraphicsView::navigated, this, [this] { keep_fitted_ = false; });
 }
 
 GraphView::~GraphView() = default;
@@ -150,13 +152,15 @@ void GraphView::onLayoutReady(quint64 id, const GraphLayout& layout) {
         return;
     }
     scene_->setLayout(input_, layout, colors(), tooltips());
+    scene_->setSplitTags(splitTags());
     status_->setText(tr("%1 ops, %2 boxes").arg(graph_.ops.size()).arg(input_.nodes.size()));
     updateLegend();
     if (focus_match_after_layout_) {
         focus_match_after_layout_ = false;
         showCurrentMatch();
     } else {
-        readableFit();
+        keep_fitted_ = true;  // a new graph or layer view: shown whole
+        autoFit();
     }
     emit layoutFinished(scene_->nodeItemCount());
 }
@@ -175,13 +179,32 @@ std::vector<QString> GraphView::tooltips() const {
     const std::vector<int> cat = nodeCategories(graph_, input_, plan_ ? &*plan_ : nullptr, by);
     std::vector<QString> out;
     out.reserve(cat.size());
-    for (size_t i = 0; i < input_.nodes.size(); ++i)
-        out.push_back(QString::fromStdString(nodeTooltip(graph_, input_.nodes[i], cat[i], by)));
+    const std::vector<std::string> tags = nodeSplitTags(graph_, input_, plan_ ? &*plan_ : nullptr);
+    for (size_t i = 0; i < input_.nodes.size(); ++i) {
+        std::string text = nodeTooltip(graph_, input_.nodes[i], cat[i], by);
+        if (const std::string split = splitTooltip(tags[i], plan_ ? &*plan_ : nullptr); !split.empty()) text += "\n" + split;
+        out.push_back(QString::fromStdString(text));
+    }
+    return out;
+}
+
+QString GraphView::splitTooltipOf(int node) const {
+    const std::vector<std::string> tags = nodeSplitTags(graph_, input_, plan_ ? &*plan_ : nullptr);
+    if (node < 0 || static_cast<size_t>(node) >= tags.size()) return {};
+    return QString::fromStdString(splitTooltip(tags[static_cast<size_t>(node)], plan_ ? &*plan_ : nullptr));
+}
+
+std::vector<QString> GraphView::splitTags() const {
+    std::vector<QString> out;
+    for (const std::string& t : nodeSplitTags(graph_, input_, plan_ ? &*plan_ : nullptr)) out.push_back(QString::fromStdString(t));
     return out;
 }
 
 void GraphView::recolor() {
-    if (scene_->nodeItemCount() == static_cast<int>(input_.nodes.size())) scene_->setColors(colors(), tooltips());
+    if (scene_->nodeItemCount() == static_cast<int>(input_.nodes.size())) {
+        scene_->setColors(colors(), tooltips());
+        scene_->setSplitTags(splitTags());
+    }
     updateLegend();
 }
 
@@ -200,34 +223,55 @@ void GraphView::updateLegend() {
         html += QStringLiteral("<span style='background:%1'>&nbsp;&nbsp;&nbsp;&nbsp;</span>&nbsp;%2&nbsp;&nbsp; ")
                     .arg(categoryColor(c).name(), name);
     }
+    if (plan_->tp > 1 && !plan_->isPlacement()) {
+        const std::vector<QString> tags = splitTags();
+        if (std::any_of(tags.begin(), tags.end(), [](const QString& t) { return !t.isEmpty(); }))
+            html += tr("<span style='border:2px double #202020'>&nbsp;&#9553;&nbsp;</span>&nbsp;double&nbsp;border: split&nbsp;over "
+                       "the&nbsp;%1&nbsp;tensor-parallel&nbsp;ranks, <b>col/t%1</b>&nbsp;column-parallel (output split), "
+                       "<b>row/t%1</b>&nbsp;row-parallel (input split, outputs all-reduced)")
+                        .arg(plan_->tp);
+    }
     legend_->setText(html);
 }
 
 QString GraphView::legendText() const { return legend_->text(); }
 
+QString GraphView::statusText() const { return status_->text(); }
+
 void GraphView::fit() {
-    const QRectF rect = scene_->sceneRect();
-    if (!rect.isEmpty()) view_->fitInView(rect, Qt::KeepAspectRatio);
+    keep_fitted_ = true;
+    autoFit();
 }
 
-void GraphView::readableFit() {
+void GraphView::autoFit() {
+    if (!keep_fitted_) return;
     const QRectF rect = scene_->sceneRect();
     if (rect.isEmpty()) return;
     view_->fitInView(rect, Qt::KeepAspectRatio);
-    // A long chain fitted whole is a thin line in an empty view: fit its width instead (no
-    // larger than natural size, no smaller than readable) and start at the inputs.
-    if (view_->transform().m11() < kMinReadableScale) {
-        const double width_fit = view_->viewport()->width() / rect.width();
-        const double scale = std::clamp(width_fit, kMinReadableScale, kNaturalScale);
-        view_->setTransform(QTransform::fromScale(scale, scale));
-        const double half_height = view_->viewport()->height() / (2 * scale);
-        view_->centerOn(rect.center().x(), rect.top() + half_height);
+    // A small graph is not blown up past the size its boxes were measured for.
+    if (view_->transform().m11() > kNaturalScale) {
+        view_->setTransform(QTransform::fromScale(kNaturalScale, kNaturalScale));
+        view_->centerOn(rect.center());
     }
+    // A long graph fitted whole shows its shape and colours, not its names: say how to read them.
+    QString status = tr("%1 ops, %2 boxes").arg(graph_.ops.size()).arg(input_.nodes.size());
+    if (const double scale = view_->transform().m11(); scale < kMinReadableScale)
+        status += collapsed_ ? tr(" · shown whole at %1%: scroll to zoom in").arg(qRound(scale * 100))
+                             : tr(" · shown whole at %1%: scroll to zoom in, or tick Layer view").arg(qRound(scale * 100));
+    status_->setText(status);
 }
 
 void GraphView::showEvent(QShowEvent* event) {
     QWidget::showEvent(event);
-    readableFit();  // a layout that finished while hidden was fitted to the wrong size
+    // A layout that finished while the page was hidden was fitted to the wrong size; the
+    // viewport has its final size only once the page's layout has run.
+    autoFit();
+    QTimer::singleShot(0, this, &GraphView::autoFit);
+}
+
+void GraphView::resizeEvent(QResizeEvent* event) {
+    QWidget::resizeEvent(event);
+    autoFit();
 }
 
 void GraphView::onSearch() { search(search_->text()); }
@@ -268,11 +312,16 @@ void GraphView::showCurrentMatch() {
     const int op = search_state_.currentOp();
     for (size_t i = 0; i < input_.nodes.size() && op >= 0; ++i)
         if (input_.nodes[i].op == op) {
+            // A match is shown readable, even when the whole graph was fitted small.
+            if (view_->transform().m11() < kMinReadableScale) view_->setTransform(QTransform::fromScale(kNaturalScale, kNaturalScale));
             view_->centerOn(scene_->nodeRect(static_cast<int>(i)).center());
+            keep_fitted_ = false;
             // The same panel as a click: with the op's stage or device under the current plan.
             const ColorBy by = currentColorBy(color_by_);
             const std::vector<int> cat = nodeCategories(graph_, input_, plan_ ? &*plan_ : nullptr, by);
-            properties_->setText(QString::fromStdString(nodeProperties(graph_, input_.nodes[i], cat[i], by)));
+            QString details = QString::fromStdString(nodeProperties(graph_, input_.nodes[i], cat[i], by));
+            if (const QString split = splitTooltipOf(static_cast<int>(i)); !split.isEmpty()) details += QLatin1Char('\n') + split;
+            properties_->setText(details);
         }
 }
 
@@ -290,7 +339,8 @@ void GraphView::onClicked(QPointF scene_pos, bool double_click) {
     }
     const ColorBy by = currentColorBy(color_by_);
     const std::vector<int> cat = nodeCategories(graph_, input_, plan_ ? &*plan_ : nullptr, by);
-    const QString details = QString::fromStdString(nodeProperties(graph_, n, cat[static_cast<size_t>(node)], by));
+    QString details = QString::fromStdString(nodeProperties(graph_, n, cat[static_cast<size_t>(node)], by));
+    if (const QString split = splitTooltipOf(node); !split.isEmpty()) details += QLatin1Char('\n') + split;
     properties_->setText(details);
     emit nodeActivated(details);
 }

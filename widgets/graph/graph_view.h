@@ -56,13 +56,18 @@ public:
     const std::set<int>& expandedLayers() const { return expanded_; }
     QString propertiesText() const;  // the clicked node's properties panel
     QString legendText() const;      // stage/device -> colour, as shown
+    QString statusText() const;      // "294 ops, 294 boxes", the search's "2 of 14", ...
     QRectF visibleSceneRect() const;  // the part of the graph in view, in scene coordinates
+    // Until the user zooms or pans, the whole graph is kept fitted in the view (after each
+    // layout, when the page is first shown and when it is resized).
+    bool keepsFitted() const { return keep_fitted_; }
 
 public slots:
     void fit();     // whole graph in view (the Fit button)
 
 protected:
     void showEvent(QShowEvent* event) override;
+    void resizeEvent(QResizeEvent* event) override;
 
 signals:
     void layoutFinished(int nodes);
@@ -74,11 +79,13 @@ private:
     void recolor();
     void onSearch();
     void showCurrentMatch();
-    void readableFit();  // after a layout: fit, but never below readable size
+    void autoFit();  // fit() unless the user has moved the view since the graph was laid out
     void updateLegend();
     void onClicked(QPointF scene_pos, bool double_click);
     std::vector<QColor> colors() const;
     std::vector<QString> tooltips() const;
+    std::vector<QString> splitTags() const;
+    QString splitTooltipOf(int node) const;  // "tensor parallel: …" or ""
 
     GraphScene* scene_;
     ZoomableGraphicsView* view_;
@@ -99,6 +106,7 @@ private:
     bool collapsed_ = false;
     int collapse_threshold_ = kDefaultCollapseThresholdOps;
     quint64 pending_ = 0;
+    bool keep_fitted_ = true;
 };
 
 }  // namespace hippie::widgets

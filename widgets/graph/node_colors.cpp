@@ -1,5 +1,7 @@
 #include "widgets/graph/node_colors.h"
 
+#include <algorithm>
+
 #include <QString>
 
 #include "widgets/common/units.h"
@@ -55,6 +57,43 @@ std::vector<int> nodeCategories(const Graph& graph, const LayoutInput& input, co
                                                                                        : -1);
     }
     return cat;
+}
+
+std::vector<std::string> nodeSplitTags(const Graph& graph, const LayoutInput& input, const Plan* plan) {
+    std::vector<std::string> tags(input.nodes.size());
+    if (!plan || plan->isPlacement() || plan->tp <= 1) return tags;
+    const std::string t = "t" + std::to_string(plan->tp);
+    // Split ops per layer, for the collapsed layers' boxes.
+    std::vector<std::pair<int, int>> per_layer(static_cast<size_t>(std::max(graph.layerCount(), 0)));  // (column, row)
+    for (const Op& op : graph.ops) {
+        const auto l = static_cast<size_t>(op.layer);
+        if (l >= per_layer.size()) continue;
+        if (op.tensor_parallel == TensorParallel::Column) ++per_layer[l].first;
+        if (op.tensor_parallel == TensorParallel::Row) ++per_layer[l].second;
+    }
+    for (size_t i = 0; i < input.nodes.size(); ++i) {
+        const LayoutNode& n = input.nodes[i];
+        if (n.op >= 0) {
+            const TensorParallel split = graph.ops[static_cast<size_t>(n.op)].tensor_parallel;
+            if (split == TensorParallel::Column) tags[i] = "col/" + t;
+            if (split == TensorParallel::Row) tags[i] = "row/" + t;
+        } else if (n.layer >= 0 && static_cast<size_t>(n.layer) < per_layer.size()) {
+            const auto [col, row] = per_layer[static_cast<size_t>(n.layer)];
+            if (col + row == 0) continue;
+            tags[i] = t + ":";
+            if (col > 0) tags[i] += " " + std::to_string(col) + " col";
+            if (row > 0) tags[i] += " " + std::to_string(row) + " row";
+        }
+    }
+    return tags;
+}
+
+std::string splitTooltip(const std::string& tag, const Plan* plan) {
+    if (tag.empty() || !plan) return {};
+    const std::string ranks = std::to_string(plan->tp) + " tensor-parallel ranks";
+    if (tag.starts_with("col/")) return "tensor parallel: column-parallel, output split over " + ranks + " (no collective after it)";
+    if (tag.starts_with("row/")) return "tensor parallel: row-parallel, input split over " + ranks + ", outputs all-reduced";
+    return "tensor parallel: " + tag.substr(tag.find(':') + 2) + " ops split over " + ranks;
 }
 
 std::string nodeTooltip(const Graph& graph, const LayoutNode& node, int category, ColorBy by) {

@@ -19,6 +19,13 @@ std::vector<int> opCategories(const Graph& graph, const Plan* plan, ColorBy by);
 // Category of each LayoutInput node: its op's, or a collapsed layer's first op's.
 std::vector<int> nodeCategories(const Graph& graph, const LayoutInput& input, const Plan* plan, ColorBy by);
 
+// How tensor parallelism splits each LayoutInput node under `plan` (only when plan->tp > 1):
+// "col/t2" or "row/t2" for an op it splits (Op::tensor_parallel), "t2: 4 col 2 row" for a
+// collapsed layer holding split ops, "" for what every rank runs whole.
+std::vector<std::string> nodeSplitTags(const Graph& graph, const LayoutInput& input, const Plan* plan);
+// "tensor parallel: column-parallel over 2 ranks" for a tooltip, "" when `tag` is.
+std::string splitTooltip(const std::string& tag, const Plan* plan);
+
 // Tooltip text of a node: op kind, FLOPs, bytes and the device or stage.
 std::string nodeTooltip(const Graph& graph, const LayoutNode& node, int category, ColorBy by);
 

@@ -24,6 +24,7 @@ void ZoomableGraphicsView::wheelEvent(QWheelEvent* event) {
     const double factor = std::pow(kZoomPerWheelStep, steps);
     scale(factor, factor);
     event->accept();
+    emit navigated();
 }
 
 void ZoomableGraphicsView::mousePressEvent(QMouseEvent* event) {
@@ -33,7 +34,10 @@ void ZoomableGraphicsView::mousePressEvent(QMouseEvent* event) {
 
 void ZoomableGraphicsView::mouseReleaseEvent(QMouseEvent* event) {
     QGraphicsView::mouseReleaseEvent(event);
-    if ((event->pos() - press_pos_).manhattanLength() <= kClickSlopPx) emit clicked(mapToScene(event->pos()), false);
+    if ((event->pos() - press_pos_).manhattanLength() <= kClickSlopPx)
+        emit clicked(mapToScene(event->pos()), false);
+    else
+        emit navigated();
 }
 
 void ZoomableGraphicsView::mouseDoubleClickEvent(QMouseEvent* event) {

@@ -11,6 +11,7 @@ public:
 
 signals:
     void clicked(QPointF scene_pos, bool double_click);
+    void navigated();  // the user zoomed (wheel) or panned (drag): the view is theirs now
 
 protected:
     void wheelEvent(QWheelEvent* event) override;

@@ -16,6 +16,7 @@
 #include "app/dispatch/run_resume.h"
 #include "app/store/run_store.h"
 #include "planners/common/error.h"
+#include "planners/schedule/plan_json.h"
 #include "planners/sim/trace_json.h"
 #include "widgets/common/chart_legend.h"
 #include "widgets/common/palette.h"
@@ -155,6 +156,7 @@ void RunView::reset(const QString& title) {
     empty_->setVisible(false);
     if (run_) run_->disconnect(this);
     run_ = nullptr;
+    plan_.reset();
     title_->setText(title);
     state_->clear();
     error_->clear();
@@ -204,6 +206,7 @@ void RunView::showLive(dispatch::RunController* run) {
                    QString::fromStdString(run->request().plan.model.zoo.empty() ? run->request().plan.model.file : run->request().plan.model.zoo),
                    workers.join(QStringLiteral(", "))));
     run_ = run;
+    plan_ = run->request().plan;
     cancel_->setEnabled(!run->isFinished());
     setStateText(run->state(), run->message());
     setPredicted(run->predicted(), run->cluster(), run->predictionNote());
@@ -243,6 +246,11 @@ void RunView::showStored(const store::RunDetails& d, const std::optional<Trace>&
                          const QString& prediction_note) {
     const store::RunSummary& s = d.summary;
     reset(tr("Run #%1 (%2) of %3 (%4) on %5").arg(s.id).arg(s.job_id, s.planner, s.model, s.cluster));
+    try {
+        plan_ = d.plan.is_object() ? std::optional<Plan>(planFromJson(d.plan)) : std::nullopt;
+    } catch (const std::exception&) {
+        plan_.reset();  // a plan this version cannot read: its rows stay in device order
+    }
     if (d.slurm)
         title_->setText(title_->text() + tr(" · Slurm job %1 %2 on %3").arg(d.slurm->slurm_job_id, d.slurm->state, d.slurm->node_list));
     setPredicted(predicted, cluster, prediction_note);
@@ -322,7 +330,7 @@ void RunView::setPredicted(const std::optional<Trace>& trace, const std::optiona
     predicted_ = trace;
     cluster_ = cluster;
     if (trace) {
-        predicted_view_->setTrace(*trace, cluster ? &*cluster : nullptr);
+        predicted_view_->setTrace(*trace, cluster ? &*cluster : nullptr, plan_ ? &*plan_ : nullptr);
         predicted_step_s_ = trace->metrics.iteration_time_s;
         predicted_title_->setText(tr("<b>Predicted</b> (simulated on %1): %2 ms per step")
                                       .arg(cluster ? QString::fromStdString(cluster->name) : tr("?"))
@@ -349,7 +357,7 @@ void RunView::setMeasured(const std::optional<Trace>& trace) {
             return rd.second.startsWith(QLatin1String("cpu"), Qt::CaseInsensitive);
         });
         measured_view_->setDeviceNoun(on_cpu ? QStringLiteral("CPU") : QString());
-        measured_view_->setTrace(*trace, fits && !on_cpu ? &*cluster_ : nullptr);
+        measured_view_->setTrace(*trace, fits && !on_cpu ? &*cluster_ : nullptr, plan_ ? &*plan_ : nullptr);
         measured_title_->setText(tr("<b>Measured</b> (the last step of %1 ranks): %2 ms")
                                      .arg(trace->devices.size())
                                      .arg(trace->metrics.iteration_time_s * 1e3, 0, 'f', 2));

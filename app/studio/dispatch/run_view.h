@@ -16,6 +16,7 @@
 
 #include "app/jobs/protocol.h"
 #include "planners/cluster/cluster.h"
+#include "planners/schedule/plan.h"
 #include "planners/sim/trace.h"
 
 class QCustomPlot;
@@ -102,6 +103,7 @@ private:
     std::map<int, QString> rank_device_;           // rank -> "cpu", "cuda:0 (…)", from "setup"
     std::optional<Trace> predicted_, measured_;
     std::optional<Cluster> cluster_;
+    std::optional<Plan> plan_;  // orders both Gantt charts' rows by stage, replica and tensor-parallel rank
     std::optional<double> measured_step_s_, predicted_step_s_;
     std::vector<int> failed_ranks_;
     std::map<int, QString> stderr_;
