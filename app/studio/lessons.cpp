@@ -81,7 +81,7 @@ constexpr int kTensorParallelSamples = 8;
 constexpr int kZeroReplicas = 8;
 constexpr int kZeroSamples = kZeroReplicas;  // one sample a GPU
 // Lessons others are compared with, by their index in the list below.
-constexpr int kGpipe = 1, kOneFOneB = 2, kTpInNode = 6, kZero0 = 9, kZero1 = 10;
+constexpr int kGpipe = 1, kOneFOneB = 2, kTpInNode = 6, kZero0 = 9, kZero1 = 10, kZero2 = 11;
 // The t8 group over two nodes: ranks 0-3 on node 0, ranks 4-7 on node 1 (devices 8-11).
 const std::vector<std::vector<int>> kTpAcrossNodes = {{0, 1, 2, 3, 8, 9, 10, 11}};
 // One lesson's schedule and claims (the tensor-parallel and ZeRO settings left at none).
@@ -203,9 +203,15 @@ const std::vector<Lesson>& lessons() {
                        zeroGpt(), kCluster, 1, kZeroReplicas, 1, 1, kZeroSamples, ScheduleKind::OneFOneB, kZero1,
                        {E::LowerPeakMemory}),
                 2),
-        // ZeRO-3 (parameters sharded too, gathered before each use) is appended here, compared
-        // with ZeRO-2 ({E::LowerPeakMemory}), once its gathering is per layer: today the
-        // simulator gathers a whole pipeline segment, and ZeRO-3 needs more memory than ZeRO-2.
+        sharded(lesson("ZeRO-3: parameters sharded too (FSDP)",
+                       "Now each GPU keeps only its eighth of the fp16 weights as well. Inside every forward and "
+                       "backward, each layer's weights are all-gathered just before the layer runs (the next layer's "
+                       "while this one computes) and freed after it: the dark purple tick under each compute is those "
+                       "gathers. Only two layers are whole at any time, so the memory curves fall again; the weights "
+                       "now cross NVLink twice a micro-batch, forward and backward, and no all-gather follows the step.",
+                       zeroGpt(), kCluster, 1, kZeroReplicas, 1, 1, kZeroSamples, ScheduleKind::OneFOneB, kZero2,
+                       {E::LowerPeakMemory}),
+                3),
     };
     return all;
 }
