@@ -78,6 +78,7 @@ for shape in "2 2 4 1f1b" "1 2 2 hippie"; do
             continue
         fi
         grep -q '"program":"[^"]*AG' "$WORK/p.out" || fail "$what: no all-gather in the program the ranks ran"
+        [ "$zero" != 3 ] || grep -q '"program":"[^"]*Z3AG0F0' "$WORK/p.out" || fail "$what: no per-layer ZeRO-3 gathers (Z3AG) in the program"
         check "$what ($((($(date +%s%N) - start) / 1000000)) ms) against one process" "$WORK/p.out" "$WORK/ref.params.json" $PARAM_TOL \
             "$WORK"/p.*.json
         same_tol=2e-6
@@ -134,6 +135,16 @@ if launch "$WORK/c0.json" 4 $STEPS "$WORK/c0.out" --threads 1 --clip-grad-norm 0
     [ $ok = 1 ] && pass "gradient clipping under ZeRO-2: norm $n2 (without ZeRO $n0), parameters match"
 else
     fail "clipped runs: $(tail -2 "$WORK/c0.out.err" "$WORK/c2.out.err" 2>/dev/null)"
+fi
+
+# ZeRO-3 under zb-h1 is refused by name (the weight pass would gather every layer again).
+plan "$WORK/zb3.json" "${common[@]}" --pp 1 --dp 2 --microbatches 2 --schedule zb-h1 --zero 3
+if launch "$WORK/zb3.json" 2 1 "$WORK/zb3.out" --threads 1; then
+    fail "a zb-h1 ZeRO-3 plan trained"
+elif grep -q "ZeRO-3 under the zb-h1 schedule" "$WORK/zb3.out" "$WORK/zb3.out.err"; then
+    pass "zb-h1 with ZeRO-3 refused by name"
+else
+    fail "zb-h1 ZeRO-3: $(tail -2 "$WORK/zb3.out.err")"
 fi
 
 # The plan says what runs: the stream printed by each rank has the ZeRO collectives.
