@@ -374,7 +374,8 @@ void Executor::buildBuckets(const Graph& graph) {
     for (auto& [layer, buckets] : layer_buckets_)
         buckets.erase(std::remove_if(buckets.begin(), buckets.end(), [this](int b) { return !zero_.count(b); }), buckets.end());
     for (auto& [s, st] : stages_)
-        st->setParameterHooks([this](int layer) { gatherLayer(layer); }, [this](int layer) { releaseLayer(layer); });
+        st->setParameterHooks([this](int layer) { gatherLayer(layer); }, [this](int layer) { releaseLayer(layer); },
+                              [this](int layer) { prefetchLayer(layer); });
     for (auto& [b, z] : zero_) releaseBucket(z);  // sharded from the start: gathered where used
 }
 
@@ -384,6 +385,26 @@ void Executor::gatherLayer(int layer) {
     for (int b : it->second) {
         gatherBucket(zero_.at(b));
         ++zero_gathers_;
+    }
+}
+
+void Executor::prefetchLayer(int layer) {
+    const auto it = layer_buckets_.find(layer);
+    if (it == layer_buckets_.end()) return;
+    for (int b : it->second) {
+        ZeroBucket& z = zero_.at(b);
+        if (z.gathering.valid()) continue;
+        z.gathered = torch::empty({z.shard * plan_.dp}, torch::TensorOptions().dtype(torch::kFloat).device(device_));
+        z.gathering = comm_.allGather(z.master.detach(), z.gathered, z.group);
+    }
+}
+
+void Executor::dropPrefetches() {
+    for (auto& [b, z] : zero_) {
+        if (!z.gathering.valid()) continue;
+        z.gathering.wait();
+        z.gathering = Pending();
+        z.gathered = Tensor();
     }
 }
 
@@ -449,8 +470,15 @@ void Executor::allocateBucket(ZeroBucket& z) {
 void Executor::gatherBucket(ZeroBucket& z) {
     torch::NoGradGuard no_grad;
     allocateBucket(z);
-    Tensor out = torch::empty({z.shard * plan_.dp}, torch::TensorOptions().dtype(torch::kFloat).device(device_));
-    comm_.allGather(z.master.detach(), out, z.group).wait();
+    Tensor out;
+    if (z.gathering.valid()) {  // prefetched
+        z.gathering.wait();
+        z.gathering = Pending();
+        out = std::move(z.gathered);
+    } else {
+        out = torch::empty({z.shard * plan_.dp}, torch::TensorOptions().dtype(torch::kFloat).device(device_));
+        comm_.allGather(z.master.detach(), out, z.group).wait();
+    }
     // Through .data(): a copy that autograd does not count as a change of a tensor it saved
     // (the values of a parameter do not change between a forward and its backward).
     for (size_t i = 0; i < z.params.size(); ++i)
@@ -1079,6 +1107,7 @@ StepResult Executor::step(int index) {
             const double start = now();
             noop_ = false;
             (this->*h)(in);
+            if (zero_stage_ >= 3) dropPrefetches();
             synchronizeDevice(device_);  // CUDA: the event ends when its kernels have
             const double end = noop_ ? start : now();  // a bucket part whose backward already ran
             record(in, start, end);

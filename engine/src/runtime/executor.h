@@ -23,8 +23,10 @@
 // every run of its piece (forward, recompute, backward) and releases its storage after
 // (autograd's saved views share that storage and find it again when it is reallocated); a
 // layer reusing a tied weight gathers the owner's bucket too. The ZeroGather instruction after
-// each compute must list as many gathers as ran (else the step fails, naming both). The gathers
-// are not prefetched: each waits before its layer runs.
+// each compute must list as many gathers as ran (else the step fails, naming both). While a
+// layer runs, the next layer of the same pass is prefetched (an all-gather in flight into a
+// buffer of its own); a prefetch its pass did not use is waited for and dropped when the
+// compute instruction ends.
 //
 // Tensor parallelism (Plan::tp > 1): each rank builds its slices of its segments' layers
 // (models/tensor_parallel.h), which run Megatron's collectives on the rank's tp group inside
@@ -146,6 +148,8 @@ private:
         torch::Tensor reduced;              // its buffer
         size_t event = 0;
         bool released = false;              // stage 3: parameter storage released
+        Pending gathering;                  // stage 3: a prefetched all-gather in flight
+        torch::Tensor gathered;             // its buffer
     };
     void buildZero(const std::map<int, std::vector<torch::Tensor>>& params_of_bucket);
     torch::Tensor flatGrads(const ZeroBucket& z) const;  // padded to dp x shard
@@ -156,6 +160,8 @@ private:
     // Stage 3: the per-layer hooks of the stages (Stage::setParameterHooks).
     void gatherLayer(int layer);
     void releaseLayer(int layer);
+    void prefetchLayer(int layer);
+    void dropPrefetches();  // waits for the prefetches no layer used, and drops them
     // The Program's groups of this rank, its tp group among them, and the world group; the dp
     // group of a segment (its replicas of this tp rank).
     void createGroups();

@@ -18,9 +18,11 @@ Stage::Stage(int segment, std::vector<LayerPtr> layers, const std::vector<bool>&
 }
 
 template <class F>
-auto Stage::withParameters(const Piece& p, F&& f) const {
+auto Stage::withParameters(const Piece& p, const Piece* next, F&& f) const {
     if (gather_)
         for (size_t i = p.begin; i < p.end; ++i) gather_(io_.first_layer + static_cast<int>(i));
+    if (prefetch_ && next)
+        for (size_t i = next->begin; i < next->end; ++i) prefetch_(io_.first_layer + static_cast<int>(i));
     struct Release {
         const Stage& st;
         const Piece& p;
@@ -97,7 +99,7 @@ Shapes Stage::probeOutputShapes(const Live& inputs) {
     torch::NoGradGuard no_grad;
     train(false);  // keeps batch-norm running statistics untouched
     Live x = inputs;
-    for (const Piece& p : pieces_) x = withParameters(p, [&] { return runPiece(p, std::move(x)); });
+    for (const Piece& p : pieces_) x = withParameters(p, nullptr, [&] { return runPiece(p, std::move(x)); });
     train(true);
     Shapes out;
     for (const std::string& k : io_.outputs) out[k] = x.at(k).sizes().vec();
@@ -120,11 +122,12 @@ void Stage::forward(int mb, const Live& inputs, const LossFn& loss_fn) {
             const bool needs_grad = t.is_floating_point() && (k > 0 || fromProducer(key));
             run.in[key] = t.detach().requires_grad_(needs_grad);
         }
+        const Piece* next = k + 1 < pieces_.size() ? &pieces_[k + 1] : nullptr;
         if (pieces_[k].recompute) {
             torch::NoGradGuard no_grad;
-            run.out = withParameters(pieces_[k], [&] { return runPiece(pieces_[k], run.in); });
+            run.out = withParameters(pieces_[k], next, [&] { return runPiece(pieces_[k], run.in); });
         } else {
-            run.out = withParameters(pieces_[k], [&] { return runPiece(pieces_[k], run.in); });
+            run.out = withParameters(pieces_[k], next, [&] { return runPiece(pieces_[k], run.in); });
         }
         x = run.out;
         st.pieces.push_back(std::move(run));
@@ -142,7 +145,7 @@ void Stage::forward(int mb, const Live& inputs, const LossFn& loss_fn) {
 void Stage::recompute(int mb, const LossFn& loss_fn) {
     MicroBatchState& st = state(mb);
     for (size_t k = 0; k < pieces_.size(); ++k)
-        if (pieces_[k].recompute) st.pieces[k].out = withParameters(pieces_[k], [&] { return runPiece(pieces_[k], st.pieces[k].in); });
+        if (pieces_[k].recompute) st.pieces[k].out = withParameters(pieces_[k], nullptr, [&] { return runPiece(pieces_[k], st.pieces[k].in); });
     if (computes_loss_ && pieces_.back().recompute) st.loss = loss_fn(st.pieces.back().out);
 }
 
@@ -189,7 +192,7 @@ Live Stage::backwardPieces(MicroBatchState& st, const Live& output_grad, bool ke
         }
         Live in_grad;
         if (!roots.empty() && (accumulate || !leaves.empty())) {
-            withParameters(pieces_[k], [&] {
+            withParameters(pieces_[k], k > 0 ? &pieces_[k - 1] : nullptr, [&] {
                 if (accumulate) {
                     engine.execute(roots, root_grads, keep_graph, false, true, {});
                     for (const std::string& key : leaf_keys)

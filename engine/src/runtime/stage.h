@@ -9,7 +9,8 @@
 //
 // ZeRO-3 (setParameterHooks): every layer is a piece of its own, and the hooks gather a
 // layer's parameters before each of its pieces runs (forward, recompute, backward) and release
-// them after, so one layer's parameters at a time are whole.
+// them after, so one layer's parameters at a time are whole; while a piece runs, the next
+// piece of the same pass is prefetched (two at a time).
 #include <functional>
 #include <map>
 #include <optional>
@@ -77,9 +78,10 @@ public:
     // Called with a layer's index in the model (firstLayer() + i) before and after each run of
     // the piece holding it.
     using LayerHook = std::function<void(int layer)>;
-    void setParameterHooks(LayerHook gather, LayerHook release) {
+    void setParameterHooks(LayerHook gather, LayerHook release, LayerHook prefetch) {
         gather_ = std::move(gather);
         release_ = std::move(release);
+        prefetch_ = std::move(prefetch);
     }
     void backwardWeight(int mb);
 
@@ -97,9 +99,10 @@ private:
         bool recompute = false;
     };
     Live runPiece(const Piece& p, Live x) const;
-    // Runs `f` with the piece's layers' parameters gathered (ZeRO-3 hooks), released after.
+    // Runs `f` with the piece's layers' parameters gathered (ZeRO-3 hooks), released after;
+    // `next` (if any) is the piece the pass runs after it, whose gather is started meanwhile.
     template <class F>
-    auto withParameters(const Piece& p, F&& f) const;
+    auto withParameters(const Piece& p, const Piece* next, F&& f) const;
     MicroBatchState& state(int mb);
     Live backwardPieces(MicroBatchState& st, const Live& output_grad, bool keep_graph, bool accumulate);
     bool fromProducer(const std::string& key) const;
@@ -111,7 +114,7 @@ private:
     bool computes_loss_;
     std::map<int, MicroBatchState> stash_;
     bool input_pass_through_activations_ = false;
-    LayerHook gather_, release_;
+    LayerHook gather_, release_, prefetch_;
 };
 
 }  // namespace hippie::engine
