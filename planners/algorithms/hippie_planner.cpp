@@ -605,11 +605,15 @@ private:
     // Plan::selective_recompute) costs a few percent of a transformer's compute for the
     // a s^2 b-sized part of its activations. The estimate does not model it: each plan on the
     // incumbents' front (a handful) is simulated once more with it, and kept if it is better.
+    // It adds compute and only saves memory: a plan that fits runs no faster with it, so the
+    // throughput objective skips it, and under me-floor only plans at or above the floor (a
+    // nonzero score) can bring a twin that counts.
     void offerSelectiveRecomputation() {
-        if (context_.shouldStop() || attentionCores(problem_.graph).empty()) return;
+        if (context_.shouldStop() || problem_.objective == Objective::Throughput || attentionCores(problem_.graph).empty()) return;
         std::vector<Plan> twins;
         for (const hybrid::Incumbents::Entry& e : found_.front())
-            if (!e.plan.selective_recompute && static_cast<int>(e.plan.recompute_layers.size()) < problem_.graph.layerCount()) {
+            if (!e.plan.selective_recompute && static_cast<int>(e.plan.recompute_layers.size()) < problem_.graph.layerCount() &&
+                found_.score(e.metrics) > 0) {
                 twins.push_back(e.plan);
                 twins.back().selective_recompute = true;
             }
