@@ -68,6 +68,7 @@ std::string stages(const Plan& p) {
     for (const StageRange& s : p.stages) parts.push_back(layerRange(s));
     std::string out = joined(parts, "|");
     if (!p.recompute_layers.empty()) out += " +rc" + std::to_string(p.recompute_layers.size());
+    if (p.selective_recompute) out += " +sel";
     return out;
 }
 
@@ -132,6 +133,7 @@ nlohmann::json resultsJson(const Problem& problem, const std::vector<PlannerResu
                         {"zero_stage", has_plan ? nlohmann::json(r.plan.zero_stage) : nlohmann::json(nullptr)},
                         {"tp", has_plan ? nlohmann::json(r.plan.tp) : nlohmann::json(nullptr)},
                         {"sequence_parallel", has_plan ? nlohmann::json(r.plan.sequence_parallel) : nlohmann::json(nullptr)},
+                        {"selective_recompute", has_plan ? nlohmann::json(r.plan.selective_recompute) : nlohmann::json(nullptr)},
                         {"metrics", has_plan ? metricsToJson(r.metrics) : nlohmann::json(nullptr)},
                         {"planning_time_s", r.planning_time_s},
                         {"feasible", r.feasible},

@@ -93,7 +93,11 @@ std::vector<CLI::Option*> addShapeOptions(CLI::App& sub, SimulateCommand& cmd) {
     shape.insert(shape.end(), model.begin() + 1, model.end());
     shape.insert(shape.end(),
                  {positive("--virtual-stages", o.virtual_stages, "model chunks per device (interleaved)"),
-                  sub.add_flag("--recompute", o.recompute, "recompute every layer but the last of each stage"),
+                  sub.add_option("--recompute", o.recompute,
+                                 "recompute in backward: full (the default without a value): every layer but the last of each "
+                                 "stage; selective: only the attention cores (scores and softmax) of every layer")
+                      ->expected(0, 1)
+                      ->check(CLI::IsMember({"", "none", "full", "selective"})),
                   sub.add_option("--zero", o.zero_stage,
                                  "ZeRO sharding over each stage's dp replicas: 0 none, 1 optimizer state, 2 + gradients, 3 + parameters")
                       ->check(CLI::Range(0, kMaxZeroStage)),

@@ -73,7 +73,8 @@ void printPlanSummary(std::ostream& out, const SimulationSetup& s) {
         << p.dp << tensor << ", " << p.micro_batches << " micro-batches x " << fixed(p.microBatchSize(), 0) << " samples, "
         << toString(p.schedule) << ", stages " << joined(stages, " | ") << '\n';
     out << "      global batch " << p.global_batch << ", optimizer " << toString(p.optimizer) << ", recompute "
-        << (p.recompute_layers.empty() ? std::string("none") : std::to_string(p.recompute_layers.size()) + " layers")
+        << (p.recompute_layers.empty() ? std::string(p.selective_recompute ? "" : "none") : std::to_string(p.recompute_layers.size()) + " layers")
+        << (p.selective_recompute ? std::string(p.recompute_layers.empty() ? "" : " + ") + "selective (attention cores)" : std::string())
         << (p.zero_stage > 0 ? ", ZeRO " + std::to_string(p.zero_stage) + " (" + zeroStageMeaning(p.zero_stage) + ")" : std::string())
         << ", planner " << p.planner << '\n';
 }

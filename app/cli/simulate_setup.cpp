@@ -77,7 +77,8 @@ SimulationSetup setupFromFlags(const SimulateOptions& opts) {
         throw Error("pp " + std::to_string(opts.pp) + " x " + std::to_string(opts.virtual_stages) + " virtual stages is more stages than the " +
                     std::to_string(graph.layerCount()) + " layers of '" + graph.name + "'");
     plan.stages = balancedStages(graph, opts.pp * opts.virtual_stages);
-    if (opts.recompute) plan.recompute_layers = recomputeAllButLast(plan.stages);
+    if (opts.recompute.empty() || opts.recompute == "full") plan.recompute_layers = recomputeAllButLast(plan.stages);
+    plan.selective_recompute = opts.recompute == "selective";
     plan.zero_stage = opts.zero_stage;
     return {std::move(plan), std::move(graph), std::move(cluster)};
 }

@@ -20,7 +20,9 @@ struct SimulateOptions {
     int global_batch = 0;
     std::string schedule;
     int virtual_stages = 1;
-    bool recompute = false;
+    // --recompute [full|selective]: "none" when absent; "" (the flag alone) or "full": every
+    // layer but the last of each stage; "selective": the attention cores of every layer.
+    std::string recompute = "none";
     std::string optimizer = "adam";
     int zero_stage = 0;  // --zero: ZeRO sharding stage of the data-parallel groups
     int tp = 1;          // --tp: tensor-parallel degree of every stage

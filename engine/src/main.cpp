@@ -49,6 +49,7 @@ struct PlanFlags {
     int pp = 2, dp = 1, micro_batches = 4, global_batch = 16, seq_len = 0, virtual_stages = 1;
     std::string schedule = "1f1b", optimizer = "sgd", precision = "fp32", out;
     std::vector<int> recompute;
+    bool selective_recompute = false;
     std::vector<int> stage_starts;  // first layer of every stage after the first; empty: even stages
     long long bucket_bytes = 0;
     int zero_stage = 0;
@@ -110,6 +111,7 @@ int makePlan(const PlanFlags& f) {
         p.schedule = hippie::scheduleFromString(f.schedule);
         p.optimizer = hippie::optimizerFromString(f.optimizer);
         p.recompute_layers = f.recompute;
+        p.selective_recompute = f.selective_recompute;
         p.virtual_stages = f.virtual_stages;
         if (f.bucket_bytes > 0) p.bucket_bytes = f.bucket_bytes;
         p.zero_stage = f.zero_stage;
@@ -207,6 +209,8 @@ int main(int argc, char** argv) {
     plan_cmd->add_option("--optimizer", pf.optimizer, "sgd, sgd-momentum, adam, adamw");
     plan_cmd->add_option("--precision", pf.precision, "fp32, or mixed precision: bf16 (CPU, CUDA), fp16 (CUDA)");
     plan_cmd->add_option("--recompute", pf.recompute, "layers to recompute")->delimiter(',');
+    plan_cmd->add_flag("--selective-recompute", pf.selective_recompute,
+                       "recompute the attention cores (scores, softmax) of the layers not in --recompute in backward, not keep them");
     plan_cmd->add_option("--stage-starts", pf.stage_starts, "first layer of each stage after the first (default: even stages)")
         ->delimiter(',');
     plan_cmd->add_option("--bucket-bytes", pf.bucket_bytes, "gradient bucket size");

@@ -22,6 +22,7 @@
 #include "planners/algorithms/uniform.h"
 #include "planners/algorithms/zero_planner.h"
 #include "planners/algorithms/evaluate.h"
+#include "planners/model/attention_core.h"
 #include "planners/algorithms/hybrid_candidates.h"
 #include "planners/algorithms/partition.h"
 #include "planners/algorithms/pipeline_search.h"
@@ -301,6 +302,7 @@ public:
             search({problem_.objective, 0}, 0.0, 1.0);
         }
         if (!context_.cancelled() && found_.best() == nullptr && simulated_.empty()) simulateFallback();
+        offerSelectiveRecomputation();
         log_.push_back("estimated " + std::to_string(estimated_) + " candidates over " + std::to_string(shapes_.size()) +
                        " (tp, pp, dp, m, ZeRO stage) shapes; pruned " + std::to_string(pruned_) + " of the " + std::to_string(pooled_) +
                        " seeded and refined ones without simulating them; simulated " + std::to_string(simulated_.size()) + " (" +
@@ -597,6 +599,32 @@ private:
         const double overflow = static_cast<double>(m.max_peak_memory_bytes) / static_cast<double>(std::max<int64_t>(usable_memory_, 1));
         return hybrid::rankOf(m.fits_memory, overflow, m.throughput_samples_per_s, m.memory_efficiency, goal.objective,
                               goal.min_throughput);
+    }
+
+    // Selective recomputation (the attention cores' scores and softmax recomputed in backward,
+    // Plan::selective_recompute) costs a few percent of a transformer's compute for the
+    // a s^2 b-sized part of its activations. The estimate does not model it: each plan on the
+    // incumbents' front (a handful) is simulated once more with it, and kept if it is better.
+    // It adds compute and only saves memory: a plan that fits runs no faster with it, so the
+    // throughput objective skips it, and under me-floor only plans at or above the floor (a
+    // nonzero score) can bring a twin that counts.
+    void offerSelectiveRecomputation() {
+        if (context_.shouldStop() || problem_.objective == Objective::Throughput || attentionCores(problem_.graph).empty()) return;
+        std::vector<Plan> twins;
+        for (const hybrid::Incumbents::Entry& e : found_.front())
+            if (!e.plan.selective_recompute && static_cast<int>(e.plan.recompute_layers.size()) < problem_.graph.layerCount() &&
+                found_.score(e.metrics) > 0) {
+                twins.push_back(e.plan);
+                twins.back().selective_recompute = true;
+            }
+        int kept = 0;
+        for (const Plan& plan : twins) {
+            if (context_.shouldStop()) break;
+            const TraceMetrics metrics = evaluate(problem_, plan);
+            kept += found_.offer(plan, metrics) ? 1 : 0;
+        }
+        log_.push_back("selective recomputation tried on the " + std::to_string(twins.size()) + " plans of the front: " +
+                       std::to_string(kept) + " joined it");
     }
 
     // Out of time before anything was simulated: the best estimate is still worth a plan.

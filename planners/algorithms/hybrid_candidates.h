@@ -95,6 +95,7 @@ public:
     // the plan does not fit or is below the throughput floor).
     double score(const TraceMetrics& metrics) const;
     int64_t leastPeakBytes() const { return least_peak_; }  // over every plan offered; -1 if none
+    const std::vector<Entry>& front() const { return front_; }
     const Plan* leastPeakPlan() const { return least_peak_ < 0 ? nullptr : &least_peak_plan_; }
 
 private:

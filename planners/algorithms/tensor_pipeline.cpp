@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "planners/algorithms/evaluate.h"
+#include "planners/model/attention_core.h"
 
 namespace hippie {
 
@@ -35,6 +36,8 @@ PlannerResult TensorPipelinePlanner::plan(const Problem& problem, PlanContext& c
              (problem.graph.tensor_parallel_divisor > 1 ? ", dividing the model's " + std::to_string(problem.graph.tensor_parallel_divisor) + " heads"
                                                           : std::string(": the model splits no op")) +
              ")" + (sequenceParallel() ? " with sequence parallelism" : "") + ", then pipeline stages; the first that fits");
+    const bool selective = selectiveRecompute() && !attentionCores(problem.graph).empty();
+    if (selective) log.note("selective recomputation: every block's attention core (scores, softmax) recomputed in backward");
     Plan base = basePlan(problem, name());
     const StagesFn rule = stageRule(problem);
     const std::vector<ModelParallelShape> order = modelParallelOrder(problem);
@@ -43,6 +46,8 @@ PlannerResult TensorPipelinePlanner::plan(const Problem& problem, PlanContext& c
     for (const bool recompute : {false, true}) {
         if (recompute) log.note("nothing fits as is: trying again with every layer recomputed in backward");
         base.recompute_layers = recompute ? allLayers(problem) : std::vector<int>{};
+        // Every layer recomputed whole leaves no attention core to recompute alone.
+        base.selective_recompute = !recompute && selective;
         for (size_t i = 0; i < order.size() && !found && !context.shouldStop(); ++i) {
             const auto [tp, pp] = order[i];
             context.progress((static_cast<double>(i) + (recompute ? static_cast<double>(order.size()) : 0.0)) /

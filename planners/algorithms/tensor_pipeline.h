@@ -34,6 +34,9 @@ protected:
     };
     virtual ScheduleChoice schedule(int pp, int layers) const = 0;
     virtual bool sequenceParallel() const = 0;
+    // Whether the plans recompute the attention cores in backward (selective recomputation)
+    // whenever the model has them, before falling back to full recomputation.
+    virtual bool selectiveRecompute() const { return false; }
     // The stage rule for this problem: `stages` contiguous ranges (pp x virtual stages).
     virtual StagesFn stageRule(const Problem& problem) const = 0;
 };

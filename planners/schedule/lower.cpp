@@ -7,6 +7,7 @@
 
 #include "planners/common/error.h"
 #include "planners/cost/cost_model.h"
+#include "planners/model/attention_core.h"
 #include "planners/schedule/schedule_orders.h"
 #include "planners/schedule/tied_weights.h"
 #include "planners/schedule/zero_gathers.h"
@@ -575,6 +576,10 @@ void checkPlan(const Plan& plan, const Graph& graph, int cluster_devices) {
         if (layer < 0 || layer >= layers)
             throw Error(planError("recompute_layers", "layer " + std::to_string(layer) + " is not in the model (0.." +
                                                           std::to_string(layers - 1) + ")"));
+    if (plan.selective_recompute && attentionCores(graph).empty())
+        throw Error(planError("selective_recompute", "model '" + graph.name +
+                                                         "' has no attention core (ops <prefix>_scores and <prefix>_softmax) to recompute; "
+                                                         "use recompute_layers (full recomputation) instead"));
     if (plan.bucket_bytes <= 0) throw Error(planError("bucket_bytes", "must be positive"));
     if (plan.zero_stage < 0 || plan.zero_stage > kMaxZeroStage)
         throw Error(planError("zero_stage", "is " + std::to_string(plan.zero_stage) +
@@ -611,6 +616,15 @@ Program lower(const Plan& plan, const Graph& graph) {
         prog.recompute_op[op] = true;
         segment_recomputes[static_cast<size_t>(layout.op_segment[op])] = true;
     }
+    prog.selective_op.assign(graph.ops.size(), false);
+    if (plan.selective_recompute)
+        for (const AttentionCore& core : attentionCores(graph))
+            for (const int op : {core.scores, core.softmax}) {
+                if (recompute_layers.count(graph.ops[static_cast<size_t>(op)].layer)) continue;  // recomputed whole already
+                prog.recompute_op[static_cast<size_t>(op)] = true;
+                prog.selective_op[static_cast<size_t>(op)] = true;
+                segment_recomputes[static_cast<size_t>(layout.op_segment[static_cast<size_t>(op)])] = true;
+            }
 
     std::vector<int64_t> param_bytes(graph.ops.size());
     for (size_t op = 0; op < graph.ops.size(); ++op) param_bytes[op] = rankParamBytes(graph, split, static_cast<int>(op));

@@ -55,6 +55,11 @@ struct Plan {
     int virtual_stages = 1;  // chunks per device for Interleaved (stages.size() = pp * v)
     Optimizer optimizer = Optimizer::Adam;
     std::vector<int> recompute_layers;  // layers whose activations are recomputed in backward
+    // Selective recomputation (Korthikanti et al. 2022, section 4.2): the attention core of
+    // every block not in recompute_layers (scores Q K^T and softmax, attentionCoreOps()) keeps
+    // no output for backward; its block's backward recomputes them from Q and K, which stay
+    // stored. Only graphs with attention cores accept it.
+    bool selective_recompute = false;
     int64_t bucket_bytes = 25 * 1024 * 1024;  // gradient all-reduce bucket size (DDP's default)
     int zero_stage = 0;  // ZeRO sharding over each stage's dp replicas (0..kMaxZeroStage); pipeline plans only
     // Tensor parallelism (Megatron-LM, Shoeybi et al. 2019): each replica of a stage runs on

@@ -16,12 +16,13 @@ using namespace json_read;
 namespace {
 
 constexpr const char* kFormat = "hippie-plan";
-// Version 2 adds model.overrides, version 3 zero_stage, version 4 tp and sequence_parallel; a
-// plan without them is still written with the lowest version that holds it, so older readers
+// Version 2 adds model.overrides, version 3 zero_stage, version 4 tp and sequence_parallel,
+// version 5 selective_recompute; a plan without them is still written with the lowest version that holds it, so older readers
 // read it.
-constexpr int kVersion = 4;
+constexpr int kVersion = 5;
 constexpr int kZeroStageVersion = 3;
 constexpr int kTensorParallelVersion = 4;
+constexpr int kSelectiveRecomputeVersion = 5;
 // Most devices a plan may use: as for clusters (cluster_json.cpp), far above any the planners
 // search, and it bounds what the device map allocates before any cluster is consulted.
 constexpr int64_t kMaxDevices = 1 << 20;
@@ -180,6 +181,7 @@ void checkDeviceMap(const Plan& p, const std::string& where) {
 
 // The lowest format version that holds every field the plan sets.
 int formatVersion(const Plan& p) {
+    if (p.selective_recompute) return kSelectiveRecomputeVersion;
     if (p.tp != 1 || p.sequence_parallel) return kTensorParallelVersion;
     if (p.zero_stage != 0) return kZeroStageVersion;
     return modelSpecFormatVersion(p.model);
@@ -209,6 +211,7 @@ json planToJson(const Plan& p) {
             {"virtual_stages", p.virtual_stages},
             {"optimizer", toString(p.optimizer)},
             {"recompute_layers", p.recompute_layers},
+            {"selective_recompute", p.selective_recompute},
             {"bucket_bytes", p.bucket_bytes},
             {"zero_stage", p.zero_stage},
             {"tp", p.tp},
@@ -221,7 +224,7 @@ Plan planFromJson(const json& j, const std::string& where) {
     requireFormat(j, kFormat, kVersion, where);
     requireKnownFields(j, {"format", "version", "model", "cluster", "planner", "stages", "dp", "placement", "placement_order",
                            "micro_batches", "global_batch", "schedule", "virtual_stages", "optimizer", "recompute_layers",
-                           "bucket_bytes", "zero_stage", "tp", "sequence_parallel", "device_map", "groups"},
+                           "selective_recompute", "bucket_bytes", "zero_stage", "tp", "sequence_parallel", "device_map", "groups"},
                        where);
     checkGroups(j, where);
     Plan p;
@@ -238,6 +241,7 @@ Plan planFromJson(const json& j, const std::string& where) {
     p.virtual_stages = optionalInt(j, "virtual_stages", where, Bound::Positive).value_or(1);
     p.optimizer = readEnum(j, "optimizer", where, Optimizer::Adam, optimizerFromString);
     p.recompute_layers = readIntArray(j, "recompute_layers", where, Bound::NonNegative);
+    p.selective_recompute = optionalBool(j, "selective_recompute", where).value_or(false);
     p.bucket_bytes = optionalInt64(j, "bucket_bytes", where, Bound::Positive).value_or(p.bucket_bytes);
     p.zero_stage = optionalInt(j, "zero_stage", where, Bound::NonNegative).value_or(0);
     if (p.zero_stage > kMaxZeroStage)

@@ -144,6 +144,10 @@ struct Program {
     std::vector<std::vector<Instr>> streams;     // streams[i] runs on devices[i]
     std::vector<std::vector<int>> segment_devices;  // devices holding each segment (one per replica and tp rank: lane r * tp + k)
     std::vector<bool> recompute_op;               // by op id: activations recomputed in backward
+    // by op id: recomputed by selective recomputation (Plan::selective_recompute), one attention
+    // core at a time inside its block's backward; a subset of recompute_op. The Recompute
+    // instruction times them; their outputs live only while their block's backward runs.
+    std::vector<bool> selective_op;
 
     int streamOf(int device) const;  // -1 if the device runs nothing
     std::string str() const;         // one line per device: "d0: 0F0 0F1 0B0 ..."

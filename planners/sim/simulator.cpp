@@ -30,7 +30,10 @@ int64_t addBytes(int64_t a, int64_t b) {
 // What one micro-batch of a segment allocates, in bytes at the program's micro-batch size.
 struct SegmentMemory {
     int64_t kept = 0;           // stashed for backward: the input plus outputs of ops not recomputed
-    int64_t recomputed = 0;     // outputs rebuilt by Recompute just before backward
+    // outputs rebuilt by Recompute just before backward: those of wholly recomputed layers, and
+    // the largest one block's attention core (selective recomputation rebuilds one at a time,
+    // inside the block's backward)
+    int64_t recomputed = 0;
     int64_t sent_outputs = 0;   // outputs only other segments read: freed once sent (hippie)
     int64_t weight_inputs = 0;  // inputs of weighted ops, which the weight gradient (W) still needs
     int64_t temp = 0;           // largest op workspace, held while an instruction runs
@@ -78,17 +81,21 @@ std::vector<SegmentMemory> segmentMemory(const Program& prog, const CostModel& c
     const double b = prog.micro_batch_size;
     for (size_t s = 0; s < prog.segments.size(); ++s) {
         SegmentMemory& m = out[s];
+        std::map<int, RankBytes> selective;  // by layer
         for (int op : prog.segments[s].ops) {
             const Op& o = g.ops[static_cast<size_t>(op)];
             const double share = cost.rankShare(op);
             const bool recompute = prog.recompute_op[static_cast<size_t>(op)];
-            (recompute ? recomputed[s] : kept[s]).add(o.output_bytes, share);
+            const bool one_block_at_a_time = static_cast<size_t>(op) < prog.selective_op.size() && prog.selective_op[static_cast<size_t>(op)];
+            (one_block_at_a_time ? selective[o.layer] : recompute ? recomputed[s] : kept[s]).add(o.output_bytes, share);
             if (!recompute && read_outside[static_cast<size_t>(op)] && !read_inside[static_cast<size_t>(op)]) sent[s].add(o.output_bytes, share);
             if (o.param_bytes > 0) weight_inputs[s].add(input_bytes_of_op[static_cast<size_t>(op)]);
             m.temp = std::max(m.temp, cost.scaled(o.temp_bytes, b * share));
         }
         m.kept = kept[s].at(cost, b);
-        m.recomputed = recomputed[s].at(cost, b);
+        int64_t largest_core = 0;
+        for (const auto& [layer, bytes] : selective) largest_core = std::max(largest_core, bytes.at(cost, b));
+        m.recomputed = addBytes(recomputed[s].at(cost, b), largest_core);
         m.sent_outputs = sent[s].at(cost, b);
         m.weight_inputs = std::min(weight_inputs[s].at(cost, b), m.kept);
         (void)addBytes(m.kept, m.recomputed);  // freed together after backward (memoryCurves)

@@ -62,6 +62,23 @@ plan simulate "${EQUAL[@]}" --pp 2 --schedule interleaved --virtual-stages 2 --s
     --json >"$OUT/inter-saved.json"
 plan simulate --plan "$OUT/inter.json" --json >"$OUT/inter-replayed.json"
 cmp -s "$OUT/inter-saved.json" "$OUT/inter-replayed.json" || fail "--plan differs for an interleaved plan"
+# --recompute selective: the attention cores recomputed (less peak memory, more time), saved
+# in the plan and replayed; "full" is --recompute alone; a model without attention refuses it.
+plan simulate "${GPT[@]}" --schedule hippie --recompute selective --save-plan "$OUT/sel.json" --json >"$OUT/sel.json.out"
+check "$(field "$OUT/sel.json.out" max_peak_memory_bytes) < $(field "$OUT/gpt-hippie.json" max_peak_memory_bytes)" \
+    "selective recomputation did not lower the peak memory"
+check "$(field "$OUT/sel.json.out" iteration_time_s) > $t_hippie" "selective recomputation took no time"
+python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); sys.exit(0 if p["selective_recompute"] and p["version"] == 5 and not p["recompute_layers"] else 1)' \
+    "$OUT/sel.json" || fail "the saved plan does not say selective_recompute (version 5)"
+plan simulate --plan "$OUT/sel.json" --json >"$OUT/sel-replayed.json"
+cmp -s "$OUT/sel.json.out" "$OUT/sel-replayed.json" || fail "--plan differs for a selectively recomputed plan"
+plan simulate "${GPT[@]}" --schedule hippie --recompute full --json >"$OUT/full.json"
+cmp -s "$OUT/full.json" "$OUT/saved.json" || fail "--recompute full differs from --recompute"
+if "$BIN" simulate "${EQUAL[@]}" --pp 2 --schedule 1f1b --recompute selective >"$OUT/nosel.txt" 2>&1; then
+    fail "selective recomputation of a model without attention was simulated"
+fi
+grep -q "selective_recompute" "$OUT/nosel.txt" || fail "the refusal does not name selective_recompute: $(cat "$OUT/nosel.txt")"
+if "$BIN" simulate "${GPT[@]}" --schedule hippie --recompute some >"$OUT/badrc.txt" 2>&1; then fail "--recompute some accepted"; fi
 # a graph file and a cluster file travel in the plan too
 FILES=(--model "$ROOT/resources/examples/tiny-mlp.graph.json" --cluster "$ROOT/resources/examples/two-node.cluster.json")
 plan simulate "${FILES[@]}" --pp 2 --dp 1 --microbatches 4 --global-batch 32 --schedule zb-h1 \

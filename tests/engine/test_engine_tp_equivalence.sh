@@ -4,7 +4,9 @@
 # ranks, alone (t2), with 2 pipeline stages (t2 x pp2: 4 ranks, the embedding and the tied LM
 # head on different stages, both split by vocabulary; 1f1b, zb-h1 whose weight pass reuses the
 # input pass's collectives, and interleaved with 2 chunks a device), with recomputed blocks
-# (their collectives run again in Recompute), with 2 data-parallel replicas under ZeRO 1, 2 and
+# (their collectives run again in Recompute), with selective recomputation (the attention cores'
+# scores and probabilities recomputed inside backward: t2, and t2 x pp2 beside a block
+# recomputed whole; and in one process against the same process without it), with 2 data-parallel replicas under ZeRO 1, 2 and
 # 3 (t2 x dp2, hippie: the last backward runs in bucket parts), and with sequence parallelism
 # (alone and with 2 stages: the stage boundary carries each rank's half of the sequence), gives
 # the losses and the final parameters of one process (fp32, SGD with momentum, 1e-5), the ranks'
@@ -70,11 +72,29 @@ run() {
 }
 
 reference gpt gpt2-small "$GPT"
+# Selective recomputation in one process: the losses and parameters of the same run without.
+plan "$WORK/sel.json" --model gpt2-small --override "$GPT" "${common[@]}" --pp 1 --dp 1 --microbatches 1 --schedule 1f1b \
+    --selective-recompute
+if launch "$WORK/sel.json" 1 $STEPS "$WORK/sel.out" --threads 1 --dump-params "$WORK/sel.params.json"; then
+    grep -q '"program":"[^"]*0R0' "$WORK/sel.out" || fail "selective recomputation: no Recompute instruction in the program run"
+    if "$ENGINE" compare-params --reference "$WORK/gpt.ref.params.json" --tol $TOL "$WORK/sel.params.json" > "$WORK/cmp.out" &&
+       awk -v a="$(field "$WORK/gpt.ref.out" done loss)" -v b="$(field "$WORK/sel.out" done loss)" -v t=$TOL \
+           'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d < t) }'; then
+        pass "gpt2-small selective recomputation, one process: parameters match ($(grep -o '"max_abs_diff":[^,]*' "$WORK/cmp.out")), loss $(field "$WORK/sel.out" done loss)"
+    else
+        fail "gpt2-small selective recomputation, one process: $(cat "$WORK/cmp.out"), loss $(field "$WORK/sel.out" done loss) vs $(field "$WORK/gpt.ref.out" done loss)"
+    fi
+else
+    fail "selective recomputation run: $(tail -2 "$WORK/sel.out.err")"
+fi
 run "t2" gpt gpt2-small "$GPT" 2 --pp 1 --dp 1 --tp 2 --microbatches 2 --schedule 1f1b
 run "t2 x pp2 (1f1b)" gpt gpt2-small "$GPT" 4 --pp 2 --dp 1 --tp 2 --microbatches 4 --schedule 1f1b
 run "t2 x pp2 (zb-h1)" gpt gpt2-small "$GPT" 4 --pp 2 --dp 1 --tp 2 --microbatches 4 --schedule zb-h1
 run "t2 x pp2 (interleaved, 2 chunks)" gpt gpt2-small "$GPT" 4 --pp 2 --dp 1 --tp 2 --microbatches 4 --schedule interleaved --virtual-stages 2
 run "t2 recomputing the blocks" gpt gpt2-small "$GPT" 2 --pp 1 --dp 1 --tp 2 --microbatches 2 --schedule 1f1b --recompute 1,2
+run "t2 selective recomputation" gpt gpt2-small "$GPT" 2 --pp 1 --dp 1 --tp 2 --microbatches 2 --schedule 1f1b --selective-recompute
+run "t2 x pp2 selective recomputation, block 1 recomputed whole" gpt gpt2-small "$GPT" 4 --pp 2 --dp 1 --tp 2 --microbatches 4 \
+    --schedule 1f1b --selective-recompute --recompute 1
 for zero in 1 2 3; do
     run "t2 x dp2 ZeRO-$zero (hippie)" gpt gpt2-small "$GPT" 4 --pp 1 --dp 2 --tp 2 --microbatches 2 --schedule hippie --zero $zero
 done

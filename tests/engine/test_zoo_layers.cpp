@@ -5,18 +5,23 @@
 // small size: a forward through all layers produces, under each crossing op's name, a tensor
 // of exactly the bytes the Graph's edges say leave that op for later layers (what the
 // Program's sends carry), and the loss is finite (for token models, within 0.5 of a uniform
-// guess over the vocabulary: the published initialisations).
+// guess over the vocabulary: the published initialisations). Selective recomputation: the
+// layers holding the Graph's attention cores, and only they, take it, and every parameter's
+// gradient through them equals the stored path's.
 // Args: [MODEL...] (default: every zoo model).
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <iostream>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "engine/src/models/trainable.h"
 #include "engine/src/models/zoo_layers.h"
 #include "planners/model/architecture.h"
+#include "planners/model/attention_core.h"
 #include "planners/model/zoo.h"
 
 namespace he = hippie::engine;
@@ -145,6 +150,65 @@ void wiring(const hippie::ZooEntry& e) {
               e.name + ": initial loss " + std::to_string(loss) + ", a uniform guess is " + std::to_string(uniform));
 }
 
+std::string scientific(double x) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3g", x);
+    return text;
+}
+
+// One forward and backward of the small model, its layers' cores recomputed in backward or
+// not: every parameter's gradient, by layer and name.
+std::map<std::string, torch::Tensor> gradients(const std::vector<he::LayerPtr>& layers, const he::Trainable& model,
+                                               const he::Batch& batch, const std::set<int>& core_layers, bool selective,
+                                               const std::string& what) {
+    he::Live live{{he::kDataKey, batch.inputs}};
+    for (size_t i = 0; i < layers.size(); ++i) {
+        for (auto& p : layers[i]->parameters()) p.mutable_grad().reset();
+        const bool takes = layers[i]->setSelectiveRecompute(selective);
+        check(takes == (core_layers.count(static_cast<int>(i)) > 0),
+              what + ": layer " + std::to_string(i) + (takes ? " takes" : " refuses") + " selective recomputation but the graph has " +
+                  (takes ? "no" : "an") + " attention core there");
+    }
+    for (const auto& layer : layers) layer->run(live);
+    model.loss(live, batch.targets).backward();
+    std::map<std::string, torch::Tensor> out;
+    for (size_t i = 0; i < layers.size(); ++i)
+        for (const auto& p : layers[i]->named_parameters())
+            if (p.value().grad().defined()) out[std::to_string(i) + "." + p.key()] = p.value().grad().clone();
+    return out;
+}
+
+void selectiveRecomputation(const hippie::ZooEntry& e) {
+    ModelSpec spec;
+    spec.zoo = e.name;
+    spec.batch_size = 2;
+    spec.overrides = smallOverrides(e.family);
+    if (e.default_seq_len > 0) spec.seq_len = 8;
+    const Graph g = hippie::buildZooModel(spec);
+    std::set<int> core_layers;
+    for (const hippie::AttentionCore& c : hippie::attentionCores(g)) core_layers.insert(g.ops[static_cast<size_t>(c.scores)].layer);
+    const auto model = he::makeZooTrainable(spec);
+    const auto layers = model->layers(0, model->layerCount() - 1, 1, torch::Device(torch::kCPU));
+    for (const auto& layer : layers)
+        if (const auto tied = layer->tiedWeight())
+            layer->setTied(*layers.at(static_cast<size_t>(tied->owner_layer))->named_parameters().find(tied->owner_param));
+    const he::Batch batch = model->synthetic(spec.batch_size, 1, 0);
+    const auto stored = gradients(layers, *model, batch, core_layers, false, e.name);
+    const auto recomputed = gradients(layers, *model, batch, core_layers, true, e.name);
+    if (core_layers.empty()) return;
+    check(stored.size() == recomputed.size() && !stored.empty(), e.name + ": selective recomputation changes which parameters get a gradient");
+    for (const auto& [name, grad] : stored) {
+        const auto it = recomputed.find(name);
+        if (it == recomputed.end()) continue;
+        const double scale = grad.abs().max().item<double>();
+        const double diff = (grad - it->second).abs().max().item<double>();
+        // fp32, the same operations: equal to rounding (a 1e-3 error in one gradient is far above).
+        check(diff <= 1e-6 * std::max(scale, 1e-12),
+              e.name + ": selective recomputation: gradient of " + name + " differs by " + scientific(diff) + " (largest " +
+                  scientific(scale) + ")");
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -154,6 +218,7 @@ int main(int argc, char** argv) {
         try {
             publishedSize(e);
             wiring(e);
+            selectiveRecomputation(e);
         } catch (const std::exception& ex) {
             check(false, e.name + ": " + std::string(ex.what()).substr(0, 300));
         }

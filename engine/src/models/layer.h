@@ -52,6 +52,12 @@ public:
     // A split layer's split parameters by name (as named_parameters() names them), and how
     // each is cut; every other parameter is whole on every rank of the group.
     virtual std::map<std::string, ParamSplit> tensorParallelSplits() const { return {}; }
+
+    // Selective recomputation (Plan::selective_recompute, Program::selective_op): run this
+    // layer's attention cores so that backward recomputes their scores and probabilities from
+    // the stored Q and K instead of keeping them. False (and nothing changes) for a layer
+    // without attention cores.
+    virtual bool setSelectiveRecompute(bool /*on*/) { return false; }
 };
 using LayerPtr = std::shared_ptr<LayerModule>;
 

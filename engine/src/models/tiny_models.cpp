@@ -1,5 +1,7 @@
 #include "engine/src/models/tiny_models.h"
 
+#include "engine/src/models/attention_core.h"
+
 #include <cmath>
 
 namespace hippie::engine {
@@ -16,17 +18,11 @@ constexpr uint64_t kTeacherSeed = 424242;
 
 // ---- transformer pieces ---------------------------------------------------------------------
 
-Tensor attend(const Tensor& qkv, int64_t heads, bool causal) {
+Tensor attend(const Tensor& qkv, int64_t heads, bool causal, bool recompute_core) {
     const int64_t b = qkv.size(0), s = qkv.size(1), d = qkv.size(2) / 3, dh = d / heads;
     auto parts = qkv.chunk(3, 2);
     auto split = [&](const Tensor& t) { return t.reshape({b, s, heads, dh}).transpose(1, 2); };
-    const Tensor q = split(parts[0]), k = split(parts[1]), v = split(parts[2]);
-    Tensor scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(dh));
-    if (causal) {
-        const Tensor mask = torch::ones({s, s}, qkv.options().dtype(torch::kBool)).triu(1);
-        scores = scores.masked_fill(mask, -std::numeric_limits<float>::infinity());
-    }
-    const Tensor ctx = torch::matmul(torch::softmax(scores, -1), v);
+    const Tensor ctx = attentionCore(split(parts[0]), split(parts[1]), split(parts[2]), causal, recompute_core);
     return ctx.transpose(1, 2).reshape({b, s, d});
 }
 
@@ -60,12 +56,17 @@ public:
         x = ln1->forward(x + attention(x));
         return ln2->forward(x + mlp(x));
     }
+    bool setSelectiveRecompute(bool on) override {
+        recompute_core_ = on;
+        return true;
+    }
 
 private:
-    Tensor attention(const Tensor& x) { return proj->forward(attend(qkv->forward(x), heads_, causal_)); }
+    Tensor attention(const Tensor& x) { return proj->forward(attend(qkv->forward(x), heads_, causal_, recompute_core_)); }
     Tensor mlp(const Tensor& x) { return fc2->forward(torch::gelu(fc1->forward(x))); }
     int64_t heads_;
     bool pre_norm_, causal_;
+    bool recompute_core_ = false;  // selective recomputation
 
 public:
     nn::LayerNorm ln1;

@@ -4,6 +4,7 @@
 #include <functional>
 #include <limits>
 
+#include "engine/src/models/attention_core.h"
 #include "engine/src/models/zoo_layers.h"
 
 namespace hippie::engine {
@@ -18,18 +19,14 @@ constexpr double kSinusoidBase = 10000.0;
 
 nn::LayerNorm layerNorm(int64_t d) { return nn::LayerNorm(nn::LayerNormOptions({d})); }
 
-// Scaled dot-product attention of q [b, sq, d] over k, v [b, skv, d] in `heads` heads.
-Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, bool causal) {
+// Scaled dot-product attention of q [b, sq, d] over k, v [b, skv, d] in `heads` heads; with
+// `recompute_core`, its scores and probabilities are recomputed in backward, not kept.
+Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, bool causal, bool recompute_core) {
     const int64_t b = q.size(0), sq = q.size(1), skv = k.size(1), d = q.size(2);
     TORCH_CHECK(d % heads == 0, "d_model ", d, " is not a multiple of the ", heads, " heads");
     const int64_t dh = d / heads;
     auto split = [&](const Tensor& t, int64_t s) { return t.reshape({b, s, heads, dh}).transpose(1, 2); };
-    Tensor scores = torch::matmul(split(q, sq), split(k, skv).transpose(-2, -1)) / std::sqrt(static_cast<double>(dh));
-    if (causal) {
-        const Tensor mask = torch::ones({sq, skv}, q.options().dtype(torch::kBool)).triu(1);
-        scores = scores.masked_fill(mask, -std::numeric_limits<float>::infinity());
-    }
-    const Tensor ctx = torch::matmul(torch::softmax(scores, -1), split(v, skv));
+    const Tensor ctx = attentionCore(split(q, sq), split(k, skv), split(v, skv), causal, recompute_core);
     return ctx.transpose(1, 2).reshape({b, sq, d});
 }
 
@@ -76,7 +73,12 @@ public:
     }
     // `whole` split over `tp`: its LayerNorms, and this rank's slices of its linears.
     Block(const Block& whole, const TpContext& tp)
-        : s_(whole.s_), name_(whole.name_), input_(whole.input_), memory_(whole.memory_), heads_(whole.s_.heads / tp.size()) {
+        : s_(whole.s_),
+          name_(whole.name_),
+          input_(whole.input_),
+          memory_(whole.memory_),
+          heads_(whole.s_.heads / tp.size()),
+          recompute_cores_(whole.recompute_cores_) {
         norm1 = register_module(s_.pre_norm ? "ln1" : "attn_norm", whole.norm1);
         qkv_ = column("attn_qkv", whole.qkv, tp, 3);  // this rank's heads of Q, K and V
         proj_ = row("attn_proj", whole.proj, tp);
@@ -106,6 +108,10 @@ public:
     }
     LayerPtr splitTensorParallel(const TpContext& tp) const override { return std::make_shared<Block>(*this, tp); }
     std::map<std::string, ParamSplit> tensorParallelSplits() const override { return splits_; }
+    bool setSelectiveRecompute(bool on) override {
+        recompute_cores_ = on;
+        return true;
+    }
 
     nn::LayerNorm norm1{nullptr}, norm_cross{nullptr}, norm2{nullptr};
     // The whole block's linears (null when split).
@@ -129,11 +135,11 @@ private:
     }
     Tensor selfAttention(const Tensor& x) {
         const auto parts = qkv_(x).chunk(3, 2);
-        return proj_(attend(parts[0], parts[1], parts[2], heads_, s_.causal));
+        return proj_(attend(parts[0], parts[1], parts[2], heads_, s_.causal, recompute_cores_));
     }
     Tensor crossAttention(const Tensor& x, const Tensor& memory) {
         const auto kv = cross_kv_(memory).chunk(2, 2);
-        return cross_proj_(attend(cross_q_(x), kv[0], kv[1], heads_, false));
+        return cross_proj_(attend(cross_q_(x), kv[0], kv[1], heads_, false, recompute_cores_));
     }
     Tensor mlp(const Tensor& x) {
         const Tensor h = fc1_(x);
@@ -142,6 +148,7 @@ private:
     BlockShape s_;
     std::string name_, input_, memory_;
     int64_t heads_;  // this rank's
+    bool recompute_cores_ = false;  // selective recomputation of the attention cores
     Dense qkv_, proj_, cross_q_, cross_kv_, cross_proj_, fc1_, fc2_;
     std::map<std::string, ParamSplit> splits_;
 };

@@ -231,10 +231,17 @@ void Executor::buildStages(const Graph& graph) {
         if (std::find(devs.begin(), devs.end(), rank_) == devs.end()) continue;
         const StageRange range = plan_.stages[s];
         std::vector<bool> recompute(static_cast<size_t>(range.last_layer - range.first_layer + 1), false);
-        for (int op : program_.segments[s].ops)
-            if (program_.recompute_op[static_cast<size_t>(op)])
-                recompute[static_cast<size_t>(graph.ops[static_cast<size_t>(op)].layer - range.first_layer)] = true;
+        std::vector<bool> selective(recompute.size(), false);  // attention cores recomputed inside backward
+        for (int op : program_.segments[s].ops) {
+            const size_t at = static_cast<size_t>(graph.ops[static_cast<size_t>(op)].layer - range.first_layer);
+            const bool core = static_cast<size_t>(op) < program_.selective_op.size() && program_.selective_op[static_cast<size_t>(op)];
+            if (core) selective[at] = true;
+            else if (program_.recompute_op[static_cast<size_t>(op)]) recompute[at] = true;
+        }
         auto layers = model_.tensorParallelLayers(range.first_layer, range.last_layer, seed_, device_, tp_);
+        for (size_t i = 0; i < layers.size(); ++i)
+            TORCH_CHECK(!selective[i] || layers[i]->setSelectiveRecompute(true), "layer ", range.first_layer + static_cast<int>(i),
+                        ": the program recomputes its attention cores selectively but the module has none");
         const int seg = static_cast<int>(s);
         stages_[seg] = std::make_unique<Stage>(seg, std::move(layers), recompute, io_[s], seg == last_segment, zero_stage_ >= 3);
         stages_[seg]->setInputPassThroughActivations(tp_.enabled());

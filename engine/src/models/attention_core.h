@@ -1,0 +1,17 @@
+#pragma once
+// The attention core of every transformer layer the engine builds (the zoo's and the tiny
+// models'): probabilities softmax(Q K^T / sqrt(d_head)), then their product with V; what the
+// Graph calls <prefix>_scores, <prefix>_softmax and <prefix>_context. With selective
+// recomputation (Plan::selective_recompute, Korthikanti et al. 2022, section 4.2) the scores
+// and probabilities are recomputed in backward instead of kept.
+#include <torch/torch.h>
+
+namespace hippie::engine {
+
+// q [b, heads, sq, dh] over k, v [b, heads, skv, dh], future keys masked when causal; returns
+// the context [b, heads, sq, dh]. With `recompute`, autograd keeps only q, k and v (which the
+// projections keep anyway) and backward computes the probabilities again before their
+// gradients, with the operations autograd would run, so both paths train alike.
+torch::Tensor attentionCore(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, bool causal, bool recompute);
+
+}  // namespace hippie::engine
