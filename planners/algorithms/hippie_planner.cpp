@@ -47,8 +47,13 @@ constexpr int64_t kBalancingCells = 20'000'000;    // dynamic-programming cells 
 constexpr int64_t kBalancerEntries = 4'000'000;    // largest stage-load table (24 bytes an entry) balanced
 constexpr int kSimulatedFromRanking = 48;          // best-ranked candidates simulated
 constexpr int kSimulationsPerPhase = 400;          // ranking plus climbing
-constexpr int kAlwaysSimulated = 4;                // even when they alone exceed the budget
+// Even when they alone exceed the budget. Two, the best-ranked candidate and its runner-up:
+// on gpt3-13b x dgx-a100-4x8 the third and fourth (ZeRO-2/3 plans, the costliest to
+// simulate) took a quarter of the planning time, and they won in none of the nine
+// (gpt3-1.3b, gpt3-13b, bert-large) x (dgx-a100-2x8, 4x8, dgx-h100-2x8) problems.
+constexpr int kAlwaysSimulated = 2;
 constexpr int64_t kInstructionBudget = 400'000;    // simulated instructions per search
+constexpr int64_t kZeroGathersPerMicroBatch = 3;   // ZeRO-3: inside its forward, recompute and backward
 // A move must beat the incumbent by more than rounding to count as an improvement.
 constexpr double kRelativeImprovement = 1e-12;
 
@@ -364,7 +369,7 @@ private:
         int simulations = 0;
         for (const Ranked& r : pool) {
             if (simulations >= kSimulatedFromRanking || context_.shouldStop()) break;
-            if (simulations >= kAlwaysSimulated && instructions_ + hybrid::simulationCost(r.candidate.shape) > budget_end) continue;
+            if (simulations >= kAlwaysSimulated && instructions_ + simulationCost(r.candidate) > budget_end) continue;
             if (!simulated_.count(hybrid::candidateKey(r.candidate))) ++simulations;
             simulate(r.candidate);
         }
@@ -485,8 +490,13 @@ private:
             const int64_t entries = MemoryAwareBalancer::entries(shape.pp, static_cast<int>(layers));
             if (entries > kBalancerEntries) continue;
             cells += entries * kFrontSteps;
-            const MemoryAwareBalancer balancer(estimator(shape.tp), shape, topology(shape), problem_.graph.layerCount());
-            for (Candidate& c : balancer.front(minCapacity(topology(shape)), kFrontSteps)) balanced.push_back(ranked(std::move(c), goal));
+            // A shape's front does not depend on the goal: balanced once, ranked per goal.
+            auto [front, added] = fronts_.try_emplace({shape.pp, shape.dp, shape.m, shape.zero, shape.tp});
+            if (added) {
+                const MemoryAwareBalancer balancer(estimator(shape.tp), shape, topology(shape), problem_.graph.layerCount());
+                front->second = balancer.front(minCapacity(topology(shape)), kFrontSteps);
+            }
+            for (const Candidate& c : front->second) balanced.push_back(ranked(c, goal));
         }
         addToPool(pool, std::move(balanced));
     }
@@ -549,7 +559,7 @@ private:
             bool moved = false;
             for (Ranked& n : next) {
                 const bool known = simulated_.count(hybrid::candidateKey(n.candidate)) > 0;
-                if (!known && (simulations_left <= 0 || instructions_ + hybrid::simulationCost(n.candidate.shape) > budget_end)) continue;
+                if (!known && (simulations_left <= 0 || instructions_ + simulationCost(n.candidate) > budget_end)) continue;
                 if (context_.shouldStop()) return;
                 simulations_left -= known ? 0 : 1;
                 const double value = simulatedRank(simulate(n.candidate), goal);
@@ -569,7 +579,7 @@ private:
         if (auto it = simulated_.find(key); it != simulated_.end()) return it->second.metrics;
         const Plan plan = hybrid::candidatePlan(problem_, HippiePlanner::kName, c);
         const TraceMetrics metrics = evaluate(problem_, plan);
-        instructions_ += hybrid::simulationCost(c.shape);
+        instructions_ += simulationCost(c);
         found_.offer(plan, metrics);
         if (const hybrid::Incumbents::Entry* best_plan = found_.best()) {
             const double score = found_.score(best_plan->metrics);
@@ -611,11 +621,35 @@ private:
         if (any) simulate(best.candidate);
     }
 
+    // Simulated instructions of a candidate: hybrid::simulationCost's, plus what ZeRO 2 and 3
+    // add to every micro-batch of every stream: a reduce-scatter per gradient bucket after each
+    // backward (ZeRO-3 has a bucket per layer) and, under ZeRO-3, a gather inside each compute.
+    // Without them gpt3-13b's ZeRO-2 and 3 plans were budgeted at a few per cent of their cost.
+    int64_t simulationCost(const Candidate& c) {
+        const int64_t base = hybrid::simulationCost(c.shape);
+        if (c.shape.dp < 2 || c.shape.zero < 2) return base;
+        const LayerCosts& costs = estimator(c.shape.tp).costs();
+        const int64_t bucket_bytes = std::max<int64_t>(Plan{}.bucket_bytes, 1);
+        int64_t most = 0;  // per micro-batch, on the busiest stage
+        for (const StageRange& r : c.stages) {
+            const int64_t buckets = c.shape.zero >= 3 ? r.last_layer - r.first_layer + 1
+                                                      : (costs.paramBytes(r.first_layer, r.last_layer) + bucket_bytes - 1) / bucket_bytes;
+            most = std::max(most, buckets + (c.shape.zero >= 3 ? kZeroGathersPerMicroBatch : 0));
+        }
+        return base + int64_t{c.shape.pp} * c.shape.dp * c.shape.tp * c.shape.m * most;
+    }
+
     // ---- Estimates -----------------------------------------------------------------------
 
+    // Estimates are memoised by candidate: the two goals of me-floor, the seeds, the fronts
+    // and the climbs meet the same candidates again, and only the rank depends on the goal.
     Ranked ranked(Candidate c, const Goal& goal) {
-        Estimate e = estimator(c.shape.tp).estimate(c, topology(c.shape));
-        ++estimated_;
+        auto [known, added] = estimates_.try_emplace(hybrid::candidateKey(c));
+        if (added) {
+            known->second = estimator(c.shape.tp).estimate(c, topology(c.shape));
+            ++estimated_;
+        }
+        Estimate e = known->second;
         const double rank = hybrid::estimateRank(e, goal.objective, goal.min_throughput);
         Ranked r{std::move(c), std::move(e), rank};
         auto it = best_estimate_by_depth_.find(r.candidate.shape.pp);
@@ -678,6 +712,8 @@ private:
     std::map<int, std::vector<std::vector<StageRange>>> seeds_by_depth_;
     std::map<std::pair<int, double>, std::vector<StageRange>> seeds_by_size_;
     std::unordered_map<std::string, Simulated> simulated_;
+    std::unordered_map<std::string, Estimate> estimates_;  // by candidateKey
+    std::map<std::tuple<int, int, int, int, int>, std::vector<Candidate>> fronts_;  // balanced, by shape
     std::map<int, Ranked> best_estimate_by_depth_;
     std::map<int, std::string> best_simulated_by_depth_;
     int64_t estimated_ = 0, pooled_ = 0, pruned_ = 0, instructions_ = 0;
