@@ -49,11 +49,10 @@ constexpr int kSimulatedFromRanking = 48;          // best-ranked candidates sim
 constexpr int kSimulationsPerPhase = 400;          // ranking plus climbing
 // Even when they alone exceed the budget. Two, the best-ranked candidate and its runner-up:
 // on gpt3-13b x dgx-a100-4x8 the third and fourth (ZeRO-2/3 plans, the costliest to
-// simulate) took a quarter of the planning time, and they won in none of the nine
-// (gpt3-1.3b, gpt3-13b, bert-large) x (dgx-a100-2x8, 4x8, dgx-h100-2x8) problems.
+// simulate) took a quarter of the planning time, and the plan chosen was the same without
+// them on the twenty zoo x cluster problems tried (docs/planners.md, hippie).
 constexpr int kAlwaysSimulated = 2;
 constexpr int64_t kInstructionBudget = 400'000;    // simulated instructions per search
-constexpr int64_t kZeroGathersPerMicroBatch = 3;   // ZeRO-3: inside its forward, recompute and backward
 // A move must beat the incumbent by more than rounding to count as an improvement.
 constexpr double kRelativeImprovement = 1e-12;
 
@@ -369,7 +368,7 @@ private:
         int simulations = 0;
         for (const Ranked& r : pool) {
             if (simulations >= kSimulatedFromRanking || context_.shouldStop()) break;
-            if (simulations >= kAlwaysSimulated && instructions_ + simulationCost(r.candidate) > budget_end) continue;
+            if (simulations >= kAlwaysSimulated && instructions_ + hybrid::simulationCost(r.candidate.shape) > budget_end) continue;
             if (!simulated_.count(hybrid::candidateKey(r.candidate))) ++simulations;
             simulate(r.candidate);
         }
@@ -559,7 +558,7 @@ private:
             bool moved = false;
             for (Ranked& n : next) {
                 const bool known = simulated_.count(hybrid::candidateKey(n.candidate)) > 0;
-                if (!known && (simulations_left <= 0 || instructions_ + simulationCost(n.candidate) > budget_end)) continue;
+                if (!known && (simulations_left <= 0 || instructions_ + hybrid::simulationCost(n.candidate.shape) > budget_end)) continue;
                 if (context_.shouldStop()) return;
                 simulations_left -= known ? 0 : 1;
                 const double value = simulatedRank(simulate(n.candidate), goal);
@@ -579,7 +578,7 @@ private:
         if (auto it = simulated_.find(key); it != simulated_.end()) return it->second.metrics;
         const Plan plan = hybrid::candidatePlan(problem_, HippiePlanner::kName, c);
         const TraceMetrics metrics = evaluate(problem_, plan);
-        instructions_ += simulationCost(c);
+        instructions_ += hybrid::simulationCost(c.shape);
         found_.offer(plan, metrics);
         if (const hybrid::Incumbents::Entry* best_plan = found_.best()) {
             const double score = found_.score(best_plan->metrics);
@@ -619,24 +618,6 @@ private:
                 any = true;
             }
         if (any) simulate(best.candidate);
-    }
-
-    // Simulated instructions of a candidate: hybrid::simulationCost's, plus what ZeRO 2 and 3
-    // add to every micro-batch of every stream: a reduce-scatter per gradient bucket after each
-    // backward (ZeRO-3 has a bucket per layer) and, under ZeRO-3, a gather inside each compute.
-    // Without them gpt3-13b's ZeRO-2 and 3 plans were budgeted at a few per cent of their cost.
-    int64_t simulationCost(const Candidate& c) {
-        const int64_t base = hybrid::simulationCost(c.shape);
-        if (c.shape.dp < 2 || c.shape.zero < 2) return base;
-        const LayerCosts& costs = estimator(c.shape.tp).costs();
-        const int64_t bucket_bytes = std::max<int64_t>(Plan{}.bucket_bytes, 1);
-        int64_t most = 0;  // per micro-batch, on the busiest stage
-        for (const StageRange& r : c.stages) {
-            const int64_t buckets = c.shape.zero >= 3 ? r.last_layer - r.first_layer + 1
-                                                      : (costs.paramBytes(r.first_layer, r.last_layer) + bucket_bytes - 1) / bucket_bytes;
-            most = std::max(most, buckets + (c.shape.zero >= 3 ? kZeroGathersPerMicroBatch : 0));
-        }
-        return base + int64_t{c.shape.pp} * c.shape.dp * c.shape.tp * c.shape.m * most;
     }
 
     // ---- Estimates -----------------------------------------------------------------------
