@@ -48,7 +48,11 @@ constexpr int64_t kBalancingCells = 20'000'000;    // dynamic-programming cells 
 constexpr int64_t kBalancerEntries = 4'000'000;    // largest stage-load table (24 bytes an entry) balanced
 constexpr int kSimulatedFromRanking = 48;          // best-ranked candidates simulated
 constexpr int kSimulationsPerPhase = 400;          // ranking plus climbing
-constexpr int kAlwaysSimulated = 4;                // even when they alone exceed the budget
+// Even when they alone exceed the budget. Two, the best-ranked candidate and its runner-up:
+// on gpt3-13b x dgx-a100-4x8 the third and fourth (ZeRO-2/3 plans, the costliest to
+// simulate) took a quarter of the planning time, and the plan chosen was the same without
+// them on the twenty zoo x cluster problems tried (docs/planners.md, hippie).
+constexpr int kAlwaysSimulated = 2;
 constexpr int64_t kInstructionBudget = 400'000;    // simulated instructions per search
 // A move must beat the incumbent by more than rounding to count as an improvement.
 constexpr double kRelativeImprovement = 1e-12;
@@ -487,8 +491,13 @@ private:
             const int64_t entries = MemoryAwareBalancer::entries(shape.pp, static_cast<int>(layers));
             if (entries > kBalancerEntries) continue;
             cells += entries * kFrontSteps;
-            const MemoryAwareBalancer balancer(estimator(shape.tp), shape, topology(shape), problem_.graph.layerCount());
-            for (Candidate& c : balancer.front(minCapacity(topology(shape)), kFrontSteps)) balanced.push_back(ranked(std::move(c), goal));
+            // A shape's front does not depend on the goal: balanced once, ranked per goal.
+            auto [front, added] = fronts_.try_emplace({shape.pp, shape.dp, shape.m, shape.zero, shape.tp});
+            if (added) {
+                const MemoryAwareBalancer balancer(estimator(shape.tp), shape, topology(shape), problem_.graph.layerCount());
+                front->second = balancer.front(minCapacity(topology(shape)), kFrontSteps);
+            }
+            for (const Candidate& c : front->second) balanced.push_back(ranked(c, goal));
         }
         addToPool(pool, std::move(balanced));
     }
@@ -641,9 +650,15 @@ private:
 
     // ---- Estimates -----------------------------------------------------------------------
 
+    // Estimates are memoised by candidate: the two goals of me-floor, the seeds, the fronts
+    // and the climbs meet the same candidates again, and only the rank depends on the goal.
     Ranked ranked(Candidate c, const Goal& goal) {
-        Estimate e = estimator(c.shape.tp).estimate(c, topology(c.shape));
-        ++estimated_;
+        auto [known, added] = estimates_.try_emplace(hybrid::candidateKey(c));
+        if (added) {
+            known->second = estimator(c.shape.tp).estimate(c, topology(c.shape));
+            ++estimated_;
+        }
+        Estimate e = known->second;
         const double rank = hybrid::estimateRank(e, goal.objective, goal.min_throughput);
         Ranked r{std::move(c), std::move(e), rank};
         auto it = best_estimate_by_depth_.find(r.candidate.shape.pp);
@@ -706,6 +721,8 @@ private:
     std::map<int, std::vector<std::vector<StageRange>>> seeds_by_depth_;
     std::map<std::pair<int, double>, std::vector<StageRange>> seeds_by_size_;
     std::unordered_map<std::string, Simulated> simulated_;
+    std::unordered_map<std::string, Estimate> estimates_;  // by candidateKey
+    std::map<std::tuple<int, int, int, int, int>, std::vector<Candidate>> fronts_;  // balanced, by shape
     std::map<int, Ranked> best_estimate_by_depth_;
     std::map<int, std::string> best_simulated_by_depth_;
     int64_t estimated_ = 0, pooled_ = 0, pruned_ = 0, instructions_ = 0;

@@ -6,7 +6,8 @@
 //          relative to the best baseline under that objective, and planning time (wall clock
 //          and this thread's CPU time).
 // scaling: hippie's planning time for gpt3-13b on 8 to 128 A100s (DGX nodes; 8x8 and 16x8
-//          are built in code), and on dgx-a100-4x8 for GPT models of 12 to 48 blocks.
+//          are built in code), and on dgx-a100-4x8 for gpt3-13b cut or grown to 12, 24, 40,
+//          80 and 96 blocks (the `layers` override); prints the command that produced it.
 // Use a Release build: planning time is the point.
 #include <time.h>
 
@@ -14,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -54,9 +56,11 @@ double threadCpuSeconds() {
     return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-Problem zooProblem(const std::string& model, const Cluster& cluster, const std::string& cluster_name, int global_batch) {
+Problem zooProblem(const std::string& model, const Cluster& cluster, const std::string& cluster_name, int global_batch,
+                   const std::map<std::string, double>& overrides = {}) {
     ModelSpec spec;
     spec.zoo = model;
+    spec.overrides = overrides;
     spec.batch_size = 1;
     spec.precision = Precision::FP16;
     Problem p;
@@ -161,7 +165,8 @@ void scalingRow(const std::string& label, const Problem& problem, const Options&
         if (line.rfind("estimated", 0) == 0) std::printf("  %-22s %s\n", "", line.c_str());
 }
 
-void scaling(const Options& o) {
+void scaling(const Options& o, const std::string& command) {
+    std::printf("\n%s\n", command.c_str());
     std::printf("\nhippie planning time vs devices (gpt3-13b, global batch %d)\n", kGptBatch);
     for (const char* preset : {"dgx-a100-1x8", "dgx-a100-2x8", "dgx-a100-4x8"})
         scalingRow(preset, zooProblem("gpt3-13b", buildClusterPreset(preset), preset, kGptBatch), o);
@@ -169,9 +174,12 @@ void scaling(const Options& o) {
         const Cluster c = dgxA100Nodes(nodes);
         scalingRow(c.name + " (in code)", zooProblem("gpt3-13b", c, c.name, kGptBatch), o);
     }
-    std::printf("\nhippie planning time vs layers (dgx-a100-4x8, global batch %d)\n", kGptBatch);
-    for (const char* model : {"gpt2-small", "gpt3-1.3b", "gpt3-2.7b", "gpt3-13b", "gpt2-xl"})
-        scalingRow(model, zooProblem(model, buildClusterPreset("dgx-a100-4x8"), "dgx-a100-4x8", kGptBatch), o);
+    // GPT-3 13B's width (5120, 40 heads) at the depths of the GPT-3 family and beyond: the
+    // Graph has two more layers than blocks (embedding and head).
+    std::printf("\nhippie planning time vs layers (gpt3-13b --override layers=N, dgx-a100-4x8, global batch %d)\n", kGptBatch);
+    for (int blocks : {12, 24, 40, 80, 96})
+        scalingRow("gpt3-13b layers=" + std::to_string(blocks),
+                   zooProblem("gpt3-13b", buildClusterPreset("dgx-a100-4x8"), "dgx-a100-4x8", kGptBatch, {{"layers", blocks}}), o);
 }
 
 Options parse(int argc, char** argv) {
@@ -189,7 +197,9 @@ Options parse(int argc, char** argv) {
 
 int main(int argc, char** argv) {
     const Options o = parse(argc, argv);
+    std::string command = "$";
+    for (int i = 0; i < argc; ++i) command += std::string(" ") + argv[i];
     if (o.what == "table" || o.what == "all") comparisonTable(o);
-    if (o.what == "scaling" || o.what == "all") scaling(o);
+    if (o.what == "scaling" || o.what == "all") scaling(o, command);
     return 0;
 }
