@@ -317,7 +317,9 @@ private slots:
         expectRejected("tp on a placement", [](json& j) { j["tp"] = 2; }, {"'tp'", "placement"}, placementPlan());
         expectRejected("row of dp devices", [](json& j) { j["device_map"][1] = {2, 6}; },
                        {"device_map[1]", "'dp' is 2", "'tp' 2", "4 in all"}, tp);
-        expectRejected("too many devices", [](json& j) { j["tp"] = 1 << 19; }, {"'tp'", "524288", "more than the 1048576"}, tp);
+        expectRejected("too many devices", [](json& j) { j["tp"] = 1 << 19; }, {"'tp'", "524288", "more than the 131072"}, tp);
+        expectRejected("dp past the device limit", [](json& j) { j["dp"] = 355584; j["global_batch"] = 1000000000; },
+                       {"'dp'", "1422336 devices", "more than the 131072"});
         expectRejected("duplicate rank", [](json& j) { j["device_map"][0][1] = 0; }, {"device_map[0][1]", "device 0", "device_map[0][0]"},
                        tp);
     }
