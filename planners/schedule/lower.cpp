@@ -156,25 +156,26 @@ Layout placementLayout(const Plan& plan, const Graph& graph) {
     return l;
 }
 
-// Buckets of each segment: ops taken from the last backwards, closed when their gradient
-// bytes reach bucket_bytes; the remaining ops form the segment's last bucket.
-// `param_bytes`: one tensor-parallel rank's parameter bytes of each op.
-std::vector<std::vector<int>> makeBuckets(const std::vector<int64_t>& param_bytes, const Layout& l, int64_t bucket_bytes,
-                                          std::vector<Bucket>& buckets) {
+// Buckets of each segment: ops taken from the last backwards into the open bucket, which is
+// closed before an op when `closes(bucket, op)` says so; the remaining ops form the segment's
+// last bucket. `param_bytes`: one tensor-parallel rank's parameter bytes of each op.
+template <class Closes>
+std::vector<std::vector<int>> cutBuckets(const std::vector<int64_t>& param_bytes, const Layout& l, std::vector<Bucket>& buckets,
+                                         Closes closes) {
     std::vector<std::vector<int>> of_segment(l.segments.size());
     for (size_t s = 0; s < l.segments.size(); ++s) {
         Bucket cur;
         cur.segment = static_cast<int>(s);
         const auto& ops = l.segments[s].ops;
         for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
-            cur.ops.push_back(*it);
-            cur.bytes += param_bytes[static_cast<size_t>(*it)];
-            if (cur.bytes >= bucket_bytes && std::next(it) != ops.rend()) {
+            if (!cur.ops.empty() && closes(cur, *it)) {
                 of_segment[s].push_back(static_cast<int>(buckets.size()));
                 buckets.push_back(cur);
                 cur = Bucket{};
                 cur.segment = static_cast<int>(s);
             }
+            cur.ops.push_back(*it);
+            cur.bytes += param_bytes[static_cast<size_t>(*it)];
         }
         of_segment[s].push_back(static_cast<int>(buckets.size()));
         buckets.push_back(cur);
@@ -182,32 +183,22 @@ std::vector<std::vector<int>> makeBuckets(const std::vector<int64_t>& param_byte
     return of_segment;
 }
 
-// ZeRO-3's buckets: one per layer of each segment (the unit FSDP wraps and gathers), cut
-// from the segment's end like makeBuckets; ops of a layer without parameters join the
-// bucket of the layer before them.
+// Buckets closed when their gradient bytes reach bucket_bytes.
+std::vector<std::vector<int>> makeBuckets(const std::vector<int64_t>& param_bytes, const Layout& l, int64_t bucket_bytes,
+                                          std::vector<Bucket>& buckets) {
+    return cutBuckets(param_bytes, l, buckets, [&](const Bucket& cur, int) { return cur.bytes >= bucket_bytes; });
+}
+
+// ZeRO-3's buckets: one per layer of each segment (the unit FSDP wraps and gathers); ops of a
+// layer without parameters join the bucket of the layer before them.
 std::vector<std::vector<int>> makeLayerBuckets(const std::vector<int64_t>& param_bytes, const Layout& l, const Graph& graph,
                                                std::vector<Bucket>& buckets) {
-    std::vector<std::vector<int>> of_segment(l.segments.size());
-    for (size_t s = 0; s < l.segments.size(); ++s) {
-        Bucket cur;
-        cur.segment = static_cast<int>(s);
-        int layer = -1;  // the layer whose parameters `cur` holds
-        for (auto it = l.segments[s].ops.rbegin(); it != l.segments[s].ops.rend(); ++it) {
-            const int op_layer = graph.ops[static_cast<size_t>(*it)].layer;
-            if (cur.bytes > 0 && op_layer != layer) {
-                of_segment[s].push_back(static_cast<int>(buckets.size()));
-                buckets.push_back(cur);
-                cur = Bucket{};
-                cur.segment = static_cast<int>(s);
-            }
-            cur.ops.push_back(*it);
-            cur.bytes += param_bytes[static_cast<size_t>(*it)];
-            if (param_bytes[static_cast<size_t>(*it)] > 0) layer = op_layer;
-        }
-        of_segment[s].push_back(static_cast<int>(buckets.size()));
-        buckets.push_back(cur);
-    }
-    return of_segment;
+    const auto layer = [&](int op) { return graph.ops[static_cast<size_t>(op)].layer; };
+    return cutBuckets(param_bytes, l, buckets, [&](const Bucket& cur, int op) {
+        // The layer whose parameters the bucket holds: that of its latest op with some.
+        const auto held = std::find_if(cur.ops.rbegin(), cur.ops.rend(), [&](int o) { return param_bytes[static_cast<size_t>(o)] > 0; });
+        return held != cur.ops.rend() && layer(*held) != layer(op);
+    });
 }
 
 // Bytes sent from a producer segment to the segments of `consumers`: one tensor per producing
@@ -418,7 +409,7 @@ std::vector<Instr> finishComputeOrder(const std::vector<Instr>& order, const Pla
 }
 
 // ZeRO-3: a ZeroGather instruction right after each compute instruction that uses
-// parameters, listing the per-layer gathers inside it (zeroGathers.h), over the segment's
+// parameters, listing the per-layer gathers inside it (zero_gathers.h), over the segment's
 // data-parallel group.
 std::vector<Instr> zeroGatherInstructions(const std::vector<Instr>& in, const Program& prog, const Graph& graph,
                                           const std::vector<int>& group_of_segment) {

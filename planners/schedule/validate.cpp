@@ -41,7 +41,7 @@ public:
         checkP2PMatching();
         for (size_t s = 0; s < p_.streams.size(); ++s) checkStream(static_cast<int>(s));
         checkCollectives();
-        checkTensorParallelGroups();
+        checkInlineGroups();
         if (r_.ok) checkFinishes();
         return r_;
     }
@@ -340,7 +340,7 @@ private:
 
     // Every member of a tp group runs the same TensorParallel instructions in the same order,
     // and every member of a data-parallel group the same ZeroGather instructions.
-    void checkTensorParallelGroups() {
+    void checkInlineGroups() {
         using Key = std::tuple<InstrKind, int, int, InstrKind, int64_t, int, bool>;
         std::set<int> named;  // groups some TensorParallel or ZeroGather instruction names
         for (const auto& stream : p_.streams)

@@ -249,12 +249,6 @@ private:
         return prog_.zero_stage > 0 ? (count + prog_.pipelines - 1) / prog_.pipelines : count;
     }
 
-    int64_t segmentParamBytes(int segment) const {
-        int64_t bytes = 0;
-        for (int op : prog_.segments[static_cast<size_t>(segment)].ops) bytes += cost_.rankParamBytes(op);
-        return bytes;
-    }
-
     // ZeRO-3: the most whole parameters stream s holds at once: two layers' (the one a compute
     // uses and the next, prefetched) of its largest gathering.
     int64_t gatheredBytes(size_t s) const {

@@ -83,12 +83,18 @@ std::map<std::string, double> smallOverrides(const std::string& family) {
     return {{"layers", 2}, {"inputs", 32}, {"hidden", 64}, {"classes", 10}};
 }
 
-void wiring(const hippie::ZooEntry& e) {
+// The zoo model at its small overrides, two samples (of 8 tokens where it reads sequences).
+ModelSpec smallSpec(const hippie::ZooEntry& e) {
     ModelSpec spec;
     spec.zoo = e.name;
     spec.batch_size = 2;
     spec.overrides = smallOverrides(e.family);
     if (e.default_seq_len > 0) spec.seq_len = 8;
+    return spec;
+}
+
+void wiring(const hippie::ZooEntry& e) {
+    const ModelSpec spec = smallSpec(e);
     const Graph g = hippie::buildZooModel(spec);
     const auto model = he::makeZooTrainable(spec);
     const auto layers = model->layers(0, model->layerCount() - 1, 1, torch::Device(torch::kCPU));
@@ -179,11 +185,7 @@ std::map<std::string, torch::Tensor> gradients(const std::vector<he::LayerPtr>& 
 }
 
 void selectiveRecomputation(const hippie::ZooEntry& e) {
-    ModelSpec spec;
-    spec.zoo = e.name;
-    spec.batch_size = 2;
-    spec.overrides = smallOverrides(e.family);
-    if (e.default_seq_len > 0) spec.seq_len = 8;
+    const ModelSpec spec = smallSpec(e);
     const Graph g = hippie::buildZooModel(spec);
     std::set<int> core_layers;
     for (const hippie::AttentionCore& c : hippie::attentionCores(g)) core_layers.insert(g.ops[static_cast<size_t>(c.scores)].layer);

@@ -386,19 +386,21 @@ void Executor::buildBuckets(const Graph& graph) {
     for (auto& [b, z] : zero_) releaseBucket(z);  // sharded from the start: gathered where used
 }
 
-void Executor::gatherLayer(int layer) {
+const std::vector<int>& Executor::bucketsOfLayer(int layer) const {
+    static const std::vector<int> none;
     const auto it = layer_buckets_.find(layer);
-    if (it == layer_buckets_.end()) return;
-    for (int b : it->second) {
+    return it == layer_buckets_.end() ? none : it->second;
+}
+
+void Executor::gatherLayer(int layer) {
+    for (int b : bucketsOfLayer(layer)) {
         gatherBucket(zero_.at(b));
         ++zero_gathers_;
     }
 }
 
 void Executor::prefetchLayer(int layer) {
-    const auto it = layer_buckets_.find(layer);
-    if (it == layer_buckets_.end()) return;
-    for (int b : it->second) {
+    for (int b : bucketsOfLayer(layer)) {
         ZeroBucket& z = zero_.at(b);
         if (z.gathering.valid()) continue;
         z.gathered = torch::empty({z.shard * plan_.dp}, torch::TensorOptions().dtype(torch::kFloat).device(device_));
@@ -416,9 +418,7 @@ void Executor::dropPrefetches() {
 }
 
 void Executor::releaseLayer(int layer) {
-    const auto it = layer_buckets_.find(layer);
-    if (it == layer_buckets_.end()) return;
-    for (int b : it->second) releaseBucket(zero_.at(b));
+    for (int b : bucketsOfLayer(layer)) releaseBucket(zero_.at(b));
 }
 
 void Executor::buildZero(const std::map<int, std::vector<Tensor>>& params_of_bucket) {
@@ -1006,13 +1006,8 @@ void Executor::onTensorParallel(const Instr& in) {
                                                                                                : " lists all-reduces but the plan is sequence parallel"));
     if (c.in.kind == InstrKind::Backward && c.in.bucket >= 0) {
         // A bucket part of a backward that ran whole in its first part: its share of that.
-        auto it = tp_backlog_.find({in.segment, in.mb});
-        if (it == tp_backlog_.end() || it->second.unlisted < in.count)
-            throw Error("rank " + std::to_string(rank_) + ": " + in.str() + " lists " + std::to_string(in.count) +
-                        " tp collective(s) of the backward's bucket part " + c.in.str() + ", more than the backward ran and its earlier parts did not list (" +
-                        std::to_string(it == tp_backlog_.end() ? 0 : it->second.unlisted) + ")");
-        it->second.unlisted -= in.count;
-        record(in, it->second.start, it->second.end);
+        const PartBacklog& b = takeShare(tp_backlog_, in, c.in, "tp collective(s)");
+        record(in, b.start, b.end);
         last_compute_.accounted = true;
         return;
     }
@@ -1042,13 +1037,8 @@ void Executor::onZeroGather(const Instr& in) {
         throw Error("rank " + std::to_string(rank_) + ": " + in.str() + " names group " + std::to_string(in.group) +
                     ", not the data-parallel group of segment " + std::to_string(in.segment) + " on this rank");
     if (c.in.kind == InstrKind::Backward && c.in.bucket >= 0) {
-        auto it = zero_backlog_.find({in.segment, in.mb});
-        if (it == zero_backlog_.end() || it->second.unlisted < in.count)
-            throw Error("rank " + std::to_string(rank_) + ": " + in.str() + " lists " + std::to_string(in.count) +
-                        " gather(s) of the backward's bucket part " + c.in.str() + ", more than the backward ran and its earlier parts did not list (" +
-                        std::to_string(it == zero_backlog_.end() ? 0 : it->second.unlisted) + ")");
-        it->second.unlisted -= in.count;
-        record(in, it->second.start, it->second.end);
+        const PartBacklog& b = takeShare(zero_backlog_, in, c.in, "gather(s)");
+        record(in, b.start, b.end);
         return;
     }
     if (c.zero_gathers != in.count)
@@ -1057,6 +1047,25 @@ void Executor::onZeroGather(const Instr& in) {
                     " bytes)");
     record(in, c.start, c.end);
     last_compute_.zero_accounted = true;
+}
+
+const Executor::PartBacklog& Executor::takeShare(Backlogs& backlogs, const Instr& in, const Instr& part, const std::string& what) {
+    auto it = backlogs.find({in.segment, in.mb});
+    if (it == backlogs.end() || it->second.unlisted < in.count)
+        throw Error("rank " + std::to_string(rank_) + ": " + in.str() + " lists " + std::to_string(in.count) + " " + what +
+                    " of the backward's bucket part " + part.str() + ", more than the backward ran and its earlier parts did not list (" +
+                    std::to_string(it == backlogs.end() ? 0 : it->second.unlisted) + ")");
+    it->second.unlisted -= in.count;
+    return it->second;
+}
+
+void Executor::requireListed(Backlogs& backlogs, const std::string& did, const std::string& more, const std::string& listing) {
+    for (const auto& [key, b] : backlogs)
+        if (b.unlisted != 0)
+            throw Error("rank " + std::to_string(rank_) + ": the backward of segment " + std::to_string(key.first) + ", micro-batch " +
+                        std::to_string(key.second) + " " + did + " " + std::to_string(b.unlisted) + " more " + more + " than the " + listing +
+                        " instructions of its bucket parts list");
+    backlogs.clear();
 }
 
 // ---- the step ---------------------------------------------------------------------------------
@@ -1125,11 +1134,11 @@ StepResult Executor::step(int index) {
             if (tp_.enabled()) {
                 lc.tp = tp_.group->counts();
                 const int ran = listedCount(lc.tp, plan_.sequence_parallel);
-                if (part && !noop_) tp_backlog_[{in.segment, in.mb}] = TpBacklog{ran, start, end};
+                if (part && !noop_) tp_backlog_[{in.segment, in.mb}] = PartBacklog{ran, start, end};
                 lc.accounted = part || ran == 0;
             }
             if (part) {
-                if (!noop_ && zero_gathers_ > 0) zero_backlog_[{in.segment, in.mb}] = TpBacklog{zero_gathers_, start, end};
+                if (!noop_ && zero_gathers_ > 0) zero_backlog_[{in.segment, in.mb}] = PartBacklog{zero_gathers_, start, end};
                 lc.zero_accounted = true;
             }
             last_compute_ = lc;
@@ -1142,18 +1151,8 @@ StepResult Executor::step(int index) {
     }
     if (!last_compute_.accounted) throw unlisted();
     if (!last_compute_.zero_accounted) throw unlisted_gathers();
-    for (const auto& [key, b] : zero_backlog_)
-        if (b.unlisted != 0)
-            throw Error("rank " + std::to_string(rank_) + ": the backward of segment " + std::to_string(key.first) + ", micro-batch " +
-                        std::to_string(key.second) + " gathered " + std::to_string(b.unlisted) +
-                        " more ZeRO-3 bucket(s) than the ZeroGather instructions of its bucket parts list");
-    zero_backlog_.clear();
-    for (const auto& [key, b] : tp_backlog_)
-        if (b.unlisted != 0)
-            throw Error("rank " + std::to_string(rank_) + ": the backward of segment " + std::to_string(key.first) + ", micro-batch " +
-                        std::to_string(key.second) + " ran " + std::to_string(b.unlisted) +
-                        " more tp collective(s) than the TensorParallel instructions of its bucket parts list");
-    tp_backlog_.clear();
+    requireListed(zero_backlog_, "gathered", "ZeRO-3 bucket(s)", "ZeroGather");
+    requireListed(tp_backlog_, "ran", "tp collective(s)", "TensorParallel");
     waitPostedReceives();
     for (Posted& p : posted_sends_) {
         p.work.wait();

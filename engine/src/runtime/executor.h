@@ -158,6 +158,7 @@ private:
     void allocateBucket(ZeroBucket& z);  // stage 3: storage back for a released bucket (no values)
     void releaseBucket(ZeroBucket& z);
     // Stage 3: the per-layer hooks of the stages (Stage::setParameterHooks).
+    const std::vector<int>& bucketsOfLayer(int layer) const;  // empty when it has none
     void gatherLayer(int layer);
     void releaseLayer(int layer);
     void prefetchLayer(int layer);
@@ -265,12 +266,21 @@ private:
         bool zero_accounted = true;  // a ZeroGather instruction has listed them
     };
     LastCompute last_compute_;
-    struct TpBacklog {
-        int unlisted = 0;  // collectives the backward ran that no part's TensorParallel listed yet
-        double start = 0, end = 0;
+    // The hippie schedule's bucket parts of a backward run whole in the first part: what it ran
+    // that no part's in-line instruction (TensorParallel, ZeroGather) has listed yet.
+    struct PartBacklog {
+        int unlisted = 0;
+        double start = 0, end = 0;  // the backward's interval
     };
-    std::map<std::pair<int, int>, TpBacklog> tp_backlog_;  // (segment, mb) of a backward run in bucket parts
-    std::map<std::pair<int, int>, TpBacklog> zero_backlog_;  // the same for ZeRO-3 gathers
+    using Backlogs = std::map<std::pair<int, int>, PartBacklog>;  // by (segment, mb)
+    Backlogs tp_backlog_;    // tp collectives
+    Backlogs zero_backlog_;  // ZeRO-3 gathers
+    // `in` (after the bucket part `part`) lists its share of the backward's `what` (e.g.
+    // "gather(s)"); throws if the backward ran fewer than the parts list.
+    const PartBacklog& takeShare(Backlogs& backlogs, const Instr& in, const Instr& part, const std::string& what);
+    // At the end of a step: every backward's backlog listed in full, else names what it `did`
+    // more (e.g. "ran ... more tp collective(s)") than the `listing` instructions of its parts.
+    void requireListed(Backlogs& backlogs, const std::string& did, const std::string& more, const std::string& listing);
     double loss_sum_ = 0;
     bool noop_ = false;  // the handler found its work already done
     std::chrono::steady_clock::time_point step_start_;
