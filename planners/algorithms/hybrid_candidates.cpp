@@ -438,6 +438,7 @@ Estimator::Estimator(const Problem& problem, int tp)
     fwd_prefix_s_.assign(n + 1, 0);
     bwd_prefix_s_.assign(n + 1, 0);
     activation_prefix_.assign(n + 1, 0);
+    checkpoint_prefix_.assign(n + 1, 0);
     state_prefix_.assign(n + 1, 0);
     std::vector<int64_t> layer_temp(n, 0);
     for (int l = 0; l < layers_; ++l) {
@@ -452,6 +453,7 @@ Estimator::Estimator(const Problem& problem, int tp)
     input_bytes_.assign(n * n, 0);
     sent_bytes_.assign(n * n, 0);
     temp_bytes_.assign(n * n, 0);
+    largest_layer_.assign(n * n, 0);
 
     // Per producing op: the layers that read it and the largest tensor it sends them.
     std::vector<std::vector<int>> readers(g.ops.size());
@@ -462,6 +464,16 @@ Estimator::Estimator(const Problem& problem, int tp)
         int64_t& bytes = tensor[static_cast<size_t>(e.src)];
         if (to != g.ops[static_cast<size_t>(e.src)].layer) bytes = std::max(bytes, e.bytes);
     }
+    std::vector<int64_t> checkpoints(n, 0);
+    for (size_t op = 0; op < g.ops.size(); ++op) {
+        const int from = g.ops[op].layer;
+        for (int to : readers[op])
+            if (to != from) {
+                checkpoints[static_cast<size_t>(from)] += g.ops[op].output_bytes;
+                break;
+            }
+    }
+    for (size_t i = 0; i < n; ++i) checkpoint_prefix_[i + 1] = checkpoint_prefix_[i] + checkpoints[i];
     std::vector<int64_t> only_later(n * n, 0);  // [layer][last]: outputs of the layer's ops read only after `last`
     for (size_t op = 0; op < g.ops.size(); ++op) {
         auto& r = readers[op];
@@ -487,6 +499,11 @@ Estimator::Estimator(const Problem& problem, int tp)
         int64_t most = 0;
         for (int last = first; last < layers_; ++last)
             temp_bytes_[at(first, last)] = most = std::max(most, layer_temp[static_cast<size_t>(last)]);
+        most = 0;
+        for (int last = first; last < layers_; ++last) {
+            const size_t l = static_cast<size_t>(last);
+            largest_layer_[at(first, last)] = most = std::max(most, activation_prefix_[l + 1] - activation_prefix_[l]);
+        }
     }
 }
 
@@ -538,10 +555,13 @@ Estimator::StageCost Estimator::stageCost(const StageRange& r, bool recompute, i
     const int64_t buckets = shape.dp > 1 ? std::min(s.params, 2 * Plan{}.bucket_bytes) : 0;  // the cost model's two in flight
     const int64_t states = shape.dp > 1 && shape.zero > 0 ? zeroStateBytes(s.params, shape.zero >= 3 ? costs_.zeroGatheredBytes(r.first_layer, r.last_layer) : 0, shape) : state_prefix_[b + 1] - state_prefix_[a];
     s.static_bytes = states + buckets + (last_stage ? 0 : costs_.boundaryBytes(r.last_layer, samples));
-    const int64_t outputs = activation_prefix_[b + 1] - activation_prefix_[recompute ? b : a];
+    // Recomputation (of every layer but the last) stashes the recomputed layers' checkpoints
+    // and rebuilds one layer at a time inside the backward.
+    const int64_t outputs = recompute ? checkpoint_prefix_[b] - checkpoint_prefix_[a] + activation_prefix_[b + 1] - activation_prefix_[b]
+                                      : activation_prefix_[b + 1] - activation_prefix_[a];
     s.kept = cost.scaled(input_bytes_[at(r.first_layer, r.last_layer)] + outputs, samples);
-    s.recomputed = recompute ? cost.scaled(activation_prefix_[b] - activation_prefix_[a], samples) : 0;
-    s.sent = cost.scaled(recompute ? sent_bytes_[at(r.last_layer, r.last_layer)] : sent_bytes_[at(r.first_layer, r.last_layer)], samples);
+    s.recomputed = recompute ? cost.scaled(largest_layer_[at(r.first_layer, r.last_layer - 1)], samples) : 0;
+    s.sent = cost.scaled(sent_bytes_[at(r.first_layer, r.last_layer)], samples);
     s.temp = cost.scaled(temp_bytes_[at(r.first_layer, r.last_layer)], samples);
     return s;
 }

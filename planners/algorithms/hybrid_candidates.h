@@ -150,8 +150,9 @@ struct Estimate {
 // distinct replica pipeline, then the gradient all-reduce left after each stage's last
 // backward (bucket by bucket, overlapping it) and the optimizer step. Memory: the model
 // states and buffers, plus min(pp - s, m) micro-batches of stashed activations on stage s
-// (less the outputs sent on, which the hippie schedule frees once sent), the recomputed
-// activations of one micro-batch and the largest workspace, as the simulator accounts them.
+// (less the outputs sent on, which the hippie schedule frees once sent; a recomputed layer
+// stashes only its checkpoints, the outputs other layers read), one recomputed layer's
+// rebuild and the largest workspace, as the simulator accounts them.
 // It tracks the simulator within a few per cent on the zoo models (exactly on chains); it
 // ranks candidates and the best are simulated.
 class Estimator {
@@ -203,10 +204,12 @@ private:
     std::vector<double> fwd_prefix_s_;          // per sample, device 0
     std::vector<double> bwd_prefix_s_;
     std::vector<int64_t> activation_prefix_;    // at the graph's batch size
+    std::vector<int64_t> checkpoint_prefix_;    // outputs another layer reads (a recomputed layer's stash)
     std::vector<int64_t> state_prefix_;         // model states per layer (no buffers)
     std::vector<int64_t> input_bytes_;          // [first][last]: tensors entering the stage
     std::vector<int64_t> sent_bytes_;           // [first][last]: outputs only later stages read
     std::vector<int64_t> temp_bytes_;           // [first][last]: largest workspace
+    std::vector<int64_t> largest_layer_;        // [first][last]: largest one layer's activations
 };
 
 // A ranking key for candidates, larger is better: those that fit and reach min_throughput by

@@ -28,11 +28,19 @@ int64_t addBytes(int64_t a, int64_t b) {
 }
 
 // What one micro-batch of a segment allocates, in bytes at the program's micro-batch size.
+//
+// Full recomputation is activation checkpointing per layer, as Megatron-LM's full recompute and
+// FSDP's checkpoint wrapper do: the forward keeps each recomputed layer's outputs that another
+// layer reads (its checkpoints) and drops the rest; the backward rebuilds one layer at a time
+// from its checkpoints, runs that layer's backward and frees the rebuild, so one layer's
+// activations are live at once. The zb-h1 input pass keeps the graph for its weight pass, so
+// there every rebuilt layer lives until the weight pass (W) ends.
 struct SegmentMemory {
-    int64_t kept = 0;           // stashed for backward: the input plus outputs of ops not recomputed
-    // outputs rebuilt by Recompute just before backward: those of wholly recomputed layers, and
-    // the largest one block's attention core (selective recomputation rebuilds one at a time,
-    // inside the block's backward)
+    int64_t kept = 0;           // stashed for backward: the input, outputs of ops not recomputed, checkpoints
+    // outputs rebuilt for backward, allocated from Recompute until the backward ends: the
+    // largest one layer's rebuild (the largest one block's attention core under selective
+    // recomputation, which rebuilds one at a time inside the block's backward), or every
+    // recomputed layer's when the backward is split into input and weight passes
     int64_t recomputed = 0;
     int64_t sent_outputs = 0;   // outputs only other segments read: freed once sent (hippie)
     int64_t weight_inputs = 0;  // inputs of weighted ops, which the weight gradient (W) still needs
@@ -58,20 +66,31 @@ struct RankBytes {
     }
 };
 
+// The largest of per-layer byte counts, at `samples` samples.
+int64_t largestLayer(const std::map<int, RankBytes>& by_layer, const CostModel& cost, double samples) {
+    int64_t most = 0;
+    for (const auto& [layer, bytes] : by_layer) most = std::max(most, bytes.at(cost, samples));
+    return most;
+}
+
 std::vector<SegmentMemory> segmentMemory(const Program& prog, const CostModel& cost) {
     const Graph& g = cost.graph();
     std::vector<int> seg_of(g.ops.size(), -1);
     for (size_t s = 0; s < prog.segments.size(); ++s)
         for (int op : prog.segments[s].ops) seg_of[static_cast<size_t>(op)] = static_cast<int>(s);
+    std::vector<bool> split_backward(prog.segments.size(), false);  // zb-h1: input and weight passes
+    for (const auto& stream : prog.streams)
+        for (const Instr& in : stream)
+            if (in.kind == InstrKind::BackwardInput) split_backward[static_cast<size_t>(in.segment)] = true;
     std::vector<SegmentMemory> out(prog.segments.size());
-    std::vector<RankBytes> kept(prog.segments.size()), recomputed(prog.segments.size()), sent(prog.segments.size()),
-        weight_inputs(prog.segments.size());
-    std::vector<bool> read_inside(g.ops.size(), false), read_outside(g.ops.size(), false);
+    std::vector<RankBytes> kept(prog.segments.size()), sent(prog.segments.size()), weight_inputs(prog.segments.size());
+    std::vector<bool> read_inside(g.ops.size(), false), read_outside(g.ops.size(), false), read_by_other_layer(g.ops.size(), false);
     std::vector<std::set<int>> inputs_from_outside(prog.segments.size());
     std::vector<RankBytes> input_bytes_of_op(g.ops.size());
     for (const Edge& e : g.edges) {
         const int a = seg_of[static_cast<size_t>(e.src)], b = seg_of[static_cast<size_t>(e.dst)];
         (a == b ? read_inside : read_outside)[static_cast<size_t>(e.src)] = true;
+        if (g.ops[static_cast<size_t>(e.src)].layer != g.ops[static_cast<size_t>(e.dst)].layer) read_by_other_layer[static_cast<size_t>(e.src)] = true;
         // A rank holds what it received from another stage as it was sent (sentShare), and its
         // own ops' outputs as the cost model splits them (rankShare).
         const double share = a == b ? cost.rankShare(e.src) : sentShare(g.ops[static_cast<size_t>(e.src)], cost.split());
@@ -81,21 +100,32 @@ std::vector<SegmentMemory> segmentMemory(const Program& prog, const CostModel& c
     const double b = prog.micro_batch_size;
     for (size_t s = 0; s < prog.segments.size(); ++s) {
         SegmentMemory& m = out[s];
-        std::map<int, RankBytes> selective;  // by layer
+        std::map<int, RankBytes> selective, rebuilt;  // by layer: attention cores, wholly recomputed layers
         for (int op : prog.segments[s].ops) {
-            const Op& o = g.ops[static_cast<size_t>(op)];
+            const size_t i = static_cast<size_t>(op);
+            const Op& o = g.ops[i];
             const double share = cost.rankShare(op);
-            const bool recompute = prog.recompute_op[static_cast<size_t>(op)];
-            const bool one_block_at_a_time = static_cast<size_t>(op) < prog.selective_op.size() && prog.selective_op[static_cast<size_t>(op)];
-            (one_block_at_a_time ? selective[o.layer] : recompute ? recomputed[s] : kept[s]).add(o.output_bytes, share);
-            if (!recompute && read_outside[static_cast<size_t>(op)] && !read_inside[static_cast<size_t>(op)]) sent[s].add(o.output_bytes, share);
-            if (o.param_bytes > 0) weight_inputs[s].add(input_bytes_of_op[static_cast<size_t>(op)]);
+            const bool one_block_at_a_time = i < prog.selective_op.size() && prog.selective_op[i];
+            const bool whole_layer = prog.recompute_op[i] && !one_block_at_a_time;
+            if (one_block_at_a_time) selective[o.layer].add(o.output_bytes, share);
+            else if (whole_layer) rebuilt[o.layer].add(o.output_bytes, share);
+            // A checkpoint (a recomputed layer's output another layer reads) is stashed as well.
+            const bool stashed = !prog.recompute_op[i] || (whole_layer && read_by_other_layer[i]);
+            if (stashed) kept[s].add(o.output_bytes, share);
+            if (stashed && read_outside[i] && !read_inside[i]) sent[s].add(o.output_bytes, share);
+            if (o.param_bytes > 0) weight_inputs[s].add(input_bytes_of_op[i]);
             m.temp = std::max(m.temp, cost.scaled(o.temp_bytes, b * share));
         }
         m.kept = kept[s].at(cost, b);
-        int64_t largest_core = 0;
-        for (const auto& [layer, bytes] : selective) largest_core = std::max(largest_core, bytes.at(cost, b));
-        m.recomputed = addBytes(recomputed[s].at(cost, b), largest_core);
+        if (split_backward[s]) {
+            RankBytes all;
+            for (const auto& [layer, bytes] : rebuilt) all.add(bytes);
+            m.recomputed = addBytes(all.at(cost, b), largestLayer(selective, cost, b));
+        } else {
+            // A layer's rebuild and a block's core are never live at once: each lives only
+            // inside its own layer's backward.
+            m.recomputed = std::max(largestLayer(rebuilt, cost, b), largestLayer(selective, cost, b));
+        }
         m.sent_outputs = sent[s].at(cost, b);
         m.weight_inputs = std::min(weight_inputs[s].at(cost, b), m.kept);
         (void)addBytes(m.kept, m.recomputed);  // freed together after backward (memoryCurves)

@@ -149,22 +149,55 @@ private slots:
     }
 
     void recomputationTradesTimeForMemory() {
-        // Stage 0 of 2 keeps two micro-batches in flight; recomputing its layers keeps only
-        // their inputs and rebuilds one micro-batch at a time just before its backward.
-        const Graph g = chainGraph(4, 1, 2, 0);
+        // Stage 0 of 2 keeps two micro-batches in flight. Its layers have three ops each (norm,
+        // two linears), each output 1 MiB: 6 MiB a micro-batch. Recomputing them keeps each
+        // layer's output only (its checkpoint, which the next layer reads): 2 MiB; the backward
+        // rebuilds one layer at a time (3 MiB live). Peak, besides the 1 MiB buffer the
+        // gradients arrive in: 2 x 6 = 12 MiB without, 2 x 2 + 3 = 7 MiB with, at the first
+        // rebuild.
+        const int64_t act = 1 << 20;
+        const Graph g = tensorParallelChain(4, 1, 2, 0, act);
         const Cluster c = exactCluster(1, 2);
         Plan plan = pipelinePlan(4, 2, 1, 4, ScheduleKind::OneFOneB);
         const Run base = simulatePlan(g, c, plan);
         plan.recompute_layers = {0, 1};
         const Run rc = simulatePlan(g, c, plan);
-        const int64_t act = 1 << 20;
-        QCOMPARE(base.trace.metrics.peak_memory_bytes[0] - rc.trace.metrics.peak_memory_bytes[0], 2 * act);
+        QCOMPARE(base.trace.metrics.peak_memory_bytes[0], 13 * act);
+        QCOMPARE(rc.trace.metrics.peak_memory_bytes[0], 8 * act);
         // Each of the 4 micro-batches runs stage 0's two forward layers again: 8 s of compute.
         double base_busy = 0, rc_busy = 0;
         for (const TraceEvent& e : base.trace.events) base_busy += e.device == 0 && isCompute(e.kind) ? e.end_s - e.start_s : 0;
         for (const TraceEvent& e : rc.trace.events) rc_busy += e.device == 0 && isCompute(e.kind) ? e.end_s - e.start_s : 0;
         QVERIFY(std::abs(rc_busy - base_busy - 8.0) < 1e-6);
         QVERIFY(rc.trace.metrics.iteration_time_s > base.trace.metrics.iteration_time_s);
+    }
+
+    void recomputingOneOpLayersSavesNothing() {
+        // Layers of one op each: a layer's output is all it stashes and is its checkpoint too,
+        // so recomputation keeps every byte and adds one layer's rebuild (as activation
+        // checkpointing per layer does on a real GPU).
+        const int64_t act = 1 << 20;
+        const Graph g = chainGraph(4, 1, 2, 0, act);
+        const Cluster c = exactCluster(1, 2);
+        Plan plan = pipelinePlan(4, 2, 1, 4, ScheduleKind::OneFOneB);
+        const Run base = simulatePlan(g, c, plan);
+        plan.recompute_layers = {0, 1};
+        const Run rc = simulatePlan(g, c, plan);
+        QCOMPARE(rc.trace.metrics.peak_memory_bytes[0] - base.trace.metrics.peak_memory_bytes[0], act);
+    }
+
+    void zeroBubbleKeepsEveryRebuildForItsWeightPass() {
+        // zb-h1's input pass keeps the graph for the weight pass: the rebuilt layers of a
+        // micro-batch all live until W, unlike 1F1B's one layer at a time.
+        const int64_t act = 1 << 20;
+        const Graph g = tensorParallelChain(4, 1, 2, 0, act);
+        const Cluster c = exactCluster(1, 2);
+        Plan plan = pipelinePlan(4, 2, 1, 4, ScheduleKind::OneFOneB);
+        plan.recompute_layers = {0, 1};
+        const Run one = simulatePlan(g, c, plan);
+        plan.schedule = ScheduleKind::ZeroBubbleH1;
+        const Run zb = simulatePlan(g, c, plan);
+        QCOMPARE(zb.trace.metrics.peak_memory_bytes[0] - one.trace.metrics.peak_memory_bytes[0], 3 * act);
     }
 
     void pointToPointCostsLatencyPlusBytesOverBandwidth() {

@@ -115,6 +115,28 @@ else
     fail "interleaved ZeRO runs: $(tail -2 "$WORK/i0.out.err" "$WORK/i2.out.err" "$WORK/i3.out.err" 2>/dev/null)"
 fi
 
+# ZeRO-3 with both blocks recomputed: the backward rebuilds each block from its checkpoint with
+# the block's parameters gathered (the Recompute's gathers, listed by its Z3AG...R instruction),
+# then gathers them again for that block's backward. Equal to ZeRO-2 of the same plan exactly,
+# rank by rank, and to one process.
+rc=("${common[@]}" --pp 1 --dp 2 --microbatches 2 --schedule 1f1b --recompute 1,2)
+rm -f "$WORK"/rc*.json
+plan "$WORK/rc2.json" "${rc[@]}" --zero 2
+plan "$WORK/rc3.json" "${rc[@]}" --zero 3
+if launch "$WORK/rc2.json" 2 $STEPS "$WORK/rc2.out" --threads 1 --dump-params "$WORK/rc2.{rank}.json" &&
+   launch "$WORK/rc3.json" 2 $STEPS "$WORK/rc3.out" --threads 1 --dump-params "$WORK/rc3.{rank}.json"; then
+    ok=1
+    grep -q '"program":"[^"]*Z3AG0R0' "$WORK/rc3.out" || { ok=0; fail "ZeRO-3 recompute: no gathers of the Recompute (Z3AG0R0) in the program"; }
+    for r in 0 1; do
+        "$ENGINE" compare-params --reference "$WORK/rc2.$r.json" --tol 0 "$WORK/rc3.$r.json" > "$WORK/cmp.out" \
+            || { ok=0; fail "recomputed ZeRO-3 against ZeRO-2, rank $r: $(cat "$WORK/cmp.out")"; }
+    done
+    [ $ok = 1 ] && check "gpt pp1 x dp2 1f1b ZeRO-3, blocks recomputed one at a time (equals ZeRO-2 exactly)" "$WORK/rc3.out" \
+        "$WORK/ref.params.json" $PARAM_TOL "$WORK"/rc3.*.json
+else
+    fail "recomputed ZeRO runs: $(tail -2 "$WORK/rc2.out.err" "$WORK/rc3.out.err" 2>/dev/null)"
+fi
+
 # Global-norm clipping under ZeRO-2: the norm is summed over the shards (each element on one
 # replica) and the tied copy left out, as without ZeRO: the same norm and parameters.
 cc=("${common[@]}" --pp 2 --dp 2 --microbatches 4 --schedule 1f1b)

@@ -110,6 +110,25 @@ private:
 // cost, into the tp region and are the pairs' other halves).
 int listedCount(const TpGroup::Counts& c, bool sequence_parallel) { return sequence_parallel ? c.reduce_scatters : c.all_reduces; }
 
+TpGroup::Counts operator-(const TpGroup::Counts& a, const TpGroup::Counts& b) {
+    TpGroup::Counts d;
+    d.all_reduces = a.all_reduces - b.all_reduces;
+    d.reduce_scatters = a.reduce_scatters - b.reduce_scatters;
+    d.all_gathers = a.all_gathers - b.all_gathers;
+    d.loss_all_reduces = a.loss_all_reduces - b.loss_all_reduces;
+    d.bytes = a.bytes - b.bytes;
+    return d;
+}
+
+TpGroup::Counts& operator+=(TpGroup::Counts& a, const TpGroup::Counts& b) {
+    a.all_reduces += b.all_reduces;
+    a.reduce_scatters += b.reduce_scatters;
+    a.all_gathers += b.all_gathers;
+    a.loss_all_reduces += b.loss_all_reduces;
+    a.bytes += b.bytes;
+    return a;
+}
+
 std::string countText(const TpGroup::Counts& c, bool sequence_parallel) {
     if (!sequence_parallel) return std::to_string(c.all_reduces) + " all-reduce(s)";
     return std::to_string(c.reduce_scatters) + " reduce-scatter(s) (and " + std::to_string(c.all_gathers) + " all-gather(s))";
@@ -245,6 +264,7 @@ void Executor::buildStages(const Graph& graph) {
         const int seg = static_cast<int>(s);
         stages_[seg] = std::make_unique<Stage>(seg, std::move(layers), recompute, io_[s], seg == last_segment, zero_stage_ >= 3);
         stages_[seg]->setInputPassThroughActivations(tp_.enabled());
+        stages_[seg]->setRebuildWrapper([this](const std::function<void()>& rebuild) { runRebuild(rebuild); });
         max_stashed_[seg] = 0;
         const auto splits = stages_[seg]->parameterSplits();
         for (const auto& [name, t] : stages_[seg]->namedParameters())
@@ -771,8 +791,47 @@ void Executor::onForward(const Instr& in) {
 }
 
 void Executor::onRecompute(const Instr& in) {
-    AutocastScope autocast(precision_, device_);
     stage(in.segment).recompute(in.mb, lossFor(in.mb));
+}
+
+void Executor::runRebuild(const std::function<void()>& rebuild) {
+    const TpGroup::Counts tp_before = tp_.enabled() ? tp_.group->counts() : TpGroup::Counts{};
+    const int gathers_before = zero_gathers_;
+    const double start = now();
+    {
+        AutocastScope autocast(precision_, device_);
+        rebuild();
+    }
+    synchronizeDevice(device_);
+    rebuilt_.seconds += now() - start;
+    if (tp_.enabled()) rebuilt_.tp += tp_.group->counts() - tp_before;
+    rebuilt_.gathers += zero_gathers_ - gathers_before;
+}
+
+void Executor::settleRebuilds(const Instr& backward, double& start) {
+    const auto it = recomputed_.find({backward.segment, backward.mb});
+    if (it == recomputed_.end()) return;
+    const Recomputed& r = it->second;
+    const int ran = listedCount(rebuilt_.tp, plan_.sequence_parallel);
+    if (ran != r.tp_listed)
+        throw Error("rank " + std::to_string(rank_) + ": the rebuilds of segment " + std::to_string(backward.segment) + ", micro-batch " +
+                    std::to_string(backward.mb) + " (its Recompute, run inside " + backward.str() + ") ran " +
+                    countText(rebuilt_.tp, plan_.sequence_parallel) + " on its tp group, but the program lists " + std::to_string(r.tp_listed));
+    if (rebuilt_.gathers != r.gathers_listed)
+        throw Error("rank " + std::to_string(rank_) + ": the rebuilds of segment " + std::to_string(backward.segment) + ", micro-batch " +
+                    std::to_string(backward.mb) + " (its Recompute, run inside " + backward.str() + ") gathered " +
+                    std::to_string(rebuilt_.gathers) + " ZeRO-3 parameter bucket(s), but the program lists " + std::to_string(r.gathers_listed));
+    // The trace shows the rebuilds, which ran layer by layer inside the backward, as one block
+    // before it: the same device time, each kind's total exact.
+    const double end = start + rebuilt_.seconds;
+    trace_.events[r.event].start_s = start;
+    trace_.events[r.event].end_s = end;
+    for (size_t e : r.listing_events) {
+        trace_.events[e].start_s = start;
+        trace_.events[e].end_s = end;
+    }
+    start = end;
+    recomputed_.erase(it);
 }
 
 void Executor::onBackward(const Instr& in) {
@@ -1004,6 +1063,14 @@ void Executor::onTensorParallel(const Instr& in) {
     if (in.sequence_parallel != plan_.sequence_parallel)
         throw Error("rank " + std::to_string(rank_) + ": " + in.str() + (in.sequence_parallel ? " lists sequence-parallel pairs but the plan has none"
                                                                                                : " lists all-reduces but the plan is sequence parallel"));
+    if (c.in.kind == InstrKind::Recompute) {
+        // The rebuilds run inside the backward: checked and placed when it has run.
+        Recomputed& r = recomputed_.at({in.segment, in.mb});
+        r.tp_listed = in.count;
+        r.listing_events.push_back(record(in, c.start, c.end));
+        last_compute_.accounted = true;
+        return;
+    }
     if (c.in.kind == InstrKind::Backward && c.in.bucket >= 0) {
         // A bucket part of a backward that ran whole in its first part: its share of that.
         const PartBacklog& b = takeShare(tp_backlog_, in, c.in, "tp collective(s)");
@@ -1036,6 +1103,13 @@ void Executor::onZeroGather(const Instr& in) {
         program_.groups[static_cast<size_t>(in.group)] != program_.groups[static_cast<size_t>(dp_group)])
         throw Error("rank " + std::to_string(rank_) + ": " + in.str() + " names group " + std::to_string(in.group) +
                     ", not the data-parallel group of segment " + std::to_string(in.segment) + " on this rank");
+    if (c.in.kind == InstrKind::Recompute) {
+        Recomputed& r = recomputed_.at({in.segment, in.mb});
+        r.gathers_listed = in.count;
+        r.listing_events.push_back(record(in, c.start, c.end));
+        last_compute_.zero_accounted = true;
+        return;
+    }
     if (c.in.kind == InstrKind::Backward && c.in.bucket >= 0) {
         const PartBacklog& b = takeShare(zero_backlog_, in, c.in, "gather(s)");
         record(in, b.start, b.end);
@@ -1082,6 +1156,7 @@ StepResult Executor::step(int index) {
     recv_grad_.clear();
     input_grad_.clear();
     backward_started_.clear();
+    recomputed_.clear();
     weight_done_.clear();
     allreduce_event_.clear();
     loss_sum_ = 0;
@@ -1120,25 +1195,29 @@ StepResult Executor::step(int index) {
             waitPostedReceives();
             if (tp_.enabled()) tp_.group->resetCounts();
             zero_gathers_ = 0;
-            const double start = now();
+            rebuilt_ = Rebuilds{};
+            double start = now();
             noop_ = false;
             (this->*h)(in);
             if (zero_stage_ >= 3) dropPrefetches();
             synchronizeDevice(device_);  // CUDA: the event ends when its kernels have
             const double end = noop_ ? start : now();  // a bucket part whose backward already ran
-            record(in, start, end);
+            if (!noop_ && (in.kind == InstrKind::Backward || in.kind == InstrKind::BackwardInput)) settleRebuilds(in, start);
+            const size_t event = record(in, start, end);
+            if (in.kind == InstrKind::Recompute) recomputed_[{in.segment, in.mb}].event = event;
             // The hippie schedule's bucket parts: the first runs the whole backward, and each
             // part's TensorParallel and ZeroGather instructions list its bucket's share.
             const bool part = in.kind == InstrKind::Backward && in.bucket >= 0;
-            LastCompute lc{in, start, end, {}, true, zero_gathers_, zero_gathers_ == 0};
+            const int gathered = zero_gathers_ - rebuilt_.gathers;  // the rebuilds' are the Recompute's
+            LastCompute lc{in, start, end, {}, true, gathered, gathered == 0};
             if (tp_.enabled()) {
-                lc.tp = tp_.group->counts();
+                lc.tp = tp_.group->counts() - rebuilt_.tp;
                 const int ran = listedCount(lc.tp, plan_.sequence_parallel);
                 if (part && !noop_) tp_backlog_[{in.segment, in.mb}] = PartBacklog{ran, start, end};
                 lc.accounted = part || ran == 0;
             }
             if (part) {
-                if (!noop_ && zero_gathers_ > 0) zero_backlog_[{in.segment, in.mb}] = PartBacklog{zero_gathers_, start, end};
+                if (!noop_ && gathered > 0) zero_backlog_[{in.segment, in.mb}] = PartBacklog{gathered, start, end};
                 lc.zero_accounted = true;
             }
             last_compute_ = lc;
@@ -1153,6 +1232,9 @@ StepResult Executor::step(int index) {
     if (!last_compute_.zero_accounted) throw unlisted_gathers();
     requireListed(zero_backlog_, "gathered", "ZeRO-3 bucket(s)", "ZeroGather");
     requireListed(tp_backlog_, "ran", "tp collective(s)", "TensorParallel");
+    if (!recomputed_.empty())
+        throw Error("rank " + std::to_string(rank_) + ": the Recompute of segment " + std::to_string(recomputed_.begin()->first.first) +
+                    ", micro-batch " + std::to_string(recomputed_.begin()->first.second) + " was never followed by its backward");
     waitPostedReceives();
     for (Posted& p : posted_sends_) {
         p.work.wait();

@@ -281,6 +281,26 @@ private:
     // At the end of a step: every backward's backlog listed in full, else names what it `did`
     // more (e.g. "ran ... more tp collective(s)") than the `listing` instructions of its parts.
     void requireListed(Backlogs& backlogs, const std::string& did, const std::string& more, const std::string& listing);
+    // Full recomputation: a Recompute instruction arms its segment's rebuilds, which the
+    // backward after it runs one layer at a time (Stage). Each rebuild is timed and its
+    // collectives counted here, then settled with what the Recompute's in-line instructions
+    // listed once that backward has run.
+    struct Rebuilds {
+        double seconds = 0;
+        TpGroup::Counts tp;
+        int gathers = 0;
+    };
+    Rebuilds rebuilt_;  // by the compute instruction running now
+    struct Recomputed {
+        size_t event = 0;  // the Recompute's trace event
+        int tp_listed = 0, gathers_listed = 0;
+        std::vector<size_t> listing_events;  // its TensorParallel and ZeroGather events
+    };
+    std::map<std::pair<int, int>, Recomputed> recomputed_;  // armed, not yet rebuilt: by (segment, mb)
+    void runRebuild(const std::function<void()>& rebuild);
+    // After a backward of (segment, mb): its rebuilds against the Recompute's listing; the
+    // Recompute's events are placed at the backward's start, `start` moved past them.
+    void settleRebuilds(const Instr& backward, double& start);
     double loss_sum_ = 0;
     bool noop_ = false;  // the handler found its work already done
     std::chrono::steady_clock::time_point step_start_;

@@ -1,5 +1,8 @@
 #include "engine/src/runtime/stage.h"
 
+#include <algorithm>
+#include <set>
+
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/variable.h>
 
@@ -12,7 +15,7 @@ Stage::Stage(int segment, std::vector<LayerPtr> layers, const std::vector<bool>&
     : segment_(segment), layers_(std::move(layers)), io_(std::move(io)), computes_loss_(computes_loss) {
     for (size_t i = 0; i < layers_.size(); ++i) {
         const bool r = recompute_layer[i];
-        if (pieces_.empty() || pieces_.back().recompute != r || piece_per_layer) pieces_.push_back(Piece{i, i, r});
+        if (pieces_.empty() || pieces_.back().recompute != r || piece_per_layer || r) pieces_.push_back(Piece{i, i, r});
         pieces_.back().end = i + 1;
     }
 }
@@ -144,9 +147,22 @@ void Stage::forward(int mb, const Live& inputs, const LossFn& loss_fn) {
 
 void Stage::recompute(int mb, const LossFn& loss_fn) {
     MicroBatchState& st = state(mb);
-    for (size_t k = 0; k < pieces_.size(); ++k)
-        if (pieces_[k].recompute) st.pieces[k].out = withParameters(pieces_[k], nullptr, [&] { return runPiece(pieces_[k], st.pieces[k].in); });
-    if (computes_loss_ && pieces_.back().recompute) st.loss = loss_fn(st.pieces.back().out);
+    TORCH_CHECK(std::any_of(pieces_.begin(), pieces_.end(), [](const Piece& p) { return p.recompute; }), "segment ", segment_,
+                ": Recompute of micro-batch ", mb, " but no layer of the segment is recomputed");
+    TORCH_CHECK(!st.rebuild_loss, "segment ", segment_, ": micro-batch ", mb, " recomputed twice");
+    st.rebuild_loss = loss_fn ? loss_fn : LossFn([](const Live&) { return Tensor(); });
+}
+
+void Stage::rebuild(MicroBatchState& st, size_t k) {
+    PieceRun& run = st.pieces[k];
+    TORCH_CHECK(st.rebuild_loss, "segment ", segment_, ": backward of a recomputed layer before its Recompute");
+    const auto body = [&] {
+        run.out = withParameters(pieces_[k], nullptr, [&] { return runPiece(pieces_[k], run.in); });
+        if (computes_loss_ && k + 1 == pieces_.size()) st.loss = st.rebuild_loss(run.out);
+    };
+    if (rebuild_wrap_) rebuild_wrap_(body);
+    else body();
+    run.rebuilt = true;
 }
 
 Live Stage::backwardPieces(MicroBatchState& st, const Live& output_grad, bool keep_graph, bool accumulate) {
@@ -154,6 +170,7 @@ Live Stage::backwardPieces(MicroBatchState& st, const Live& output_grad, bool ke
     Live g = output_grad;
     for (size_t k = st.pieces.size(); k-- > 0;) {
         PieceRun& run = st.pieces[k];
+        if (pieces_[k].recompute && !run.rebuilt) rebuild(st, k);
         torch::autograd::edge_list roots;
         std::vector<Tensor> root_grads;
         Live passed;  // outputs that are inputs of the piece, unchanged: their gradient passes through
@@ -205,6 +222,8 @@ Live Stage::backwardPieces(MicroBatchState& st, const Live& output_grad, bool ke
                 return 0;
             });
         }
+        // The rebuild's activations went with its graph; its outputs go now (one layer live).
+        if (run.rebuilt && !keep_graph) run.out.clear();
         for (const auto& [key, p] : passed) {
             auto it = in_grad.find(key);
             if (it == in_grad.end()) in_grad[key] = p;
@@ -263,12 +282,17 @@ double Stage::lossValue(int mb) const {
 }
 
 int64_t Stage::stashedBytes() const {
+    // A piece's inputs are the views of the previous piece's outputs: each storage counts once.
+    std::set<const void*> seen;
     int64_t bytes = 0;
+    const auto add = [&](const Tensor& t) {
+        if (t.defined() && t.has_storage() && seen.insert(t.storage().unsafeGetStorageImpl()).second)
+            bytes += static_cast<int64_t>(t.storage().nbytes());
+    };
     for (const auto& [mb, st] : stash_)
         for (const PieceRun& r : st.pieces) {
-            for (const auto& [k, t] : r.in) bytes += static_cast<int64_t>(t.nbytes());
-            for (const auto& [k, t] : r.out)
-                if (t.defined()) bytes += static_cast<int64_t>(t.nbytes());
+            for (const auto& [k, t] : r.in) add(t);
+            for (const auto& [k, t] : r.out) add(t);
         }
     return bytes;
 }

@@ -1,11 +1,19 @@
 #pragma once
 // A segment of the model on this rank (a pipeline stage or interleaved chunk) and its
 // activation stash. The segment reads its inputs and produces its outputs as live maps of
-// named tensors (models/layer.h, runtime/boundaries.h). Its layers are cut into pieces at
-// recompute boundaries: a recomputed piece runs its forward without keeping activations and
-// runs it again (Recompute) before its backward. Each piece starts from detached leaves, so
-// backward runs piece by piece, last to first, handing each piece's input gradients to the
-// piece before it.
+// named tensors (models/layer.h, runtime/boundaries.h). Its layers are cut into pieces: a run
+// of layers not recomputed is one piece, and every recomputed layer is a piece of its own.
+// Each piece starts from detached leaves, so backward runs piece by piece, last to first,
+// handing each piece's input gradients to the piece before it.
+//
+// Full recomputation is activation checkpointing per layer (Megatron-LM's full recompute,
+// torch.utils.checkpoint around each layer): a recomputed piece runs its forward without
+// keeping activations, so the stash holds only its inputs and outputs (the checkpoints). The
+// Recompute instruction arms the rebuild; the backward then reruns each recomputed piece
+// forward from its checkpoints right before that piece's backward and frees the rebuild after
+// it, so one layer's activations are live at a time (the zb-h1 input pass keeps them for its
+// weight pass). The executor learns of each rebuild (setRebuildWrapper) to time it and count
+// its collectives as the Recompute instruction's.
 //
 // ZeRO-3 (setParameterHooks): every layer is a piece of its own, and the hooks gather a
 // layer's parameters before each of its pieces runs (forward, recompute, backward) and release
@@ -29,7 +37,8 @@ using Shapes = std::map<std::string, std::vector<int64_t>>;
 
 struct PieceRun {
     Live in;   // leaves: the piece's inputs
-    Live out;  // the piece's outputs (graph attached unless recomputed and not yet rerun)
+    Live out;  // the piece's outputs (graph attached unless recomputed and not yet rebuilt)
+    bool rebuilt = false;  // a recomputed piece run again, with its graph, for backward
 };
 
 struct MicroBatchState {
@@ -37,6 +46,7 @@ struct MicroBatchState {
     torch::Tensor loss;  // last segment only: this micro-batch's loss, scaled by 1/m
     Live output_grad;    // kept between BackwardInput and BackwardWeight
     bool output_released = false;
+    std::function<torch::Tensor(const Live& live)> rebuild_loss;  // set by recompute(): armed
 };
 
 class Stage {
@@ -64,7 +74,11 @@ public:
     // Forward of micro-batch `mb`; `loss_fn` (last segment) turns the live tensors into the loss.
     using LossFn = std::function<torch::Tensor(const Live& live)>;
     void forward(int mb, const Live& inputs, const LossFn& loss_fn);
+    // Arms the rebuild of the recomputed pieces, which the backward runs one piece at a time.
     void recompute(int mb, const LossFn& loss_fn);
+    // Runs each rebuild (a recomputed piece's forward inside the backward) through `wrap`.
+    using RebuildWrapper = std::function<void(const std::function<void()>& rebuild)>;
+    void setRebuildWrapper(RebuildWrapper wrap) { rebuild_wrap_ = std::move(wrap); }
     // Full backward (input and weight gradients) from the gradients of the outputs (none for
     // the last segment): consumes the stash entry and returns the gradients of the inputs that
     // other segments produced.
@@ -105,6 +119,7 @@ private:
     auto withParameters(const Piece& p, const Piece* next, F&& f) const;
     MicroBatchState& state(int mb);
     Live backwardPieces(MicroBatchState& st, const Live& output_grad, bool keep_graph, bool accumulate);
+    void rebuild(MicroBatchState& st, size_t k);
     bool fromProducer(const std::string& key) const;
 
     int segment_;
@@ -115,6 +130,7 @@ private:
     std::map<int, MicroBatchState> stash_;
     bool input_pass_through_activations_ = false;
     LayerHook gather_, release_, prefetch_;
+    RebuildWrapper rebuild_wrap_;
 };
 
 }  // namespace hippie::engine
