@@ -62,7 +62,7 @@ enum class InstrKind {
     Backward,        // input and weight gradients together
     BackwardInput,   // zb-h1 "B": gradient w.r.t. the segment's input only
     BackwardWeight,  // zb-h1 "W": gradient w.r.t. the segment's weights
-    Recompute,       // forward again of the segment's recomputed layers, before its backward
+    Recompute,       // the rebuilds of the segment's recomputed layers, which its backward runs one layer at a time
     SendActivation,
     RecvActivation,
     SendGrad,

@@ -194,12 +194,14 @@ private slots:
         QCOMPARE(r.plan.dp, 2);
     }
 
-    // Four layers of 1 GiB activations per sample, two samples on two devices. Without
-    // recomputation the deepest pipeline still stashes 4 GiB on its first stage; recomputing
-    // every layer the first stage keeps nothing between passes and the second its 1 GiB input.
+    // Four layers of three ops (outputs of 0.5 GiB a sample each), two samples on two devices.
+    // Without recomputation every plan stashes 6 GiB on some device (one sample's 12 ops, or
+    // stage 0's two micro-batches of 6 ops); recomputing every layer a device keeps the layers'
+    // outputs (their checkpoints, 0.5 GiB each) and rebuilds one layer (1.5 GiB) at a time:
+    // 3.5 GiB.
     void recomputationOnlyWhenNothingElseFits() {
-        const Graph g = chainGraph(4, 1, 2, 1 << 20, kGiB);
-        const PlannerResult tight = run("uniform", makeProblem(g, exactCluster(1, 2, kGiB * 7 / 2), 2));
+        const Graph g = tensorParallelChain(4, 1, 2, 1 << 20, kGiB / 2);
+        const PlannerResult tight = run("uniform", makeProblem(g, exactCluster(1, 2, kGiB * 9 / 2), 2));
         QVERIFY2(tight.feasible, (tight.reason + "\n" + joined(tight.log)).c_str());
         QCOMPARE(tight.plan.recompute_layers, (std::vector<int>{0, 1, 2, 3}));
         QVERIFY(contains(joined(tight.log), "recomputed"));

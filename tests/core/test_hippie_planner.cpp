@@ -103,8 +103,8 @@ private slots:
         QTest::newRow("9 layers, 2x4 slow links, tight, me-floor")
             << SmallCase{9, 3, 2, 4, 8, true, 60 * kMiB, O::MemoryEfficiencyWithThroughputFloor};
         QTest::newRow("10 layers, 8 devices, tight, throughput") << SmallCase{10, 4, 1, 8, 8, false, 80 * kMiB, O::Throughput};
-        QTest::newRow("12 layers, 8 devices, tight, me") << SmallCase{12, 5, 1, 8, 8, false, 33 * kMiB, O::MemoryEfficiency};
-        QTest::newRow("11 layers, 2x4 slow links, tight, me") << SmallCase{11, 6, 2, 4, 8, true, 26 * kMiB, O::MemoryEfficiency};
+        QTest::newRow("12 layers, 8 devices, tight, me") << SmallCase{12, 5, 1, 8, 8, false, 38 * kMiB, O::MemoryEfficiency};
+        QTest::newRow("11 layers, 2x4 slow links, tight, me") << SmallCase{11, 6, 2, 4, 8, true, 29 * kMiB, O::MemoryEfficiency};
         QTest::newRow("7 layers, 4 devices, headroom, me-floor")
             << SmallCase{7, 7, 1, 4, 12, false, kLoose, O::MemoryEfficiencyWithThroughputFloor, 0.1};
         QTest::newRow("7 layers, 4 devices, headroom, tight, throughput")

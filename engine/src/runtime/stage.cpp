@@ -1,6 +1,5 @@
 #include "engine/src/runtime/stage.h"
 
-#include <algorithm>
 #include <set>
 
 #include <torch/csrc/autograd/engine.h>
@@ -147,8 +146,8 @@ void Stage::forward(int mb, const Live& inputs, const LossFn& loss_fn) {
 
 void Stage::recompute(int mb, const LossFn& loss_fn) {
     MicroBatchState& st = state(mb);
-    TORCH_CHECK(std::any_of(pieces_.begin(), pieces_.end(), [](const Piece& p) { return p.recompute; }), "segment ", segment_,
-                ": Recompute of micro-batch ", mb, " but no layer of the segment is recomputed");
+    // (A segment whose only recomputation is selective has nothing to rebuild here: its layers'
+    // attention cores recompute themselves inside their backward.)
     TORCH_CHECK(!st.rebuild_loss, "segment ", segment_, ": micro-batch ", mb, " recomputed twice");
     st.rebuild_loss = loss_fn ? loss_fn : LossFn([](const Live&) { return Tensor(); });
 }
