@@ -31,10 +31,12 @@ for view in compare gantt graph teaching; do
     shoot "$view.png" "$view" 1600x1000
     shoot "$view-1280.png" "$view" 1280x800
 done
-# The tensor-parallel and ZeRO lessons (numbers in the Teaching page's list), whole iterations.
+# The tensor-parallel, ZeRO and selective recomputation lessons (numbers in the Teaching page's
+# list), whole iterations.
 "$studio" --no-run --lesson 8 --screenshot-size 1280x800 --screenshot "$out/teaching-tp.png" && echo "$out/teaching-tp.png"
 "$studio" --no-run --lesson 11 --screenshot-size 1280x800 --screenshot "$out/teaching-zero.png" && echo "$out/teaching-zero.png"
 "$studio" --no-run --lesson 13 --screenshot-size 1280x800 --screenshot "$out/teaching-zero3.png" && echo "$out/teaching-zero3.png"
+"$studio" --no-run --lesson 16 --screenshot-size 1280x800 --screenshot "$out/teaching-recompute.png" && echo "$out/teaching-recompute.png"
 # A t2 x pp2 x dp2 ZeRO-1 plan of GPT-2 small: its Gantt chart with rows grouped by stage, replica and rank.
 "$build/bin/hippie-plan" simulate --model gpt2-small --precision fp16 --cluster dgx-a100-1x8 --pp 2 --dp 2 --tp 2 --zero 1 \
     --microbatches 4 --global-batch 16 --schedule 1f1b --save-plan "$tmp/tp.json" >/dev/null

@@ -7,6 +7,7 @@
 #include "planners/cluster/cluster_json.h"
 #include "planners/model/zoo.h"
 #include "planners/model/zoo_builder.h"
+#include "planners/algorithms/pipeline_search.h"
 #include "planners/schedule/balanced_stages.h"
 
 namespace hippie::studio {
@@ -53,23 +54,25 @@ Graph buildUniformMlp(const ModelSpec& spec) {
     return g.finish();
 }
 
+// The whole GPT-2 medium (355M parameters, 24 blocks of 16 heads, 1024 tokens), in mixed
+// precision. The ZeRO lessons train it with one sample a GPU, so that the model state (16 bytes
+// a parameter under Adam in mixed precision) is most of the memory. The recomputation lessons
+// train it on a 4-stage 1F1B pipeline in micro-batches of 4 samples, so that the activations
+// kept for backward (the attention's scores and softmax grow with the square of the sequence)
+// outweigh the model state; there the first stage keeps several micro-batches' activations and
+// full recomputation at most one micro-batch's, so that its peak is below selective recomputation's.
+ModelSpec gptMedium() {
+    ModelSpec m;
+    m.zoo = "gpt2-medium";
+    m.batch_size = 1;
+    m.precision = Precision::FP16;
+    return m;
+}
 // The tensor-parallel lessons: a GPT whose 16 heads and widths 8 ranks divide, cut to 4 blocks
 // so that the collectives of each block are not lost among 24 of them, 8 samples a step.
 ModelSpec tensorParallelGpt() {
-    ModelSpec m;
-    m.zoo = "gpt2-medium";
-    m.batch_size = 1;
-    m.precision = Precision::FP16;
+    ModelSpec m = gptMedium();
     m.overrides = {{"layers", 4}};
-    return m;
-}
-// The ZeRO lessons: the whole GPT-2 medium (355M parameters) with one sample a GPU, so that the
-// model state (16 bytes a parameter under Adam in mixed precision) is most of the memory.
-ModelSpec zeroGpt() {
-    ModelSpec m;
-    m.zoo = "gpt2-medium";
-    m.batch_size = 1;
-    m.precision = Precision::FP16;
     return m;
 }
 
@@ -80,8 +83,12 @@ constexpr int kTensorParallel = 8;      // a whole DGX node
 constexpr int kTensorParallelSamples = 8;
 constexpr int kZeroReplicas = 8;
 constexpr int kZeroSamples = kZeroReplicas;  // one sample a GPU
+constexpr int kRecomputeStages = 4;
+constexpr int kRecomputeMicroBatches = 8;
+constexpr int kRecomputeSamples = 4 * kRecomputeMicroBatches;  // micro-batches of four samples
 // Lessons others are compared with, by their index in the list below.
-constexpr int kGpipe = 1, kOneFOneB = 2, kTpInNode = 6, kZero0 = 9, kZero1 = 10, kZero2 = 11;
+constexpr int kGpipe = 1, kOneFOneB = 2, kTpInNode = 6, kZero0 = 9, kZero1 = 10, kZero2 = 11, kNoRecompute = 13,
+              kFullRecompute = 14;
 // The t8 group over two nodes: ranks 0-3 on node 0, ranks 4-7 on node 1 (devices 8-11).
 const std::vector<std::vector<int>> kTpAcrossNodes = {{0, 1, 2, 3, 8, 9, 10, 11}};
 // One lesson's schedule and claims (the tensor-parallel and ZeRO settings left at none).
@@ -112,6 +119,13 @@ Lesson tensorParallel(Lesson l, int tp, bool sequence_parallel, std::vector<std:
 
 Lesson sharded(Lesson l, int zero_stage) {
     l.zero_stage = zero_stage;
+    return l;
+}
+
+Lesson recomputing(Lesson l, bool all_layers, bool selective, std::vector<LessonComparison> also_compared = {}) {
+    l.recompute_all = all_layers;
+    l.selective_recompute = selective;
+    l.also_compared = std::move(also_compared);
     return l;
 }
 
@@ -185,7 +199,7 @@ const std::vector<Lesson>& lessons() {
                        "precision. Every GPU keeps the whole model state: fp16 weights and gradients (2 + 2 bytes a "
                        "parameter) and Adam's fp32 master weights, momentum and variance (12 bytes): most of its memory, "
                        "the same on every GPU. The next lessons shard it over the 8 replicas.",
-                       zeroGpt(), kCluster, 1, kZeroReplicas, 1, 1, kZeroSamples, ScheduleKind::OneFOneB, -1,
+                       gptMedium(), kCluster, 1, kZeroReplicas, 1, 1, kZeroSamples, ScheduleKind::OneFOneB, -1,
                        {E::BalancedStages}),
                 0),
         sharded(lesson("ZeRO-1: optimizer state sharded",
@@ -193,14 +207,14 @@ const std::vector<Lesson>& lessons() {
                        "updates only that shard; the updated shards are then all-gathered (after the optimizer step) so "
                        "that every GPU has all the fp16 weights again. The memory curves start and peak lower than "
                        "ZeRO-0's.",
-                       zeroGpt(), kCluster, 1, kZeroReplicas, 1, 1, kZeroSamples, ScheduleKind::OneFOneB, kZero0,
+                       gptMedium(), kCluster, 1, kZeroReplicas, 1, 1, kZeroSamples, ScheduleKind::OneFOneB, kZero0,
                        {E::LowerPeakMemory}),
                 1),
         sharded(lesson("ZeRO-2: gradients sharded too",
                        "The gradients are reduce-scattered instead of all-reduced: each GPU keeps only the gradient shard "
                        "it updates. Memory falls again, by less than from ZeRO-0 to ZeRO-1: the gradients were 2 bytes a "
                        "parameter, the optimizer state 12.",
-                       zeroGpt(), kCluster, 1, kZeroReplicas, 1, 1, kZeroSamples, ScheduleKind::OneFOneB, kZero1,
+                       gptMedium(), kCluster, 1, kZeroReplicas, 1, 1, kZeroSamples, ScheduleKind::OneFOneB, kZero1,
                        {E::LowerPeakMemory}),
                 2),
         sharded(lesson("ZeRO-3: parameters sharded too (FSDP)",
@@ -209,9 +223,39 @@ const std::vector<Lesson>& lessons() {
                        "while this one computes) and freed after it: the dark purple tick under each compute is those "
                        "gathers. Only two layers are whole at any time, so the memory curves fall again; the weights "
                        "now cross NVLink twice a micro-batch, forward and backward, and no all-gather follows the step.",
-                       zeroGpt(), kCluster, 1, kZeroReplicas, 1, 1, kZeroSamples, ScheduleKind::OneFOneB, kZero2,
+                       gptMedium(), kCluster, 1, kZeroReplicas, 1, 1, kZeroSamples, ScheduleKind::OneFOneB, kZero2,
                        {E::LowerPeakMemory}),
                 3),
+        // Activation recomputation: the same training keeping every activation, recomputing every
+        // block, recomputing only the attention cores. The text says what happens; how much
+        // memory and time it costs is in the claims, computed from the traces.
+        lesson("No recomputation",
+               "GPT-2 medium (24 blocks) on a 4-stage 1F1B pipeline, 8 micro-batches of four samples of 1024 tokens. "
+               "Each forward (blue) keeps every activation its backward (orange) will need, and a stage keeps them for "
+               "every micro-batch it has started and not yet finished, up to four on the first stage: the memory "
+               "curves climb through the warm-up. The largest of those activations are each block's attention scores "
+               "and softmax, which grow with the square of the sequence. The next two lessons recompute activations "
+               "instead of keeping them.",
+               gptMedium(), kCluster, kRecomputeStages, 1, 1, kRecomputeMicroBatches, kRecomputeSamples,
+               ScheduleKind::OneFOneB, -1, {E::BalancedStages}),
+        recomputing(lesson("Full recomputation",
+                           "The same pipeline with every block recomputed: a forward keeps only each block's input "
+                           "and frees the rest, and before each micro-batch's backward the stage runs its forward "
+                           "again (the brown R blocks) to rebuild what that backward needs, for one "
+                           "micro-batch at a time instead of every one in flight. The memory curves stay low; every "
+                           "block's forward runs twice an iteration.",
+                           gptMedium(), kCluster, kRecomputeStages, 1, 1, kRecomputeMicroBatches, kRecomputeSamples,
+                           ScheduleKind::OneFOneB, kNoRecompute, {E::LowerPeakMemory, E::LongerIteration}),
+                    true, false),
+        recomputing(lesson("Selective recomputation",
+                           "Only each block's attention core is recomputed (Korthikanti et al. 2022): the scores QK^T "
+                           "and their softmax, the activations with the most bytes for the fewest FLOPs; every other "
+                           "activation is kept. Each block's backward first rebuilds its core from Q and K, which stay "
+                           "stored (the short brown recompute blocks). Its iteration is compared with full "
+                           "recomputation's, its memory and time with no recomputation's.",
+                           gptMedium(), kCluster, kRecomputeStages, 1, 1, kRecomputeMicroBatches, kRecomputeSamples,
+                           ScheduleKind::OneFOneB, kFullRecompute, {E::ShorterIteration}),
+                    false, true, {{kNoRecompute, {E::LowerPeakMemory, E::LongerIteration}}}),
     };
     return all;
 }
@@ -232,6 +276,8 @@ LessonSetup setupLesson(const Lesson& lesson) {
     s.plan.sequence_parallel = lesson.sequence_parallel;
     s.plan.zero_stage = lesson.zero_stage;
     s.plan.device_map = lesson.device_map.empty() ? defaultDeviceMap(lesson.pp, lesson.dp, lesson.tp) : lesson.device_map;
+    if (lesson.recompute_all) s.plan.recompute_layers = allLayers(s.problem);
+    s.plan.selective_recompute = lesson.selective_recompute;
     return s;
 }
 
@@ -244,15 +290,21 @@ LessonRun runLesson(int index) {
     run.trace = simulateWithEvents(setup.problem, setup.plan);
     run.cluster = setup.problem.cluster;
     run.plan = setup.plan;
-    std::optional<Trace> baseline;
-    std::string baseline_title;
-    if (lesson.baseline >= 0 && lesson.baseline != index) {
-        const Lesson& b = all[static_cast<size_t>(lesson.baseline)];
-        const LessonSetup base = setupLesson(b);
-        baseline = simulateWithEvents(base.problem, base.plan);
-        baseline_title = b.title;
-    }
-    run.claims = lessonClaims(run.trace, baseline ? &*baseline : nullptr, baseline_title, lesson.expects);
+    // The claims against one other lesson (none: those that need no baseline).
+    const auto compare = [&](int other, const std::vector<LessonExpect>& expects) {
+        std::optional<Trace> baseline;
+        std::string baseline_title;
+        if (other >= 0 && other != index) {
+            const Lesson& b = all.at(static_cast<size_t>(other));
+            const LessonSetup base = setupLesson(b);
+            baseline = simulateWithEvents(base.problem, base.plan);
+            baseline_title = b.title;
+        }
+        const std::vector<LessonClaim> claims = lessonClaims(run.trace, baseline ? &*baseline : nullptr, baseline_title, expects);
+        run.claims.insert(run.claims.end(), claims.begin(), claims.end());
+    };
+    compare(lesson.baseline, lesson.expects);
+    for (const LessonComparison& c : lesson.also_compared) compare(c.lesson, c.expects);
     return run;
 }
 

@@ -9,6 +9,12 @@
 
 namespace hippie::studio {
 
+// A further lesson a lesson is compared with, and what it shows against that one.
+struct LessonComparison {
+    int lesson = -1;  // index in lessons()
+    std::vector<LessonExpect> expects;
+};
+
 struct Lesson {
     std::string title;
     std::string idea;  // what to look for, shown before playing
@@ -27,6 +33,9 @@ struct Lesson {
     int zero_stage = 0;                 // ZeRO sharding over the dp replicas (Plan::zero_stage)
     // Plan::device_map; empty: the default one (a tp group on consecutive devices, inside a node).
     std::vector<std::vector<int>> device_map;
+    bool recompute_all = false;         // every layer in Plan::recompute_layers (full recomputation)
+    bool selective_recompute = false;   // Plan::selective_recompute (the attention cores)
+    std::vector<LessonComparison> also_compared;  // after `baseline`, each with its own claims
 };
 
 const std::vector<Lesson>& lessons();
@@ -39,7 +48,8 @@ struct LessonSetup {
 };
 LessonSetup setupLesson(const Lesson& lesson);
 
-// The lesson's trace (simulated with events) and its claims against its baseline lesson.
+// The lesson's trace (simulated with events) and its claims against its baseline lesson, then
+// against each of also_compared.
 struct LessonRun {
     Trace trace;
     Cluster cluster;

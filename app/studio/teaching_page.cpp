@@ -7,6 +7,7 @@
 #include <QLabel>
 #include <QListWidget>
 #include <QPushButton>
+#include <QScrollBar>
 #include <QSplitter>
 #include <QTimer>
 #include <QVBoxLayout>
@@ -37,7 +38,10 @@ TeachingPage::TeachingPage(QWidget* parent)
       view_(new widgets::ScheduleView(this)) {
     for (const Lesson& l : lessons()) list_->addItem(QString::fromStdString(l.title));
     view_->setMemoryAxisFromZero(false);  // the lessons compare how memory rises, not its floor
-    list_->setMaximumWidth(200);
+    // As wide as its longest title: at 200 px "ZeRO-3: parameters sharded too (FSDP)" was cut,
+    // over a horizontal scroll bar.
+    list_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    list_->setFixedWidth(list_->sizeHintForColumn(0) + 2 * list_->frameWidth() + list_->verticalScrollBar()->sizeHint().width());
     idea_->setWordWrap(true);
     narrative_->setWordWrap(true);
     narrative_->setMinimumHeight(90);

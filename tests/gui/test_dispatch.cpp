@@ -33,6 +33,7 @@
 #include "app/studio/studio_session.h"
 #include "planners/cluster/cluster_json.h"
 #include "planners/schedule/plan_json.h"
+#include "studio_start.h"
 #include "widgets/gantt/gantt_plottable.h"
 #include "widgets/gantt/schedule_view.h"
 
@@ -390,13 +391,7 @@ private slots:
     void historyListsEveryRun() {
         if (engine_.isEmpty()) QSKIP("hippie-engine not found: no runs were made");
         auto w = window();
-        StartOptions o;
-        ModelSpec m;
-        m.zoo = "gpt2-small";
-        o.model = m;
-        o.cluster = QStringLiteral("cpu-local");
-        o.run_planners = false;
-        w->start(o);
+        QVERIFY(w->start(testing::zooStart("gpt2-small", QStringLiteral("cpu-local"))));
         w->show();
         HistoryPage* h = w->dispatchUi()->history();
         QSignalSpy refreshed(h, &HistoryPage::refreshed);

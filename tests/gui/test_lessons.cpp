@@ -1,5 +1,8 @@
 // Each teaching lesson shows what its text says: the claims the page prints are computed from
 // the simulated traces, and every claim a lesson makes holds.
+#include <QListWidget>
+#include <QRegularExpression>
+#include <QScrollBar>
 #include <QtTest>
 #include <algorithm>
 #include <set>
@@ -28,7 +31,12 @@ private slots:
         const Lesson& lesson = lessons()[size_t(index)];
         QVERIFY(!lesson.expects.empty());
         const LessonRun run = runLesson(index);
-        QCOMPARE(run.claims.size(), lesson.expects.size());
+        size_t expected = lesson.expects.size();  // against the baseline, then each further lesson
+        for (const LessonComparison& c : lesson.also_compared) {
+            QVERIFY(c.lesson >= 0 && c.lesson < int(lessons().size()) && c.lesson != index && !c.expects.empty());
+            expected += c.expects.size();
+        }
+        QCOMPARE(run.claims.size(), expected);
         for (const LessonClaim& c : run.claims) QVERIFY2(c.holds, c.text.c_str());
     }
 
@@ -86,6 +94,70 @@ private slots:
         const auto peak = [](int i) { return double(runLesson(i).trace.metrics.max_peak_memory_bytes); };
         QVERIFY(lessons()[size_t(chain[2])].idea.find("by less than from ZeRO-0 to ZeRO-1") != std::string::npos);
         QVERIFY(peak(chain[0]) - peak(chain[1]) > peak(chain[1]) - peak(chain[2]));
+    }
+
+    // No, full and selective recomputation: the same training (model, GPUs, batch) three ways.
+    // Full recomputation keeps the least and takes the longest; selective keeps less than none at
+    // a time below full's. Relations of the traces, not their numbers: how the simulator counts
+    // a recomputed block's memory may change, the order may not.
+    void recomputationTradesTimeForMemory() {
+        int none = -1, full = -1, selective = -1;
+        for (int i = 0; i < int(lessons().size()); ++i) {
+            const Lesson& l = lessons()[size_t(i)];
+            if (l.selective_recompute) selective = i;
+            else if (l.recompute_all) full = i;
+        }
+        QVERIFY(full >= 0 && selective >= 0);
+        none = lessons()[size_t(full)].baseline;
+        QVERIFY(none >= 0);
+        QCOMPARE(selective, full + 1);  // in the list one after the other: none, full, selective
+        QCOMPARE(full, none + 1);
+        const Lesson &n = lessons()[size_t(none)], &f = lessons()[size_t(full)], &s = lessons()[size_t(selective)];
+        for (const Lesson* l : {&f, &s}) {
+            QCOMPARE(l->model.zoo, n.model.zoo);
+            QCOMPARE(l->cluster, n.cluster);
+            QVERIFY(l->pp == n.pp && l->dp == n.dp && l->tp == n.tp && l->zero_stage == n.zero_stage);
+            QVERIFY(l->micro_batches == n.micro_batches && l->global_batch == n.global_batch);
+        }
+        // Selective is compared with full (time) and with none (memory and time).
+        QCOMPARE(s.baseline, full);
+        QCOMPARE(int(s.also_compared.size()), 1);
+        QCOMPARE(s.also_compared[0].lesson, none);
+
+        const LessonRun rn = runLesson(none), rf = runLesson(full), rs = runLesson(selective);
+        QVERIFY(rn.plan.recompute_layers.empty() && !rn.plan.selective_recompute);
+        QCOMPARE(int(rf.plan.recompute_layers.size()), setupLesson(f).problem.graph.layerCount());
+        QVERIFY(!rf.plan.selective_recompute);
+        QVERIFY(rs.plan.recompute_layers.empty() && rs.plan.selective_recompute);
+        const TraceMetrics &mn = rn.trace.metrics, &mf = rf.trace.metrics, &ms = rs.trace.metrics;
+        QVERIFY2(mf.max_peak_memory_bytes <= ms.max_peak_memory_bytes && ms.max_peak_memory_bytes < mn.max_peak_memory_bytes,
+                 qPrintable(QStringLiteral("peaks: full %1, selective %2, none %3").arg(mf.max_peak_memory_bytes).arg(ms.max_peak_memory_bytes).arg(mn.max_peak_memory_bytes)));
+        QVERIFY2(mn.iteration_time_s < ms.iteration_time_s && ms.iteration_time_s < mf.iteration_time_s,
+                 qPrintable(QStringLiteral("iterations: none %1, selective %2, full %3").arg(mn.iteration_time_s).arg(ms.iteration_time_s).arg(mf.iteration_time_s)));
+        // What the Gantt chart shows: recompute blocks, none without them, selective's shorter in all.
+        const auto recomputeSeconds = [](const Trace& t) {
+            double sum = 0;
+            for (const TraceEvent& e : t.events)
+                if (e.kind == InstrKind::Recompute) sum += e.end_s - e.start_s;
+            return sum;
+        };
+        QCOMPARE(recomputeSeconds(rn.trace), 0.0);
+        QVERIFY(recomputeSeconds(rs.trace) > 0);
+        QVERIFY(recomputeSeconds(rs.trace) < recomputeSeconds(rf.trace));
+
+        // The claims quote the traces' numbers: selective's iteration against full's, its peak
+        // against none's (in the units the text prints).
+        const QString text = QString::fromStdString(claimsText(rs.claims));
+        const auto msText = [](double s) { return QString::number(s * 1e3, 'f', s < 0.01 ? 2 : 1) + QStringLiteral(" ms"); };
+        const auto gibText = [](int64_t b) { return QString::number(double(b) / (1024.0 * 1024.0 * 1024.0), 'f', 2) + QStringLiteral(" GiB"); };
+        for (const QString& quoted : {msText(ms.iteration_time_s), msText(mf.iteration_time_s), msText(mn.iteration_time_s),
+                                      gibText(ms.max_peak_memory_bytes), gibText(mn.max_peak_memory_bytes)})
+            QVERIFY2(text.contains(quoted), qPrintable(quoted + QStringLiteral(" not in: ") + text));
+        QVERIFY2(text.contains(QStringLiteral("shorter than Full recomputation's")) && text.contains(QStringLiteral("in No recomputation")),
+                 qPrintable(text));
+        // The lessons' own prose quotes no number: those are the claims', computed.
+        const QRegularExpression number(QStringLiteral("\\d+(\\.\\d+)?\\s*(GiB|MiB|ms|%|x)"));
+        for (const Lesson* l : {&n, &f, &s}) QVERIFY2(!QString::fromStdString(l->idea).contains(number), l->idea.c_str());
     }
 
     // Tensor parallelism stays inside a node: the same t8 group on the same model is slower with
@@ -153,6 +225,23 @@ private slots:
         QVERIFY(!lessonClaims(fast, &slow, "x", {LessonExpect::SameIteration})[0].holds);
         QVERIFY(!lessonClaims(fast, &slow, "x", {LessonExpect::LongerIteration})[0].holds);
         QVERIFY(!lessonClaims(fast, nullptr, "", {LessonExpect::NoLongerIteration})[0].holds);
+    }
+
+    // Every lesson's title is shown whole in the list, at the smallest window the guide shows.
+    void everyTitleFitsTheList() {
+        TeachingPage page;
+        page.resize(1280 - 340, 800 - 60);  // the Teaching page's share of a 1280x800 window
+        page.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&page));
+        const auto* list = page.findChild<QListWidget*>();
+        QVERIFY(list);
+        QCOMPARE(list->count(), int(lessons().size()));
+        QCOMPARE(list->horizontalScrollBar()->maximum(), 0);
+        for (int i = 0; i < list->count(); ++i) {
+            const QString title = list->item(i)->text();
+            QCOMPARE(title, QString::fromStdString(lessons()[size_t(i)].title));
+            QVERIFY2(list->fontMetrics().horizontalAdvance(title) < list->viewport()->width(), qPrintable(title));
+        }
     }
 
     void teachingPageShowsTheClaims() {

@@ -14,21 +14,12 @@
 #include "planners/algorithms/registry.h"
 #include "widgets/compare/comparison_model.h"
 
+#include "studio_start.h"
+
 using namespace hippie;
 using namespace hippie::studio;
 
 namespace {
-StartOptions smallStart() {
-    StartOptions o;
-    ModelSpec spec;
-    spec.zoo = "gpt2-small";
-    spec.batch_size = 8;
-    spec.precision = Precision::FP16;
-    o.model = spec;
-    o.cluster = "dgx-a100-1x8";
-    o.global_batch = 64;
-    return o;
-}
 }  // namespace
 
 class TestMainWindow : public QObject {
@@ -49,7 +40,7 @@ private slots:
         QSignalSpy finished(&w, &MainWindow::planningFinished);
         QElapsedTimer timer;
         timer.start();
-        QVERIFY(w.start(smallStart()));
+        QVERIFY(w.start(testing::withPlanners(testing::zooStart("gpt2-small"))));
         QVERIFY2(timer.elapsed() < 2000, "start() must hand planning to the background");
         // Rows appear at once, one per planner, while the planners run.
         QCOMPARE(w.comparison()->rowCount(), hybrid.size());
@@ -64,9 +55,7 @@ private slots:
 
     void badFileKeepsThePreviousModel() {
         MainWindow w(false);
-        StartOptions o = smallStart();
-        o.run_planners = false;
-        QVERIFY(w.start(o));
+        QVERIFY(w.start(testing::zooStart("gpt2-small")));
         const std::string before = w.session()->graph().name;
         QTemporaryDir dir;
         const QString bad = dir.filePath("bad.json");

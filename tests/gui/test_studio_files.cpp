@@ -26,6 +26,7 @@
 #include "app/studio/studio_session.h"
 #include "engine_fixture.h"
 #include "gui_fixtures.h"
+#include "studio_start.h"
 #include "planners/algorithms/registry.h"
 #include "planners/model/graph_json.h"
 #include "planners/schedule/plan_json.h"
@@ -43,19 +44,6 @@ using widgets::ComparisonModel;
 namespace {
 
 const QString kExampleGraph = QStringLiteral(HIPPIE_SOURCE_DIR "/resources/examples/tiny-mlp.graph.json");
-
-StartOptions zooStart(const char* model, const char* cluster) {
-    StartOptions o;
-    ModelSpec spec;
-    spec.zoo = model;
-    spec.batch_size = 8;
-    spec.precision = Precision::FP16;
-    o.model = spec;
-    o.cluster = cluster;
-    o.global_batch = 64;
-    o.run_planners = false;
-    return o;
-}
 
 void writeFile(const QString& path, const QByteArray& text) {
     QFile f(path);
@@ -90,7 +78,7 @@ private slots:
 
     void loadsZooModelsAndGraphFiles() {
         MainWindow w(false);
-        QVERIFY(w.start(zooStart("resnet50", "dgx-a100-1x8")));
+        QVERIFY(w.start(testing::zooStart("resnet50")));
         QCOMPARE(w.session()->graph().name, std::string("resnet50"));
         QCOMPARE(w.session()->graph().source.zoo, std::string("resnet50"));
         QVERIFY(!w.modelPanel()->message()->showsError());
@@ -109,7 +97,7 @@ private slots:
     // accept keeps the previous one and says which key; loading a spec shows its overrides.
     void modelPanelOverrides() {
         MainWindow w(false);
-        QVERIFY(w.start(zooStart("gpt2-small", "dgx-a100-1x8")));
+        QVERIFY(w.start(testing::zooStart("gpt2-small")));
         auto* overrides = w.modelPanel()->findChild<OverrideEdit*>();
         QVERIFY(overrides);
         QVERIFY2(overrides->toolTip().contains("d_model=768"), qPrintable(overrides->toolTip()));
@@ -159,7 +147,7 @@ private slots:
         QFETCH(QByteArray, text);
         QFETCH(QString, says);
         MainWindow w(false);
-        QVERIFY(w.start(zooStart("gpt2-small", "dgx-a100-1x8")));
+        QVERIFY(w.start(testing::zooStart("gpt2-small")));
         const size_t ops = w.session()->graph().ops.size();
         QSignalSpy changed(w.session(), &StudioSession::graphChanged);
         QTemporaryDir dir;
@@ -180,7 +168,7 @@ private slots:
         EnvGuard guard("HIPPIE_ENGINE");
         qputenv("HIPPIE_ENGINE", "/nonexistent/hippie-engine");
         MainWindow w(false);
-        QVERIFY(w.start(zooStart("gpt2-small", "dgx-a100-1x8")));
+        QVERIFY(w.start(testing::zooStart("gpt2-small")));
         QSignalSpy finished(w.modelPanel(), &ModelPanel::torchScriptFinished);
         QSignalSpy changed(w.session(), &StudioSession::graphChanged);
         w.modelPanel()->importTorchScript("/tmp/model.pt", "8,32");
@@ -207,7 +195,7 @@ private slots:
         QVERIFY2(exporter.exitCode() == 0, exporter.readAll().constData());
 
         MainWindow w(false);
-        QVERIFY(w.start(zooStart("gpt2-small", "dgx-a100-1x8")));
+        QVERIFY(w.start(testing::zooStart("gpt2-small")));
         QSignalSpy finished(w.modelPanel(), &ModelPanel::torchScriptFinished);
         w.modelPanel()->importTorchScript(pt, "8,32");
         QTRY_VERIFY_WITH_TIMEOUT(finished.count() == 1, 120000);
@@ -251,7 +239,7 @@ private slots:
         MainWindow w(false);
         w.resize(1400, 900);
         w.show();
-        QVERIFY(w.start(zooStart("gpt2-small", "dgx-a100-1x8")));
+        QVERIFY(w.start(testing::zooStart("gpt2-small")));
         QSignalSpy shown(&w, &MainWindow::traceShown);
         const QString error = w.openPlanFile(plan_path);
         QVERIFY2(error.isEmpty(), qPrintable(error));
@@ -269,7 +257,7 @@ private slots:
         MainWindow w(false);
         w.resize(1400, 900);
         w.show();
-        QVERIFY(w.start(zooStart("resnet50", "v100-4x4")));  // what the plan replaces
+        QVERIFY(w.start(testing::zooStart("resnet50", QStringLiteral("v100-4x4"))));  // what the plan replaces
         QSignalSpy shown(&w, &MainWindow::traceShown);
         QCOMPARE(w.openPlanFile(plan_path), QString());
         QVERIFY(!w.isPlanning());
@@ -391,8 +379,8 @@ private slots:
             MainWindow first(true);
             first.resize(1234, 777);
             first.show();
-            StartOptions o = zooStart("resnet50", "v100-4x4");
-            o.planners = two;
+            StartOptions o = testing::zooStart("resnet50", QStringLiteral("v100-4x4"));
+            o.planners = two;  // ticked and kept in the settings, not run
             QVERIFY(first.start(o));
             auto* dock = first.findChild<QDockWidget*>("setup-dock");
             QVERIFY(dock);
@@ -420,9 +408,7 @@ private slots:
         w.show();
         // GNMT-8 (11 layers) on 8 GPUs is inside the exhaustive search's limits and takes it seconds
         // (9 s on the 2-core machine), so the click below lands while it runs.
-        StartOptions o = zooStart("gnmt-8", "dgx-a100-1x8");
-        o.planners = QStringList{"exhaustive", "data-parallel"};
-        o.run_planners = true;
+        const StartOptions o = testing::withPlanners(testing::zooStart("gnmt-8"), QStringList{"exhaustive", "data-parallel"});
         QSignalSpy finished(&w, &MainWindow::planningFinished);
         QVERIFY(w.start(o));
         PlannerRunList* runs = w.plannersPanel()->runs();

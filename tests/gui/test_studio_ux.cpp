@@ -34,6 +34,8 @@
 #include "widgets/compare/comparison_model.h"
 #include "widgets/gantt/schedule_view.h"
 
+#include "studio_start.h"
+
 using namespace hippie;
 using namespace hippie::studio;
 
@@ -49,18 +51,6 @@ void wheelDown(QWidget* w) {
     QApplication::sendEvent(w, &wheel);
 }
 
-StartOptions start(const std::string& zoo, bool run) {
-    StartOptions o;
-    ModelSpec spec;
-    spec.zoo = zoo;
-    spec.batch_size = 8;
-    spec.precision = Precision::FP16;
-    o.model = spec;
-    o.cluster = "dgx-a100-1x8";
-    o.global_batch = 64;
-    o.run_planners = run;
-    return o;
-}
 }  // namespace
 
 class TestStudioUx : public QObject {
@@ -72,7 +62,7 @@ private slots:
         MainWindow w(false);
         w.resize(1280, 800);
         w.show();
-        QVERIFY(w.start(start("gpt2-small", false)));
+        QVERIFY(w.start(testing::zooStart("gpt2-small")));
         auto* budget = w.plannersPanel()->findChild<QDoubleSpinBox*>();
         QVERIFY(budget);
         const double before = budget->value();
@@ -98,7 +88,7 @@ private slots:
         w.resize(1280, 800);
         w.show();
         QVERIFY(QTest::qWaitForWindowExposed(&w));
-        QVERIFY(w.start(start("gpt2-small", false)));
+        QVERIFY(w.start(testing::zooStart("gpt2-small")));
         QVERIFY(w.setupDock()->isVisible());
         QScrollArea* scroll = setupScroll(w);
         QVERIFY(scroll);
@@ -123,7 +113,7 @@ private slots:
         w.resize(1280, 800);
         w.show();
         QVERIFY(QTest::qWaitForWindowExposed(&w));
-        QVERIFY(w.start(start("gpt2-small", false)));
+        QVERIFY(w.start(testing::zooStart("gpt2-small")));
         QScrollArea* scroll = setupScroll(w);
         QScrollBar* bar = scroll->verticalScrollBar();
         QTRY_COMPARE(bar->value(), 0);
@@ -145,7 +135,7 @@ private slots:
         MainWindow w(false);
         w.resize(1280, 800);
         w.show();
-        QVERIFY(w.start(start("gpt2-small", false)));
+        QVERIFY(w.start(testing::zooStart("gpt2-small")));
         auto* combo = w.modelPanel()->findChild<QComboBox*>(QStringLiteral("zoo-model"));
         QVERIFY(combo);
         QCOMPARE(combo->count(), int(zooModels().size()));
@@ -174,7 +164,7 @@ private slots:
     // The steps: gnmt-8 on dgx-a100-1x8, run the planners, load resnet50 meanwhile.
     void anotherModelLeavesNoRowOfThePrevious() {
         MainWindow w(false);
-        QVERIFY(w.start(start("gnmt-8", true)));
+        QVERIFY(w.start(testing::withPlanners(testing::zooStart("gnmt-8"))));
         QVERIFY(w.isPlanning());
         QVERIFY(w.comparison()->rowCount() > 0);
         ModelSpec resnet;
@@ -192,7 +182,7 @@ private slots:
 
     void exhaustiveIsTickedOnlyWhereItApplies() {
         MainWindow w(false);
-        QVERIFY(w.start(start("gpt2-small", false)));  // 14 layers > the exhaustive search's 12
+        QVERIFY(w.start(testing::zooStart("gpt2-small")));  // 14 layers > the exhaustive search's 12
         const QString ex = QString::fromLatin1(ExhaustivePlanner::kName);
         QVERIFY(!w.plannersPanel()->isApplicable(ex));
         QVERIFY(!w.plannersPanel()->checkedPlanners().contains(ex));
@@ -245,7 +235,7 @@ private slots:
 
     void aBadGraphFileIsShownAboveThePages() {
         MainWindow w(false);
-        QVERIFY(w.start(start("gpt2-small", false)));
+        QVERIFY(w.start(testing::zooStart("gpt2-small")));
         QTemporaryDir dir;
         const QString bad = dir.filePath(QStringLiteral("hostname.json"));
         QFile f(bad);
@@ -263,7 +253,7 @@ private slots:
 
     void aGraphFileErrorNamesTheJsonPathAndWhatToDo() {
         MainWindow w(false);
-        QVERIFY(w.start(start("gpt2-small", false)));
+        QVERIFY(w.start(testing::zooStart("gpt2-small")));
         QTemporaryDir dir;
         const QString bad = dir.filePath(QStringLiteral("no-name.json"));
         QFile in(QStringLiteral(HIPPIE_SOURCE_DIR "/resources/examples/tiny-mlp.graph.json"));
@@ -287,9 +277,7 @@ private slots:
         // The whole path: a plan is shown, the user types 999 micro-batches (they do not divide
         // the global batch of 64), and the previous chart must not stay as if it answered.
         MainWindow w(false);
-        StartOptions o = start("gpt2-small", true);
-        o.planners = QStringList{QStringLiteral("data-parallel")};
-        QVERIFY(w.start(o));
+        QVERIFY(w.start(testing::withPlanners(testing::zooStart("gpt2-small"), QStringList{QStringLiteral("data-parallel")})));
         QTRY_VERIFY_WITH_TIMEOUT(w.shownTrace().has_value() && w.isIdle(), 120000);
         QVERIFY(!w.schedulePage()->view()->trace().events.empty());
         auto* micro = w.schedulePage()->findChild<QSpinBox*>();

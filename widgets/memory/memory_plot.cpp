@@ -107,7 +107,9 @@ void MemoryPlot::setCurves(std::vector<MemoryCurve> curves, const std::function<
         const double span = peak - lowest;
         if (span > 0) y->setRange(std::max(0.0, lowest - kSpanPadding * span) * per_gib_, (peak + kSpanPadding * span) * per_gib_);
     }
-    y->setLabel(QStringLiteral("memory (%1)").arg(unitName()));
+    // Nothing to draw (a run whose prediction could not be made): no unit and no numbers.
+    y->setLabel(curves_.empty() ? QStringLiteral("memory") : QStringLiteral("memory (%1)").arg(unitName()));
+    y->setTickLabels(!curves_.empty());
     // Never lower than its label: squeezed under a Gantt chart at 1280x800 it was cut.
     rect_->setMinimumSize(rect_->minimumSize().width(), QFontMetrics(y->labelFont()).horizontalAdvance(y->label()) + kLabelPaddingPx);
     for (double cap : capacities) {

@@ -317,6 +317,7 @@ void RunView::setStateText(JobState state, const QString& message) {
 
 QString RunView::stateText() const { return state_->text(); }
 QString RunView::errorText() const { return error_->text(); }
+QString RunView::predictionTitle() const { return predicted_title_->text(); }
 QString RunView::logText() const { return log_->toPlainText(); }
 
 int RunView::lossPoints() const {
@@ -471,9 +472,23 @@ void RunView::updateCharts() {
     memory_plot_->xAxis->setTicker(integer);
     loss_plot_->xAxis->setTicker(integer);
     throughput_plot_->xAxis->setTicker(integer);
+    // The ranks heard of so far: an empty peak-memory chart still spans them.
+    int ranks = 1;
+    for (const auto& [rank, points] : steps_) ranks = std::max(ranks, rank + 1);
+    for (const auto& [rank, device] : rank_device_) ranks = std::max(ranks, rank + 1);
     for (QCustomPlot* p : {loss_plot_, throughput_plot_, memory_plot_}) {
         p->legend->setVisible(p->plottableCount() > 0);
         widgets::fitLegendColumns(p);
+        p->yAxis->setTickLabels(p->plottableCount() > 0);
+        if (p->plottableCount() == 0) {
+            // Nothing to draw (no prediction, nothing measured yet): a fixed frame. rescaleAxes
+            // keeps an empty chart's range, which the padding below widened at every update
+            // (to ranks -50..50 and 600000 "memory" in a live run).
+            p->xAxis->setRange(-0.5, p == memory_plot_ ? ranks - 0.5 : 0.5);
+            p->yAxis->setRange(0, 1);
+            p->replot(QCustomPlot::rpQueuedReplot);
+            continue;
+        }
         p->rescaleAxes();
         const QCPRange x = p->xAxis->range();
         p->xAxis->setRange(x.lower - 0.5, x.upper + 0.5);

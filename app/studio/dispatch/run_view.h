@@ -50,6 +50,7 @@ public:
     widgets::ScheduleView* measuredView() const { return measured_view_; }
     QString stateText() const;
     QString errorText() const;
+    QString predictionTitle() const;  // "Predicted (simulated on …)" or why there is no prediction
     QString logText() const;
     QPushButton* resumeButton() const { return resume_; }
     int lossPoints() const;  // steps with a loss shown
