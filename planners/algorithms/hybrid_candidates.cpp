@@ -233,8 +233,8 @@ int pipelineWindow(int pp, int m) { return std::min(m, 2 * pp + 8); }
 
 // The hippie schedule's compute at stage granularity (no all-reduce), for one micro-batch
 // count: each stage runs its 1F1B order; a forward waits for its input, a backward for its
-// gradient, a recompute only for its stage (it runs before the gradient arrives); sends on a
-// link go one after another. Returns when each stage's last backward ends.
+// gradient, and so does a recompute (the backward rebuilds its layers one at a time); sends
+// on a link go one after another. Returns when each stage's last backward ends.
 class StagePipeline {
 public:
     StagePipeline(const std::vector<StageTimes>& stages, int m)
@@ -307,7 +307,7 @@ private:
             act_arrival_[at(s + 1, k)] = send(l.act_link, l.free, t.hop_s);
             return s + 1;
         }
-        l.free = std::max(l.free + t.recompute_s, input) + t.bwd_s;
+        l.free = std::max(l.free, input) + t.recompute_s + t.bwd_s;
         ++l.backwards;
         if (s == 0) {
             first_stage_backward_end_[static_cast<size_t>(k)] = l.free;
@@ -588,8 +588,9 @@ Estimator::StageLoad Estimator::stageLoad(const Shape& shape, int stage, const S
 // every `pace_s` (the slowest forward or link upstream). At a forward's start the earlier
 // micro-batches hold their stash less the outputs already sent; the previous one's send is
 // still under way unless the stage idled longer than a send, and sends queue when a send
-// takes longer than the pace. At a recompute, which starts as soon as the forward before it
-// ends, the micro-batch just forwarded still holds the outputs it is sending.
+// takes longer than the pace. At a recompute, which starts once its gradient has arrived (at
+// the earliest when the forward before it ends), the micro-batch just forwarded may still hold
+// the outputs it is sending.
 int64_t Estimator::activationPeak(const StageCost& sc, int64_t held, double send_s, double pace_s) {
     const int64_t stashed = sc.kept - sc.sent;
     // A send a billionth of a forward long ends when the forward does, at the simulator's resolution.

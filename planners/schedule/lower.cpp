@@ -287,8 +287,10 @@ public:
     }
 
 private:
+    // A micro-batch's Recompute is part of its backward (the backward rebuilds each recomputed
+    // layer just before that layer's backward): it waits for the output gradient as well.
     static bool startsBackward(const Instr& in) {
-        return in.kind == InstrKind::Backward || in.kind == InstrKind::BackwardInput;
+        return in.kind == InstrKind::Backward || in.kind == InstrKind::BackwardInput || in.kind == InstrKind::Recompute;
     }
 
     static bool completesInputGrad(const Instr& in, std::map<std::pair<int, int>, int>& parts_done,
