@@ -157,9 +157,10 @@ private slots:
             QCOMPARE(bool(p.recompute_op[op]), whole || core);
             QCOMPARE(bool(p.selective_op[op]), core && !whole);
         }
-        // Recompute before the gradient's receive: it overlaps the wait. AR2: the tied
-        // embedding's sum over the two stages.
-        const std::string expected = "d0: 0F0 0SEND_F0 0F1 0SEND_F1 0R0 0RECV_B0 0B0 0R1 0RECV_B1 0B1 AR2 OPT\n"
+        // Recompute after the gradient's receive: it is part of the backward, which rebuilds
+        // each layer just before that layer's backward. AR2: the tied embedding's sum over
+        // the two stages.
+        const std::string expected = "d0: 0F0 0SEND_F0 0F1 0SEND_F1 0RECV_B0 0R0 0B0 0RECV_B1 0R1 0B1 AR2 OPT\n"
                                      "d1: 0RECV_F0 1F0 1R0 1B0 0SEND_B0 0RECV_F1 1F1 1R1 1B1 0SEND_B1 AR2 OPT\n";
         QVERIFY2(p.str() == expected, p.str().c_str());
         QVERIFY(validate(p, g).ok);

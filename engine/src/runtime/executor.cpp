@@ -498,7 +498,9 @@ void Executor::gatherBucket(ZeroBucket& z) {
     torch::NoGradGuard no_grad;
     allocateBucket(z);
     Tensor out;
+    ++zero_gathers_run_;
     if (z.gathering.valid()) {  // prefetched
+        ++zero_gathers_prefetched_;
         z.gathering.wait();
         z.gathering = Pending();
         out = std::move(z.gathered);

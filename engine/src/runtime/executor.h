@@ -82,6 +82,10 @@ public:
     // Largest number of micro-batches whose activations a segment held at once, by segment.
     const std::map<int, int>& maxStashed() const { return max_stashed_; }
     int64_t peakTrackedBytes() const { return peak_tracked_bytes_; }
+    // ZeRO-3, over the run: buckets gathered, and how many of those gathers had been started
+    // ahead (prefetched while the layer before ran).
+    int64_t zeroGathersRun() const { return zero_gathers_run_; }
+    int64_t zeroGathersPrefetched() const { return zero_gathers_prefetched_; }
     // CUDA: the caching allocator's peak over the run; 0 on CPU.
     int64_t peakDeviceBytes() const { return peak_device_bytes_; }
     std::vector<std::pair<std::string, torch::Tensor>> namedParameters() const;
@@ -236,6 +240,7 @@ private:
     std::set<const void*> tied_owner_;  // TensorImpls of weights a tied copy elsewhere sums with
     std::map<int, std::vector<int>> layer_buckets_;  // stage 3: the buckets a layer gathers (a tied owner's first)
     int zero_gathers_ = 0;                           // stage 3: buckets gathered by the compute instruction running
+    int64_t zero_gathers_run_ = 0, zero_gathers_prefetched_ = 0;
     size_t pc_ = 0;                     // stream position being executed
 
     // Per step.

@@ -319,7 +319,9 @@ int runRank(const RunOptions& o) {
                      {"peak_device_bytes", ex.peakDeviceBytes()},
                      {"max_stashed_microbatches", stashed},
                      {"allreduces", overlap.second},
-                     {"allreduces_launched_before_backward_end", overlap.first}};
+                     {"allreduces_launched_before_backward_end", overlap.first},
+                     {"zero_gathers", ex.zeroGathersRun()},
+                     {"zero_gathers_prefetched", ex.zeroGathersPrefetched()}};
         done["loss"] = last_loss ? json(*last_loss) : json(nullptr);
         std::set<std::string> dtypes;  // mixed precision keeps fp32 master weights: "Float"
         for (const auto& [name, t] : ex.namedParameters()) dtypes.insert(c10::toString(t.scalar_type()));
