@@ -81,7 +81,7 @@ bool microBatchBeyondAnyMemory(const Graph& graph, double samples) {
     return bytes * samples / std::max(graph.batch_size, 1) >= 4611686018427387904.0;  // 2^62
 }
 
-TraceMetrics evaluate(const Problem& problem, const Plan& plan) {
+TraceMetrics evaluateCandidate(const Problem& problem, const Plan& plan) {
     if (!plan.isPlacement() && plan.dp >= 1 && plan.micro_batches >= 1 &&
         microBatchBeyondAnyMemory(problem.graph, plan.microBatchSize())) {
         checkPlan(plan, problem.graph, problem.cluster.deviceCount());
@@ -101,8 +101,10 @@ TraceMetrics evaluate(const Problem& problem, const Plan& plan) {
             return m;
         }
     }
-    return run(problem, plan, false).metrics;
+    return evaluate(problem, plan);
 }
+
+TraceMetrics evaluate(const Problem& problem, const Plan& plan) { return run(problem, plan, false).metrics; }
 
 Trace simulateWithEvents(const Problem& problem, const Plan& plan) { return run(problem, plan, true); }
 

@@ -579,7 +579,7 @@ private:
         const std::string key = hybrid::candidateKey(c);
         if (auto it = simulated_.find(key); it != simulated_.end()) return it->second.metrics;
         const Plan plan = hybrid::candidatePlan(problem_, HippiePlanner::kName, c);
-        const TraceMetrics metrics = evaluate(problem_, plan);
+        const TraceMetrics metrics = evaluateCandidate(problem_, plan);
         instructions_ += hybrid::simulationCost(c.shape);
         found_.offer(plan, metrics);
         if (const hybrid::Incumbents::Entry* best_plan = found_.best()) {

@@ -142,7 +142,7 @@ std::optional<Candidate> fitMicroBatches(const Problem& problem, Plan plan, int 
         plan.micro_batches = m;
         plan.stages = stages(pp, plan.microBatchSize());
         plan.device_map = mapDevices(problem, plan);
-        const TraceMetrics metrics = evaluate(problem, plan);
+        const TraceMetrics metrics = evaluateCandidate(problem, plan);
         log.tried(plan, metrics);
         if (metrics.fits_memory) return Candidate{plan, metrics};
     }
@@ -182,7 +182,7 @@ std::optional<Candidate> sweepMicroBatches(const Problem& problem, Plan plan, in
         plan.micro_batches = m;
         plan.stages = stages(pp, plan.microBatchSize());
         plan.device_map = mapDevices(problem, plan);
-        const TraceMetrics metrics = evaluate(problem, plan);
+        const TraceMetrics metrics = evaluateCandidate(problem, plan);
         log.tried(plan, metrics);
         if (metrics.fits_memory) fits.push_back({plan, metrics});
     }

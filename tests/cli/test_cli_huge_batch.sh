@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # hippie-plan compare with a nonsense global batch (issue 17): 2^30 samples of gpt3-1.3b on 16
 # A100s fit nowhere, and every planner must say so from what it simulated, not run out of
-# time. Plans of more micro-batches than evaluate()'s memory probe are first simulated with two
+# time. Plans of more micro-batches than evaluateCandidate()'s memory probe are first simulated with two
 # pipeline rounds of the same micro-batch size; when those do not fit, the plan is over memory
 # and its peak is reported as "at least". Before, every sweep simulated up to 65,536
 # micro-batches a plan (37 s, 2.1 GB; hippie and zero stopped at their budget) and the reasons
