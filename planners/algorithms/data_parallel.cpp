@@ -27,7 +27,7 @@ PlannerResult DataParallelPlanner::plan(const Problem& problem, PlanContext& con
     const StagesFn whole = [layers](int, double) { return std::vector<StageRange>{{0, layers - 1}}; };
     const auto found = sweepMicroBatches(problem, plan, 1, whole, 1, context, log);
     return searchResult(name(), found, log, context,
-                        log.noFitReason("the activations do not fit even with one sample per micro-batch (gradient accumulation)"));
+                        log.noFitReason("the activations do not fit even with " + log.smallestMicroBatch() + " (gradient accumulation)"));
 }
 
 }  // namespace hippie

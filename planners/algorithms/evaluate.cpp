@@ -1,5 +1,8 @@
 #include "planners/algorithms/evaluate.h"
 
+#include <algorithm>
+#include <limits>
+
 #include "planners/common/error.h"
 #include "planners/cost/cost_model.h"
 #include "planners/schedule/lower.h"
@@ -54,6 +57,52 @@ Trace run(const Problem& problem, const Plan& plan, bool events) {
     return simulate(lower(plan, problem.graph), plan, cost, opt);
 }
 }  // namespace
+
+std::optional<Plan> memoryProbePlan(const Plan& plan) {
+    if (plan.isPlacement() || plan.micro_batches <= kMemoryProbeMicroBatches || plan.dp < 1) return std::nullopt;
+    const int64_t per_micro_batch = static_cast<int64_t>(plan.dp) * plan.micro_batches;
+    if (plan.global_batch % per_micro_batch != 0) return std::nullopt;
+    // Whole rounds of the pipeline depth (the interleaved schedule runs micro-batches in rounds),
+    // and two of them at least: from there on the 1F1B-like schedules' peak no longer grows.
+    const int depth = std::max(plan.pipelineDepth(), 1);
+    const int m = std::max(kMemoryProbeMicroBatches / depth, 2) * depth;
+    if (m >= plan.micro_batches) return std::nullopt;
+    Plan probe = plan;
+    probe.micro_batches = m;
+    probe.global_batch = static_cast<int>(plan.global_batch / per_micro_batch * plan.dp * m);  // the same micro-batch size
+    return probe;
+}
+
+bool microBatchBeyondAnyMemory(const Graph& graph, double samples) {
+    double bytes = 0;
+    for (const Op& op : graph.ops)
+        bytes += static_cast<double>(op.output_bytes) + static_cast<double>(op.temp_bytes) + static_cast<double>(op.moved_bytes);
+    for (const Edge& e : graph.edges) bytes += static_cast<double>(e.bytes);
+    return bytes * samples / std::max(graph.batch_size, 1) >= 4611686018427387904.0;  // 2^62
+}
+
+TraceMetrics evaluateCandidate(const Problem& problem, const Plan& plan) {
+    if (!plan.isPlacement() && plan.dp >= 1 && plan.micro_batches >= 1 &&
+        microBatchBeyondAnyMemory(problem.graph, plan.microBatchSize())) {
+        checkPlan(plan, problem.graph, problem.cluster.deviceCount());
+        TraceMetrics m;
+        m.fits_memory = false;
+        m.peak_is_lower_bound = true;
+        m.max_peak_memory_bytes = std::numeric_limits<int64_t>::max();
+        m.peak_memory_bytes.assign(static_cast<size_t>(plan.deviceCount()), m.max_peak_memory_bytes);
+        return m;
+    }
+    if (const std::optional<Plan> probe = memoryProbePlan(plan)) {
+        checkPlan(plan, problem.graph, problem.cluster.deviceCount());  // the plan's own errors, not the probe's
+        TraceMetrics m = run(problem, *probe, false).metrics;
+        if (!m.fits_memory) {
+            m.peak_is_lower_bound = true;
+            m.iteration_time_s = m.throughput_samples_per_s = m.memory_efficiency = m.bubble_fraction = 0;
+            return m;
+        }
+    }
+    return evaluate(problem, plan);
+}
 
 TraceMetrics evaluate(const Problem& problem, const Plan& plan) { return run(problem, plan, false).metrics; }
 

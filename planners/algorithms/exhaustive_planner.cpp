@@ -76,7 +76,7 @@ PlannerResult ExhaustivePlanner::plan(const Problem& problem, PlanContext& conte
             return forEachRecomputation(stages, [&](const std::vector<char>& recompute) {
                 if (context.shouldStop()) return false;
                 const Plan plan = hybrid::candidatePlan(problem, kName, hybrid::Candidate{shape, stages, recompute});
-                found.offer(plan, evaluate(problem, plan));
+                found.offer(plan, evaluateCandidate(problem, plan));
                 ++simulated;
                 return true;
             });

@@ -579,7 +579,7 @@ private:
         const std::string key = hybrid::candidateKey(c);
         if (auto it = simulated_.find(key); it != simulated_.end()) return it->second.metrics;
         const Plan plan = hybrid::candidatePlan(problem_, HippiePlanner::kName, c);
-        const TraceMetrics metrics = evaluate(problem_, plan);
+        const TraceMetrics metrics = evaluateCandidate(problem_, plan);
         instructions_ += hybrid::simulationCost(c.shape);
         found_.offer(plan, metrics);
         if (const hybrid::Incumbents::Entry* best_plan = found_.best()) {
@@ -655,7 +655,12 @@ private:
     Ranked ranked(Candidate c, const Goal& goal) {
         auto [known, added] = estimates_.try_emplace(hybrid::candidateKey(c));
         if (added) {
-            known->second = estimator(c.shape.tp).estimate(c, topology(c.shape));
+            // A micro-batch no device could hold (a global batch of 2^30 in one micro-batch) is
+            // over memory: its sizes would pass int64 in the estimate.
+            if (microBatchBeyondAnyMemory(problem_.graph, hybrid::microBatchSize(problem_, c.shape)))
+                known->second = beyondAnyMemory(c);
+            else
+                known->second = estimator(c.shape.tp).estimate(c, topology(c.shape));
             ++estimated_;
         }
         Estimate e = known->second;
@@ -664,6 +669,14 @@ private:
         auto it = best_estimate_by_depth_.find(r.candidate.shape.pp);
         if (it == best_estimate_by_depth_.end() || r.rank > it->second.rank) best_estimate_by_depth_[r.candidate.shape.pp] = r;
         return r;
+    }
+
+    static Estimate beyondAnyMemory(const Candidate& c) {
+        Estimate e;
+        e.stage_peak_bytes.assign(c.stages.size(), std::numeric_limits<int64_t>::max());
+        e.peak_bytes = std::numeric_limits<int64_t>::max();
+        e.overflow = std::numeric_limits<double>::max();
+        return e;
     }
 
     // The device map of a (pp, dp, tp) shape, from its uniform partition: the estimate's links.

@@ -130,6 +130,7 @@ int64_t simulationCost(const Shape& s) {
 bool Incumbents::offer(const Plan& plan, const TraceMetrics& metrics) {
     if (least_peak_ < 0 || metrics.max_peak_memory_bytes < least_peak_) {
         least_peak_ = metrics.max_peak_memory_bytes;
+        least_peak_lower_bound_ = metrics.peak_is_lower_bound;
         least_peak_plan_ = plan;
     }
     if (!metrics.fits_memory) return false;
@@ -193,7 +194,7 @@ std::string chosenLine(const Incumbents::Entry& best) {
 std::string noFitReason(const Problem& problem, const Incumbents& found) {
     std::string reason = "no plan fits device memory";
     if (const Plan* lean = found.leastPeakPlan())
-        reason += ": the leanest plan tried (" + describePlan(*lean) + ") needs " + gib(found.leastPeakBytes()) +
+        reason += ": the leanest plan tried (" + describePlan(*lean) + ") needs " + (found.leastPeakIsLowerBound() ? "at least " : "") + gib(found.leastPeakBytes()) +
                   " per device but a device has " + gib(usableMemory(problem)) +
                   " available; add devices or memory, or train with a smaller global batch";
     return reason;

@@ -97,11 +97,13 @@ public:
     int64_t leastPeakBytes() const { return least_peak_; }  // over every plan offered; -1 if none
     const std::vector<Entry>& front() const { return front_; }
     const Plan* leastPeakPlan() const { return least_peak_ < 0 ? nullptr : &least_peak_plan_; }
+    bool leastPeakIsLowerBound() const { return least_peak_lower_bound_; }  // TraceMetrics::peak_is_lower_bound
 
 private:
     const Problem& problem_;
     std::vector<Entry> front_;  // no entry has both throughput and ME at or above another's
     int64_t least_peak_ = -1;
+    bool least_peak_lower_bound_ = false;
     Plan least_peak_plan_;
 };
 

@@ -100,7 +100,7 @@ PlannerResult PipeDreamPlanner::plan(const Problem& problem, PlanContext& contex
         found = tryMicroBatchSize(problem, costs, sizes[i], context, log);
     }
     return searchResult(name(), found, log, context,
-                        log.noFitReason("no configuration of PipeDream's program fits memory, even with one sample per micro-batch"));
+                        log.noFitReason("no configuration of PipeDream's program fits memory, even with " + log.smallestMicroBatch()));
 }
 
 }  // namespace hippie

@@ -95,22 +95,38 @@ std::string describePlan(const Plan& p) {
            ", stages " + stages;
 }
 
-SearchLog::SearchLog(const Problem& problem) : capacity_(smallestCapacity(problem)) {}
+SearchLog::SearchLog(const Problem& problem) : capacity_(smallestCapacity(problem)), min_micro_batch_(problem.graph.min_micro_batch) {}
 
 void SearchLog::tried(const Plan& plan, const TraceMetrics& m) {
-    lines_.push_back(describePlan(plan) + ": peak " + gib(m.max_peak_memory_bytes) + (m.fits_memory ? " fits" : " does not fit") +
-                     ", " + fixed(m.throughput_samples_per_s, 1) + " samples/s, ME " + fixed(m.memory_efficiency, 2));
+    if (m.peak_is_lower_bound) {
+        const std::optional<Plan> probe = memoryProbePlan(plan);
+        lines_.push_back(describePlan(plan) + ": peak at least " + gib(m.max_peak_memory_bytes) + " does not fit (only its first " +
+                         std::to_string(probe ? probe->micro_batches : plan.micro_batches) + " micro-batches simulated)");
+    }
+    else
+        lines_.push_back(describePlan(plan) + ": peak " + gib(m.max_peak_memory_bytes) + (m.fits_memory ? " fits" : " does not fit") +
+                         ", " + fixed(m.throughput_samples_per_s, 1) + " samples/s, ME " + fixed(m.memory_efficiency, 2));
+    const double samples = plan.microBatchSize();
+    if (smallest_micro_batch_ < 0 || samples < smallest_micro_batch_) smallest_micro_batch_ = samples;
     if (!m.fits_memory && (least_peak_ < 0 || m.max_peak_memory_bytes < least_peak_)) {
         least_peak_ = m.max_peak_memory_bytes;
+        least_peak_lower_bound_ = m.peak_is_lower_bound;
         least_peak_plan_ = describePlan(plan);
     }
+}
+
+std::string SearchLog::smallestMicroBatch() const {
+    if (smallest_micro_batch_ < 0 || smallest_micro_batch_ <= 1) return "one sample per micro-batch";
+    return "micro-batches of " + fixed(smallest_micro_batch_, 0) + " samples (the smallest tried; a plan holds at most " +
+           std::to_string(kMaxMicroBatches) + " micro-batches and the model's smallest is " +
+           std::to_string(min_micro_batch_) + (min_micro_batch_ == 1 ? " sample)" : " samples)");
 }
 
 std::string SearchLog::noFitReason(const std::string& what) const {
     std::string r = what;
     if (least_peak_ >= 0)
-        r += "; the least memory a tried plan needs is " + gib(least_peak_) + " per device (" + least_peak_plan_ + ") but a device has " +
-             gib(capacity_) + " available";
+        r += "; the least memory a tried plan needs is " + std::string(least_peak_lower_bound_ ? "at least " : "") + gib(least_peak_) +
+             " per device (" + least_peak_plan_ + ") but a device has " + gib(capacity_) + " available";
     else
         r += "; a device has " + gib(capacity_) + " available";
     return r;
@@ -126,7 +142,7 @@ std::optional<Candidate> fitMicroBatches(const Problem& problem, Plan plan, int 
         plan.micro_batches = m;
         plan.stages = stages(pp, plan.microBatchSize());
         plan.device_map = mapDevices(problem, plan);
-        const TraceMetrics metrics = evaluate(problem, plan);
+        const TraceMetrics metrics = evaluateCandidate(problem, plan);
         log.tried(plan, metrics);
         if (metrics.fits_memory) return Candidate{plan, metrics};
     }
@@ -166,7 +182,7 @@ std::optional<Candidate> sweepMicroBatches(const Problem& problem, Plan plan, in
         plan.micro_batches = m;
         plan.stages = stages(pp, plan.microBatchSize());
         plan.device_map = mapDevices(problem, plan);
-        const TraceMetrics metrics = evaluate(problem, plan);
+        const TraceMetrics metrics = evaluateCandidate(problem, plan);
         log.tried(plan, metrics);
         if (metrics.fits_memory) fits.push_back({plan, metrics});
     }
@@ -240,7 +256,7 @@ PlannerResult ShallowestPipelinePlanner::plan(const Problem& problem, PlanContex
     }
     return searchResult(name(), found, log, context,
                         log.noFitReason("no pipeline depth fits memory, even recomputing every layer (tried pp " + depthList(problem) +
-                                        " with up to one sample per micro-batch)"));
+                                        " with down to " + log.smallestMicroBatch() + ")"));
 }
 
 }  // namespace hippie

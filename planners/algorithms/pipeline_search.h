@@ -52,14 +52,20 @@ public:
     void tried(const Plan& plan, const TraceMetrics& metrics);
     // "<what>; the least memory any tried plan needs is X (plan) but a device has Y".
     std::string noFitReason(const std::string& what) const;
+    // "one sample per micro-batch", or the fewest samples a tried plan's micro-batch had (a
+    // large batch allows no fewer in kMaxMicroBatches micro-batches, nor a BatchNorm model).
+    std::string smallestMicroBatch() const;
     int64_t capacityBytes() const { return capacity_; }
     const std::vector<std::string>& lines() const { return lines_; }
 
 private:
     std::vector<std::string> lines_;
     int64_t capacity_ = 0;  // smallest device memory, less the headroom
+    int min_micro_batch_ = 1;
     int64_t least_peak_ = -1;
+    bool least_peak_lower_bound_ = false;  // only the plan's first micro-batches were simulated
     std::string least_peak_plan_;
+    double smallest_micro_batch_ = -1;  // samples
 };
 
 // Stage boundaries for a pipeline depth and micro-batch size (samples).

@@ -40,7 +40,7 @@ PlannerResult ZeroPlanner::plan(const Problem& problem, PlanContext& context) {
     return searchResult(name(), std::nullopt, log, context,
                         log.noFitReason("the whole model does not fit on one device even with ZeRO stage " + std::to_string(highest) +
                                         " over " + std::to_string(plan.dp) +
-                                        " replicas, every layer recomputed and one sample per micro-batch"));
+                                        " replicas, every layer recomputed and " + log.smallestMicroBatch()));
 }
 
 }  // namespace hippie

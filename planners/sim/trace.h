@@ -34,6 +34,11 @@ struct TraceMetrics {
     double allreduce_hidden_fraction = 1;    // share of all-reduce time overlapped by compute (1 if none)
     double memory_efficiency = 0;            // throughput / max peak memory in GiB
     bool fits_memory = true;
+    // Set by evaluateCandidate() (planners/algorithms/evaluate.h) for a plan of many micro-batches whose
+    // first few already do not fit: only those were simulated, so max_peak_memory_bytes (and
+    // peak_memory_bytes) are lower bounds of the plan's peak and the times are not the plan's
+    // (zero). fits_memory is false.
+    bool peak_is_lower_bound = false;
 };
 
 struct Trace {

@@ -2,6 +2,9 @@
 // a deep or huge message, many idle connections or a client that never reads can do. Each case
 // used to kill the agent, stall it or grow it without bound; now a bad message concerns its own
 // connection only, and every resource a peer can claim has a limit.
+#include <utility>
+
+#include <QDeadlineTimer>
 #include <QRegularExpression>
 #include <QTcpServer>
 #include <QTcpSocket>
@@ -459,6 +462,56 @@ private slots:
         QCOMPARE(p.exitCode(), 2);
         const QString err = QString::fromUtf8(p.readAllStandardError());
         QVERIFY2(err.contains(QLatin1String("chmod 600")), qPrintable(err));
+    }
+
+    // Without TLS beyond loopback the token and every plan cross the network in clear text: the
+    // agent says so loudly when it starts (and not on 127.0.0.1, where nothing crosses a wire).
+    void plainTextBeyondLoopbackIsWarned() {
+        QTemporaryDir dir;
+        const QString token = dir.filePath(QStringLiteral("token"));
+        QVERIFY(writeFile(token, "secret\n"));
+        QVERIFY(QFile::setPermissions(token, QFileDevice::ReadOwner | QFileDevice::WriteOwner));
+        for (const auto& [listen, warned] : {std::pair{QStringLiteral("0.0.0.0:0"), true}, std::pair{QStringLiteral("127.0.0.1:0"), false}}) {
+            QProcess p;
+            p.start(agentPath(), {QStringLiteral("--token-file"), token, QStringLiteral("--listen"), listen,
+                                  QStringLiteral("--work-dir"), dir.filePath(QStringLiteral("work"))});
+            QVERIFY(p.waitForStarted(10000));
+            QDeadlineTimer deadline(20000);
+            while (!p.canReadLine() && !deadline.hasExpired() && p.state() == QProcess::Running) p.waitForReadyRead(100);
+            QVERIFY2(p.readLine().contains("\"listening\""), qPrintable(listen));
+            p.terminate();
+            QVERIFY(p.waitForFinished(15000));
+            const QString err = QString::fromUtf8(p.readAllStandardError());
+            QCOMPARE(err.contains(QLatin1String("WARNING: listening on 0.0.0.0 without TLS")), warned);
+            QCOMPARE(err.contains(QLatin1String("WARNING")), warned);
+        }
+    }
+
+    // The man page promised a --max-jobs default the binary did not have: every "(default N)" of
+    // the agent's --help is the man page's.
+    void manPageDefaultsAreTheBinarys() {
+        QProcess p;
+        p.start(agentPath(), {QStringLiteral("--help")});
+        QVERIFY(p.waitForFinished(20000));
+        const QString help = QString::fromUtf8(p.readAllStandardOutput());
+        QFile page(QStringLiteral(HIPPIE_SOURCE_DIR "/packaging/man/hippie-agent.1"));
+        QVERIFY(page.open(QIODevice::ReadOnly));
+        QString man = QString::fromUtf8(page.readAll());
+        man.replace(QLatin1String("\\-"), QLatin1String("-")).replace(QRegularExpression(QStringLiteral("\\s+")), QStringLiteral(" "));
+        int checked = 0;
+        for (const QString& option : {QStringLiteral("--max-jobs"), QStringLiteral("--keep-finished")}) {
+            const QRegularExpression in_help(QRegularExpression::escape(option) + QStringLiteral(" [\\s\\S]*?\\(default (\\d+)\\)"));
+            const QRegularExpressionMatch h = in_help.match(help);
+            QVERIFY2(h.hasMatch(), qPrintable(option + QLatin1String(" has no default in --help:\n") + help));
+            const int at = man.indexOf(QLatin1String(".BI ") + option);
+            QVERIFY2(at >= 0, qPrintable(option + QLatin1String(" is not in the man page")));
+            const QRegularExpressionMatch m = QRegularExpression(QStringLiteral("[Dd]efault (\\d+)")).match(man, at);
+            QVERIFY2(m.hasMatch() && m.capturedStart() < man.indexOf(QLatin1String(".TP"), at),
+                     qPrintable(option + QLatin1String(": the man page gives no default")));
+            QCOMPARE(m.captured(1), h.captured(1));
+            ++checked;
+        }
+        QCOMPARE(checked, 2);
     }
 };
 
