@@ -557,12 +557,20 @@ Estimator::StageCost Estimator::stageCost(const StageRange& r, bool recompute, i
     const int64_t states = shape.dp > 1 && shape.zero > 0 ? zeroStateBytes(s.params, shape.zero >= 3 ? costs_.zeroGatheredBytes(r.first_layer, r.last_layer) : 0, shape) : state_prefix_[b + 1] - state_prefix_[a];
     s.static_bytes = states + buckets + (last_stage ? 0 : costs_.boundaryBytes(r.last_layer, samples));
     // Recomputation (of every layer but the last) stashes the recomputed layers' checkpoints
-    // and rebuilds one layer at a time inside the backward.
-    const int64_t outputs = recompute ? checkpoint_prefix_[b] - checkpoint_prefix_[a] + activation_prefix_[b + 1] - activation_prefix_[b]
-                                      : activation_prefix_[b + 1] - activation_prefix_[a];
+    // and rebuilds one layer at a time inside the backward, or, where the micro-batches in
+    // flight (the hippie schedule's min(pp - s, m)) hold more checkpoints than that saves,
+    // stashes the stage's input alone and rebuilds the layers together, as lowering chooses
+    // (Program::recompute_per_layer).
+    const int64_t checkpoints = checkpoint_prefix_[b] - checkpoint_prefix_[a], rebuilt = activation_prefix_[b] - activation_prefix_[a];
+    const int64_t largest = recompute ? largest_layer_[at(r.first_layer, r.last_layer - 1)] : 0;
+    const double held = static_cast<double>(std::min(shape.pp - stage, shape.m));
+    const bool per_layer = (shape.dp > 1 && shape.zero >= 3) || b - a < 2 ||
+                           held * static_cast<double>(checkpoints) + static_cast<double>(largest) <= static_cast<double>(rebuilt);
+    const int64_t outputs = !recompute ? activation_prefix_[b + 1] - activation_prefix_[a]
+                                       : (per_layer ? checkpoints : 0) + activation_prefix_[b + 1] - activation_prefix_[b];
     s.kept = cost.scaled(input_bytes_[at(r.first_layer, r.last_layer)] + outputs, samples);
-    s.recomputed = recompute ? cost.scaled(largest_layer_[at(r.first_layer, r.last_layer - 1)], samples) : 0;
-    s.sent = cost.scaled(sent_bytes_[at(r.first_layer, r.last_layer)], samples);
+    s.recomputed = recompute ? cost.scaled(per_layer ? largest : rebuilt, samples) : 0;
+    s.sent = cost.scaled(per_layer ? sent_bytes_[at(r.first_layer, r.last_layer)] : sent_bytes_[at(r.last_layer, r.last_layer)], samples);
     s.temp = cost.scaled(temp_bytes_[at(r.first_layer, r.last_layer)], samples);
     return s;
 }

@@ -348,6 +348,52 @@ private:
 //   shard accumulates), the step updates the shard, then an all-gather of every bucket.
 // - 3: as 2, without the all-gather after the step: each compute gathers its layers'
 //   parameters one by one and frees them after use (zeroGatherInstructions).
+// Program::recompute_per_layer: per segment, checkpoints at every recomputed layer when that
+// holds less than keeping the segment's inputs alone. With h micro-batches in flight at most,
+// a layer at a time holds h x (the checkpoints) + (the largest layer's rebuild), the segment's
+// inputs alone the rebuild of every recomputed layer (the inputs are kept either way).
+std::vector<bool> checkpointGranularity(const Graph& graph, const Program& prog, const Layout& layout,
+                                        const std::vector<std::vector<Instr>>& orders) {
+    const size_t n = layout.segments.size();
+    std::vector<int64_t> held(n, 0), in_flight(n, 0);
+    std::vector<bool> split(n, false);
+    for (const auto& order : orders) {
+        std::set<std::pair<int, int>> backward;
+        for (const Instr& in : order) {
+            const size_t s = static_cast<size_t>(in.segment);
+            if (in.segment < 0) continue;
+            if (in.kind == InstrKind::Forward) held[s] = std::max(held[s], ++in_flight[s]);
+            if (in.kind == InstrKind::BackwardInput) split[s] = true;
+            if ((in.kind == InstrKind::Backward || in.kind == InstrKind::BackwardInput) && backward.insert({in.segment, in.mb}).second)
+                --in_flight[s];
+        }
+    }
+    std::vector<bool> read_by_other_layer(graph.ops.size(), false);
+    for (const Edge& e : graph.edges)
+        if (graph.ops[static_cast<size_t>(e.src)].layer != graph.ops[static_cast<size_t>(e.dst)].layer)
+            read_by_other_layer[static_cast<size_t>(e.src)] = true;
+    std::vector<bool> per_layer(n, true);
+    for (size_t s = 0; s < n; ++s) {
+        if (prog.zero_stage >= 3) continue;
+        std::map<int, int64_t> rebuild;  // by layer
+        int64_t checkpoints = 0, all = 0;
+        for (int op : layout.segments[s].ops) {
+            const size_t i = static_cast<size_t>(op);
+            if (!prog.recompute_op[i] || prog.selective_op[i]) continue;
+            const int64_t bytes = graph.ops[i].output_bytes;
+            rebuild[graph.ops[i].layer] += bytes;
+            all += bytes;
+            if (read_by_other_layer[i]) checkpoints += bytes;
+        }
+        if (rebuild.size() < 2) continue;  // one layer: the same either way
+        int64_t largest = 0;
+        for (const auto& [layer, bytes] : rebuild) largest = std::max(largest, bytes);
+        const double layer_at_a_time = static_cast<double>(held[s]) * static_cast<double>(checkpoints) + static_cast<double>(split[s] ? all : largest);
+        per_layer[s] = layer_at_a_time <= static_cast<double>(all);
+    }
+    return per_layer;
+}
+
 std::vector<Instr> finishComputeOrder(const std::vector<Instr>& order, const Plan& plan, const Program& prog,
                                       const std::vector<std::vector<int>>& buckets_of, const std::vector<int>& group_of_segment,
                                       const std::vector<bool>& segment_recomputes) {
@@ -657,6 +703,7 @@ Program lower(const Plan& plan, const Graph& graph) {
                 prog.groups.emplace_back(first, first + tp);
             }
     const TensorParallelInstructions tp_instructions(graph, prog, split);
+    prog.recompute_per_layer = checkpointGranularity(graph, prog, layout, orders);
 
     std::vector<double> tensor_share(graph.ops.size(), 1.0);
     for (size_t op = 0; op < graph.ops.size(); ++op) tensor_share[op] = sentShare(graph.ops[op], split);

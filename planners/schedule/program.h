@@ -148,6 +148,18 @@ struct Program {
     // core at a time inside its block's backward; a subset of recompute_op. The Recompute
     // instruction times them; their outputs live only while their block's backward runs.
     std::vector<bool> selective_op;
+    // by segment: how full recomputation checkpoints it. True: every recomputed layer keeps its
+    // outputs that other layers read (its checkpoints) and the backward rebuilds one layer at a
+    // time (Megatron-LM, FSDP). False: only the segment's inputs are kept and the backward
+    // rebuilds its recomputed layers together (GPipe's re-materialisation of a partition).
+    // Lowering takes the one that holds less at the segment's peak: a layer at a time, unless
+    // so many micro-batches are in flight (GPipe) that their checkpoints outweigh the rebuild
+    // of the rest, or the backward is split (zb-h1 keeps every rebuild until W anyway); always
+    // a layer at a time under ZeRO-3, which gathers one layer at a time. Empty: a layer at a time.
+    std::vector<bool> recompute_per_layer;
+    bool recomputesPerLayer(int segment) const {
+        return recompute_per_layer.empty() || recompute_per_layer[static_cast<size_t>(segment)];
+    }
 
     int streamOf(int device) const;  // -1 if the device runs nothing
     std::string str() const;         // one line per device: "d0: 0F0 0F1 0B0 ..."

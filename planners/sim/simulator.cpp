@@ -34,7 +34,9 @@ int64_t addBytes(int64_t a, int64_t b) {
 // layer reads (its checkpoints) and drops the rest; the backward rebuilds one layer at a time
 // from its checkpoints, runs that layer's backward and frees the rebuild, so one layer's
 // activations are live at once. The zb-h1 input pass keeps the graph for its weight pass, so
-// there every rebuilt layer lives until the weight pass (W) ends.
+// there every rebuilt layer lives until the weight pass (W) ends. Where that holds more
+// (Program::recompute_per_layer false: many micro-batches in flight), only the segment's
+// inputs are kept and its recomputed layers are rebuilt together.
 struct SegmentMemory {
     int64_t kept = 0;           // stashed for backward: the input, outputs of ops not recomputed, checkpoints
     // outputs rebuilt for backward, allocated from Recompute until the backward ends: the
@@ -100,6 +102,7 @@ std::vector<SegmentMemory> segmentMemory(const Program& prog, const CostModel& c
     const double b = prog.micro_batch_size;
     for (size_t s = 0; s < prog.segments.size(); ++s) {
         SegmentMemory& m = out[s];
+        const bool per_layer = prog.recomputesPerLayer(static_cast<int>(s));
         std::map<int, RankBytes> selective, rebuilt;  // by layer: attention cores, wholly recomputed layers
         for (int op : prog.segments[s].ops) {
             const size_t i = static_cast<size_t>(op);
@@ -110,21 +113,21 @@ std::vector<SegmentMemory> segmentMemory(const Program& prog, const CostModel& c
             if (one_block_at_a_time) selective[o.layer].add(o.output_bytes, share);
             else if (whole_layer) rebuilt[o.layer].add(o.output_bytes, share);
             // A checkpoint (a recomputed layer's output another layer reads) is stashed as well.
-            const bool stashed = !prog.recompute_op[i] || (whole_layer && read_by_other_layer[i]);
+            const bool stashed = !prog.recompute_op[i] || (per_layer && whole_layer && read_by_other_layer[i]);
             if (stashed) kept[s].add(o.output_bytes, share);
             if (stashed && read_outside[i] && !read_inside[i]) sent[s].add(o.output_bytes, share);
             if (o.param_bytes > 0) weight_inputs[s].add(input_bytes_of_op[i]);
             m.temp = std::max(m.temp, cost.scaled(o.temp_bytes, b * share));
         }
         m.kept = kept[s].at(cost, b);
+        RankBytes all;
+        for (const auto& [layer, bytes] : rebuilt) all.add(bytes);
         if (split_backward[s]) {
-            RankBytes all;
-            for (const auto& [layer, bytes] : rebuilt) all.add(bytes);
             m.recomputed = addBytes(all.at(cost, b), largestLayer(selective, cost, b));
         } else {
-            // A layer's rebuild and a block's core are never live at once: each lives only
-            // inside its own layer's backward.
-            m.recomputed = std::max(largestLayer(rebuilt, cost, b), largestLayer(selective, cost, b));
+            // A rebuild and a block's core are never live at once: each lives only inside the
+            // backward of its own layers.
+            m.recomputed = std::max(per_layer ? largestLayer(rebuilt, cost, b) : all.at(cost, b), largestLayer(selective, cost, b));
         }
         m.sent_outputs = sent[s].at(cost, b);
         m.weight_inputs = std::min(weight_inputs[s].at(cost, b), m.kept);

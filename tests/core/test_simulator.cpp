@@ -149,55 +149,71 @@ private slots:
     }
 
     void recomputationTradesTimeForMemory() {
-        // Stage 0 of 2 keeps two micro-batches in flight. Its layers have three ops each (norm,
-        // two linears), each output 1 MiB: 6 MiB a micro-batch. Recomputing them keeps each
-        // layer's output only (its checkpoint, which the next layer reads): 2 MiB; the backward
-        // rebuilds one layer at a time (3 MiB live). Peak, besides the 1 MiB buffer the
-        // gradients arrive in: 2 x 6 = 12 MiB without, 2 x 2 + 3 = 7 MiB with, at the first
-        // rebuild.
+        // Stage 0 of 2 (layers 0-3) keeps two micro-batches in flight. Its layers have three ops
+        // each (norm, two linears), each output 1 MiB: 12 MiB a micro-batch. Recomputing them
+        // keeps each layer's output only (its checkpoint, which the next layer reads): 4 MiB;
+        // the backward rebuilds one layer at a time (3 MiB live). That holds 2 x 4 + 3 = 11
+        // MiB, less than the 12 MiB of rebuilding the stage from its input alone, so lowering
+        // checkpoints every layer. Peak, besides the 1 MiB buffer the gradients arrive in:
+        // 2 x 12 = 24 MiB without, 11 MiB with, at the first rebuild.
         const int64_t act = 1 << 20;
-        const Graph g = tensorParallelChain(4, 1, 2, 0, act);
+        const Graph g = tensorParallelChain(8, 1, 2, 0, act);
         const Cluster c = exactCluster(1, 2);
-        Plan plan = pipelinePlan(4, 2, 1, 4, ScheduleKind::OneFOneB);
+        Plan plan = pipelinePlan(8, 2, 1, 4, ScheduleKind::OneFOneB);
         const Run base = simulatePlan(g, c, plan);
-        plan.recompute_layers = {0, 1};
+        plan.recompute_layers = {0, 1, 2, 3};
         const Run rc = simulatePlan(g, c, plan);
-        QCOMPARE(base.trace.metrics.peak_memory_bytes[0], 13 * act);
-        QCOMPARE(rc.trace.metrics.peak_memory_bytes[0], 8 * act);
-        // Each of the 4 micro-batches runs stage 0's two forward layers again: 8 s of compute.
+        QVERIFY(lower(rc.plan, rc.graph).recomputesPerLayer(0));
+        QCOMPARE(base.trace.metrics.peak_memory_bytes[0], 25 * act);
+        QCOMPARE(rc.trace.metrics.peak_memory_bytes[0], 12 * act);
+        // Each of the 4 micro-batches runs stage 0's four forward layers again: 16 s of compute.
         double base_busy = 0, rc_busy = 0;
         for (const TraceEvent& e : base.trace.events) base_busy += e.device == 0 && isCompute(e.kind) ? e.end_s - e.start_s : 0;
         for (const TraceEvent& e : rc.trace.events) rc_busy += e.device == 0 && isCompute(e.kind) ? e.end_s - e.start_s : 0;
-        QVERIFY(std::abs(rc_busy - base_busy - 8.0) < 1e-6);
+        QVERIFY(std::abs(rc_busy - base_busy - 16.0) < 1e-6);
         QVERIFY(rc.trace.metrics.iteration_time_s > base.trace.metrics.iteration_time_s);
     }
 
-    void recomputingOneOpLayersSavesNothing() {
-        // Layers of one op each: a layer's output is all it stashes and is its checkpoint too,
-        // so recomputation keeps every byte and adds one layer's rebuild (as activation
-        // checkpointing per layer does on a real GPU).
+    void manyMicroBatchesInFlightCheckpointTheStageInput() {
+        // GPipe keeps all 4 micro-batches of stage 0 (layers 0-1, 6 MiB each) in flight. Their
+        // checkpoints a layer at a time would hold 4 x 2 + 3 = 11 MiB; keeping the stage's input
+        // alone (none: it reads the data) and rebuilding both layers holds 6 MiB: lowering takes
+        // that (GPipe's re-materialisation of a partition). Peak with the gradient buffer: 7
+        // MiB, against 4 x 6 + 1 = 25 without recomputation. Layers of one op each would hold as
+        // much a layer at a time as without recomputation: their outputs are their checkpoints.
         const int64_t act = 1 << 20;
-        const Graph g = chainGraph(4, 1, 2, 0, act);
         const Cluster c = exactCluster(1, 2);
-        Plan plan = pipelinePlan(4, 2, 1, 4, ScheduleKind::OneFOneB);
+        Plan plan = pipelinePlan(4, 2, 1, 4, ScheduleKind::GPipe);
+        const Graph g = tensorParallelChain(4, 1, 2, 0, act);
         const Run base = simulatePlan(g, c, plan);
         plan.recompute_layers = {0, 1};
         const Run rc = simulatePlan(g, c, plan);
-        QCOMPARE(rc.trace.metrics.peak_memory_bytes[0] - base.trace.metrics.peak_memory_bytes[0], act);
+        QVERIFY(!lower(rc.plan, rc.graph).recomputesPerLayer(0));
+        QCOMPARE(base.trace.metrics.peak_memory_bytes[0], 25 * act);
+        QCOMPARE(rc.trace.metrics.peak_memory_bytes[0], 7 * act);
+        const Graph one_op = chainGraph(4, 1, 2, 0, act);
+        Plan one_f_one_b = pipelinePlan(4, 2, 1, 4, ScheduleKind::OneFOneB);
+        one_f_one_b.recompute_layers = {0, 1};
+        QVERIFY(!lower(one_f_one_b, one_op).recomputesPerLayer(0));
     }
 
     void zeroBubbleKeepsEveryRebuildForItsWeightPass() {
         // zb-h1's input pass keeps the graph for the weight pass: the rebuilt layers of a
-        // micro-batch all live until W, unlike 1F1B's one layer at a time.
+        // micro-batch all live until W, so checkpoints would only add to them and lowering keeps
+        // the stage's input alone. Stage 0 as in recomputationTradesTimeForMemory: 1F1B's peak is
+        // 12 MiB a layer at a time; zb-h1 rebuilds all four layers (12 MiB) beside the 1 MiB
+        // buffer: 13 MiB.
         const int64_t act = 1 << 20;
-        const Graph g = tensorParallelChain(4, 1, 2, 0, act);
+        const Graph g = tensorParallelChain(8, 1, 2, 0, act);
         const Cluster c = exactCluster(1, 2);
-        Plan plan = pipelinePlan(4, 2, 1, 4, ScheduleKind::OneFOneB);
-        plan.recompute_layers = {0, 1};
+        Plan plan = pipelinePlan(8, 2, 1, 4, ScheduleKind::OneFOneB);
+        plan.recompute_layers = {0, 1, 2, 3};
         const Run one = simulatePlan(g, c, plan);
         plan.schedule = ScheduleKind::ZeroBubbleH1;
         const Run zb = simulatePlan(g, c, plan);
-        QCOMPARE(zb.trace.metrics.peak_memory_bytes[0] - one.trace.metrics.peak_memory_bytes[0], 3 * act);
+        QVERIFY(!lower(zb.plan, zb.graph).recomputesPerLayer(0));
+        QCOMPARE(one.trace.metrics.peak_memory_bytes[0], 12 * act);
+        QCOMPARE(zb.trace.metrics.peak_memory_bytes[0], 13 * act);
     }
 
     void pointToPointCostsLatencyPlusBytesOverBandwidth() {

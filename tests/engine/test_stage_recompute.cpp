@@ -3,6 +3,7 @@
 // rebuilds one layer at a time, right before that layer's backward, releasing the rebuild
 // (its autograd graph and the activations saved in it) before the next rebuild starts. The
 // zb-h1 input pass keeps every rebuilt layer's graph for its weight pass, which releases them.
+// Where the Program checkpoints the stage's input alone, the four layers are rebuilt together.
 // Gradients (of the weights and of the stage's input) equal a stage that recomputes nothing,
 // bit for bit (the same CPU kernels run on the same values). A backward without its
 // Recompute, or a second Recompute of the same micro-batch, is refused with a message.
@@ -64,7 +65,7 @@ struct Built {
 };
 
 // The same four layers (seeded) as one segment whose input comes from another segment.
-Built build(bool recompute, Graphs* graphs) {
+Built build(bool recompute, Graphs* graphs, bool per_layer = true) {
     torch::manual_seed(7);
     Built b;
     for (int i = 0; i < kLayers; ++i) b.layers.push_back(std::make_shared<TrackedLayer>(kWidth, graphs));
@@ -74,7 +75,7 @@ Built build(bool recompute, Graphs* graphs) {
     io.inputs = {{he::kChainKey, 0}};
     io.outputs = {he::kChainKey};
     io.keep.assign(kLayers, {he::kChainKey});
-    b.stage = std::make_unique<he::Stage>(1, b.layers, std::vector<bool>(kLayers, recompute), io, false);
+    b.stage = std::make_unique<he::Stage>(1, b.layers, std::vector<bool>(kLayers, recompute), io, false, false, per_layer);
     return b;
 }
 
@@ -140,6 +141,32 @@ void oneLayerAtATime(bool split) {
           how + ": input gradients equal the stage without recomputation");
 }
 
+// Program::recompute_per_layer false: the four layers are one piece, rebuilt once from the
+// stage's input, with the same gradients.
+void wholeStageFromItsInput() {
+    torch::manual_seed(11);
+    const Tensor x = torch::randn({kBatch, kWidth});
+    const Tensor dy = torch::randn({kBatch, kWidth});
+    Graphs plain_graphs, graphs;
+    Built plain = build(false, &plain_graphs);
+    plain.stage->forward(0, {{he::kChainKey, x}}, nullptr);
+    const he::Live plain_dx = plain.stage->backward(0, {{he::kChainKey, dy}});
+    Built rc = build(true, &graphs, false);
+    rc.stage->forward(0, {{he::kChainKey, x}}, nullptr);
+    rc.stage->recompute(0, nullptr);
+    int rebuilds = 0;
+    rc.stage->setRebuildWrapper([&](const std::function<void()>& rebuild) {
+        ++rebuilds;
+        rebuild();
+    });
+    const he::Live dx = rc.stage->backward(0, {{he::kChainKey, dy}});
+    check(rebuilds == 1 && static_cast<int>(graphs.size()) == kLayers,
+          "stage input only: one rebuild of the four layers (" + std::to_string(rebuilds) + " rebuild(s), " + std::to_string(graphs.size()) +
+              " layer graphs)");
+    check(sameGrads(weightGrads(*rc.stage), weightGrads(*plain.stage)) && torch::equal(dx.at(he::kChainKey), plain_dx.at(he::kChainKey)),
+          "stage input only: gradients equal the stage without recomputation");
+}
+
 template <class F>
 void refused(const std::string& what, const std::string& expected, F&& f) {
     try {
@@ -170,6 +197,7 @@ int main() {
     torch::set_num_threads(1);
     oneLayerAtATime(false);
     oneLayerAtATime(true);
+    wholeStageFromItsInput();
     misuseIsRefused();
     std::cout << (failures ? "FAILED: " + std::to_string(failures) + " check(s)" : std::string("all checks passed")) << "\n";
     return failures ? 1 : 0;

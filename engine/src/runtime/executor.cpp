@@ -262,7 +262,8 @@ void Executor::buildStages(const Graph& graph) {
             TORCH_CHECK(!selective[i] || layers[i]->setSelectiveRecompute(true), "layer ", range.first_layer + static_cast<int>(i),
                         ": the program recomputes its attention cores selectively but the module has none");
         const int seg = static_cast<int>(s);
-        stages_[seg] = std::make_unique<Stage>(seg, std::move(layers), recompute, io_[s], seg == last_segment, zero_stage_ >= 3);
+        stages_[seg] = std::make_unique<Stage>(seg, std::move(layers), recompute, io_[s], seg == last_segment, zero_stage_ >= 3,
+                                               program_.recomputesPerLayer(seg));
         stages_[seg]->setInputPassThroughActivations(tp_.enabled());
         stages_[seg]->setRebuildWrapper([this](const std::function<void()>& rebuild) { runRebuild(rebuild); });
         max_stashed_[seg] = 0;

@@ -10,11 +10,11 @@ namespace hippie::engine {
 using torch::Tensor;
 
 Stage::Stage(int segment, std::vector<LayerPtr> layers, const std::vector<bool>& recompute_layer, SegmentIO io, bool computes_loss,
-             bool piece_per_layer)
+             bool piece_per_layer, bool recompute_per_layer)
     : segment_(segment), layers_(std::move(layers)), io_(std::move(io)), computes_loss_(computes_loss) {
     for (size_t i = 0; i < layers_.size(); ++i) {
         const bool r = recompute_layer[i];
-        if (pieces_.empty() || pieces_.back().recompute != r || piece_per_layer || r) pieces_.push_back(Piece{i, i, r});
+        if (pieces_.empty() || pieces_.back().recompute != r || piece_per_layer || (r && recompute_per_layer)) pieces_.push_back(Piece{i, i, r});
         pieces_.back().end = i + 1;
     }
 }

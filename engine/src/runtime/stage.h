@@ -2,7 +2,8 @@
 // A segment of the model on this rank (a pipeline stage or interleaved chunk) and its
 // activation stash. The segment reads its inputs and produces its outputs as live maps of
 // named tensors (models/layer.h, runtime/boundaries.h). Its layers are cut into pieces: a run
-// of layers not recomputed is one piece, and every recomputed layer is a piece of its own.
+// of layers not recomputed is one piece, and every recomputed layer is a piece of its own
+// (or, where the Program checkpoints the segment's inputs only, a run of them is one piece).
 // Each piece starts from detached leaves, so backward runs piece by piece, last to first,
 // handing each piece's input gradients to the piece before it.
 //
@@ -51,9 +52,11 @@ struct MicroBatchState {
 
 class Stage {
 public:
-    // `piece_per_layer`: cut a piece at every layer (ZeRO-3), not only at recompute boundaries.
+    // `piece_per_layer`: cut a piece at every layer (ZeRO-3). `recompute_per_layer`
+    // (Program::recompute_per_layer): every recomputed layer a piece of its own (checkpoints
+    // at each), else a run of recomputed layers is one piece (its input the one checkpoint).
     Stage(int segment, std::vector<LayerPtr> layers, const std::vector<bool>& recompute_layer, SegmentIO io, bool computes_loss,
-          bool piece_per_layer = false);
+          bool piece_per_layer = false, bool recompute_per_layer = true);
 
     int segment() const { return segment_; }
     int firstLayer() const { return io_.first_layer; }
