@@ -239,11 +239,12 @@ const std::vector<Lesson>& lessons() {
                gptMedium(), kCluster, kRecomputeStages, 1, 1, kRecomputeMicroBatches, kRecomputeSamples,
                ScheduleKind::OneFOneB, -1, {E::BalancedStages}),
         recomputing(lesson("Full recomputation",
-                           "The same pipeline with every block recomputed: a forward keeps only each block's input "
-                           "and frees the rest, and before each micro-batch's backward the stage runs its forward "
-                           "again (the brown R blocks) to rebuild what that backward needs, for one "
-                           "micro-batch at a time instead of every one in flight. The memory curves stay low; every "
-                           "block's forward runs twice an iteration.",
+                           "The same pipeline with every block recomputed (activation checkpointing): a forward "
+                           "keeps only each block's output, which the next block reads, and frees the rest. Once a "
+                           "micro-batch's gradient has arrived, its backward runs each block's forward again just "
+                           "before that block's backward, so one block's activations of one micro-batch are "
+                           "rebuilt at a time (the chart draws those rebuilds as one brown R block before the "
+                           "backward). The memory curves stay low; every block's forward runs twice an iteration.",
                            gptMedium(), kCluster, kRecomputeStages, 1, 1, kRecomputeMicroBatches, kRecomputeSamples,
                            ScheduleKind::OneFOneB, kNoRecompute, {E::LowerPeakMemory, E::LongerIteration}),
                     true, false),
