@@ -466,14 +466,9 @@ Estimator::Estimator(const Problem& problem, int tp)
         if (to != g.ops[static_cast<size_t>(e.src)].layer) bytes = std::max(bytes, e.bytes);
     }
     std::vector<int64_t> checkpoints(n, 0);
-    for (size_t op = 0; op < g.ops.size(); ++op) {
-        const int from = g.ops[op].layer;
-        for (int to : readers[op])
-            if (to != from) {
-                checkpoints[static_cast<size_t>(from)] += g.ops[op].output_bytes;
-                break;
-            }
-    }
+    const std::vector<bool> read_by_other_layer = g.readByAnotherLayer();
+    for (size_t op = 0; op < g.ops.size(); ++op)
+        if (read_by_other_layer[op]) checkpoints[static_cast<size_t>(g.ops[op].layer)] += g.ops[op].output_bytes;
     for (size_t i = 0; i < n; ++i) checkpoint_prefix_[i + 1] = checkpoint_prefix_[i] + checkpoints[i];
     std::vector<int64_t> only_later(n * n, 0);  // [layer][last]: outputs of the layer's ops read only after `last`
     for (size_t op = 0; op < g.ops.size(); ++op) {
@@ -565,7 +560,8 @@ Estimator::StageCost Estimator::stageCost(const StageRange& r, bool recompute, i
     const int64_t largest = recompute ? largest_layer_[at(r.first_layer, r.last_layer - 1)] : 0;
     const double held = static_cast<double>(std::min(shape.pp - stage, shape.m));
     const bool per_layer = (shape.dp > 1 && shape.zero >= 3) || b - a < 2 ||
-                           held * static_cast<double>(checkpoints) + static_cast<double>(largest) <= static_cast<double>(rebuilt);
+                           Program::checkpointsEachLayer(held, static_cast<double>(checkpoints), static_cast<double>(largest),
+                                                         static_cast<double>(rebuilt));
     const int64_t outputs = !recompute ? activation_prefix_[b + 1] - activation_prefix_[a]
                                        : (per_layer ? checkpoints : 0) + activation_prefix_[b + 1] - activation_prefix_[b];
     s.kept = cost.scaled(input_bytes_[at(r.first_layer, r.last_layer)] + outputs, samples);

@@ -79,6 +79,13 @@ std::vector<Layer> Graph::layers() const {
     return out;
 }
 
+std::vector<bool> Graph::readByAnotherLayer() const {
+    std::vector<bool> out(ops.size(), false);
+    for (const Edge& e : edges)
+        if (ops[static_cast<size_t>(e.src)].layer != ops[static_cast<size_t>(e.dst)].layer) out[static_cast<size_t>(e.src)] = true;
+    return out;
+}
+
 std::vector<int> Graph::topologicalOrder() const {
     const size_t n = ops.size();
     std::vector<int> indegree(n, 0);

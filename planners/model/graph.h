@@ -98,6 +98,9 @@ struct Graph {
     int layerCount() const;                  // 1 + largest layer index (0 if empty)
     std::vector<Layer> layers() const;       // layer view, index i = layer i
     std::vector<int> topologicalOrder() const;  // throws Error naming an op on a cycle
+    // By op id: whether an op of another layer reads its output (a layer's checkpoints under
+    // activation checkpointing).
+    std::vector<bool> readByAnotherLayer() const;
     double totalFwdFlops() const;
     double totalBwdFlops() const;
     int64_t totalParamBytes() const;

@@ -368,10 +368,7 @@ std::vector<bool> checkpointGranularity(const Graph& graph, const Program& prog,
                 --in_flight[s];
         }
     }
-    std::vector<bool> read_by_other_layer(graph.ops.size(), false);
-    for (const Edge& e : graph.edges)
-        if (graph.ops[static_cast<size_t>(e.src)].layer != graph.ops[static_cast<size_t>(e.dst)].layer)
-            read_by_other_layer[static_cast<size_t>(e.src)] = true;
+    const std::vector<bool> read_by_other_layer = graph.readByAnotherLayer();
     std::vector<bool> per_layer(n, true);
     for (size_t s = 0; s < n; ++s) {
         if (prog.zero_stage >= 3) continue;
@@ -388,8 +385,8 @@ std::vector<bool> checkpointGranularity(const Graph& graph, const Program& prog,
         if (rebuild.size() < 2) continue;  // one layer: the same either way
         int64_t largest = 0;
         for (const auto& [layer, bytes] : rebuild) largest = std::max(largest, bytes);
-        const double layer_at_a_time = static_cast<double>(held[s]) * static_cast<double>(checkpoints) + static_cast<double>(split[s] ? all : largest);
-        per_layer[s] = layer_at_a_time <= static_cast<double>(all);
+        per_layer[s] = Program::checkpointsEachLayer(static_cast<double>(held[s]), static_cast<double>(checkpoints),
+                                                     static_cast<double>(split[s] ? all : largest), static_cast<double>(all));
     }
     return per_layer;
 }

@@ -157,6 +157,12 @@ struct Program {
     // of the rest, or the backward is split (zb-h1 keeps every rebuild until W anyway); always
     // a layer at a time under ZeRO-3, which gathers one layer at a time. Empty: a layer at a time.
     std::vector<bool> recompute_per_layer;
+    // The rule: a layer at a time when `held` micro-batches' checkpoints and the rebuild it
+    // holds (the largest layer's, or every layer's under zb-h1) take no more than rebuilding
+    // every recomputed layer (`all`) from the inputs. Also hippie's estimate.
+    static bool checkpointsEachLayer(double held, double checkpoints, double rebuild, double all) {
+        return held * checkpoints + rebuild <= all;
+    }
     bool recomputesPerLayer(int segment) const {
         return recompute_per_layer.empty() || recompute_per_layer[static_cast<size_t>(segment)];
     }

@@ -86,13 +86,13 @@ std::vector<SegmentMemory> segmentMemory(const Program& prog, const CostModel& c
             if (in.kind == InstrKind::BackwardInput) split_backward[static_cast<size_t>(in.segment)] = true;
     std::vector<SegmentMemory> out(prog.segments.size());
     std::vector<RankBytes> kept(prog.segments.size()), sent(prog.segments.size()), weight_inputs(prog.segments.size());
-    std::vector<bool> read_inside(g.ops.size(), false), read_outside(g.ops.size(), false), read_by_other_layer(g.ops.size(), false);
+    std::vector<bool> read_inside(g.ops.size(), false), read_outside(g.ops.size(), false);
+    const std::vector<bool> read_by_other_layer = g.readByAnotherLayer();
     std::vector<std::set<int>> inputs_from_outside(prog.segments.size());
     std::vector<RankBytes> input_bytes_of_op(g.ops.size());
     for (const Edge& e : g.edges) {
         const int a = seg_of[static_cast<size_t>(e.src)], b = seg_of[static_cast<size_t>(e.dst)];
         (a == b ? read_inside : read_outside)[static_cast<size_t>(e.src)] = true;
-        if (g.ops[static_cast<size_t>(e.src)].layer != g.ops[static_cast<size_t>(e.dst)].layer) read_by_other_layer[static_cast<size_t>(e.src)] = true;
         // A rank holds what it received from another stage as it was sent (sentShare), and its
         // own ops' outputs as the cost model splits them (rankShare).
         const double share = a == b ? cost.rankShare(e.src) : sentShare(g.ops[static_cast<size_t>(e.src)], cost.split());

@@ -811,6 +811,13 @@ void Executor::runRebuild(const std::function<void()>& rebuild) {
     rebuilt_.gathers += zero_gathers_ - gathers_before;
 }
 
+void Executor::listRebuilds(const Instr& in, int Recomputed::*listed) {
+    // The rebuilds run inside the backward: checked against this count and placed when it has run.
+    Recomputed& r = recomputed_.at({in.segment, in.mb});
+    r.*listed = in.count;
+    r.listing_events.push_back(record(in, last_compute_.start, last_compute_.end));
+}
+
 void Executor::settleRebuilds(const Instr& backward, double& start) {
     const auto it = recomputed_.find({backward.segment, backward.mb});
     if (it == recomputed_.end()) return;
@@ -1067,10 +1074,7 @@ void Executor::onTensorParallel(const Instr& in) {
         throw Error("rank " + std::to_string(rank_) + ": " + in.str() + (in.sequence_parallel ? " lists sequence-parallel pairs but the plan has none"
                                                                                                : " lists all-reduces but the plan is sequence parallel"));
     if (c.in.kind == InstrKind::Recompute) {
-        // The rebuilds run inside the backward: checked and placed when it has run.
-        Recomputed& r = recomputed_.at({in.segment, in.mb});
-        r.tp_listed = in.count;
-        r.listing_events.push_back(record(in, c.start, c.end));
+        listRebuilds(in, &Recomputed::tp_listed);
         last_compute_.accounted = true;
         return;
     }
@@ -1107,9 +1111,7 @@ void Executor::onZeroGather(const Instr& in) {
         throw Error("rank " + std::to_string(rank_) + ": " + in.str() + " names group " + std::to_string(in.group) +
                     ", not the data-parallel group of segment " + std::to_string(in.segment) + " on this rank");
     if (c.in.kind == InstrKind::Recompute) {
-        Recomputed& r = recomputed_.at({in.segment, in.mb});
-        r.gathers_listed = in.count;
-        r.listing_events.push_back(record(in, c.start, c.end));
+        listRebuilds(in, &Recomputed::gathers_listed);
         last_compute_.zero_accounted = true;
         return;
     }

@@ -303,6 +303,8 @@ private:
     };
     std::map<std::pair<int, int>, Recomputed> recomputed_;  // armed, not yet rebuilt: by (segment, mb)
     void runRebuild(const std::function<void()>& rebuild);
+    // A Recompute's TensorParallel or ZeroGather instruction `in`: its count into `listed`.
+    void listRebuilds(const Instr& in, int Recomputed::*listed);
     // After a backward of (segment, mb): its rebuilds against the Recompute's listing; the
     // Recompute's events are placed at the backward's start, `start` moved past them.
     void settleRebuilds(const Instr& backward, double& start);
