@@ -54,7 +54,7 @@ Problem makeProblem(const CompareOptions& o) {
 std::string shape(const PlannerResult& r) {
     if (!r.feasible && r.plan.stages.empty() && r.plan.placement.empty()) return "-";
     if (r.plan.isPlacement()) return "placement on " + std::to_string(r.plan.deviceCount());
-    return std::to_string(r.plan.pipelineDepth()) + "x" + std::to_string(r.plan.dp);
+    return std::to_string(r.plan.pipelineDepth()) + "x" + r.plan.dpText();
 }
 
 // The tensor-parallel degree, sequence parallelism and ZeRO stage columns of a pipeline plan.

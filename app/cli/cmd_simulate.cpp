@@ -102,6 +102,11 @@ std::vector<CLI::Option*> addShapeOptions(CLI::App& sub, SimulateCommand& cmd) {
                                  "ZeRO sharding over each stage's dp replicas: 0 none, 1 optimizer state, 2 + gradients, 3 + parameters")
                       ->check(CLI::Range(0, kMaxZeroStage)),
                   positive("--tp", o.tp, "tensor-parallel degree: devices that split each replica of every stage (Megatron-LM)"),
+                  sub.add_option("--stage-replicas", o.stage_replicas,
+                                 "replicas of each stage, comma-separated (PipeDream's per-stage replication, e.g. 3,1); "
+                                 "micro-batches go round-robin over a stage's replicas, --dp is the largest")
+                      ->delimiter(',')
+                      ->check(positiveInt()),
                   sub.add_flag("--sp", o.sequence_parallel, "sequence parallelism over the tensor-parallel ranks (needs --tp 2 or more)"),
                   sub.add_option("--optimizer", o.optimizer, "sgd, sgd-momentum, adam or adamw")->capture_default_str()});
     return shape;

@@ -23,7 +23,7 @@ struct DevicePlace {
 // group per device).
 std::vector<std::vector<int>> deviceRows(const Plan& plan) {
     if (plan.isPlacement()) return plan.stageGroups();
-    return plan.device_map.empty() ? defaultDeviceMap(plan.pipelineDepth(), plan.dp, plan.tp) : plan.device_map;
+    return plan.device_map.empty() ? defaultDeviceMap(plan) : plan.device_map;
 }
 
 std::map<int, DevicePlace> devicePlaces(const Plan& plan) {
@@ -69,9 +69,16 @@ void printPlanSummary(std::ostream& out, const SimulationSetup& s) {
     for (const StageRange& r : p.stages) stages.push_back(layerRange(r));
     const std::string chunks = p.virtual_stages > 1 ? " x " + std::to_string(p.virtual_stages) + " chunks" : "";
     const std::string tensor = p.tp > 1 ? " x tp " + std::to_string(p.tp) + (p.sequence_parallel ? " (sequence parallel)" : "") : "";
+    std::string replicas = std::to_string(p.dp);
+    if (p.perStageReplication()) {
+        std::vector<std::string> each;
+        for (int r : p.stage_replicas) each.push_back(std::to_string(r));
+        replicas = joined(each, "-") + " (per stage, micro-batches round-robin)";
+    }
     out << "plan: " << modelLabel(s.graph) << " on " << p.cluster << ": pp " << p.pipelineDepth() << chunks << " x dp "
-        << p.dp << tensor << ", " << p.micro_batches << " micro-batches x " << fixed(p.microBatchSize(), 0) << " samples, "
-        << toString(p.schedule) << ", stages " << joined(stages, " | ") << '\n';
+        << replicas << tensor << ", " << p.micro_batches << " micro-batches x " << fixed(p.microBatchSize(), 0) << " samples"
+        << (p.perStageReplication() ? " per replica of the widest stage" : "") << ", " << toString(p.schedule) << ", stages "
+        << joined(stages, " | ") << '\n';
     out << "      global batch " << p.global_batch << ", optimizer " << toString(p.optimizer) << ", recompute "
         << (p.recompute_layers.empty() ? std::string(p.selective_recompute ? "" : "none") : std::to_string(p.recompute_layers.size()) + " layers")
         << (p.selective_recompute ? std::string(p.recompute_layers.empty() ? "" : " + ") + "selective (attention cores)" : std::string())
@@ -100,7 +107,10 @@ void printDeviceMapping(std::ostream& out, const SimulationSetup& s) {
         for (const auto& g : gs) parts.push_back(deviceList(g));
         return joined(parts, " ");
     };
-    std::vector<std::pair<std::string, std::string>> fields{{"pipelines", groupList(p.pipelineGroups())}, {"stage groups", groupList(groups)}};
+    std::vector<std::pair<std::string, std::string>> fields;
+    // Per-stage replication has no fixed pipelines: each micro-batch meets its replica of every stage.
+    if (!p.perStageReplication()) fields.emplace_back("pipelines", groupList(p.pipelineGroups()));
+    fields.emplace_back("stage groups", groupList(groups));
     if (tp > 1) fields.emplace_back("tensor groups", groupList(p.tpGroups()));
     printFields(out, fields);
 }

@@ -1,5 +1,6 @@
 #include "app/cli/simulate_setup.h"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "planners/cluster/cluster_json.h"
@@ -26,6 +27,21 @@ void checkDeviceCount(int pp, int dp, int tp, const Cluster& cluster, const std:
     if (devices > cluster.deviceCount())
         throw Error("pp " + std::to_string(pp) + " x dp " + std::to_string(dp) + (tp > 1 ? " x tp " + std::to_string(tp) : std::string()) +
                     " needs " + std::to_string(devices) + " devices but cluster '" + cluster_name + "' has " +
+                    std::to_string(cluster.deviceCount()));
+}
+
+void checkStageReplicas(const SimulateOptions& opts, const Cluster& cluster) {
+    const auto& r = opts.stage_replicas;
+    if (static_cast<int>(r.size()) != opts.pp)
+        throw Error("--stage-replicas gives " + std::to_string(r.size()) + " replica counts for --pp " + std::to_string(opts.pp) +
+                    " stages (one per stage)");
+    const int widest = *std::max_element(r.begin(), r.end());
+    if (opts.dp != widest)
+        throw Error("--dp " + std::to_string(opts.dp) + ": with --stage-replicas, dp is the widest stage's replicas (" + std::to_string(widest) + ")");
+    int64_t devices = 0;
+    for (int n : r) devices += n;
+    if (devices > cluster.deviceCount())
+        throw Error("--stage-replicas needs " + std::to_string(devices) + " devices but cluster '" + opts.cluster + "' has " +
                     std::to_string(cluster.deviceCount()));
 }
 
@@ -65,10 +81,16 @@ SimulationSetup setupFromFlags(const SimulateOptions& opts) {
                     " are supported");
     // The cluster bounds pp x dp x tp before anything is sized by them (--dp 1000000000).
     Cluster cluster = loadCluster(opts.cluster);
-    checkDeviceCount(opts.pp, opts.dp, opts.tp, cluster, opts.cluster);
     plan.tp = opts.tp;
     plan.sequence_parallel = opts.sequence_parallel;
-    plan.device_map = defaultDeviceMap(opts.pp, opts.dp, opts.tp);
+    if (opts.stage_replicas.empty()) {
+        checkDeviceCount(opts.pp, opts.dp, opts.tp, cluster, opts.cluster);
+        plan.device_map = defaultDeviceMap(opts.pp, opts.dp, opts.tp);
+    } else {
+        checkStageReplicas(opts, cluster);
+        plan.stage_replicas = opts.stage_replicas;
+        plan.device_map = defaultDeviceMap(opts.stage_replicas);
+    }
     // Tensor-parallel ranks share their replica's micro-batches.
     Graph graph = buildGraph(opts.model, microBatchSize(opts.global_batch, opts.dp, opts.micro_batches));
     checkTensorParallelFlags(opts, graph);

@@ -2,6 +2,7 @@
 // What `hippie-plan simulate` simulates: a Plan with its Graph and Cluster, made either from
 // the shape flags or from a plan file.
 #include <string>
+#include <vector>
 
 #include "app/cli/model_options.h"
 #include "planners/cluster/cluster.h"
@@ -26,6 +27,7 @@ struct SimulateOptions {
     std::string optimizer = "adam";
     int zero_stage = 0;  // --zero: ZeRO sharding stage of the data-parallel groups
     int tp = 1;          // --tp: tensor-parallel degree of every stage
+    std::vector<int> stage_replicas;  // --stage-replicas: replicas of each stage (PipeDream); --dp is the largest
     bool sequence_parallel = false;  // --sp
     // Outputs.
     std::string trace_file;

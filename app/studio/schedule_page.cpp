@@ -74,7 +74,7 @@ void SchedulePage::showTrace(const Plan& plan, const Trace& trace, const Cluster
     const QString text = tr("%1 · %2 · iteration %3 · %4 samples/s · bubble %5% · peak %6%7")
                              .arg(QString::fromStdString(plan.planner))
                              .arg(plan.isPlacement() ? tr("placement")
-                                                     : QStringLiteral("pp %1 × dp %2").arg(plan.pipelineDepth()).arg(plan.dp) +
+                                                     : QStringLiteral("pp %1 × dp %2").arg(plan.pipelineDepth()).arg(QString::fromStdString(plan.dpText())) +
                                                            (plan.tp > 1 ? QStringLiteral(" × tp %1").arg(plan.tp) : QString()) +
                                                            (plan.sequence_parallel ? tr(" · sequence parallel") : QString()) +
                                                            (plan.zero_stage > 0 ? tr(" · ZeRO-%1").arg(plan.zero_stage) : QString()))

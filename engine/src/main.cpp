@@ -55,6 +55,7 @@ struct PlanFlags {
     int zero_stage = 0;
     int tp = 1;
     bool sequence_parallel = false;
+    std::vector<int> stage_replicas;  // per-stage replication; empty: --dp for every stage
 };
 
 // The layer ranges of `chunks` stages over `layers` layers: even, or cut where the user says
@@ -124,7 +125,15 @@ int makePlan(const PlanFlags& f) {
             return errorEvent("--pp x --virtual-stages must be between 1 and the model's " + std::to_string(layers) + " layers");
         p.stages = stageRanges(layers, chunks, f.stage_starts);
         if (f.tp < 1) return errorEvent("--tp must be at least 1");
-        p.device_map = hippie::defaultDeviceMap(f.pp, f.dp, f.tp);
+        if (!f.stage_replicas.empty()) {
+            // Per-stage replication: dp is the widest stage's replicas.
+            if (static_cast<int>(f.stage_replicas.size()) != f.pp)
+                return errorEvent("--stage-replicas gives " + std::to_string(f.stage_replicas.size()) + " counts for --pp " + std::to_string(f.pp));
+            if (*std::min_element(f.stage_replicas.begin(), f.stage_replicas.end()) < 1) return errorEvent("--stage-replicas must be at least 1 each");
+            p.stage_replicas = f.stage_replicas;
+            p.dp = *std::max_element(f.stage_replicas.begin(), f.stage_replicas.end());
+        }
+        p.device_map = hippie::defaultDeviceMap(p);
         hippie::checkPlan(p, g, p.deviceCount());
         if (f.out.empty()) std::cout << hippie::planToJson(p).dump(2) << std::endl;
         else hippie::savePlanFile(p, f.out);
@@ -217,6 +226,9 @@ int main(int argc, char** argv) {
     plan_cmd->add_option("--zero", pf.zero_stage, "ZeRO stage of the data-parallel groups: 0 none, 1 optimizer state, 2 + gradients, 3 + parameters");
     plan_cmd->add_option("--tp", pf.tp, "tensor-parallel degree (zoo transformers: heads, MLP width and vocabulary split over tp ranks)");
     plan_cmd->add_flag("--sequence-parallel", pf.sequence_parallel, "with --tp: LayerNorms and residuals split along the sequence");
+    plan_cmd->add_option("--stage-replicas", pf.stage_replicas,
+                         "replicas of each stage, comma-separated (PipeDream's per-stage replication; micro-batches go round-robin, --dp is ignored)")
+        ->delimiter(',');
     plan_cmd->add_option("--out", pf.out, "plan file to write (default: stdout)");
 
     std::string ref;

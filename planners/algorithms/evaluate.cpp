@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <numeric>
 
 #include "planners/common/error.h"
 #include "planners/cost/cost_model.h"
@@ -65,7 +66,11 @@ std::optional<Plan> memoryProbePlan(const Plan& plan) {
     // Whole rounds of the pipeline depth (the interleaved schedule runs micro-batches in rounds),
     // and two of them at least: from there on the 1F1B-like schedules' peak no longer grows.
     const int depth = std::max(plan.pipelineDepth(), 1);
-    const int m = std::max(kMemoryProbeMicroBatches / depth, 2) * depth;
+    int m = std::max(kMemoryProbeMicroBatches / depth, 2) * depth;
+    // Per-stage replication: the probe's dp x m micro-batches must go round-robin evenly too.
+    int64_t round = 1;
+    for (int r : plan.stage_replicas) round = std::lcm(round, static_cast<int64_t>(r / std::gcd(r, plan.dp)));
+    if (round > 1) m = static_cast<int>((m + round - 1) / round * round);
     if (m >= plan.micro_batches) return std::nullopt;
     Plan probe = plan;
     probe.micro_batches = m;

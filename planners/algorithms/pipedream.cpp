@@ -8,6 +8,8 @@
 #include "planners/algorithms/layer_costs.h"
 #include "planners/algorithms/pipedream_dp.h"
 #include "planners/algorithms/pipeline_search.h"
+#include "planners/common/error.h"
+#include "planners/schedule/lower.h"
 
 namespace hippie {
 
@@ -69,21 +71,72 @@ int microBatchesFor(int per_replica_batch, double micro_batch_size) {
     return per_replica_batch;
 }
 
+// The program's configuration as it is: each stage with its own replicas on the GPUs the
+// program gave it (Plan::stage_replicas), micro-batches round-robin over them, 1F1B; the
+// fewest micro-batches, from the size the memory constraint assumed, that fit memory. nullopt
+// when none fits or the plan cannot be built (a tied weight across stages of different widths).
+std::optional<Candidate> perStageCandidate(const Problem& problem, const PipeDreamConfig& c, double b, const PlanContext& context,
+                                           SearchLog& log) {
+    Plan plan = basePlan(problem, PipeDreamPlanner::kName);
+    plan.schedule = ScheduleKind::OneFOneB;
+    for (const PipeDreamStage& s : c.stages) {
+        plan.stages.push_back({s.first_layer, s.last_layer});
+        plan.stage_replicas.push_back(s.replicas);
+        plan.device_map.push_back(s.devices);
+        plan.dp = std::max(plan.dp, s.replicas);
+    }
+    if (problem.global_batch % plan.dp != 0) {
+        log.note("per-stage replication " + plan.dpText() + ": the global batch does not split over the widest stage's " +
+                 std::to_string(plan.dp) + " replicas");
+        return std::nullopt;
+    }
+    const int wanted = static_cast<int>(std::ceil(problem.global_batch / plan.dp / b));
+    for (int m : microBatchCounts(problem, plan.dp)) {
+        const int64_t total = int64_t{plan.dp} * m;
+        if (m < wanted || std::any_of(plan.stage_replicas.begin(), plan.stage_replicas.end(), [&](int r) { return total % r != 0; }))
+            continue;
+        if (context.shouldStop()) return std::nullopt;
+        plan.micro_batches = m;
+        try {
+            checkPlan(plan, problem.graph, problem.cluster.deviceCount());
+        } catch (const Error& e) {
+            log.note("per-stage replication " + plan.dpText() + " is not built for this model: " + e.what());
+            return std::nullopt;
+        }
+        const TraceMetrics metrics = evaluateCandidate(problem, plan);
+        log.tried(plan, metrics);
+        if (metrics.fits_memory) return Candidate{plan, metrics};
+    }
+    return std::nullopt;
+}
+
 std::optional<Candidate> tryMicroBatchSize(const Problem& problem, const LayerCosts& costs, double b, const PlanContext& context,
                                            SearchLog& log) {
     const PipeDreamConfig free = solvePipeDream(problem, costs, {b, 0, 0});
     log.note("micro-batch size " + std::to_string(static_cast<int>(b)) + " for the memory constraint; PipeDream's optimum: " + free.str());
     if (!free.found() || context.shouldStop()) return std::nullopt;
+    // The optimum as it is (per-stage replication), and the best configuration with one
+    // replication for every stage; the plan is the better of the two simulated, under the
+    // problem's objective.
+    std::vector<Candidate> fits;
+    if (!free.uniformReplication())
+        if (auto c = perStageCandidate(problem, free, b, context, log)) fits.push_back(std::move(*c));
     const PipeDreamConfig uniform = bestUniform(problem, costs, b, context);
-    if (!uniform.found()) return std::nullopt;
-    log.note(free.uniformReplication() && free.slowest_stage_s == uniform.slowest_stage_s
-                 ? "the optimum replicates every stage equally: kept as is"
-                 : "a plan has one dp for every stage: restricted to uniform replication, the best is " + uniform.str());
-    const Plan plan = planOf(problem, uniform);
-    const std::vector<StageRange> stages = plan.stages;
-    const StagesFn fixed = [stages](int, double) { return stages; };
-    const int first_m = microBatchesFor(problem.global_batch / plan.dp, b);
-    return fitMicroBatches(problem, plan, static_cast<int>(stages.size()), fixed, first_m, context, log);
+    if (uniform.found()) {
+        log.note(free.uniformReplication() && free.slowest_stage_s == uniform.slowest_stage_s
+                     ? "the optimum replicates every stage equally"
+                     : "restricted to uniform replication, the best is " + uniform.str());
+        const Plan plan = planOf(problem, uniform);
+        const std::vector<StageRange> stages = plan.stages;
+        const StagesFn fixed = [stages](int, double) { return stages; };
+        const int first_m = microBatchesFor(problem.global_batch / plan.dp, b);
+        if (auto c = fitMicroBatches(problem, plan, static_cast<int>(stages.size()), fixed, first_m, context, log)) fits.push_back(std::move(*c));
+    }
+    auto best = bestByObjective(problem, fits);
+    if (best && fits.size() > 1)
+        log.note(std::string("simulated, ") + (best->plan.perStageReplication() ? "per-stage replication" : "uniform replication") +
+                 " is the better under the objective");
+    return best;
 }
 
 }  // namespace

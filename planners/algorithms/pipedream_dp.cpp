@@ -219,7 +219,11 @@ PipeDreamConfig solvePipeDream(const Problem& problem, const LayerCosts& costs, 
         const int gpus = cluster.deviceCount();
         const LevelInputs in = gpuLevel(model, gpus, true, options.gpus_per_stage);
         const LevelTable table(in);
-        return config(table.time(0, last, gpus), table.stages(0, last, gpus));
+        std::vector<PipeDreamStage> stages = table.stages(0, last, gpus);
+        int next = 0;
+        for (PipeDreamStage& s : stages)
+            for (int r = 0; r < s.replicas; ++r) s.devices.push_back(next++);
+        return config(table.time(0, last, gpus), std::move(stages));
     }
     const int per_node = cluster.nodes.front().devices, nodes = static_cast<int>(cluster.nodes.size());
     const LevelInputs gpu_in = gpuLevel(model, per_node, false, options.gpus_per_stage);
@@ -227,11 +231,18 @@ PipeDreamConfig solvePipeDream(const Problem& problem, const LayerCosts& costs, 
     const LevelInputs node_in = nodeLevel(model, cluster, gpus, options.nodes_per_stage);
     const LevelTable top(node_in);
     std::vector<PipeDreamStage> stages;
-    for (const PipeDreamStage& ns : top.stages(0, last, nodes))
+    int first_node = 0;
+    for (const PipeDreamStage& ns : top.stages(0, last, nodes)) {
+        int first_gpu = 0;  // within each of the stage's nodes
         for (PipeDreamStage s : gpus.stages(ns.first_layer, ns.last_layer, per_node)) {
+            for (int n = first_node; n < first_node + ns.replicas; ++n)
+                for (int g = 0; g < s.replicas; ++g) s.devices.push_back(cluster.firstDeviceOf(n) + first_gpu + g);
+            first_gpu += s.replicas;
             s.replicas *= ns.replicas;
             stages.push_back(s);
         }
+        first_node += ns.replicas;
+    }
     return config(top.time(0, last, nodes), std::move(stages));
 }
 

@@ -30,6 +30,9 @@ struct PipeDreamStage {
     int first_layer = 0;
     int last_layer = 0;
     int replicas = 1;  // GPUs running this stage
+    // Those GPUs (global device ids): a GPU-level stage inside a node-level stage of n nodes
+    // runs on the same GPUs of each of those nodes.
+    std::vector<int> devices;
 };
 
 struct PipeDreamConfig {

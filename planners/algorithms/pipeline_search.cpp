@@ -88,7 +88,7 @@ std::string describePlan(const Plan& p) {
     std::string stages;
     for (const StageRange& s : p.stages)
         stages += (stages.empty() ? "" : " | ") + std::to_string(s.first_layer) + "-" + std::to_string(s.last_layer);
-    return "pp " + std::to_string(p.pipelineDepth()) + " x dp " + std::to_string(p.dp) +
+    return "pp " + std::to_string(p.pipelineDepth()) + " x dp " + p.dpText() +
            (p.tp > 1 ? " x tp " + std::to_string(p.tp) + (p.sequence_parallel ? " sp" : "") : std::string()) +
            (p.zero_stage > 0 ? " z" + std::to_string(p.zero_stage) : std::string()) + ", m " + std::to_string(p.micro_batches) +
            ", " + toString(p.schedule) + (p.virtual_stages > 1 ? " x" + std::to_string(p.virtual_stages) : std::string()) +

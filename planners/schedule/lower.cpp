@@ -18,6 +18,46 @@ namespace {
 
 std::string planError(const std::string& field, const std::string& what) { return "plan: field '" + field + "': " + what; }
 
+// Per-stage replication (Plan::stage_replicas): what the round-robin lowering supports.
+void checkStageReplicas(const Plan& plan, const Graph& graph) {
+    const auto& r = plan.stage_replicas;
+    if (r.size() != plan.stages.size())
+        throw Error(planError("stage_replicas", "has " + std::to_string(r.size()) + " entries for " + std::to_string(plan.stages.size()) +
+                                                    " stages (one replica count per stage)"));
+    for (size_t s = 0; s < r.size(); ++s)
+        if (r[s] < 1) throw Error(planError("stage_replicas[" + std::to_string(s) + "]", "must be at least 1"));
+    const int widest = *std::max_element(r.begin(), r.end());
+    if (plan.dp != widest)
+        throw Error(planError("dp", "is " + std::to_string(plan.dp) + " but the widest stage has " + std::to_string(widest) +
+                                        " replicas; with per-stage replication dp is the widest stage's"));
+    const std::string unsupported = " is not built with per-stage replication (stage_replicas); give every stage dp replicas";
+    if (plan.tp != 1) throw Error(planError("tp", "tensor parallelism" + unsupported));
+    if (plan.zero_stage != 0) throw Error(planError("zero_stage", "ZeRO sharding" + unsupported));
+    if (plan.schedule != ScheduleKind::GPipe && plan.schedule != ScheduleKind::OneFOneB && plan.schedule != ScheduleKind::Hippie)
+        throw Error(planError("schedule", std::string("the ") + toString(plan.schedule) + " schedule" + unsupported +
+                                              ", or use gpipe, 1f1b or hippie"));
+    const int64_t total = static_cast<int64_t>(plan.dp) * plan.micro_batches;
+    for (size_t s = 0; s < r.size(); ++s)
+        if (total % r[s] != 0)
+            throw Error(planError("micro_batches", "the iteration's dp " + std::to_string(plan.dp) + " x " + std::to_string(plan.micro_batches) +
+                                                       " micro-batches do not go round-robin evenly over stage " + std::to_string(s) + "'s " +
+                                                       std::to_string(r[s]) + " replicas; use a multiple of " +
+                                                       std::to_string(r[s] / std::gcd(r[s], plan.dp)) +
+                                                       " micro-batches"));
+    std::vector<int> stage_of_layer(static_cast<size_t>(graph.layerCount()), 0);
+    for (size_t s = 0; s < plan.stages.size(); ++s)
+        for (int l = plan.stages[s].first_layer; l <= plan.stages[s].last_layer && l < graph.layerCount(); ++l)
+            stage_of_layer[static_cast<size_t>(l)] = static_cast<int>(s);
+    for (const TiedWeightUse& t : tiedWeights(graph)) {
+        const int a = stage_of_layer[static_cast<size_t>(t.owner_layer)], b = stage_of_layer[static_cast<size_t>(t.user_layer)];
+        if (r[static_cast<size_t>(a)] != r[static_cast<size_t>(b)])
+            throw Error(planError("stage_replicas", "stages " + std::to_string(a) + " and " + std::to_string(b) + " share a tied weight (layer " +
+                                                        std::to_string(t.owner_layer) + "'s, reused by layer " + std::to_string(t.user_layer) +
+                                                        ") but have " + std::to_string(r[static_cast<size_t>(a)]) + " and " +
+                                                        std::to_string(r[static_cast<size_t>(b)]) + " replicas; give them the same count"));
+    }
+}
+
 void checkPipeline(const Plan& plan, const Graph& graph, int cluster_devices) {
     const int layers = graph.layerCount();
     if (plan.stages.empty()) throw Error(planError("stages", "a pipeline plan needs at least one stage"));
@@ -48,13 +88,18 @@ void checkPipeline(const Plan& plan, const Graph& graph, int cluster_devices) {
     } else if (plan.virtual_stages != 1) {
         throw Error(planError("virtual_stages", "only the interleaved schedule runs several chunks per device"));
     }
+    if (plan.perStageReplication()) checkStageReplicas(plan, graph);
     if (!plan.device_map.empty()) {
         if (static_cast<int>(plan.device_map.size()) != pp)
             throw Error(planError("device_map", "has " + std::to_string(plan.device_map.size()) + " rows for " + std::to_string(pp) +
                                                     " pipeline stages"));
         std::set<int> seen;
         for (size_t s = 0; s < plan.device_map.size(); ++s) {
-            if (static_cast<int64_t>(plan.device_map[s].size()) != static_cast<int64_t>(plan.dp) * plan.tp)
+            if (plan.perStageReplication() && static_cast<int>(plan.device_map[s].size()) != plan.replicasOf(static_cast<int>(s)))
+                throw Error(planError("device_map[" + std::to_string(s) + "]", "has " + std::to_string(plan.device_map[s].size()) +
+                                                                                    " devices for the stage's " +
+                                                                                    std::to_string(plan.replicasOf(static_cast<int>(s))) + " replicas"));
+            if (!plan.perStageReplication() && static_cast<int64_t>(plan.device_map[s].size()) != static_cast<int64_t>(plan.dp) * plan.tp)
                 throw Error(planError("device_map[" + std::to_string(s) + "]",
                                       "has " + std::to_string(plan.device_map[s].size()) + " devices, dp is " + std::to_string(plan.dp) +
                                           (plan.tp > 1 ? " and tp " + std::to_string(plan.tp) + " (dp x tp devices)" : std::string())));
@@ -65,7 +110,10 @@ void checkPipeline(const Plan& plan, const Graph& graph, int cluster_devices) {
                 if (!seen.insert(d).second) throw Error(planError("device_map", "device " + std::to_string(d) + " is used twice"));
             }
         }
-    } else if (static_cast<int64_t>(pp) * plan.dp * plan.tp > cluster_devices) {
+    } else if (plan.perStageReplication() && plan.deviceCount() > cluster_devices) {
+        throw Error("plan needs " + std::to_string(plan.deviceCount()) + " devices (its stages' replicas) but the cluster has " +
+                    std::to_string(cluster_devices));
+    } else if (!plan.perStageReplication() && static_cast<int64_t>(pp) * plan.dp * plan.tp > cluster_devices) {
         throw Error("plan needs " + std::to_string(static_cast<int64_t>(pp) * plan.dp * plan.tp) + " devices (pp " + std::to_string(pp) +
                     " x dp " + std::to_string(plan.dp) + (plan.tp > 1 ? " x tp " + std::to_string(plan.tp) : std::string()) +
                     ") but the cluster has " + std::to_string(cluster_devices));
@@ -221,8 +269,10 @@ double transferBytes(const Graph& graph, const Layout& l, const std::vector<int>
 // compute that needs them, sends follow the compute that produced their tensor.
 class CommunicationDeriver {
 public:
-    CommunicationDeriver(const Graph& graph, const Layout& l, double mb_scale, std::vector<double> tensor_share)
-        : graph_(graph), l_(l), scale_(mb_scale), tensor_share_(std::move(tensor_share)) {
+    // round_robin: micro-batch m of a segment runs on its replica m mod (its replicas), not on
+    // the lane of the device asking (Program::round_robin).
+    CommunicationDeriver(const Graph& graph, const Layout& l, double mb_scale, std::vector<double> tensor_share, bool round_robin)
+        : graph_(graph), l_(l), scale_(mb_scale), tensor_share_(std::move(tensor_share)), round_robin_(round_robin) {
         const size_t n = l.segments.size();
         producers_.resize(n);
         consumers_.resize(n);
@@ -248,17 +298,17 @@ public:
             const Instr& in = compute[i];
             if (in.kind == InstrKind::Forward) {
                 for (int p : producers_[static_cast<size_t>(in.segment)]) {
-                    const int from = dev(p, replica);
+                    const int from = dev(p, replica, in.mb);
                     if (from == device || !have_activation.insert({p, in.mb}).second) continue;
-                    out.push_back(p2p(InstrKind::RecvActivation, p, in.mb, from, bytesTo(p, device, replica)));
+                    out.push_back(p2p(InstrKind::RecvActivation, p, in.mb, from, bytesTo(p, device, replica, in.mb)));
                 }
             }
             const bool first_backward = startsBackward(in) && !parts_done.count({in.segment, in.mb});
             if (first_backward) {
                 for (int c : consumers_[static_cast<size_t>(in.segment)]) {
-                    const int from = dev(c, replica);
+                    const int from = dev(c, replica, in.mb);
                     if (from == device || !have_grad.insert({in.segment, in.mb, from}).second) continue;
-                    out.push_back(p2p(InstrKind::RecvGrad, in.segment, in.mb, from, bytesTo(in.segment, from, replica)));
+                    out.push_back(p2p(InstrKind::RecvGrad, in.segment, in.mb, from, bytesTo(in.segment, from, replica, in.mb)));
                 }
             }
             out.push_back(in);
@@ -267,20 +317,21 @@ public:
             while (i + 1 < compute.size() && isInline(compute[i + 1].kind)) out.push_back(compute[++i]);
             if (in.kind == InstrKind::Forward) {
                 std::set<int> targets;
-                for (int c : consumers_[static_cast<size_t>(in.segment)]) targets.insert(dev(c, replica));
+                for (int c : consumers_[static_cast<size_t>(in.segment)]) targets.insert(dev(c, replica, in.mb));
                 for (int to : targets)
-                    if (to != device) out.push_back(p2p(InstrKind::SendActivation, in.segment, in.mb, to, bytesTo(in.segment, to, replica)));
+                    if (to != device)
+                        out.push_back(p2p(InstrKind::SendActivation, in.segment, in.mb, to, bytesTo(in.segment, to, replica, in.mb)));
             }
             if (!completesInputGrad(in, parts_done, parts_of_segment)) continue;
             // This segment's input gradient for in.mb is complete: send each producer's
             // gradient once every consumer of that producer on this device is done.
             for (int p : producers_[static_cast<size_t>(in.segment)]) {
-                const int to = dev(p, replica);
+                const int to = dev(p, replica, in.mb);
                 if (to == device) continue;
                 int& done = consumers_done[{p, in.mb, to}];
                 ++done;
-                if (done == consumersOn(p, device, replica))
-                    out.push_back(p2p(InstrKind::SendGrad, p, in.mb, to, bytesTo(p, device, replica)));
+                if (done == consumersOn(p, device, replica, in.mb))
+                    out.push_back(p2p(InstrKind::SendGrad, p, in.mb, to, bytesTo(p, device, replica, in.mb)));
             }
         }
         return out;
@@ -301,20 +352,24 @@ private:
         return ++parts_done[{in.segment, in.mb}] == parts_of_segment[static_cast<size_t>(in.segment)];
     }
 
-    int dev(int segment, int replica) const { return l_.devices[static_cast<size_t>(segment)][static_cast<size_t>(replica)]; }
+    // The device of `segment` that micro-batch `mb` of lane `lane` meets (Program::deviceFor).
+    int dev(int segment, int lane, int mb) const {
+        const auto& devs = l_.devices[static_cast<size_t>(segment)];
+        return devs[static_cast<size_t>(round_robin_ ? mb % static_cast<int>(devs.size()) : lane)];
+    }
 
-    int consumersOn(int producer, int device, int replica) const {
+    int consumersOn(int producer, int device, int lane, int mb) const {
         int n = 0;
-        for (int c : consumers_[static_cast<size_t>(producer)]) n += dev(c, replica) == device;
+        for (int c : consumers_[static_cast<size_t>(producer)]) n += dev(c, lane, mb) == device;
         return n;
     }
 
-    int64_t bytesTo(int producer, int device, int replica) {
+    int64_t bytesTo(int producer, int device, int lane, int mb) {
         const auto key = std::make_pair(producer, device);
         if (auto it = bytes_cache_.find(key); it != bytes_cache_.end()) return it->second;
         std::set<int> on_device;
         for (int c : consumers_[static_cast<size_t>(producer)])
-            if (dev(c, replica) == device) on_device.insert(c);
+            if (dev(c, lane, mb) == device) on_device.insert(c);
         const int64_t b = static_cast<int64_t>(transferBytes(graph_, l_, out_edges_[static_cast<size_t>(producer)], on_device, tensor_share_) * scale_);
         bytes_cache_[key] = b;
         return b;
@@ -338,6 +393,7 @@ private:
     std::vector<std::set<int>> consumers_;
     std::vector<std::vector<int>> out_edges_;  // by segment: indices of the edges leaving it
     std::map<std::pair<int, int>, int64_t> bytes_cache_;  // (producer, device): same for every replica
+    bool round_robin_ = false;
 };
 
 // Adds recomputation before each segment's first backward of a micro-batch, and the
@@ -401,8 +457,10 @@ std::vector<Instr> finishComputeOrder(const std::vector<Instr>& order, const Pla
         hosted.insert(in.segment);
         if (in.kind == InstrKind::Backward || in.kind == InstrKind::BackwardWeight) last_backward_mb[in.segment] = in.mb;
     }
-    const bool reduce = plan.dp > 1;
-    const bool overlap = plan.schedule == ScheduleKind::Hippie && reduce;
+    // A segment's gradients are reduced over its replicas (with per-stage replication, a
+    // segment of one replica has none to reduce with).
+    const auto reduces = [&](int segment) { return prog.replicasOf(segment) > 1; };
+    const bool hippie = plan.schedule == ScheduleKind::Hippie;
     const int zero = prog.zero_stage;
     const bool scatter = zero >= 2;
     std::set<std::pair<int, int>> recomputed;
@@ -422,7 +480,7 @@ std::vector<Instr> finishComputeOrder(const std::vector<Instr>& order, const Pla
             r.kind = InstrKind::Recompute;
             out.push_back(r);
         }
-        if (overlap && in.kind == InstrKind::Backward && in.mb == last_backward_mb[in.segment]) {
+        if (hippie && reduces(in.segment) && in.kind == InstrKind::Backward && in.mb == last_backward_mb[in.segment]) {
             for (int b : buckets_of[static_cast<size_t>(in.segment)]) {
                 Instr part = in;
                 part.bucket = b;
@@ -434,22 +492,24 @@ std::vector<Instr> finishComputeOrder(const std::vector<Instr>& order, const Pla
         out.push_back(in);
         // ZeRO 2/3: the weight gradients of this micro-batch are complete; reduce-scatter them.
         const bool weights_done = (in.kind == InstrKind::Backward && in.bucket < 0) || in.kind == InstrKind::BackwardWeight;
-        if (scatter && reduce && weights_done)
+        if (scatter && reduces(in.segment) && weights_done)
             for (int b : buckets_of[static_cast<size_t>(in.segment)])
                 if (hasBytes(b)) out.push_back(collective(InstrKind::ReduceScatter, b, in.mb));
     }
-    if (reduce && !overlap && !scatter) {
+    if (!hippie && !scatter) {
         for (int s : hosted)
-            for (int b : buckets_of[static_cast<size_t>(s)])
-                if (hasBytes(b)) out.push_back(collective(InstrKind::AllReduce, b, -1));
+            if (reduces(s))
+                for (int b : buckets_of[static_cast<size_t>(s)])
+                    if (hasBytes(b)) out.push_back(collective(InstrKind::AllReduce, b, -1));
     }
     Instr opt;
     opt.kind = InstrKind::OptimizerStep;
     out.push_back(opt);
-    if (reduce && (zero == 1 || zero == 2))
+    if (zero == 1 || zero == 2)
         for (int s : hosted)
-            for (int b : buckets_of[static_cast<size_t>(s)])
-                if (hasBytes(b)) out.push_back(collective(InstrKind::AllGather, b, -1));
+            if (reduces(s))
+                for (int b : buckets_of[static_cast<size_t>(s)])
+                    if (hasBytes(b)) out.push_back(collective(InstrKind::AllGather, b, -1));
     return out;
 }
 
@@ -639,7 +699,8 @@ Program lower(const Plan& plan, const Graph& graph) {
     prog.tp = tp;
     prog.sequence_parallel = tp > 1 && plan.sequence_parallel;
     const TensorSplit split{tp, prog.sequence_parallel};
-    const auto device_map = plan.device_map.empty() ? defaultDeviceMap(plan.pipelineDepth(), plan.dp, tp) : plan.device_map;
+    const auto device_map = plan.device_map.empty() ? defaultDeviceMap(plan) : plan.device_map;
+    prog.round_robin = !placement && plan.perStageReplication();
     const Layout layout = placement ? placementLayout(plan, graph) : pipelineLayout(plan, graph, device_map);
     prog.segments = layout.segments;
     prog.segment_devices = layout.devices;
@@ -686,6 +747,14 @@ Program lower(const Plan& plan, const Graph& graph) {
             orders.push_back(fillDrainOrder(segs, plan.micro_batches));
             position_devices.push_back({device});
         }
+    } else if (prog.round_robin) {
+        // One order per (stage, replica), each its own position of one lane.
+        const auto by_stage = roundRobinOrders(plan.schedule, plan.stage_replicas, plan.dp * plan.micro_batches);
+        for (size_t s = 0; s < by_stage.size(); ++s)
+            for (size_t j = 0; j < by_stage[s].size(); ++j) {
+                orders.push_back(by_stage[s][j]);
+                position_devices.push_back({device_map[s][j]});
+            }
     } else {
         orders = pipelineOrders(plan.schedule, plan.pipelineDepth(), plan.virtual_stages, plan.micro_batches);
         position_devices = device_map;
@@ -704,7 +773,7 @@ Program lower(const Plan& plan, const Graph& graph) {
 
     std::vector<double> tensor_share(graph.ops.size(), 1.0);
     for (size_t op = 0; op < graph.ops.size(); ++op) tensor_share[op] = sentShare(graph.ops[op], split);
-    CommunicationDeriver deriver(graph, layout, prog.micro_batch_size / graph.batch_size, std::move(tensor_share));
+    CommunicationDeriver deriver(graph, layout, prog.micro_batch_size / graph.batch_size, std::move(tensor_share), prog.round_robin);
     for (size_t pos = 0; pos < orders.size(); ++pos) {
         // Each tensor-parallel rank's order: the same instructions, with its own data-parallel groups.
         std::vector<std::vector<Instr>> full(static_cast<size_t>(tp));

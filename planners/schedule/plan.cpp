@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
+#include <limits>
 #include <set>
 #include <utility>
 
@@ -88,7 +90,24 @@ int Plan::pipelineDepth() const {
 
 int Plan::deviceCount() const {
     if (isPlacement()) return pipelineDepth();
+    if (perStageReplication()) {
+        int64_t n = 0;
+        for (int r : stage_replicas) n += std::max(r, 0);
+        return static_cast<int>(std::min<int64_t>(n, std::numeric_limits<int>::max()));
+    }
     return pipelineDepth() * dp * tp;
+}
+
+std::string Plan::dpText() const {
+    if (!perStageReplication()) return std::to_string(dp);
+    std::string s;
+    for (int r : stage_replicas) s += (s.empty() ? "(" : ",") + std::to_string(r);
+    return s + ")";
+}
+
+int Plan::replicasOf(int stage) const {
+    if (stage >= 0 && static_cast<size_t>(stage) < stage_replicas.size()) return stage_replicas[static_cast<size_t>(stage)];
+    return dp;
 }
 
 double Plan::microBatchSize() const {
@@ -96,7 +115,7 @@ double Plan::microBatchSize() const {
 }
 
 std::vector<std::vector<int>> Plan::pipelineMap() const {
-    return device_map.empty() ? defaultDeviceMap(pipelineDepth(), dp, tp) : device_map;
+    return device_map.empty() ? defaultDeviceMap(*this) : device_map;
 }
 
 // A device map row holds tp ranks per replica; rows shorter than dp * tp (a malformed map
@@ -172,6 +191,19 @@ std::vector<std::vector<int>> defaultDeviceMap(int pp, int dp, int tp) {
         for (int r = 0; r < dp; ++r)
             for (int k = 0; k < tp; ++k) map[static_cast<size_t>(s)].push_back((r * pp + s) * tp + k);
     return map;
+}
+
+std::vector<std::vector<int>> defaultDeviceMap(const std::vector<int>& replicas) {
+    std::vector<std::vector<int>> map(replicas.size());
+    int next = 0;
+    for (size_t s = 0; s < replicas.size(); ++s)
+        for (int r = 0; r < replicas[s]; ++r) map[s].push_back(next++);
+    return map;
+}
+
+std::vector<std::vector<int>> defaultDeviceMap(const Plan& plan) {
+    if (plan.perStageReplication()) return defaultDeviceMap(plan.stage_replicas);
+    return defaultDeviceMap(plan.pipelineDepth(), plan.dp, plan.tp);
 }
 
 }  // namespace hippie

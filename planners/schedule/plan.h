@@ -40,9 +40,16 @@ struct Plan {
     std::string cluster;    // preset name or file the plan was made for
     std::string planner;    // who made it ("manual" from the CLI flags)
 
-    // Pipeline plans: stages in order; every stage has `dp` replicas.
+    // Pipeline plans: stages in order; every stage has `dp` replicas, or stage_replicas[s].
     std::vector<StageRange> stages;
     int dp = 1;
+    // Per-stage replication (PipeDream, Narayanan et al. 2019): stage s runs on
+    // stage_replicas[s] devices, and micro-batch m of the iteration on its replica m mod
+    // stage_replicas[s] (round-robin). dp is then the widest stage's replicas: the iteration
+    // runs dp x micro_batches micro-batches of global_batch / (dp x micro_batches) samples,
+    // which each stage's replica count divides. Empty: every stage has dp replicas. Only with
+    // tp 1, no ZeRO and the gpipe, 1f1b or hippie schedule.
+    std::vector<int> stage_replicas;
     // Placement plans (non-empty instead of `stages`): device of each op, by op id.
     std::vector<int> placement;
     // Placement plans, optional: a topological order of all op ids that each device follows
@@ -80,7 +87,11 @@ struct Plan {
 
     bool isPlacement() const { return !placement.empty(); }
     int pipelineDepth() const;   // pp: devices in one pipeline
-    int deviceCount() const;     // pp * dp * tp, or distinct devices of a placement
+    int deviceCount() const;     // pp * dp * tp (the stages' replicas summed), or distinct devices of a placement
+    // Whether stages have replica counts of their own (stage_replicas set).
+    bool perStageReplication() const { return !stage_replicas.empty(); }
+    int replicasOf(int stage) const;  // stage_replicas[stage], or dp
+    std::string dpText() const;       // "8", or per stage "(3,1)"
     double microBatchSize() const;  // global_batch / (dp * micro_batches): tp ranks share a micro-batch
 
     // Process groups the engine creates, derived from device_map.
@@ -101,5 +112,10 @@ private:
 // and pipelines are packed inside nodes after it. Planners replace it with a
 // topology-aware one.
 std::vector<std::vector<int>> defaultDeviceMap(int pp, int dp, int tp = 1);
+// Per-stage replication: stage s on the next replicas[s] devices, stage after stage, so that a
+// stage's replicas share a node where they fit.
+std::vector<std::vector<int>> defaultDeviceMap(const std::vector<int>& replicas);
+// A plan's default map: by stage_replicas when set, else by pp, dp and tp.
+std::vector<std::vector<int>> defaultDeviceMap(const Plan& plan);
 
 }  // namespace hippie

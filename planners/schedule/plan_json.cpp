@@ -19,9 +19,10 @@ namespace {
 
 constexpr const char* kFormat = "hippie-plan";
 // Version 2 adds model.overrides, version 3 zero_stage, version 4 tp and sequence_parallel,
-// version 5 selective_recompute; a plan without them is still written with the lowest version that holds it, so older readers
-// read it.
-constexpr int kVersion = 5;
+// version 5 selective_recompute, version 6 stage_replicas (written only when set); a plan
+// without them is still written with the lowest version that holds it, so older readers read it.
+constexpr int kVersion = 6;
+constexpr int kStageReplicasVersion = 6;
 constexpr int kZeroStageVersion = 3;
 constexpr int kTensorParallelVersion = 4;
 constexpr int kSelectiveRecomputeVersion = 5;
@@ -41,7 +42,11 @@ void checkCounts(const Plan& p, const std::string& where) {
         failField(where, "global_batch", "is " + std::to_string(p.global_batch) + " samples, fewer than dp " + std::to_string(p.dp) +
                                              " x " + std::to_string(p.micro_batches) + " micro-batches of at least one sample");
     if (p.isPlacement()) return;
-    const int64_t devices = static_cast<int64_t>(p.stages.size()) * p.dp * p.tp;
+    int64_t devices = static_cast<int64_t>(p.stages.size()) * p.dp * p.tp;
+    if (p.perStageReplication()) {
+        devices = 0;
+        for (int r : p.stage_replicas) devices += r;
+    }
     if (devices > kMaxDevices) {
         const char* field = p.tp > 1 ? "tp" : "dp";
         failField(where, field, "is " + std::to_string(p.tp > 1 ? p.tp : p.dp) + ": with " + std::to_string(p.stages.size()) +
@@ -169,11 +174,15 @@ void checkDeviceMap(const Plan& p, const std::string& where) {
     // Device -> the cell (stage, lane) that first used it. A plan may hold hundreds of
     // thousands of cells (dp 355,584 passed the fuzzer): no string per cell, only for the one
     // reported.
-    const size_t expected = static_cast<size_t>(p.dp) * static_cast<size_t>(p.tp);
+    const size_t widest = static_cast<size_t>(p.dp) * static_cast<size_t>(p.tp);
     std::unordered_map<int, std::pair<size_t, size_t>> seen;
-    seen.reserve(std::min<size_t>(pp * expected, size_t{1} << 20));
+    seen.reserve(std::min<size_t>(pp * widest, size_t{1} << 20));
     const auto cell = [](size_t s, size_t r) { return "device_map[" + std::to_string(s) + "][" + std::to_string(r) + "]"; };
     for (size_t s = 0; s < pp; ++s) {
+        const size_t expected = static_cast<size_t>(p.replicasOf(static_cast<int>(s))) * static_cast<size_t>(p.tp);
+        if (p.perStageReplication() && p.device_map[s].size() != expected)
+            fail(at(where, "device_map", s), "has " + std::to_string(p.device_map[s].size()) + " devices but 'stage_replicas' gives stage " +
+                                                 std::to_string(s) + " " + std::to_string(expected));
         if (p.device_map[s].size() != expected)
             fail(at(where, "device_map", s),
                  "has " + std::to_string(p.device_map[s].size()) + " devices but 'dp' is " + std::to_string(p.dp) +
@@ -188,8 +197,25 @@ void checkDeviceMap(const Plan& p, const std::string& where) {
     }
 }
 
+// "stage_replicas": one positive count per stage; "dp" is then the largest (taken from them
+// when the plan does not give it).
+void readStageReplicas(const json& j, const std::string& where, Plan& p) {
+    p.stage_replicas = readIntArray(j, "stage_replicas", where, Bound::Positive);
+    if (!p.perStageReplication()) return;
+    if (p.isPlacement()) failField(where, "stage_replicas", "is set but placement plans have no pipeline stages to replicate");
+    if (p.stage_replicas.size() != p.stages.size())
+        failField(where, "stage_replicas", "has " + std::to_string(p.stage_replicas.size()) + " entries for " +
+                                               std::to_string(p.stages.size()) + " stages (one replica count per stage)");
+    const int widest = *std::max_element(p.stage_replicas.begin(), p.stage_replicas.end());
+    if (!j.contains("dp")) p.dp = widest;
+    if (p.dp != widest)
+        failField(where, "dp", "is " + std::to_string(p.dp) + " but the widest stage of 'stage_replicas' has " + std::to_string(widest) +
+                                   " replicas; with per-stage replication dp is the widest stage's");
+}
+
 // The lowest format version that holds every field the plan sets.
 int formatVersion(const Plan& p) {
+    if (p.perStageReplication()) return kStageReplicasVersion;
     if (p.selective_recompute) return kSelectiveRecomputeVersion;
     if (p.tp != 1 || p.sequence_parallel) return kTensorParallelVersion;
     if (p.zero_stage != 0) return kZeroStageVersion;
@@ -205,7 +231,7 @@ void checkGroups(const json& j, const std::string& where) {
 }  // namespace
 
 json planToJson(const Plan& p) {
-    return {{"format", kFormat},
+    json j = {{"format", kFormat},
             {"version", formatVersion(p)},
             {"model", modelToJson(p.model)},
             {"cluster", p.cluster},
@@ -227,13 +253,15 @@ json planToJson(const Plan& p) {
             {"sequence_parallel", p.sequence_parallel},
             {"device_map", p.device_map},
             {"groups", {{"pipelines", p.pipelineGroups()}, {"stages", p.stageGroups()}, {"tensor", p.tpGroups()}}}};
+    if (p.perStageReplication()) j["stage_replicas"] = p.stage_replicas;
+    return j;
 }
 
 Plan planFromJson(const json& j, const std::string& where) {
     requireFormat(j, kFormat, kVersion, where);
     requireKnownFields(j, {"format", "version", "model", "cluster", "planner", "stages", "dp", "placement", "placement_order",
                            "micro_batches", "global_batch", "schedule", "virtual_stages", "optimizer", "recompute_layers",
-                           "selective_recompute", "bucket_bytes", "zero_stage", "tp", "sequence_parallel", "device_map", "groups"},
+                           "selective_recompute", "bucket_bytes", "zero_stage", "tp", "sequence_parallel", "device_map", "groups", "stage_replicas"},
                        where);
     checkGroups(j, where);
     Plan p;
@@ -258,10 +286,11 @@ Plan planFromJson(const json& j, const std::string& where) {
                                        "and 3 (+ parameters)");
     p.tp = optionalInt(j, "tp", where, Bound::Positive).value_or(1);
     p.sequence_parallel = optionalBool(j, "sequence_parallel", where).value_or(false);
+    readStageReplicas(j, where, p);
     checkShape(p, where);
     checkCounts(p, where);
     p.device_map = readDeviceMap(j, where);
-    if (p.device_map.empty() && !p.isPlacement()) p.device_map = defaultDeviceMap(p.pipelineDepth(), p.dp, p.tp);
+    if (p.device_map.empty() && !p.isPlacement()) p.device_map = defaultDeviceMap(p);
     checkDeviceMap(p, where);
     return p;
 }

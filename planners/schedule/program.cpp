@@ -1,6 +1,7 @@
 #include "planners/schedule/program.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace hippie {
 
@@ -77,6 +78,27 @@ std::string Instr::str() const {
     case InstrKind::OptimizerStep: return "OPT";
     }
     return "?";
+}
+
+int Program::replicasOf(int segment) const {
+    return static_cast<int>(segment_devices[static_cast<size_t>(segment)].size()) / std::max(tp, 1);
+}
+
+int Program::deviceFor(int segment, int lane, int mb) const {
+    const auto& devs = segment_devices[static_cast<size_t>(segment)];
+    if (!round_robin) return devs[static_cast<size_t>(lane)];
+    return devs[static_cast<size_t>(mb) % devs.size()];
+}
+
+std::vector<int> Program::microBatchesOf(int segment, int lane) const {
+    std::vector<int> out;
+    if (!round_robin) {
+        for (int mb = 0; mb < micro_batches; ++mb) out.push_back(mb);
+        return out;
+    }
+    const int r = replicasOf(segment);
+    for (int64_t mb = lane; mb < int64_t{pipelines} * micro_batches; mb += r) out.push_back(static_cast<int>(mb));
+    return out;
 }
 
 int Program::streamOf(int device) const {

@@ -143,6 +143,13 @@ struct Program {
     std::vector<int> devices;                    // global device id of stream i
     std::vector<std::vector<Instr>> streams;     // streams[i] runs on devices[i]
     std::vector<std::vector<int>> segment_devices;  // devices holding each segment (one per replica and tp rank: lane r * tp + k)
+    // Per-stage replication (Plan::stage_replicas; tp 1): segments have replica counts of their
+    // own, micro-batch numbers are the iteration's (0 .. pipelines x micro_batches - 1, pipelines
+    // being the widest segment's replicas), and micro-batch m of segment s runs on its replica
+    // m mod replicasOf(s), which sends to and receives from the replicas of the next and
+    // previous segments that run m. False: each lane is a pipeline of its own, and its
+    // micro-batches are numbered 0 .. micro_batches - 1.
+    bool round_robin = false;
     std::vector<bool> recompute_op;               // by op id: activations recomputed in backward
     // by op id: recomputed by selective recomputation (Plan::selective_recompute), one attention
     // core at a time inside its block's backward; a subset of recompute_op. The Recompute
@@ -166,6 +173,13 @@ struct Program {
     bool recomputesPerLayer(int segment) const {
         return recompute_per_layer.empty() || recompute_per_layer[static_cast<size_t>(segment)];
     }
+
+    int replicasOf(int segment) const;  // segment_devices[segment].size() / tp
+    // The device that runs micro-batch `mb` of `segment` for lane `lane` of another segment: the
+    // same lane, or with round_robin the micro-batch's replica of `segment`.
+    int deviceFor(int segment, int lane, int mb) const;
+    // The micro-batches lane `lane` of `segment` runs, in order.
+    std::vector<int> microBatchesOf(int segment, int lane) const;
 
     int streamOf(int device) const;  // -1 if the device runs nothing
     std::string str() const;         // one line per device: "d0: 0F0 0F1 0B0 ..."

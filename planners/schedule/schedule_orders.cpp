@@ -1,7 +1,10 @@
 #include "planners/schedule/schedule_orders.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <deque>
+#include <limits>
+#include <string>
 #include <stdexcept>
 
 namespace hippie {
@@ -143,6 +146,39 @@ std::vector<std::vector<Instr>> pipelineOrders(ScheduleKind kind, int pp, int vi
         case ScheduleKind::Hippie: out.push_back(oneFOneB(i, pp, micro_batches)); break;
         case ScheduleKind::Interleaved: out.push_back(interleaved(i, pp, virtual_stages, micro_batches)); break;
         case ScheduleKind::ZeroBubbleH1: break;
+        }
+    }
+    return out;
+}
+
+std::vector<std::vector<std::vector<Instr>>> roundRobinOrders(ScheduleKind kind, const std::vector<int>& replicas, int total) {
+    if (kind != ScheduleKind::GPipe && kind != ScheduleKind::OneFOneB && kind != ScheduleKind::Hippie)
+        throw std::invalid_argument(std::string("per-stage replication runs gpipe, 1f1b or hippie, not ") + toString(kind));
+    const size_t pp = replicas.size();
+    std::vector<int64_t> ahead(pp, 0);  // G_s
+    for (size_t s = pp - 1; s-- > 0;) ahead[s] = ahead[s + 1] + std::max(replicas[s], replicas[s + 1]);
+    std::vector<std::vector<std::vector<Instr>>> out(pp);
+    for (size_t s = 0; s < pp; ++s) {
+        const int r = replicas[s];
+        const int segment = static_cast<int>(s);
+        for (int j = 0; j < r; ++j) {
+            std::vector<Instr> order;
+            if (kind == ScheduleKind::GPipe) {
+                for (int m = j; m < total; m += r) order.push_back(compute(InstrKind::Forward, segment, m));
+                for (int m = j + (total - 1 - j) / r * r; m >= j; m -= r) order.push_back(compute(InstrKind::Backward, segment, m));
+            } else {
+                int next_backward = j;
+                for (int m = j; m < total; m += r) {
+                    order.push_back(compute(InstrKind::Forward, segment, m));
+                    // Backwards whose forward horizon m + G_s the next forward would pass.
+                    const int64_t next_forward = m + r < total ? int64_t{m} + r : std::numeric_limits<int64_t>::max();
+                    while (next_backward <= m && next_forward > next_backward + ahead[s]) {
+                        order.push_back(compute(InstrKind::Backward, segment, next_backward));
+                        next_backward += r;
+                    }
+                }
+            }
+            out[s].push_back(std::move(order));
         }
     }
     return out;

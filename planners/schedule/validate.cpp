@@ -74,6 +74,14 @@ private:
         if (std::set<int>(p_.devices.begin(), p_.devices.end()).size() != p_.devices.size()) problem("a device has two streams");
         if (p_.segment_devices.size() != p_.segments.size()) problem("segment_devices does not match segments");
         const int lanes = p_.pipelines * std::max(p_.tp, 1);
+        if (p_.round_robin) {
+            if (p_.tp > 1) problem("per-stage replication (round-robin micro-batches) with tensor parallelism");
+            for (const auto& devs : p_.segment_devices)
+                if (devs.empty() || static_cast<int>(devs.size()) > lanes)
+                    problem("a segment has " + std::to_string(devs.size()) + " replicas; per-stage replication gives each 1.." +
+                            std::to_string(lanes));
+            return;
+        }
         for (const auto& devs : p_.segment_devices)
             if (static_cast<int>(devs.size()) != lanes)
                 problem("a segment is not placed once per pipeline" + std::string(p_.tp > 1 ? " and tensor-parallel rank" : ""));
@@ -123,8 +131,12 @@ private:
         return it == devs.end() ? -1 : static_cast<int>(it - devs.begin());
     }
 
-    int deviceOf(int segment, int replica) const {
-        return p_.segment_devices[static_cast<size_t>(segment)][static_cast<size_t>(replica)];
+    // How many micro-batches lane `lane` of `segment` runs, and the last of them.
+    std::pair<int, int> countAndLast(int segment, int lane) const {
+        if (!p_.round_robin) return {p_.micro_batches, p_.micro_batches - 1};
+        const int64_t r = p_.replicasOf(segment), total = int64_t{p_.pipelines} * p_.micro_batches;
+        const int64_t count = lane < total ? (total - lane + r - 1) / r : 0;
+        return {static_cast<int>(count), static_cast<int>(lane + (count - 1) * r)};
     }
 
     int bucketsOf(int segment) const {
@@ -173,7 +185,7 @@ private:
             case InstrKind::Forward:
                 if (!forwarded.insert(key).second) problem(at(s, i) + ": forward runs twice");
                 for (int prod : producers_[static_cast<size_t>(in.segment)]) {
-                    const int from = deviceOf(prod, r);
+                    const int from = p_.deviceFor(prod, r, in.mb);
                     const bool have = from == dev ? forwarded.count({prod, in.mb}) > 0 : received.count({false, prod, in.mb, from, dev}) > 0;
                     if (!have) problem(at(s, i) + ": input from segment " + std::to_string(prod) + " is not there yet");
                 }
@@ -186,7 +198,7 @@ private:
                 if (!forwarded.count(key)) problem(at(s, i) + ": backward before forward");
                 if (!parts.count(key)) {
                     for (int cons : consumers_[static_cast<size_t>(in.segment)]) {
-                        const int from = deviceOf(cons, r);
+                        const int from = p_.deviceFor(cons, r, in.mb);
                         const bool have = from == dev ? input_grad_done.count({cons, in.mb}) > 0
                                                       : received.count({true, in.segment, in.mb, from, dev}) > 0;
                         if (!have) problem(at(s, i) + ": output gradient from segment " + std::to_string(cons) + " is not there yet");
@@ -198,13 +210,13 @@ private:
                 if (in.kind == InstrKind::Backward && in.bucket >= 0) bucket_mb_ready.buckets.insert({in.bucket, in.mb});
                 if (in.kind == InstrKind::Backward && in.bucket < 0) markBucketsOfMicroBatch(in.segment, in.mb, bucket_mb_ready);
                 if (whole && !input_grad_done.insert(key).second) problem(at(s, i) + ": backward runs twice");
-                if (in.kind == InstrKind::Backward && whole) markWeightGrads(in.segment, grads_ready_buckets, weight_grad_done, key);
+                if (in.kind == InstrKind::Backward && whole) markWeightGrads(in.segment, r, grads_ready_buckets, weight_grad_done, key);
                 break;
             }
             case InstrKind::BackwardWeight:
                 if (!input_grad_done.count(key)) problem(at(s, i) + ": weight gradient before input gradient");
                 markBucketsOfMicroBatch(in.segment, in.mb, bucket_mb_ready);
-                markWeightGrads(in.segment, grads_ready_buckets, weight_grad_done, key);
+                markWeightGrads(in.segment, r, grads_ready_buckets, weight_grad_done, key);
                 break;
             default: break;
             }
@@ -222,8 +234,9 @@ private:
             }
         }
         for (size_t seg = 0; seg < p_.segments.size(); ++seg) {
-            if (replicaOf(static_cast<int>(seg), dev) < 0) continue;
-            for (int mb = 0; mb < p_.micro_batches; ++mb) {
+            const int lane = replicaOf(static_cast<int>(seg), dev);
+            if (lane < 0) continue;
+            for (int mb : p_.microBatchesOf(static_cast<int>(seg), lane)) {
                 const auto key = std::make_pair(static_cast<int>(seg), mb);
                 if (!forwarded.count(key) || !input_grad_done.count(key) || !weight_grad_done.count(key))
                     problem("device " + std::to_string(dev) + ": segment " + std::to_string(seg) + " micro-batch " +
@@ -422,7 +435,7 @@ private:
         }
     }
 
-    void markWeightGrads(int segment, std::set<int>& buckets_ready, std::set<std::pair<int, int>>& done, std::pair<int, int> key) {
+    void markWeightGrads(int segment, int lane, std::set<int>& buckets_ready, std::set<std::pair<int, int>>& done, std::pair<int, int> key) {
         done.insert(key);
         // Buckets are ready once every micro-batch's weight gradients are in; checked per
         // micro-batch count at the end, so here mark buckets when the last one lands. `done` is
@@ -430,8 +443,9 @@ private:
         // walking the others, and only when this micro-batch is the segment's last (mb order).
         const auto first = done.lower_bound({segment, std::numeric_limits<int>::min()});
         const auto last = done.lower_bound({segment + 1, std::numeric_limits<int>::min()});
-        if (first == last || std::prev(last)->second != p_.micro_batches - 1) return;
-        if (std::distance(first, last) == p_.micro_batches)
+        const auto [count, last_mb] = countAndLast(segment, lane);
+        if (first == last || std::prev(last)->second != last_mb) return;
+        if (std::distance(first, last) == count)
             for (size_t b = 0; b < p_.buckets.size(); ++b)
                 if (p_.buckets[b].segment == segment || p_.buckets[b].tied_segment == segment) buckets_ready.insert(static_cast<int>(b));
     }

@@ -263,6 +263,17 @@ private:
         return cache[key] = f();
     }
 
+    // The data-parallel replicas of the device's segments: the program's pipelines, or with
+    // per-stage replication its stage's.
+    int replicasOn(int device) const {
+        if (!prog_.round_robin) return prog_.pipelines;
+        for (size_t s = 0; s < prog_.segments.size(); ++s) {
+            const auto& devs = prog_.segment_devices[s];
+            if (std::find(devs.begin(), devs.end(), device) != devs.end()) return prog_.replicasOf(static_cast<int>(s));
+        }
+        return 1;
+    }
+
     std::vector<int> hostedOps(int device) const {
         std::vector<int> ops;
         for (size_t s = 0; s < prog_.segments.size(); ++s) {
@@ -361,7 +372,7 @@ private:
             for (const Instr& in : prog_.streams[s])
                 if (in.kind == InstrKind::RecvGrad) grad_recv_buffer = std::max(grad_recv_buffer, in.bytes);
             const auto ops = hostedOps(dev);
-            deltas.emplace_back(0.0, cost_.staticMemory(ops, plan_.optimizer, prog_.pipelines, plan_.bucket_bytes, grad_recv_buffer,
+            deltas.emplace_back(0.0, cost_.staticMemory(ops, plan_.optimizer, replicasOn(dev), plan_.bucket_bytes, grad_recv_buffer,
                                                         prog_.zero_stage, gatheredBytes(s))
                                          .total());
             std::map<std::pair<int, int>, int> parts;

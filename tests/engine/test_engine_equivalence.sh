@@ -2,7 +2,8 @@
 # Pipeline (pp 2) x data parallel (dp 2) training under one schedule gives the losses and
 # parameters of one process training the same model on the same data (fp32, SGD, 1e-5), for
 # a GPT and an MLP. gpipe, 1f1b and hippie also run 2 stages x 1 replica, and train a ResNet
-# and a BERT as 2 x 2; hippie also recomputes layers; interleaved runs 2 chunks per device.
+# and a BERT as 2 x 2, and the MLP with per-stage replication (3-1, 1-3, 2-3); hippie also
+# recomputes layers; interleaved runs 2 chunks per device.
 #
 # The ResNet's BatchNorm normalises each micro-batch by its own statistics, so its reference is
 # one process with the same micro-batch size (global batch 16 in 8 micro-batches of 2 = the
@@ -55,6 +56,36 @@ for model in "${models[@]}"; do
             || fail "$what: final loss $loss differs from the reference $ref_loss"
     done
 done
+# Per-stage replication (PipeDream's plans): stages of different widths, micro-batches going
+# round-robin over each stage's replicas, train as one process does: 3-1 (a wide first stage),
+# 1-3 and 2-3 on the MLP, global batch 24 (12 micro-batches of 2, or 6 of 4 for 2-3).
+case "$SCHEDULE" in gpipe|1f1b|hippie)
+    plan "$WORK/ref.json" --model mlp-tiny --pp 1 --dp 1 --microbatches 1 --global-batch 24 --optimizer sgd
+    launch "$WORK/ref.json" 1 $STEPS "$WORK/ref.out" --threads 1 --dump-params "$WORK/ref.params.json" || fail "mlp-tiny batch 24 reference: $(tail -2 "$WORK/ref.out")"
+    for v in "3,1 4 4" "1,3 4 4" "2,3 2 5"; do
+        set -- $v
+        replicas=$1 m=$2 n=$3
+        what="mlp-tiny stage replicas $replicas $SCHEDULE"
+        rm -f "$WORK"/p.*.json
+        plan "$WORK/p.json" --model mlp-tiny --pp 2 --stage-replicas "$replicas" --microbatches "$m" --global-batch 24 \
+            --schedule "$SCHEDULE" --optimizer sgd --bucket-bytes 4096
+        if ! launch "$WORK/p.json" "$n" $STEPS "$WORK/p.out" --threads 1 --dump-params "$WORK/p.{rank}.json"; then
+            fail "$what: $(tail -2 "$WORK/p.out")"
+            continue
+        fi
+        ref_loss=$(field "$WORK/ref.out" done loss)
+        loss=$(field "$WORK/p.out" done loss | grep -v null | sort -u | head -1)
+        if "$ENGINE" compare-params --reference "$WORK/ref.params.json" --tol 1e-5 "$WORK"/p.*.json > "$WORK/cmp.out"; then
+            pass "$what: parameters match ($(grep -o '"max_abs_diff":[^,]*' "$WORK/cmp.out")), loss $loss vs $ref_loss"
+        else
+            fail "$what: $(cat "$WORK/cmp.out")"
+        fi
+        [ "$(field "$WORK/p.out" setup link_order_ok | sort -u | tr '\n' ' ')" = "true " ] || fail "$what: a link is received out of its send order"
+        awk -v a="$ref_loss" -v b="$loss" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d < 1e-5) }' \
+            || fail "$what: final loss $loss differs from the reference $ref_loss"
+    done
+    ;;
+esac
 # The comparison can fail: parameters one step apart differ by far more than the tolerance.
 plan "$WORK/ref.json" --model mlp-tiny --pp 1 --dp 1 --microbatches 1 --global-batch 16 --optimizer sgd
 launch "$WORK/ref.json" 1 $((STEPS - 1)) "$WORK/short.out" --dump-params "$WORK/short.params.json"

@@ -59,7 +59,7 @@ std::map<int, DeviceRole> deviceRoles(const Plan& plan) {
     std::map<int, DeviceRole> roles;
     if (plan.isPlacement() || (plan.tp <= 1 && plan.dp <= 1)) return roles;
     const int tp = std::max(plan.tp, 1);
-    const auto map = plan.device_map.empty() ? defaultDeviceMap(plan.pipelineDepth(), plan.dp, tp) : plan.device_map;
+    const auto map = plan.device_map.empty() ? defaultDeviceMap(plan) : plan.device_map;
     for (size_t s = 0; s < map.size(); ++s)
         for (size_t i = 0; i < map[s].size(); ++i) {
             const int device = map[s][i];

@@ -15,7 +15,7 @@ namespace {
 constexpr int kMaxMicroBatches = 1 << 20;
 constexpr int kConnectTag = 1 << 30;  // above every tagOf() of a real plan
 
-int tagOf(bool grad, int segment, int mb) { return (segment * kMaxMicroBatches + mb) * 2 + (grad ? 1 : 0); }
+
 
 std::string shapeKey(int segment, int replica) { return "shape/" + std::to_string(segment) + "/" + std::to_string(replica); }
 
@@ -182,14 +182,22 @@ Executor::Executor(const Plan& plan, const Graph& graph, const Program& program,
         const auto& devs = program.segment_devices[s];
         const auto it = std::find(devs.begin(), devs.end(), rank_);
         if (it == devs.end()) continue;
-        if (static_cast<int64_t>(devs.size()) != static_cast<int64_t>(plan.dp) * plan.tp)
-            throw Error("the program gives segment " + std::to_string(s) + " " + std::to_string(devs.size()) + " devices, not dp " +
-                        std::to_string(plan.dp) + " x tp " + std::to_string(plan.tp));
+        const int64_t expected = program.round_robin ? int64_t{plan.replicasOf(static_cast<int>(s))} : int64_t{plan.dp} * plan.tp;
+        if (static_cast<int64_t>(devs.size()) != expected)
+            throw Error("the program gives segment " + std::to_string(s) + " " + std::to_string(devs.size()) + " devices, not " +
+                        (program.round_robin ? "its stage's " + std::to_string(expected) + " replicas"
+                                             : "dp " + std::to_string(plan.dp) + " x tp " + std::to_string(plan.tp)));
         pipe_ = static_cast<int>(it - devs.begin());
         replica_ = pipe_ / plan.tp;
         tp_rank_ = pipe_ % plan.tp;
+        stage_replicas_ = program.replicasOf(static_cast<int>(s));
         break;
     }
+    // Point-to-point tags: (segment, micro-batch, activation or gradient), below kConnectTag.
+    tag_stride_ = program.round_robin ? program.pipelines * program.micro_batches : kMaxMicroBatches;
+    if (int64_t{static_cast<int64_t>(program.segments.size())} * tag_stride_ * 2 >= kConnectTag)
+        throw Error("the plan's " + std::to_string(program.segments.size()) + " segments x " + std::to_string(tag_stride_) +
+                    " micro-batches leave no room for point-to-point tags; use fewer micro-batches");
     createGroups();
     buildStages(graph);
     connectLinks();
@@ -234,7 +242,7 @@ int Executor::dpGroup(int segment) const {
     // The replicas of this tp rank: segment_devices rows are ordered replica * tp + tp rank.
     const auto& devs = program_.segment_devices[static_cast<size_t>(segment)];
     std::vector<int> members;
-    for (int r = 0; r < plan_.dp; ++r) members.push_back(devs[static_cast<size_t>(r * plan_.tp + tp_rank_)]);
+    for (int r = 0; r < program_.replicasOf(segment); ++r) members.push_back(devs[static_cast<size_t>(r * plan_.tp + tp_rank_)]);
     for (size_t g = 0; g < program_.groups.size(); ++g)
         if (program_.groups[g] == members) return static_cast<int>(g);
     return -1;
@@ -348,7 +356,9 @@ void Executor::agreeShapes() {
                 inputs[key] = torch::zeros_like(probe.inputs).to(device_);
                 continue;
             }
-            if (!out_shapes_.count(producer)) out_shapes_[producer] = shapesFromString(comm_.storeGet(shapeKey(producer, pipe_)));
+            // Replicas agree on shapes: with per-stage replication, read the producer's first one.
+            const int lane = program_.round_robin ? 0 : pipe_;
+            if (!out_shapes_.count(producer)) out_shapes_[producer] = shapesFromString(comm_.storeGet(shapeKey(producer, lane)));
             inputs[key] = torch::zeros(out_shapes_[producer].at(key), torch::TensorOptions().device(device_));
         }
         out_shapes_[s] = st->probeOutputShapes(inputs);
@@ -357,7 +367,7 @@ void Executor::agreeShapes() {
 }
 
 void Executor::buildBuckets(const Graph& graph) {
-    buckets_ = std::make_unique<GradBuckets>(comm_, plan_.dp, [this] { return now(); });
+    buckets_ = std::make_unique<GradBuckets>(comm_, stage_replicas_, [this] { return now(); });
     std::map<int, std::vector<Tensor>> all_params_of_bucket;
     for (auto& [s, st] : stages_) {
         std::vector<int> ids;
@@ -624,7 +634,7 @@ bool Executor::prepareGradients(StepResult& r) {
             if (p.grad().defined())
                 squares += p.grad().to(torch::kDouble).square().sum().item<double>() / (wholeOnEveryTpRank(p) ? plan_.tp : 1);
     }
-    double local[2] = {squares / (zero() ? 1 : plan_.dp), 0};
+    double local[2] = {squares / (zero() ? 1 : stage_replicas_), 0};
     if (scaler_.enabled())
         for (const Tensor& p : params)
             if (p.grad().defined() && !torch::isfinite(p.grad()).all().item<bool>()) local[1] = 1;
@@ -648,8 +658,31 @@ Stage& Executor::stage(int segment) {
     return *it->second;
 }
 
-int Executor::deviceOf(int segment) const {
-    return program_.segment_devices[static_cast<size_t>(segment)][static_cast<size_t>(pipe_)];
+int Executor::deviceOf(int segment, int mb) const { return program_.deviceFor(segment, pipe_, mb); }
+
+int Executor::tagOf(bool grad, int segment, int mb) const { return (segment * tag_stride_ + mb) * 2 + (grad ? 1 : 0); }
+
+int64_t Executor::firstRow(int mb) const {
+    if (!program_.round_robin) return int64_t{mb} * micro_batch_size_;  // in this replica's share
+    // Micro-batch mb of the iteration: micro-batch mb / dp of share mb mod dp, as a replica of
+    // a plan with dp replicas for every stage would run it.
+    const int64_t share = plan_.global_batch / plan_.dp;
+    return (mb % plan_.dp) * share + int64_t{mb / plan_.dp} * micro_batch_size_;
+}
+
+std::vector<int64_t> Executor::batchRows() const {
+    std::vector<int64_t> rows;
+    const int64_t share = plan_.global_batch / plan_.dp;
+    if (!program_.round_robin) {
+        for (int64_t i = 0; i < share; ++i) rows.push_back(replica_ * share + i);
+        return rows;
+    }
+    for (const int segment : hostedSegments())
+        for (const int mb : program_.microBatchesOf(segment, pipe_))
+            for (int64_t i = 0; i < micro_batch_size_; ++i) rows.push_back(firstRow(mb) + i);
+    std::sort(rows.begin(), rows.end());
+    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+    return rows;
 }
 
 double Executor::now() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start_).count(); }
@@ -699,7 +732,7 @@ void Executor::pollSends() {
 }
 
 Stage::LossFn Executor::lossFor(int mb) {
-    const Tensor targets = targets_.narrow(0, int64_t{mb} * micro_batch_size_, micro_batch_size_);
+    const Tensor targets = targets_.narrow(0, firstRow(mb), micro_batch_size_);
     const double scale = scaler_.scale() / plan_.micro_batches;  // fp16: the loss scale rides on the loss
     return [this, targets, scale](const Live& live) { return model_.tensorParallelLoss(live, targets, tp_) * scale; };
 }
@@ -738,7 +771,9 @@ void Executor::storeInputGrad(const Stage& st, int mb, const Live& grads) {
 std::vector<std::string> Executor::keysTo(int producer, int device) const {
     std::set<int> readers;
     for (size_t s = 0; s < program_.segment_devices.size(); ++s)
-        if (program_.segment_devices[s][static_cast<size_t>(pipe_)] == device) readers.insert(static_cast<int>(s));
+        if (program_.round_robin ? std::count(program_.segment_devices[s].begin(), program_.segment_devices[s].end(), device) > 0
+                                 : program_.segment_devices[s][static_cast<size_t>(pipe_)] == device)
+            readers.insert(static_cast<int>(s));
     return keysFor(io_[static_cast<size_t>(producer)], readers);
 }
 
@@ -776,7 +811,7 @@ void Executor::onForward(const Instr& in) {
     Live x;
     for (const auto& [key, producer] : st.io().inputs) {
         if (producer < 0) {
-            x[key] = inputs_.narrow(0, int64_t{in.mb} * micro_batch_size_, micro_batch_size_);
+            x[key] = inputs_.narrow(0, firstRow(in.mb), micro_batch_size_);
         } else if (hosts(producer)) {
             x[key] = stage(producer).output(in.mb).at(key);
         } else {
@@ -884,6 +919,16 @@ void Executor::onOptimizerStep(const Instr&) {
         auto it = allreduce_event_.find(bucket);
         if (it != allreduce_event_.end()) trace_.events[it->second].end_s = end;
     }
+    // Per-stage replication: the buckets averaged over this stage's replicas; the iteration ran
+    // dp x micro_batches micro-batches, each replica's loss scaled by 1 / micro_batches, so the
+    // mean over all of them is that average x stage replicas / dp.
+    if (program_.round_robin && stage_replicas_ != plan_.dp) {
+        torch::NoGradGuard no_grad;
+        const double share = static_cast<double>(stage_replicas_) / plan_.dp;
+        for (auto& [s, st] : stages_)
+            for (Tensor& p : st->parameters())
+                if (p.grad().defined()) p.mutable_grad().mul_(share);
+    }
     for (auto& [b, z] : zero_) {
         finishReduceScatter(z);
         if (zero_stage_ < 2) continue;
@@ -898,11 +943,13 @@ void Executor::onOptimizerStep(const Instr&) {
     }
     // Tied weights: every copy, in every replica, gets the sum of the owner's and the user's
     // gradients averaged over the replicas. The owner's gradient is already averaged by its
-    // bucket, the copy's is not: each contributes 1/dp of its own to one sum over all of them.
+    // bucket, the copy's is not: each owner contributes 1/(its stage's replicas) of its own,
+    // each copy 1/dp, to one sum over all of them.
     for (const auto& [bucket, group, event] : tied_pending_) {
         Tensor& w = tied_tensor_.at(bucket);
         const Tensor g = w.grad().defined() ? w.grad() : torch::zeros_like(w);
-        Tensor sum = g / plan_.dp;
+        const bool owner = hosts(program_.buckets[static_cast<size_t>(bucket)].segment);
+        Tensor sum = g / (owner ? stage_replicas_ : plan_.dp);
         comm_.allReduceSum(sum, group).wait();
         w.mutable_grad() = sum;
         trace_.events[event].end_s = now();
@@ -984,7 +1031,7 @@ void Executor::onSendActivation(const Instr& in) {
     std::set<int> readers;
     for (const auto& [key, segments] : st.io().consumers) readers.insert(segments.begin(), segments.end());
     std::set<int> devices;
-    for (int r : readers) devices.insert(deviceOf(r));
+    for (int r : readers) devices.insert(deviceOf(r, in.mb));
     if (devices.size() == 1 && !devices.count(rank_)) st.releaseOutput(in.mb);
 }
 
@@ -1171,9 +1218,15 @@ StepResult Executor::step(int index) {
     buckets_->beginStep();
 
     const Batch batch = data_.batch(index, plan_.global_batch);
-    const int64_t per_replica = plan_.global_batch / plan_.dp;
-    inputs_ = batch.inputs.narrow(0, replica_ * per_replica, per_replica).to(device_);
-    targets_ = batch.targets.narrow(0, replica_ * per_replica, per_replica).to(device_);
+    if (program_.round_robin) {
+        // Micro-batches come from every replica's share (firstRow).
+        inputs_ = batch.inputs.to(device_);
+        targets_ = batch.targets.to(device_);
+    } else {
+        const int64_t per_replica = plan_.global_batch / plan_.dp;
+        inputs_ = batch.inputs.narrow(0, replica_ * per_replica, per_replica).to(device_);
+        targets_ = batch.targets.narrow(0, replica_ * per_replica, per_replica).to(device_);
+    }
     sampleMemory();
 
     // Tensor parallelism: the collectives a compute instruction's layers ran must be listed by
@@ -1252,12 +1305,13 @@ StepResult Executor::step(int index) {
     const int last = static_cast<int>(program_.segments.size()) - 1;
     if (hosts(last)) {
         double loss = loss_sum_;
-        if (plan_.dp > 1) {
+        if (stage_replicas_ > 1) {
             const int group = dpGroup(last);
             Tensor t = torch::tensor({loss}, torch::TensorOptions().dtype(torch::kDouble).device(device_));
             comm_.allReduceSum(t, group).wait();
-            loss = t.item<double>() / plan_.dp;
+            loss = t.item<double>();
         }
+        loss /= plan_.dp;  // the mean over the iteration's dp x micro_batches micro-batches
         r.loss = loss;
     }
     r.time_s = now();

@@ -99,6 +99,9 @@ public:
     const std::string& linkOrderProblem() const { return link_order_problem_; }
     std::vector<int> hostedSegments() const;
     int replica() const { return replica_; }
+    // The rows of the step's global batch this rank's replica trains on, in order: its replica's
+    // contiguous share, or with per-stage replication those of the micro-batches it runs.
+    std::vector<int64_t> batchRows() const;
     int tensorParallelRank() const { return tp_rank_; }
 
     // Checkpoints (runtime/checkpoint.h): this rank's parameters, buffers, optimizer state and
@@ -184,7 +187,10 @@ private:
 
     Stage& stage(int segment);
     bool hosts(int segment) const { return stages_.count(segment) > 0; }
-    int deviceOf(int segment) const;
+    int deviceOf(int segment, int mb) const;  // the device of `segment` that micro-batch mb meets
+    // First row of micro-batch mb in inputs_ and targets_.
+    int64_t firstRow(int mb) const;
+    int tagOf(bool grad, int segment, int mb) const;
     void waitPostedReceives();
     Live outputGrad(int segment, int mb);
     void storeInputGrad(const Stage& st, int mb, const Live& grads);
@@ -212,6 +218,11 @@ private:
     int replica_ = 0;   // data-parallel replica: which samples of the step
     int tp_rank_ = 0;   // tensor-parallel rank within the replica
     int pipe_ = 0;      // index of this rank in Program::segment_devices rows: replica * tp + tp rank
+    // Replicas of this rank's stages: dp, or with per-stage replication (Program::round_robin)
+    // its stage's. Its gradients are summed over them and averaged over the iteration's dp x
+    // micro_batches micro-batches.
+    int stage_replicas_ = 1;
+    int tag_stride_ = 0;  // micro-batch numbers a segment's point-to-point tags leave room for
     TpContext tp_;      // this rank's tp group (none when tp == 1)
     int tp_group_ = -1;  // its Program group id
     std::set<const void*> split_params_;  // TensorImpls of parameters split over the tp group

@@ -214,7 +214,7 @@ int runRank(const RunOptions& o) {
         }
         if (plan.deviceCount() != o.world_size)
             throw Error(o.plan_file + ": the plan needs " + std::to_string(plan.deviceCount()) + " ranks (pp " +
-                        std::to_string(plan.pipelineDepth()) + " x dp " + std::to_string(plan.dp) +
+                        std::to_string(plan.pipelineDepth()) + " x dp " + (plan.perStageReplication() ? "per stage" : std::to_string(plan.dp)) +
                         (plan.tp > 1 ? " x tp " + std::to_string(plan.tp) : std::string()) + ") but --world-size is " +
                         std::to_string(o.world_size));
         program = lower(plan, graph);
@@ -286,9 +286,10 @@ int runRank(const RunOptions& o) {
             }
             if (o.log_samples) {
                 const std::vector<int64_t> all = data->sampleIndices(step);
-                const size_t per = all.size() / static_cast<size_t>(plan.dp), from = per * static_cast<size_t>(ex.replica());
-                ev["samples"] = std::vector<int64_t>(all.begin() + static_cast<std::ptrdiff_t>(std::min(from, all.size())),
-                                                     all.begin() + static_cast<std::ptrdiff_t>(std::min(from + per, all.size())));
+                std::vector<int64_t> mine;
+                for (const int64_t row : ex.batchRows())
+                    if (row < static_cast<int64_t>(all.size())) mine.push_back(all[static_cast<size_t>(row)]);
+                ev["samples"] = mine;
             }
             emit(ev);
             if (o.checkpoint_every > 0 && ((step + 1) % o.checkpoint_every == 0 || last)) {
