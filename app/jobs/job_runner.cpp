@@ -62,7 +62,7 @@ void JobRunner::checkSpec(const JobSpec& s) {
     if (const std::string why = untrainedParallelism(plan); !why.empty()) throw Error(where + ": " + why);
     if (plan.deviceCount() != s.world_size)
         throw Error(where + ": the plan needs " + std::to_string(plan.deviceCount()) + " ranks (pp " +
-                    std::to_string(plan.pipelineDepth()) + " x dp " + std::to_string(plan.dp) + ") but field 'world_size' is " +
+                    std::to_string(plan.pipelineDepth()) + " x dp " + plan.dpText() + ") but field 'world_size' is " +
                     std::to_string(s.world_size));
     if (plan.model.zoo.empty()) {
         if (s.graph.is_null())

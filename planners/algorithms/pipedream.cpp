@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <optional>
 
 #include "planners/algorithms/evaluate.h"
@@ -71,6 +72,17 @@ int microBatchesFor(int per_replica_batch, double micro_batch_size) {
     return per_replica_batch;
 }
 
+// Whether some count of equal micro-batches of the global batch goes round-robin over every
+// stage's replicas: their least common multiple divides the batch.
+bool dealsRoundRobin(const Problem& problem, const PipeDreamConfig& c) {
+    int64_t l = 1;
+    for (const PipeDreamStage& s : c.stages) {
+        l = std::lcm(l, static_cast<int64_t>(s.replicas));
+        if (l > problem.global_batch) return false;
+    }
+    return problem.global_batch % l == 0;
+}
+
 // The program's configuration as it is: each stage with its own replicas on the GPUs the
 // program gave it (Plan::stage_replicas), micro-batches round-robin over them, 1F1B; the
 // fewest micro-batches, from the size the memory constraint assumed, that fit memory. nullopt
@@ -119,8 +131,16 @@ std::optional<Candidate> tryMicroBatchSize(const Problem& problem, const LayerCo
     // replication for every stage; the plan is the better of the two simulated, under the
     // problem's objective.
     std::vector<Candidate> fits;
-    if (!free.uniformReplication())
-        if (auto c = perStageCandidate(problem, free, b, context, log)) fits.push_back(std::move(*c));
+    PipeDreamConfig per_stage = free;
+    if (!free.uniformReplication() && !dealsRoundRobin(problem, free)) {
+        // The batch cannot be dealt round-robin over these replicas: the program again, with
+        // replica counts that divide the global batch.
+        per_stage = solvePipeDream(problem, costs, {b, 0, 0, problem.global_batch});
+        log.note("its replicas do not divide the global batch of " + std::to_string(problem.global_batch) +
+                 "; with replica counts that do, the optimum is " + per_stage.str());
+    }
+    if (per_stage.found() && !per_stage.uniformReplication())
+        if (auto c = perStageCandidate(problem, per_stage, b, context, log)) fits.push_back(std::move(*c));
     const PipeDreamConfig uniform = bestUniform(problem, costs, b, context);
     if (uniform.found()) {
         log.note(free.uniformReplication() && free.slowest_stage_s == uniform.slowest_stage_s

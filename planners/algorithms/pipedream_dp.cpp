@@ -16,6 +16,7 @@ struct LevelInputs {
     int layers = 0;
     int workers = 0;
     int fixed_replicas = 0;         // 0: any
+    int replicas_divide = 0;        // nonzero: replica counts divide it
     bool first_layer_only = false;  // the top level only needs pipelines starting at layer 0
     std::function<double(int first, int last, int replicas)> stage_s;
     // Memory with `used` workers up to and including the stage (earlier stages and itself).
@@ -60,7 +61,10 @@ private:
     };
 
     size_t index(int i, int j, int m) const { return static_cast<size_t>((i * layers_ + j) * workers_ + (m - 1)); }
-    bool allowed(int r) const { return in_.fixed_replicas == 0 || r == in_.fixed_replicas; }
+    bool allowed(int r) const {
+        if (in_.fixed_replicas != 0) return r == in_.fixed_replicas;
+        return in_.replicas_divide == 0 || in_.replicas_divide % r == 0;
+    }
 
     void solveFrom(int i) {
         for (int j = i; j < layers_; ++j)
@@ -144,11 +148,12 @@ std::vector<int> firstDevices(int count, const std::function<int(int)>& device) 
 }
 
 // GPUs of node 0 (or of the whole cluster when the program is flat).
-LevelInputs gpuLevel(const Model& model, int gpus, bool top, int fixed) {
+LevelInputs gpuLevel(const Model& model, int gpus, bool top, int fixed, int divide) {
     LevelInputs in;
     in.layers = model.costs().layers();
     in.workers = gpus;
     in.fixed_replicas = fixed;
+    in.replicas_divide = divide;
     in.first_layer_only = top;
     in.stage_s = [&model](int i, int j, int r) {
         const std::vector<int> group = firstDevices(r, [](int x) { return x; });
@@ -161,12 +166,13 @@ LevelInputs gpuLevel(const Model& model, int gpus, bool top, int fixed) {
 
 // Whole nodes running the node-level optimum of a layer range; each stage's weights are
 // spread over the node's GPUs, which all-reduce their shares across nodes in parallel.
-LevelInputs nodeLevel(const Model& model, const Cluster& cluster, const LevelTable& gpus, int fixed) {
+LevelInputs nodeLevel(const Model& model, const Cluster& cluster, const LevelTable& gpus, int fixed, int divide) {
     LevelInputs in;
     const int per_node = cluster.nodes.front().devices;
     in.layers = model.costs().layers();
     in.workers = static_cast<int>(cluster.nodes.size());
     in.fixed_replicas = fixed;
+    in.replicas_divide = divide;
     in.first_layer_only = true;
     in.stage_s = [&model, &cluster, &gpus, per_node](int i, int j, int r) {
         const std::vector<int> group = firstDevices(r, [&cluster](int node) { return cluster.firstDeviceOf(node); });
@@ -217,7 +223,7 @@ PipeDreamConfig solvePipeDream(const Problem& problem, const LayerCosts& costs, 
     const int last = costs.layers() - 1;
     if (!pipeDreamHierarchical(cluster)) {
         const int gpus = cluster.deviceCount();
-        const LevelInputs in = gpuLevel(model, gpus, true, options.gpus_per_stage);
+        const LevelInputs in = gpuLevel(model, gpus, true, options.gpus_per_stage, options.replicas_divide);
         const LevelTable table(in);
         std::vector<PipeDreamStage> stages = table.stages(0, last, gpus);
         int next = 0;
@@ -226,17 +232,20 @@ PipeDreamConfig solvePipeDream(const Problem& problem, const LayerCosts& costs, 
         return config(table.time(0, last, gpus), std::move(stages));
     }
     const int per_node = cluster.nodes.front().devices, nodes = static_cast<int>(cluster.nodes.size());
-    const LevelInputs gpu_in = gpuLevel(model, per_node, false, options.gpus_per_stage);
+    const LevelInputs gpu_in = gpuLevel(model, per_node, false, options.gpus_per_stage, options.replicas_divide);
     const LevelTable gpus(gpu_in);
-    const LevelInputs node_in = nodeLevel(model, cluster, gpus, options.nodes_per_stage);
+    const LevelInputs node_in = nodeLevel(model, cluster, gpus, options.nodes_per_stage, options.replicas_divide);
     const LevelTable top(node_in);
     std::vector<PipeDreamStage> stages;
     int first_node = 0;
     for (const PipeDreamStage& ns : top.stages(0, last, nodes)) {
         int first_gpu = 0;  // within each of the stage's nodes
         for (PipeDreamStage s : gpus.stages(ns.first_layer, ns.last_layer, per_node)) {
-            for (int n = first_node; n < first_node + ns.replicas; ++n)
-                for (int g = 0; g < s.replicas; ++g) s.devices.push_back(cluster.firstDeviceOf(n) + first_gpu + g);
+            // Node-interleaved (GPU g of every node, then g + 1): micro-batch m meets replica
+            // m mod r of each stage, on node m mod (the nodes), the same node for every stage of
+            // this node-level stage, so its activations stay inside the node.
+            for (int g = 0; g < s.replicas; ++g)
+                for (int n = first_node; n < first_node + ns.replicas; ++n) s.devices.push_back(cluster.firstDeviceOf(n) + first_gpu + g);
             first_gpu += s.replicas;
             s.replicas *= ns.replicas;
             stages.push_back(s);

@@ -31,7 +31,8 @@ struct PipeDreamStage {
     int last_layer = 0;
     int replicas = 1;  // GPUs running this stage
     // Those GPUs (global device ids): a GPU-level stage inside a node-level stage of n nodes
-    // runs on the same GPUs of each of those nodes.
+    // runs on the same GPUs of each of those nodes, listed node-interleaved (GPU g of each node,
+    // then g + 1) so that round-robin keeps a micro-batch on one node within the node-level stage.
     std::vector<int> devices;
 };
 
@@ -50,6 +51,11 @@ struct PipeDreamOptions {
     // node, and every node-level stage exactly this many nodes: uniform replication.
     int gpus_per_stage = 0;
     int nodes_per_stage = 0;
+    // Nonzero: every replica count (GPUs of a stage in a node, nodes of a node-level stage)
+    // divides this, the global batch, so that a synchronous iteration can deal the batch's
+    // micro-batches round-robin over each stage's replicas (PipeDream's asynchronous pipeline
+    // needs no such thing; a plan does).
+    int replicas_divide = 0;
 };
 
 // Whether the program runs on two levels (nodes of equal size, more than one node).

@@ -66,7 +66,18 @@ inline bool mapIsValid(const std::vector<std::vector<int>>& map, int pp, int dp,
 inline std::string checkFeasiblePlan(const Problem& problem, const PlannerResult& r) {
     std::string bad;
     const Plan& plan = r.plan;
-    if (!mapIsValid(plan.device_map, plan.pipelineDepth(), plan.dp * plan.tp, problem.cluster.deviceCount())) bad += "bad device map; ";
+    if (plan.perStageReplication()) {
+        // Row s holds stage s's replicas' devices, every device once.
+        std::set<int> all;
+        for (size_t s = 0; s < plan.device_map.size(); ++s) {
+            if (static_cast<int>(plan.device_map[s].size()) != plan.replicasOf(static_cast<int>(s))) bad += "bad device map; ";
+            for (int d : plan.device_map[s])
+                if (d < 0 || d >= problem.cluster.deviceCount() || !all.insert(d).second) bad += "bad device map; ";
+        }
+        if (plan.device_map.size() != plan.stages.size()) bad += "bad device map; ";
+    } else if (!mapIsValid(plan.device_map, plan.pipelineDepth(), plan.dp * plan.tp, problem.cluster.deviceCount())) {
+        bad += "bad device map; ";
+    }
     const ValidationResult v = validate(lower(plan, problem.graph), problem.graph);
     for (const std::string& s : v.problems) bad += s + "; ";
     const TraceMetrics again = evaluate(problem, plan);

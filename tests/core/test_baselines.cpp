@@ -131,10 +131,11 @@ private slots:
 
     // Three devices; per sample the layers take 2 s and 1 s, 12 samples: [24, 12] s. Only
     // layer 1 has weights, 1e9 bytes on a 1 GB/s link. PipeDream's optimum replicates layer 0
-    // twice and layer 1 once: max(24 / 2, 12) = 12 s. A plan has one dp for all stages: the
-    // whole model on three devices takes 36 / 3 s plus the all-reduce, 2 x 2/3 x 1 s = 13.3 s,
-    // better than a pipeline [0 | 1] (24 s) or two replicas (18 s + 1 s).
-    void pipeDreamRestrictsToUniformReplication() {
+    // twice and layer 1 once: max(24 / 2, 12) = 12 s in the program, 14 s simulated (the 2-1
+    // plan below: the pipeline fills and drains). The best uniform replication, the whole
+    // model on three devices, takes 36 / 3 s plus the all-reduce, 2 x 2/3 x 1 s = 13.3 s:
+    // simulated, uniform is the better, and the plan.
+    void pipeDreamKeepsUniformWhenItSimulatesBetter() {
         const Problem problem = makeProblem(layeredChain({2.0 / 3, 1.0 / 3}, {0, 1'000'000'000}, 1 << 10),
                                             exactCluster(1, 3, int64_t(1) << 40, 1e9), 12);
         const PlannerResult r = run("pipedream", problem);
@@ -144,6 +145,42 @@ private slots:
         QVERIFY2(contains(log, "restricted to uniform replication, the best is 0-1 x3"), log.c_str());
         QCOMPARE(ranges(r.plan), (Ranges{{0, 1}}));
         QCOMPARE(r.plan.dp, 3);
+        QCOMPARE(checkFeasiblePlan(problem, r), std::string());
+    }
+
+    // The chain above with 1e10 bytes of weights in layer 1: uniform replication now pays
+    // 13.3 s for the all-reduce alone (25.3 s), and PipeDream's optimum is the plan: layer 0 on
+    // two devices, layer 1 on one, 12 micro-batches of one sample round-robin. Layer 1's device
+    // runs them back to back (1 s each) from the first forward on, 2/3 s, to 12.67 s; the
+    // backward of micro-batch 11 on its layer-0 replica (4/3 s) ends at 14 s.
+    void pipeDreamPlansPerStageReplication() {
+        const Problem problem = makeProblem(layeredChain({2.0 / 3, 1.0 / 3}, {0, 10'000'000'000}, 1 << 10),
+                                            exactCluster(1, 3, int64_t(1) << 40, 1e9), 12);
+        const PlannerResult r = run("pipedream", problem);
+        QVERIFY2(r.feasible, r.reason.c_str());
+        QCOMPARE(ranges(r.plan), (Ranges{{0, 0}, {1, 1}}));
+        QCOMPARE(r.plan.stage_replicas, (std::vector<int>{2, 1}));
+        QCOMPARE(r.plan.dp, 2);
+        QCOMPARE(r.plan.micro_batches, 6);
+        QCOMPARE(r.plan.device_map, (std::vector<std::vector<int>>{{0, 1}, {2}}));
+        QVERIFY2(std::abs(r.metrics.iteration_time_s - 14.0) < 1e-3, std::to_string(r.metrics.iteration_time_s).c_str());
+        QVERIFY2(contains(joined(r.log), "per-stage replication is the better"), joined(r.log).c_str());
+        QCOMPARE(checkFeasiblePlan(problem, r), std::string());
+    }
+
+    // The same chain and devices with 9 samples: no count of equal micro-batches goes
+    // round-robin over the optimum's 2 and 1 replicas (their multiple, 2, does not divide 9),
+    // so the program runs again with replica counts that divide 9, and the plan is built from
+    // that optimum: the whole model on the three devices.
+    void pipeDreamKeepsReplicaCountsThatDealTheBatch() {
+        const Problem problem = makeProblem(layeredChain({2.0 / 3, 1.0 / 3}, {0, 10'000'000'000}, 1 << 10),
+                                            exactCluster(1, 3, int64_t(1) << 40, 1e9), 9);
+        const PlannerResult r = run("pipedream", problem);
+        QVERIFY2(r.feasible, r.reason.c_str());
+        const std::string log = joined(r.log);
+        QVERIFY2(contains(log, "PipeDream's optimum: 0-0 x2 | 1-1 x1"), log.c_str());
+        QVERIFY2(contains(log, "its replicas do not divide the global batch of 9"), log.c_str());
+        QVERIFY(!r.plan.perStageReplication());
         QCOMPARE(checkFeasiblePlan(problem, r), std::string());
     }
 

@@ -368,7 +368,7 @@ private slots:
 
     void rejectsInvalidFields() {
         expectRejected("format", [](json& j) { j["format"] = "hippie-trace"; }, {"'format'", "hippie-plan"});
-        expectRejected("version", [](json& j) { j["version"] = 6; }, {"'version'", "up to version 5"});
+        expectRejected("version", [](json& j) { j["version"] = 7; }, {"'version'", "up to version 6"});
         expectRejected("zero stage", [](json& j) { j["zero_stage"] = 4; }, {"'zero_stage'", "0 (none)", "3 (+ parameters)"});
         expectRejected("negative zero stage", [](json& j) { j["zero_stage"] = -1; }, {"'zero_stage'"});
         expectRejected("zero on a placement", [](json& j) { j["zero_stage"] = 1; }, {"'zero_stage'", "placement"}, placementPlan());
@@ -407,7 +407,7 @@ private slots:
         QCOMPARE(errorOf([&] { hippie::planFromJson(j, "p.json"); }),
                  std::string("p.json: unknown field \"zero_stge\" (known fields: format, version, model, cluster, planner, stages, "
                              "dp, placement, placement_order, micro_batches, global_batch, schedule, virtual_stages, optimizer, "
-                             "recompute_layers, selective_recompute, bucket_bytes, zero_stage, tp, sequence_parallel, device_map, groups); is it misspelt, or from a newer version?"));
+                             "recompute_layers, selective_recompute, bucket_bytes, zero_stage, tp, sequence_parallel, device_map, groups, stage_replicas); is it misspelt, or from a newer version?"));
         expectRejected("model", [](json& j) { j["model"]["seqlen"] = 64; }, {"p.json: model: unknown field \"seqlen\" (known fields: zoo,"});
         expectRejected("stage", [](json& j) { j["stages"][1]["tp"] = 2; }, {"p.json: stages[1]: unknown field \"tp\""});
         expectRejected("groups", [](json& j) { j["groups"]["x"] = json::array({json::array()}); },

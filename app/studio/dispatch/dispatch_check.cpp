@@ -93,7 +93,7 @@ DispatchCheck checkDispatch(const Plan& plan, const std::optional<Graph>& graph,
     out.steps << QObject::tr("Start %1 hippie-engine ranks (pp %2 × dp %3) of the %4 plan of %5, %6 schedule, %7 micro-batches:")
                      .arg(ranks)
                      .arg(plan.pipelineDepth())
-                     .arg(plan.dp)
+                     .arg(QString::fromStdString(plan.dpText()))
                      .arg(QString::fromStdString(plan.planner), modelName(plan), QString::fromLatin1(toString(plan.schedule)))
                      .arg(plan.micro_batches);
     for (size_t i = 0; i < workers.size(); ++i) {

@@ -28,7 +28,7 @@ DispatchDialog::DispatchDialog(const Plan& plan, const std::optional<Graph>& gra
                                      QString::fromStdString(plan.model.zoo.empty() ? plan.model.file : plan.model.zoo))
                                 .arg(plan.deviceCount())
                                 .arg(plan.pipelineDepth())
-                                .arg(plan.dp)
+                                .arg(QString::fromStdString(plan.dpText()))
                                 .arg(QString::fromLatin1(toString(plan.schedule)))
                                 .arg(plan.micro_batches));
     what->setWordWrap(true);
