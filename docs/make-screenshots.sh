@@ -41,6 +41,10 @@ done
 "$build/bin/hippie-plan" simulate --model gpt2-small --precision fp16 --cluster dgx-a100-1x8 --pp 2 --dp 2 --tp 2 --zero 1 \
     --microbatches 4 --global-batch 16 --schedule 1f1b --save-plan "$tmp/tp.json" >/dev/null
 "$studio" --plan "$tmp/tp.json" --view gantt --screenshot-size 1280x800 --screenshot "$out/gantt-tp.png" && echo "$out/gantt-tp.png"
+# PipeDream's per-stage replication: VGG-16's convolutions on 3 GPUs, its fully connected layers on 1.
+"$build/bin/hippie-plan" simulate --model vgg16 --cluster v100-4x4 --pp 2 --dp 3 --stage-replicas 3,1 \
+    --microbatches 2 --global-batch 48 --schedule 1f1b --save-plan "$tmp/rr.json" >/dev/null
+"$studio" --plan "$tmp/rr.json" --view gantt --screenshot-size 1280x800 --screenshot "$out/gantt-stage-replicas.png" && echo "$out/gantt-stage-replicas.png"
 shoot run-empty.png runs 1600x1000
 shoot run-empty-1280.png runs 1280x800
 shoot run-history-empty-1280.png history 1280x800

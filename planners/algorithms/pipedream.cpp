@@ -122,41 +122,43 @@ std::optional<Candidate> perStageCandidate(const Problem& problem, const PipeDre
     return std::nullopt;
 }
 
-std::optional<Candidate> tryMicroBatchSize(const Problem& problem, const LayerCosts& costs, double b, const PlanContext& context,
-                                           SearchLog& log) {
+// The first plan that fits of each kind, over the micro-batch sizes the memory constraint
+// assumes (largest first): the program's optimum as it is (per-stage replication), and its
+// best configuration with one replication for every stage.
+struct Found {
+    std::optional<Candidate> per_stage, uniform;
+    bool per_stage_done = false;  // found, or the optimum replicates every stage equally: no more sizes for it
+};
+
+void tryMicroBatchSize(const Problem& problem, const LayerCosts& costs, double b, const PlanContext& context, SearchLog& log,
+                       Found& found) {
     const PipeDreamConfig free = solvePipeDream(problem, costs, {b, 0, 0});
     log.note("micro-batch size " + std::to_string(static_cast<int>(b)) + " for the memory constraint; PipeDream's optimum: " + free.str());
-    if (!free.found() || context.shouldStop()) return std::nullopt;
-    // The optimum as it is (per-stage replication), and the best configuration with one
-    // replication for every stage; the plan is the better of the two simulated, under the
-    // problem's objective.
-    std::vector<Candidate> fits;
-    PipeDreamConfig per_stage = free;
-    if (!free.uniformReplication() && !dealsRoundRobin(problem, free)) {
-        // The batch cannot be dealt round-robin over these replicas: the program again, with
-        // replica counts that divide the global batch.
-        per_stage = solvePipeDream(problem, costs, {b, 0, 0, problem.global_batch});
-        log.note("its replicas do not divide the global batch of " + std::to_string(problem.global_batch) +
-                 "; with replica counts that do, the optimum is " + per_stage.str());
+    if (!free.found() || context.shouldStop()) return;
+    if (!found.per_stage_done) {
+        PipeDreamConfig per_stage = free;
+        if (!free.uniformReplication() && !dealsRoundRobin(problem, free)) {
+            // The batch cannot be dealt round-robin over these replicas: the program again,
+            // with replica counts that divide the global batch.
+            per_stage = solvePipeDream(problem, costs, {b, 0, 0, problem.global_batch});
+            log.note("its replicas do not divide the global batch of " + std::to_string(problem.global_batch) +
+                     "; with replica counts that do, the optimum is " + per_stage.str());
+        }
+        const bool uniform_optimum = !per_stage.found() || per_stage.uniformReplication();
+        if (!uniform_optimum) found.per_stage = perStageCandidate(problem, per_stage, b, context, log);
+        found.per_stage_done = uniform_optimum || found.per_stage.has_value();
     }
-    if (per_stage.found() && !per_stage.uniformReplication())
-        if (auto c = perStageCandidate(problem, per_stage, b, context, log)) fits.push_back(std::move(*c));
+    if (found.uniform) return;
     const PipeDreamConfig uniform = bestUniform(problem, costs, b, context);
-    if (uniform.found()) {
-        log.note(free.uniformReplication() && free.slowest_stage_s == uniform.slowest_stage_s
-                     ? "the optimum replicates every stage equally"
-                     : "restricted to uniform replication, the best is " + uniform.str());
-        const Plan plan = planOf(problem, uniform);
-        const std::vector<StageRange> stages = plan.stages;
-        const StagesFn fixed = [stages](int, double) { return stages; };
-        const int first_m = microBatchesFor(problem.global_batch / plan.dp, b);
-        if (auto c = fitMicroBatches(problem, plan, static_cast<int>(stages.size()), fixed, first_m, context, log)) fits.push_back(std::move(*c));
-    }
-    auto best = bestByObjective(problem, fits);
-    if (best && fits.size() > 1)
-        log.note(std::string("simulated, ") + (best->plan.perStageReplication() ? "per-stage replication" : "uniform replication") +
-                 " is the better under the objective");
-    return best;
+    if (!uniform.found()) return;
+    log.note(free.uniformReplication() && free.slowest_stage_s == uniform.slowest_stage_s
+                 ? "the optimum replicates every stage equally"
+                 : "restricted to uniform replication, the best is " + uniform.str());
+    const Plan plan = planOf(problem, uniform);
+    const std::vector<StageRange> stages = plan.stages;
+    const StagesFn fixed = [stages](int, double) { return stages; };
+    const int first_m = microBatchesFor(problem.global_batch / plan.dp, b);
+    found.uniform = fitMicroBatches(problem, plan, static_cast<int>(stages.size()), fixed, first_m, context, log);
 }
 
 }  // namespace
@@ -166,13 +168,21 @@ PlannerResult PipeDreamPlanner::plan(const Problem& problem, PlanContext& contex
     const LayerCosts costs(problem);
     SearchLog log(problem);
     const auto sizes = microBatchSizes(problem);
-    std::optional<Candidate> found;
-    for (size_t i = 0; i < sizes.size() && !found && !context.shouldStop(); ++i) {
+    Found found;
+    for (size_t i = 0; i < sizes.size() && !(found.uniform && found.per_stage_done) && !context.shouldStop(); ++i) {
         context.progress(static_cast<double>(i) / static_cast<double>(sizes.size()),
                          "dynamic program for micro-batches of " + std::to_string(static_cast<int>(sizes[i])) + " samples");
-        found = tryMicroBatchSize(problem, costs, sizes[i], context, log);
+        tryMicroBatchSize(problem, costs, sizes[i], context, log, found);
     }
-    return searchResult(name(), found, log, context,
+    // The plan: the better of the two, simulated, under the problem's objective.
+    std::vector<Candidate> fits;
+    for (const auto* c : {&found.per_stage, &found.uniform})
+        if (*c) fits.push_back(**c);
+    const std::optional<Candidate> best = bestByObjective(problem, fits);
+    if (best && fits.size() > 1)
+        log.note(std::string("simulated, ") + (best->plan.perStageReplication() ? "per-stage replication" : "uniform replication") +
+                 " is the better under the objective");
+    return searchResult(name(), best, log, context,
                         log.noFitReason("no configuration of PipeDream's program fits memory, even with " + log.smallestMicroBatch()));
 }
 

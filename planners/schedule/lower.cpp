@@ -21,6 +21,12 @@ std::string planError(const std::string& field, const std::string& what) { retur
 // Per-stage replication (Plan::stage_replicas): what the round-robin lowering supports.
 void checkStageReplicas(const Plan& plan, const Graph& graph) {
     const auto& r = plan.stage_replicas;
+    const std::string unsupported = " is not built with per-stage replication (stage_replicas); give every stage dp replicas";
+    if (plan.tp != 1) throw Error(planError("tp", "tensor parallelism" + unsupported));
+    if (plan.zero_stage != 0) throw Error(planError("zero_stage", "ZeRO sharding" + unsupported));
+    if (plan.schedule != ScheduleKind::GPipe && plan.schedule != ScheduleKind::OneFOneB && plan.schedule != ScheduleKind::Hippie)
+        throw Error(planError("schedule", std::string("the ") + toString(plan.schedule) + " schedule" + unsupported +
+                                              ", or use gpipe, 1f1b or hippie"));
     if (r.size() != plan.stages.size())
         throw Error(planError("stage_replicas", "has " + std::to_string(r.size()) + " entries for " + std::to_string(plan.stages.size()) +
                                                     " stages (one replica count per stage)"));
@@ -30,12 +36,6 @@ void checkStageReplicas(const Plan& plan, const Graph& graph) {
     if (plan.dp != widest)
         throw Error(planError("dp", "is " + std::to_string(plan.dp) + " but the widest stage has " + std::to_string(widest) +
                                         " replicas; with per-stage replication dp is the widest stage's"));
-    const std::string unsupported = " is not built with per-stage replication (stage_replicas); give every stage dp replicas";
-    if (plan.tp != 1) throw Error(planError("tp", "tensor parallelism" + unsupported));
-    if (plan.zero_stage != 0) throw Error(planError("zero_stage", "ZeRO sharding" + unsupported));
-    if (plan.schedule != ScheduleKind::GPipe && plan.schedule != ScheduleKind::OneFOneB && plan.schedule != ScheduleKind::Hippie)
-        throw Error(planError("schedule", std::string("the ") + toString(plan.schedule) + " schedule" + unsupported +
-                                              ", or use gpipe, 1f1b or hippie"));
     const int64_t total = static_cast<int64_t>(plan.dp) * plan.micro_batches;
     for (size_t s = 0; s < r.size(); ++s)
         if (total % r[s] != 0)

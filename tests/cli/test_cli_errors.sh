@@ -45,4 +45,13 @@ expect_error "no-such-model" show-graph --model no-such-model
 expect_error "xml" show-graph --model mlp --format xml
 expect_error "frobnicate" frobnicate
 
+# Per-stage replication: each unsupported combination names its field.
+expect_error "gives 1 replica counts for --pp 2" $(sim vgg16 v100-4x4 2 3 2 48 1f1b --stage-replicas 3)
+expect_error "must be a positive integer, got '0'" $(sim vgg16 v100-4x4 2 3 2 48 1f1b --stage-replicas 3,0)
+expect_error "with --stage-replicas, dp is the widest stage's replicas (3)" $(sim vgg16 v100-4x4 2 2 2 48 1f1b --stage-replicas 3,1)
+expect_error "share a tied weight" $(sim gpt2-small v100-4x4 2 3 2 48 1f1b --stage-replicas 3,1)
+expect_error "the interleaved schedule is not built with per-stage replication" \
+    $(sim vgg16 v100-4x4 2 3 2 48 interleaved --virtual-stages 2 --stage-replicas 3,1)
+expect_error "do not go round-robin evenly over stage 0's 2 replicas" $(sim vgg16 v100-4x4 2 3 1 48 1f1b --stage-replicas 2,3)
+
 echo "PASS"
