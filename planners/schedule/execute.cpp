@@ -165,6 +165,7 @@ private:
             auto& list = inline_instances_[g];
             if (static_cast<int>(list.size()) <= k) list.resize(static_cast<size_t>(k) + 1);
             InlineInstance& inst = list[static_cast<size_t>(k)];
+            if (inst.members.empty()) inst.members.reserve(program_.groups[g].size());  // one allocation, not log2(n)
             inst.members.emplace_back(s, st.pc);
             inst.ready = std::max(inst.ready, st.compute_free);
             st.inline_arrived = true;
@@ -195,6 +196,7 @@ private:
         auto& list = instances_[static_cast<size_t>(in.group)];
         if (static_cast<int>(list.size()) <= k) list.resize(static_cast<size_t>(k) + 1);
         CollectiveInstance& inst = list[static_cast<size_t>(k)];
+        if (inst.members.empty()) inst.members.reserve(program_.groups[static_cast<size_t>(in.group)].size());
         inst.members.emplace_back(s, st.pc);
         // An all-gather prefetches parameters while the compute before it runs; after the
         // optimizer step it gathers the updated shards.

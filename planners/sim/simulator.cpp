@@ -368,6 +368,7 @@ private:
         for (size_t s = 0; s < prog_.streams.size(); ++s) {
             const int dev = prog_.devices[s];
             std::vector<std::pair<double, int64_t>> deltas;
+            deltas.reserve(2 * prog_.streams[s].size() + 1);
             int64_t grad_recv_buffer = 0;
             for (const Instr& in : prog_.streams[s])
                 if (in.kind == InstrKind::RecvGrad) grad_recv_buffer = std::max(grad_recv_buffer, in.bytes);
@@ -408,9 +409,12 @@ private:
             std::sort(deltas.begin(), deltas.end());
             int64_t cur = 0, peak = 0;
             auto& curve = t.memory[s];
+            // Without events (planners' inner loop) only the peak is wanted, not the curve.
+            if (opt_.record_events) curve.reserve(deltas.size());
             for (const auto& [time, delta] : deltas) {
                 cur = addBytes(cur, delta);
                 peak = std::max(peak, cur);
+                if (!opt_.record_events) continue;
                 if (!curve.empty() && curve.back().time_s == time) curve.back().bytes = cur;
                 else curve.push_back({time, cur});
             }

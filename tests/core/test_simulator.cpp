@@ -2,6 +2,8 @@
 // interleaving, all-reduce overlap, zero-bubble, recomputation and communication costs.
 #include <QtTest>
 
+#include <algorithm>
+
 #include "planners/cost/cost_model.h"
 #include "planners/schedule/lower.h"
 #include "planners/sim/simulator.h"
@@ -254,6 +256,10 @@ private slots:
         const Trace q = simulate(prog, plan, CostModel(g, c), quiet);
         QVERIFY(q.events.empty());
         QCOMPARE(q.metrics.iteration_time_s, t.metrics.iteration_time_s);
+        // Peaks without the curves they come from.
+        QCOMPARE(q.metrics.peak_memory_bytes, t.metrics.peak_memory_bytes);
+        QVERIFY(std::all_of(q.memory.begin(), q.memory.end(), [](const auto& curve) { return curve.empty(); }));
+        QVERIFY(std::all_of(t.memory.begin(), t.memory.end(), [](const auto& curve) { return !curve.empty(); }));
     }
 };
 
