@@ -61,6 +61,15 @@ Graph buildUniformMlp(const ModelSpec& spec) {
 // kept for backward (the attention's scores and softmax grow with the square of the sequence)
 // outweigh the model state; there the first stage keeps several micro-batches' activations and
 // full recomputation at most one micro-batch's, so that its peak is below selective recomputation's.
+// PipeDream's VGG-16 at its published size, fp32 as on the V100s of PipeDream's Cluster-A.
+ModelSpec vgg16() {
+    ModelSpec m;
+    m.zoo = "vgg16";
+    m.batch_size = 1;
+    m.precision = Precision::FP32;
+    return m;
+}
+
 ModelSpec gptMedium() {
     ModelSpec m;
     m.zoo = "gpt2-medium";
@@ -86,6 +95,8 @@ constexpr int kZeroSamples = kZeroReplicas;  // one sample a GPU
 constexpr int kRecomputeStages = 4;
 constexpr int kRecomputeMicroBatches = 8;
 constexpr int kRecomputeSamples = 4 * kRecomputeMicroBatches;  // micro-batches of four samples
+constexpr const char* kFourServers = "v100-4x4";  // PipeDream's Cluster-A: PCIe inside a server, 10 Gb/s Ethernet between
+constexpr int kPerStageSamples = 384;              // 12 micro-batches of 32 images
 // Lessons others are compared with, by their index in the list below.
 constexpr int kGpipe = 1, kOneFOneB = 2, kTpInNode = 6, kZero0 = 9, kZero1 = 10, kZero2 = 11, kNoRecompute = 13,
               kFullRecompute = 14;
@@ -119,6 +130,13 @@ Lesson tensorParallel(Lesson l, int tp, bool sequence_parallel, std::vector<std:
 
 Lesson sharded(Lesson l, int zero_stage) {
     l.zero_stage = zero_stage;
+    return l;
+}
+
+// Stages cut before the layers `starts`, each stage with its own replicas (PipeDream).
+Lesson replicatedPerStage(Lesson l, std::vector<int> starts, std::vector<int> replicas) {
+    l.stage_starts = std::move(starts);
+    l.stage_replicas = std::move(replicas);
     return l;
 }
 
@@ -257,6 +275,19 @@ const std::vector<Lesson>& lessons() {
                            gptMedium(), kCluster, kRecomputeStages, 1, 1, kRecomputeMicroBatches, kRecomputeSamples,
                            ScheduleKind::OneFOneB, kFullRecompute, {E::ShorterIteration}),
                     false, true, {{kNoRecompute, {E::LowerPeakMemory, E::LongerIteration}}}),
+        // PipeDream's per-stage replication: the busy stage gets more GPUs.
+        replicatedPerStage(
+            lesson("Per-stage replication (PipeDream)",
+                   "VGG-16 cut where its weights are: the first nine convolutions (three quarters of the FLOPs, few "
+                   "weights) on three GPUs, the last four convolutions and the three fully connected layers "
+                   "(most of the 138 M weights) on one. Micro-batches go round-robin over the first stage's "
+                   "replicas: GPU 0 runs micro-batches 0, 3, 6 and 9, GPU 1 runs 1, 4, 7 and 10, and GPU 2 the "
+                   "rest, while GPU 3 runs all twelve, one forward and one backward at a time. Each GPU is busy "
+                   "about as long as the others: the replicas share the heavy stage as PipeDream's planner "
+                   "meant. Only the three small replicas all-reduce their gradients at the end; the large "
+                   "layers have a single copy and synchronise nothing.",
+                   vgg16(), kFourServers, 2, 3, 1, 4, kPerStageSamples, ScheduleKind::OneFOneB, -1, {E::BalancedStages}),
+            {9}, {3, 1}),
     };
     return all;
 }
@@ -269,14 +300,24 @@ LessonSetup setupLesson(const Lesson& lesson) {
     s.problem.global_batch = lesson.global_batch;
     s.plan = basePlan(s.problem, "lesson");
     s.plan.stages = balancedStages(s.problem.graph, lesson.pp * lesson.virtual_stages);
+    if (!lesson.stage_starts.empty()) {
+        s.plan.stages.clear();
+        int first = 0;
+        for (int start : lesson.stage_starts) {
+            s.plan.stages.push_back({first, start - 1});
+            first = start;
+        }
+        s.plan.stages.push_back({first, s.problem.graph.layerCount() - 1});
+    }
     s.plan.dp = lesson.dp;
+    s.plan.stage_replicas = lesson.stage_replicas;
     s.plan.virtual_stages = lesson.virtual_stages;
     s.plan.micro_batches = lesson.micro_batches;
     s.plan.schedule = lesson.schedule;
     s.plan.tp = lesson.tp;
     s.plan.sequence_parallel = lesson.sequence_parallel;
     s.plan.zero_stage = lesson.zero_stage;
-    s.plan.device_map = lesson.device_map.empty() ? defaultDeviceMap(lesson.pp, lesson.dp, lesson.tp) : lesson.device_map;
+    s.plan.device_map = !lesson.device_map.empty() ? lesson.device_map : defaultDeviceMap(s.plan);
     if (lesson.recompute_all) s.plan.recompute_layers = allLayers(s.problem);
     s.plan.selective_recompute = lesson.selective_recompute;
     return s;

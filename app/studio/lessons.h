@@ -36,6 +36,10 @@ struct Lesson {
     bool recompute_all = false;         // every layer in Plan::recompute_layers (full recomputation)
     bool selective_recompute = false;   // Plan::selective_recompute (the attention cores)
     std::vector<LessonComparison> also_compared;  // after `baseline`, each with its own claims
+    // Per-stage replication (Plan::stage_replicas, one count per stage; dp is then the largest)
+    // and where the stages after the first begin (empty: stages balanced by FLOPs).
+    std::vector<int> stage_replicas;
+    std::vector<int> stage_starts;
 };
 
 const std::vector<Lesson>& lessons();

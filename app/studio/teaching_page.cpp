@@ -103,12 +103,14 @@ bool TeachingPage::loadLesson(int index) {
     if (index < 0 || index >= lessonCount()) return false;
     pause();
     const Lesson& lesson = lessons()[static_cast<size_t>(index)];
+    QString dp_text;  // "4", or per stage "(3,1)"
     try {
         // Lessons are small (a few pipeline stages, a few micro-batches): simulated in milliseconds.
         LessonRun run = runLesson(index);
         trace_ = std::move(run.trace);
         claims_ = std::move(run.claims);
         view_->setTrace(trace_, &run.cluster, &run.plan);
+        dp_text = QString::fromStdString(run.plan.dpText());
     } catch (const std::exception& e) {
         message_->showError(tr("Lesson '%1' could not be built: %2").arg(QString::fromStdString(lesson.title), QString::fromUtf8(e.what())));
         return false;
@@ -126,7 +128,7 @@ bool TeachingPage::loadLesson(int index) {
     message_->showInfo(tr("%1 on %2: pp %3 × dp %4%5, %6 micro-batches, %7 schedule")
                            .arg(QString::fromStdString(lesson.model.zoo), QString::fromStdString(lesson.cluster))
                            .arg(lesson.pp)
-                           .arg(lesson.dp)
+                           .arg(dp_text)
                            .arg(extras)
                            .arg(lesson.micro_batches)
                            .arg(QString::fromLatin1(toString(lesson.schedule))));
