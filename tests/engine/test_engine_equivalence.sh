@@ -20,6 +20,28 @@ source "$(dirname "$0")/lib.sh"
 SCHEDULE="$2"
 STEPS=3
 models=(gpt-tiny mlp-tiny)
+# check_run WHAT NPROCS: launches $WORK/p.json on NPROCS ranks and compares its parameters, final
+# loss and link order with the reference run ($WORK/ref.out, $WORK/ref.params.json).
+check_run() {
+    local what="$1" n="$2"
+    rm -f "$WORK"/p.*.json
+    if ! launch "$WORK/p.json" "$n" $STEPS "$WORK/p.out" --threads 1 --dump-params "$WORK/p.{rank}.json"; then
+        fail "$what: $(tail -2 "$WORK/p.out")"
+        return
+    fi
+    local order ref_loss loss
+    order=$(field "$WORK/p.out" setup link_order_ok | sort -u | tr '\n' ' ')
+    ref_loss=$(field "$WORK/ref.out" done loss)
+    loss=$(field "$WORK/p.out" done loss | grep -v null | sort -u | head -1)
+    if "$ENGINE" compare-params --reference "$WORK/ref.params.json" --tol 1e-5 "$WORK"/p.*.json > "$WORK/cmp.out"; then
+        pass "$what: parameters match ($(grep -o '"max_abs_diff":[^,]*' "$WORK/cmp.out")), loss $loss vs $ref_loss, link order ok: $order"
+    else
+        fail "$what: $(cat "$WORK/cmp.out")"
+    fi
+    [ "$order" = "true " ] || fail "$what: a link is received out of its send order ($order), which NCCL cannot run"
+    awk -v a="$ref_loss" -v b="$loss" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d < 1e-5) }' \
+        || fail "$what: final loss $loss differs from the reference $ref_loss"
+}
 case "$SCHEDULE" in gpipe|1f1b|hippie) models+=(resnet-tiny bert-tiny) ;; esac
 for model in "${models[@]}"; do
     ref_mb=1
@@ -35,25 +57,10 @@ for model in "${models[@]}"; do
         pp=$1 dp=$2 n=$(($1 * $2)) recompute=$3
         what="$model pp$pp x dp$dp $SCHEDULE$([ "$recompute" != none ] && echo " recompute $recompute")"
         extra=(); [ "$recompute" != none ] && extra=(--recompute "$recompute")
-        rm -f "$WORK"/p.*.json
         [ "$SCHEDULE" = interleaved ] && extra+=(--virtual-stages 2)
         plan "$WORK/p.json" --model "$model" --pp $pp --dp $dp --microbatches 4 --global-batch 16 --schedule "$SCHEDULE" \
             --optimizer sgd --bucket-bytes 4096 "${extra[@]}"
-        if ! launch "$WORK/p.json" $n $STEPS "$WORK/p.out" --threads 1 --dump-params "$WORK/p.{rank}.json"; then
-            fail "$what: $(tail -2 "$WORK/p.out")"
-            continue
-        fi
-        order=$(field "$WORK/p.out" setup link_order_ok | sort -u | tr '\n' ' ')
-        ref_loss=$(field "$WORK/ref.out" done loss)
-        loss=$(field "$WORK/p.out" done loss | grep -v null | sort -u | head -1)
-        if "$ENGINE" compare-params --reference "$WORK/ref.params.json" --tol 1e-5 "$WORK"/p.*.json > "$WORK/cmp.out"; then
-            pass "$what: parameters match ($(grep -o '"max_abs_diff":[^,]*' "$WORK/cmp.out")), loss $loss vs $ref_loss, link order ok: $order"
-        else
-            fail "$what: $(cat "$WORK/cmp.out")"
-        fi
-        [ "$order" = "true " ] || fail "$what: a link is received out of its send order ($order), which NCCL cannot run"
-        awk -v a="$ref_loss" -v b="$loss" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d < 1e-5) }' \
-            || fail "$what: final loss $loss differs from the reference $ref_loss"
+        check_run "$what" $n
     done
 done
 # Per-stage replication (PipeDream's plans): stages of different widths, micro-batches going
@@ -65,24 +72,9 @@ case "$SCHEDULE" in gpipe|1f1b|hippie)
     for v in "3,1 4 4" "1,3 4 4" "2,3 2 5"; do
         set -- $v
         replicas=$1 m=$2 n=$3
-        what="mlp-tiny stage replicas $replicas $SCHEDULE"
-        rm -f "$WORK"/p.*.json
         plan "$WORK/p.json" --model mlp-tiny --pp 2 --stage-replicas "$replicas" --microbatches "$m" --global-batch 24 \
             --schedule "$SCHEDULE" --optimizer sgd --bucket-bytes 4096
-        if ! launch "$WORK/p.json" "$n" $STEPS "$WORK/p.out" --threads 1 --dump-params "$WORK/p.{rank}.json"; then
-            fail "$what: $(tail -2 "$WORK/p.out")"
-            continue
-        fi
-        ref_loss=$(field "$WORK/ref.out" done loss)
-        loss=$(field "$WORK/p.out" done loss | grep -v null | sort -u | head -1)
-        if "$ENGINE" compare-params --reference "$WORK/ref.params.json" --tol 1e-5 "$WORK"/p.*.json > "$WORK/cmp.out"; then
-            pass "$what: parameters match ($(grep -o '"max_abs_diff":[^,]*' "$WORK/cmp.out")), loss $loss vs $ref_loss"
-        else
-            fail "$what: $(cat "$WORK/cmp.out")"
-        fi
-        [ "$(field "$WORK/p.out" setup link_order_ok | sort -u | tr '\n' ' ')" = "true " ] || fail "$what: a link is received out of its send order"
-        awk -v a="$ref_loss" -v b="$loss" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d < 1e-5) }' \
-            || fail "$what: final loss $loss differs from the reference $ref_loss"
+        check_run "mlp-tiny stage replicas $replicas $SCHEDULE" "$n"
     done
     ;;
 esac
