@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <numeric>
 #include <set>
 #include <utility>
 
@@ -137,11 +138,30 @@ void appendIfSet(std::vector<int>& group, int device) {
     if (device >= 0) group.push_back(device);
 }
 
+// Per-stage replication: the devices micro-batch m meets, stage by stage (row s's device
+// m mod its size), for each m up to the rows' least common multiple, after which the paths
+// repeat; at most kMaxPaths of them.
+std::vector<std::vector<int>> roundRobinPaths(const std::vector<std::vector<int>>& map) {
+    constexpr int64_t kMaxPaths = 1 << 16;
+    int64_t period = 1;
+    for (const auto& row : map)
+        if (!row.empty()) period = std::min(kMaxPaths, std::lcm(period, static_cast<int64_t>(row.size())));
+    std::vector<std::vector<int>> paths;
+    for (int64_t m = 0; m < period; ++m) {
+        std::vector<int> path;
+        for (const auto& row : map)
+            if (!row.empty()) path.push_back(row[static_cast<size_t>(m % static_cast<int64_t>(row.size()))]);
+        paths.push_back(std::move(path));
+    }
+    return paths;
+}
+
 }  // namespace
 
 std::vector<std::vector<int>> Plan::pipelineGroups() const {
     if (isPlacement() && device_map.empty()) return {distinctPlacementDevices(placement)};
     const auto map = pipelineMap();
+    if (perStageReplication()) return roundRobinPaths(map);
     const size_t t = static_cast<size_t>(std::max(tp, 1)), replicas = replicasIn(map, t);
     std::vector<std::vector<int>> groups;
     for (size_t r = 0; r < replicas; ++r)

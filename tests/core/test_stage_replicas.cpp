@@ -178,6 +178,9 @@ private slots:
         const nlohmann::json j = planToJson(p);
         QCOMPARE(j.at("version").get<int>(), 6);
         QCOMPARE(j.at("stage_replicas"), nlohmann::json({3, 1}));
+        // The devices each micro-batch meets: m mod 3 of the first stage, then the one of the second.
+        QCOMPARE(p.pipelineGroups(), (std::vector<std::vector<int>>{{0, 3}, {1, 3}, {2, 3}}));
+        QCOMPARE(j.at("groups").at("pipelines"), nlohmann::json({{0, 3}, {1, 3}, {2, 3}}));
         const Plan back = planFromJson(j, "plan.json");
         QCOMPARE(back.stage_replicas, p.stage_replicas);
         QCOMPARE(back.device_map, p.device_map);
