@@ -342,6 +342,11 @@ void SlurmJob::ended(const QString& state, const QString& exit_code, const QStri
     finish(info_.state == QLatin1String("CANCELLED") ? JobState::Cancelled : JobState::Failed, why.join(QStringLiteral("; ")));
 }
 
+bool srunConsequence(const QString& word) {
+    return word.startsWith(QLatin1String("Exited with exit code")) || word == QLatin1String("Broken pipe") ||
+           word == QLatin1String("Terminated");
+}
+
 void SlurmJob::readFileChunk(const QString& name, const QByteArray& chunk) {
     if (chunk.isEmpty()) return;
     offsets_[name] += chunk.size();
@@ -364,12 +369,12 @@ void SlurmJob::onLine(const QString& file, const QString& line) {
                 const int hi = part.contains(QLatin1Char('-')) ? part.section(QLatin1Char('-'), 1, 1).toInt() : lo;
                 for (int r = lo; r <= hi && r < spec_.world_size; ++r) srun_tasks_.emplace(r, t.captured(2).trimmed());
             }
-            // The cause first: a task that died of a signal ("Killed") makes the others exit with an
-            // error, and srun may name those before it.
-            const bool exited = t.captured(2).startsWith(QLatin1String("Exited with exit code"));
-            if (srun_error_.isEmpty() || (srun_error_exited_ && !exited)) {
+            // The cause first: a task that died ("Killed") makes the others exit with an error or
+            // die of a broken pipe, and srun may name those before it.
+            const bool consequence = srunConsequence(t.captured(2).trimmed());
+            if (srun_error_.isEmpty() || (srun_error_consequence_ && !consequence)) {
                 srun_error_ = line.trimmed();
-                srun_error_exited_ = exited;
+                srun_error_consequence_ = consequence;
             }
         }
         emitEvent(json{{"event", "log"}, {"rank", -1}, {"stream", "slurm"}, {"text", (line + QLatin1Char('\n')).toStdString()}});

@@ -37,6 +37,12 @@ struct SlurmJobInfo {
     nlohmann::json tasks = nlohmann::json::array();  // [{"rank","state"}] once it ended
 };
 
+// Whether srun's word on a task ("Exited with exit code 1", "Broken pipe", "Terminated",
+// "Killed", ...) is what a task shows when another task's end took it down: an exit with an
+// error code (a collective failed), SIGPIPE (a peer's socket closed) or SIGTERM (srun stopping
+// the step). The run's message names the cause first: a task that died otherwise.
+bool srunConsequence(const QString& word);
+
 class SlurmJob : public QObject {
     Q_OBJECT
 public:
@@ -91,8 +97,8 @@ private:
     std::map<int, QString> rank_errors_;  // rank -> its error event's message
     std::map<int, QString> rank_stderr_;  // rank -> the last line of its stderr
     std::map<int, QString> srun_tasks_;   // task -> srun's word on it ("Killed", "Exited with exit code 1")
-    QString srun_error_;                  // the first "srun: error:" line on a task killed by a signal, else the first
-    bool srun_error_exited_ = false;      // srun_error_ says "Exited with exit code"
+    QString srun_error_;                  // the first "srun: error:" line on a cause (not srunConsequence), else the first
+    bool srun_error_consequence_ = false; // srun_error_ is a consequence (srunConsequence)
 };
 
 }  // namespace hippie::dispatch
