@@ -46,6 +46,7 @@ struct Child {
     bool running = true;
     int status = 0;
     std::optional<std::string> error;  // its error event's message
+    bool killed_by_us = false;          // the launcher's SIGKILL after the grace period
 };
 
 void handleLine(Child& c, const std::string& line) {
@@ -106,7 +107,7 @@ int launchLocal(const LaunchOptions& o) {
         }
         close(fds[1]);
         fcntl(fds[0], F_SETFL, O_NONBLOCK);
-        children[static_cast<size_t>(r)] = Child{r, pid, fds[0], {}, true, 0, std::nullopt};
+        children[static_cast<size_t>(r)] = Child{r, pid, fds[0], {}, true, 0, std::nullopt, false};
     }
 
     using Clock = std::chrono::steady_clock;
@@ -139,12 +140,23 @@ int launchLocal(const LaunchOptions& o) {
         }
         if (kill_pending && Clock::now() >= kill_at) {
             for (Child& c : children)
-                if (c.running) kill(c.pid, SIGKILL);
+                if (c.running) {
+                    kill(c.pid, SIGKILL);
+                    c.killed_by_us = true;
+                }
             kill_pending = false;
         }
     }
     if (first_failed) {
-        const Child& c = children[static_cast<size_t>(*first_failed)];
+        // The cause first: a rank killed by a signal the launcher did not send took the others
+        // down, and they may exit with an error (their peer's socket closed) before it is reaped.
+        int cause = *first_failed;
+        for (const Child& other : children)
+            if (!other.killed_by_us && WIFSIGNALED(other.status)) {
+                cause = other.rank;
+                break;
+            }
+        const Child& c = children[static_cast<size_t>(cause)];
         const std::string message = "rank " + std::to_string(c.rank) + " " + exitDescription(c.status) +
                                     (c.error ? ": " + *c.error : std::string(" without reporting an error"));
         std::cout << json{{"event", "error"}, {"rank", c.rank}, {"message", message}}.dump() << std::endl;
