@@ -44,9 +44,10 @@ void checkStageReplicas(const Plan& plan, const Graph& graph) {
                                                        std::to_string(r[s]) + " replicas; use a multiple of " +
                                                        std::to_string(r[s] / std::gcd(r[s], plan.dp)) +
                                                        " micro-batches"));
-    std::vector<int> stage_of_layer(static_cast<size_t>(graph.layerCount()), 0);
+    const int layers = graph.layerCount();
+    std::vector<int> stage_of_layer(static_cast<size_t>(layers), 0);
     for (size_t s = 0; s < plan.stages.size(); ++s)
-        for (int l = plan.stages[s].first_layer; l <= plan.stages[s].last_layer && l < graph.layerCount(); ++l)
+        for (int l = plan.stages[s].first_layer; l <= plan.stages[s].last_layer && l < layers; ++l)
             stage_of_layer[static_cast<size_t>(l)] = static_cast<int>(s);
     for (const TiedWeightUse& t : tiedWeights(graph)) {
         const int a = stage_of_layer[static_cast<size_t>(t.owner_layer)], b = stage_of_layer[static_cast<size_t>(t.user_layer)];
@@ -269,10 +270,10 @@ double transferBytes(const Graph& graph, const Layout& l, const std::vector<int>
 // compute that needs them, sends follow the compute that produced their tensor.
 class CommunicationDeriver {
 public:
-    // round_robin: micro-batch m of a segment runs on its replica m mod (its replicas), not on
-    // the lane of the device asking (Program::round_robin).
-    CommunicationDeriver(const Graph& graph, const Layout& l, double mb_scale, std::vector<double> tensor_share, bool round_robin)
-        : graph_(graph), l_(l), scale_(mb_scale), tensor_share_(std::move(tensor_share)), round_robin_(round_robin) {
+    // `prog`: its segment_devices and round_robin say which device of a segment a micro-batch
+    // meets (Program::deviceFor).
+    CommunicationDeriver(const Graph& graph, const Layout& l, const Program& prog, double mb_scale, std::vector<double> tensor_share)
+        : graph_(graph), l_(l), prog_(prog), scale_(mb_scale), tensor_share_(std::move(tensor_share)) {
         const size_t n = l.segments.size();
         producers_.resize(n);
         consumers_.resize(n);
@@ -352,11 +353,7 @@ private:
         return ++parts_done[{in.segment, in.mb}] == parts_of_segment[static_cast<size_t>(in.segment)];
     }
 
-    // The device of `segment` that micro-batch `mb` of lane `lane` meets (Program::deviceFor).
-    int dev(int segment, int lane, int mb) const {
-        const auto& devs = l_.devices[static_cast<size_t>(segment)];
-        return devs[static_cast<size_t>(round_robin_ ? mb % static_cast<int>(devs.size()) : lane)];
-    }
+    int dev(int segment, int lane, int mb) const { return prog_.deviceFor(segment, lane, mb); }
 
     int consumersOn(int producer, int device, int lane, int mb) const {
         int n = 0;
@@ -387,13 +384,13 @@ private:
 
     const Graph& graph_;
     const Layout& l_;
+    const Program& prog_;
     double scale_;
     std::vector<double> tensor_share_;  // by op: share of its output a tensor-parallel rank sends
     std::vector<std::set<int>> producers_;
     std::vector<std::set<int>> consumers_;
     std::vector<std::vector<int>> out_edges_;  // by segment: indices of the edges leaving it
     std::map<std::pair<int, int>, int64_t> bytes_cache_;  // (producer, device): same for every replica
-    bool round_robin_ = false;
 };
 
 // Adds recomputation before each segment's first backward of a micro-batch, and the
@@ -773,7 +770,7 @@ Program lower(const Plan& plan, const Graph& graph) {
 
     std::vector<double> tensor_share(graph.ops.size(), 1.0);
     for (size_t op = 0; op < graph.ops.size(); ++op) tensor_share[op] = sentShare(graph.ops[op], split);
-    CommunicationDeriver deriver(graph, layout, prog.micro_batch_size / graph.batch_size, std::move(tensor_share), prog.round_robin);
+    CommunicationDeriver deriver(graph, layout, prog, prog.micro_batch_size / graph.batch_size, std::move(tensor_share));
     for (size_t pos = 0; pos < orders.size(); ++pos) {
         // Each tensor-parallel rank's order: the same instructions, with its own data-parallel groups.
         std::vector<std::vector<Instr>> full(static_cast<size_t>(tp));
