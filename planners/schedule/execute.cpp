@@ -23,9 +23,14 @@ struct Transfer {
     double end = 0;
 };
 
+// A member of a collective: (stream, instruction index).
+using Member = std::pair<int, size_t>;
+
+// The k-th collective of a group. Its members are kept apart, in one array per group (the
+// group's size each), so that a program's many collectives allocate nothing each.
 struct CollectiveInstance {
-    std::vector<std::pair<int, size_t>> members;  // (stream, instruction index)
-    double ready = 0;                             // latest time a member's gradients were ready
+    int arrived = 0;     // members that have posted it
+    double ready = 0;    // latest time a member's gradients were ready
     bool resolved = false;
     double end = 0;
 };
@@ -34,9 +39,37 @@ struct CollectiveInstance {
 // ZeroGather over its data-parallel group): they start when every member has finished that
 // compute.
 struct InlineInstance {
-    std::vector<std::pair<int, size_t>> members;  // (stream, instruction index)
+    int arrived = 0;
     double ready = 0;
     bool resolved = false;
+};
+
+// The instances of one group's collectives (or in-line ones) and their members.
+template <class Instance>
+struct GroupInstances {
+    std::vector<Instance> list;
+    std::vector<Member> members;  // [instance * group size + i]
+
+    // The k-th instance, made (with room for its members) on first use.
+    Instance& at(int k, size_t group_size) {
+        const auto n = static_cast<size_t>(k) + 1;
+        if (list.size() < n) {
+            list.resize(n);
+            members.resize(n * group_size);
+        }
+        return list[static_cast<size_t>(k)];
+    }
+    void join(int k, size_t group_size, Member m) {
+        Instance& inst = list[static_cast<size_t>(k)];
+        // More posts than members is a malformed program (the validator names it): not stored.
+        if (static_cast<size_t>(inst.arrived) < group_size) members[static_cast<size_t>(k) * group_size + static_cast<size_t>(inst.arrived)] = m;
+        ++inst.arrived;
+    }
+    const Member* membersOf(int k, size_t group_size) const { return members.data() + static_cast<size_t>(k) * group_size; }
+    void reserve(size_t instances, size_t group_size) {
+        list.reserve(instances);
+        members.reserve(instances * group_size);
+    }
 };
 
 struct StreamState {
@@ -132,7 +165,7 @@ private:
             ready = std::max(ready, st.collective_free);
         }
         for (const auto& [g, k] : st.pending_gathers) {
-            const CollectiveInstance& inst = instances_[static_cast<size_t>(g)][static_cast<size_t>(k)];
+            const CollectiveInstance& inst = instances_[static_cast<size_t>(g)].list[static_cast<size_t>(k)];
             if (!inst.resolved) return false;
             ready = std::max(ready, inst.end);
         }
@@ -160,25 +193,26 @@ private:
         StreamState& st = state_[static_cast<size_t>(s)];
         const auto g = static_cast<size_t>(in.group);
         if (in.group < 0 || g >= program_.groups.size()) return false;  // the validator names it
+        const size_t size = program_.groups[g].size();
+        auto& group = inline_instances_[g];
         if (!st.inline_arrived) {
             const int k = inline_posted_[g][static_cast<size_t>(s)]++;
-            auto& list = inline_instances_[g];
-            if (static_cast<int>(list.size()) <= k) list.resize(static_cast<size_t>(k) + 1);
-            InlineInstance& inst = list[static_cast<size_t>(k)];
-            if (inst.members.empty()) inst.members.reserve(program_.groups[g].size());  // one allocation, not log2(n)
-            inst.members.emplace_back(s, st.pc);
+            InlineInstance& inst = group.at(k, size);
+            group.join(k, size, {s, st.pc});
             inst.ready = std::max(inst.ready, st.compute_free);
             st.inline_arrived = true;
             st.inline_instance = k;
         }
-        InlineInstance& inst = inline_instances_[g][static_cast<size_t>(st.inline_instance)];
+        InlineInstance& inst = group.list[static_cast<size_t>(st.inline_instance)];
         if (!inst.resolved) {
-            if (inst.members.size() < program_.groups[g].size()) return false;
+            if (static_cast<size_t>(inst.arrived) < size) return false;
             double duration = 0;
             if (isZeroGather(in.kind)) duration = durations_.zero_gather ? durations_.zero_gather(s, in) : 0.0;
             else duration = durations_.tensor_parallel ? durations_.tensor_parallel(in) : 0.0;
             const double end = inst.ready + duration;
-            for (const auto& [m, idx] : inst.members) {
+            const Member* members = group.membersOf(st.inline_instance, size);
+            for (size_t i = 0; i < size; ++i) {
+                const auto [m, idx] = members[i];
                 StreamState& ms = state_[static_cast<size_t>(m)];
                 result_.timing[static_cast<size_t>(m)][idx] = {inst.ready, end};
                 result_.timing[static_cast<size_t>(m)][ms.last_compute_pc].end = end;  // the unit ends with its collectives
@@ -193,11 +227,10 @@ private:
     void post(int s, const Instr& in) {
         StreamState& st = state_[static_cast<size_t>(s)];
         const int k = posted_per_group_[static_cast<size_t>(in.group)][static_cast<size_t>(s)]++;
-        auto& list = instances_[static_cast<size_t>(in.group)];
-        if (static_cast<int>(list.size()) <= k) list.resize(static_cast<size_t>(k) + 1);
-        CollectiveInstance& inst = list[static_cast<size_t>(k)];
-        if (inst.members.empty()) inst.members.reserve(program_.groups[static_cast<size_t>(in.group)].size());
-        inst.members.emplace_back(s, st.pc);
+        const size_t size = program_.groups[static_cast<size_t>(in.group)].size();
+        auto& group = instances_[static_cast<size_t>(in.group)];
+        CollectiveInstance& inst = group.at(k, size);
+        group.join(k, size, {s, st.pc});
         // An all-gather prefetches parameters while the compute before it runs; after the
         // optimizer step it gathers the updated shards.
         const bool prefetch = in.kind == InstrKind::AllGather && !st.last_compute_was_step;
@@ -217,20 +250,25 @@ private:
             for (size_t s = 0; s < state_.size(); ++s) {
                 if (state_[s].collective_queue.empty()) continue;
                 const auto [g, k] = state_[s].collective_queue.front();
-                CollectiveInstance& inst = instances_[static_cast<size_t>(g)][static_cast<size_t>(k)];
-                if (inst.members.size() < program_.groups[static_cast<size_t>(g)].size()) continue;
+                const size_t size = program_.groups[static_cast<size_t>(g)].size();
+                const auto& group = instances_[static_cast<size_t>(g)];
+                CollectiveInstance& inst = instances_[static_cast<size_t>(g)].list[static_cast<size_t>(k)];
+                if (static_cast<size_t>(inst.arrived) < size) continue;
+                const Member* const first = group.membersOf(k, size);
+                const Member* const last = first + size;
                 // Compared as a pair: clang 14 cannot capture structured bindings in a lambda.
                 const auto head = state_[s].collective_queue.front();
-                const bool heads = std::all_of(inst.members.begin(), inst.members.end(), [&](const auto& m) {
+                const bool heads = std::all_of(first, last, [&](const Member& m) {
                     const auto& q = state_[static_cast<size_t>(m.first)].collective_queue;
                     return !q.empty() && q.front() == head;
                 });
                 if (!heads) continue;
                 double start = inst.ready;
-                for (const auto& m : inst.members) start = std::max(start, state_[static_cast<size_t>(m.first)].collective_free);
-                const Instr& in = program_.streams[static_cast<size_t>(inst.members[0].first)][inst.members[0].second];
+                for (const Member* m = first; m != last; ++m) start = std::max(start, state_[static_cast<size_t>(m->first)].collective_free);
+                const Instr& in = program_.streams[static_cast<size_t>(first->first)][first->second];
                 const double end = start + durations_.collective(in);
-                for (const auto& m : inst.members) {
+                for (const Member* mp = first; mp != last; ++mp) {
+                    const Member& m = *mp;
                     StreamState& ms = state_[static_cast<size_t>(m.first)];
                     result_.timing[static_cast<size_t>(m.first)][m.second] = {start, end};
                     ms.collective_free = end;
@@ -272,9 +310,9 @@ private:
     std::unordered_map<uint64_t, Transfer> sends_;
     std::unordered_map<uint64_t, double> link_free_;
     std::vector<std::vector<int>> posted_per_group_;  // [group][stream] collectives posted
-    std::vector<std::vector<CollectiveInstance>> instances_;
+    std::vector<GroupInstances<CollectiveInstance>> instances_;
     std::vector<std::vector<int>> inline_posted_;  // [group][stream] TensorParallel and ZeroGather instructions reached
-    std::vector<std::vector<InlineInstance>> inline_instances_;
+    std::vector<GroupInstances<InlineInstance>> inline_instances_;
 };
 
 }  // namespace

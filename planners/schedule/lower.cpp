@@ -4,6 +4,9 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "planners/common/error.h"
 #include "planners/cost/cost_model.h"
@@ -291,24 +294,26 @@ public:
 
     std::vector<Instr> derive(const std::vector<Instr>& compute, int replica, int device, const std::vector<int>& parts_of_segment) {
         std::vector<Instr> out;
-        std::set<std::pair<int, int>> have_activation;                 // (producer segment, mb)
-        std::set<std::tuple<int, int, int>> have_grad;                 // (segment, mb, from device)
-        std::map<std::pair<int, int>, int> parts_done;                 // (segment, mb) -> backward parts done
-        std::map<std::tuple<int, int, int>, int> consumers_done;       // (producer, mb, device) -> consumers done here
+        out.reserve(compute.size() * 2);
+        std::unordered_set<uint64_t> have_activation;         // (producer segment, mb)
+        std::unordered_set<uint64_t> have_grad;               // (segment, mb, from device)
+        std::unordered_map<uint64_t, int> parts_done;         // (segment, mb) -> backward parts done
+        std::unordered_map<uint64_t, int> consumers_done;     // (producer, mb, device) -> consumers done here
+        std::vector<int> targets;
         for (size_t i = 0; i < compute.size(); ++i) {
             const Instr& in = compute[i];
             if (in.kind == InstrKind::Forward) {
                 for (int p : producers_[static_cast<size_t>(in.segment)]) {
                     const int from = dev(p, replica, in.mb);
-                    if (from == device || !have_activation.insert({p, in.mb}).second) continue;
+                    if (from == device || !have_activation.insert(key(p, in.mb)).second) continue;
                     out.push_back(p2p(InstrKind::RecvActivation, p, in.mb, from, bytesTo(p, device, replica, in.mb)));
                 }
             }
-            const bool first_backward = startsBackward(in) && !parts_done.count({in.segment, in.mb});
+            const bool first_backward = startsBackward(in) && !parts_done.count(key(in.segment, in.mb));
             if (first_backward) {
                 for (int c : consumers_[static_cast<size_t>(in.segment)]) {
                     const int from = dev(c, replica, in.mb);
-                    if (from == device || !have_grad.insert({in.segment, in.mb, from}).second) continue;
+                    if (from == device || !have_grad.insert(key(in.segment, in.mb, from)).second) continue;
                     out.push_back(p2p(InstrKind::RecvGrad, in.segment, in.mb, from, bytesTo(in.segment, from, replica, in.mb)));
                 }
             }
@@ -317,8 +322,10 @@ public:
             // sends follow them.
             while (i + 1 < compute.size() && isInline(compute[i + 1].kind)) out.push_back(compute[++i]);
             if (in.kind == InstrKind::Forward) {
-                std::set<int> targets;
-                for (int c : consumers_[static_cast<size_t>(in.segment)]) targets.insert(dev(c, replica, in.mb));
+                targets.clear();
+                for (int c : consumers_[static_cast<size_t>(in.segment)]) targets.push_back(dev(c, replica, in.mb));
+                std::sort(targets.begin(), targets.end());
+                targets.erase(std::unique(targets.begin(), targets.end()), targets.end());
                 for (int to : targets)
                     if (to != device)
                         out.push_back(p2p(InstrKind::SendActivation, in.segment, in.mb, to, bytesTo(in.segment, to, replica, in.mb)));
@@ -329,7 +336,7 @@ public:
             for (int p : producers_[static_cast<size_t>(in.segment)]) {
                 const int to = dev(p, replica, in.mb);
                 if (to == device) continue;
-                int& done = consumers_done[{p, in.mb, to}];
+                int& done = consumers_done[key(p, in.mb, to)];
                 ++done;
                 if (done == consumersOn(p, device, replica, in.mb))
                     out.push_back(p2p(InstrKind::SendGrad, p, in.mb, to, bytesTo(p, device, replica, in.mb)));
@@ -345,12 +352,19 @@ private:
         return in.kind == InstrKind::Backward || in.kind == InstrKind::BackwardInput || in.kind == InstrKind::Recompute;
     }
 
-    static bool completesInputGrad(const Instr& in, std::map<std::pair<int, int>, int>& parts_done,
+    // (segment, micro-batch[, device]) in 64 bits; 20 bits for a micro-batch or a device is far
+    // beyond any program.
+    static uint64_t key(int segment, int mb, int device = 0) {
+        return (static_cast<uint64_t>(static_cast<uint32_t>(segment)) << 40) | (static_cast<uint64_t>(static_cast<uint32_t>(mb) & 0xFFFFFu) << 20) |
+               (static_cast<uint32_t>(device) & 0xFFFFFu);
+    }
+
+    static bool completesInputGrad(const Instr& in, std::unordered_map<uint64_t, int>& parts_done,
                                    const std::vector<int>& parts_of_segment) {
         if (in.kind == InstrKind::BackwardInput) return true;
         if (in.kind != InstrKind::Backward) return false;
         if (in.bucket < 0) return true;
-        return ++parts_done[{in.segment, in.mb}] == parts_of_segment[static_cast<size_t>(in.segment)];
+        return ++parts_done[key(in.segment, in.mb)] == parts_of_segment[static_cast<size_t>(in.segment)];
     }
 
     int dev(int segment, int lane, int mb) const { return prog_.deviceFor(segment, lane, mb); }
@@ -448,6 +462,7 @@ std::vector<Instr> finishComputeOrder(const std::vector<Instr>& order, const Pla
                                       const std::vector<std::vector<int>>& buckets_of, const std::vector<int>& group_of_segment,
                                       const std::vector<bool>& segment_recomputes) {
     std::vector<Instr> out;
+    out.reserve(order.size() * 2 + 1);
     std::set<int> hosted;
     std::map<int, int> last_backward_mb;  // segment -> mb of its last backward in this order
     for (const Instr& in : order) {
@@ -517,11 +532,18 @@ std::vector<Instr> zeroGatherInstructions(const std::vector<Instr>& in, const Pr
                                           const std::vector<int>& group_of_segment) {
     std::vector<Instr> out;
     out.reserve(in.size() * 2);
+    // Every micro-batch gathers what its compute's (segment, kind, bucket) does: read once.
+    std::map<std::tuple<int, InstrKind, int>, std::pair<int, int64_t>> gathers;  // -> (count, bytes)
     for (const Instr& x : in) {
         out.push_back(x);
         if (!isCompute(x.kind)) continue;
-        const std::vector<int> buckets = zeroGatheredBuckets(prog, graph, x);
-        if (buckets.empty()) continue;
+        auto [it, added] = gathers.try_emplace({x.segment, x.kind, x.bucket});
+        if (added) {
+            const std::vector<int> buckets = zeroGatheredBuckets(prog, graph, x);
+            it->second.first = static_cast<int>(buckets.size());
+            for (int b : buckets) it->second.second += prog.buckets[static_cast<size_t>(b)].bytes;
+        }
+        if (it->second.first == 0) continue;
         Instr z;
         z.kind = InstrKind::ZeroGather;
         z.segment = x.segment;
@@ -529,8 +551,8 @@ std::vector<Instr> zeroGatherInstructions(const std::vector<Instr>& in, const Pr
         z.bucket = x.bucket;
         z.of = x.kind;
         z.group = group_of_segment[static_cast<size_t>(x.segment)];
-        z.count = static_cast<int>(buckets.size());
-        for (int b : buckets) z.bytes += prog.buckets[static_cast<size_t>(b)].bytes;
+        z.count = it->second.first;
+        z.bytes = it->second.second;
         out.push_back(z);
     }
     return out;
@@ -782,9 +804,9 @@ Program lower(const Plan& plan, const Graph& graph) {
         for (size_t lane = 0; lane < position_devices[pos].size(); ++lane) {
             const size_t r = lane / static_cast<size_t>(tp), k = lane % static_cast<size_t>(tp);
             const int device = position_devices[pos][lane];
-            const std::vector<Instr> order = tp > 1 ? tp_instructions.insert(full[k], tp_group_of[pos][r]) : full[k];
+            const std::vector<Instr> with_tp = tp > 1 ? tp_instructions.insert(full[k], tp_group_of[pos][r]) : std::vector<Instr>{};
             prog.devices.push_back(device);
-            prog.streams.push_back(deriver.derive(order, static_cast<int>(lane), device, parts_of_segment));
+            prog.streams.push_back(deriver.derive(tp > 1 ? with_tp : full[k], static_cast<int>(lane), device, parts_of_segment));
         }
     }
     if (!placement) addTiedWeightReductions(prog, graph);

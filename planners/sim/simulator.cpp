@@ -235,7 +235,8 @@ private:
         switch (in.kind) {
         case InstrKind::Forward: return cached(fwd_, in.segment, device, [&] { return cost_.fwdTime(seg.ops, b, device); });
         case InstrKind::Backward:
-            if (in.bucket >= 0) return cost_.bwdTime(prog_.buckets[static_cast<size_t>(in.bucket)].ops, b, device);
+            if (in.bucket >= 0)
+                return cached(bwd_bucket_, in.bucket, device, [&] { return cost_.bwdTime(prog_.buckets[static_cast<size_t>(in.bucket)].ops, b, device); });
             return cached(bwd_, in.segment, device, [&] { return cost_.bwdTime(seg.ops, b, device); });
         case InstrKind::BackwardWeight:
             return cached(bwd_w_, in.segment, device, [&] { return cost_.bwdWeightTime(seg.ops, b, device); });
@@ -254,8 +255,8 @@ private:
         }
     }
 
-    // Devices of one node share their spec: a segment's times are the same on each (tensor-
-    // parallel ranks and replicas), so they are kept per (segment, node).
+    // Devices of one node share their spec: a segment's (or a bucket's) times are the same on
+    // each (tensor-parallel ranks and replicas), so they are kept per (segment, node).
     template <class F>
     double cached(std::unordered_map<uint64_t, double>& cache, int segment, int device, F f) {
         const uint64_t key = (static_cast<uint64_t>(segment) << 32) | static_cast<uint32_t>(cost_.cluster().nodeOf(device));
@@ -295,10 +296,13 @@ private:
 
     // ZeRO-3: the most whole parameters stream s holds at once: two layers' (the one a compute
     // uses and the next, prefetched) of its largest gathering.
+    // Every micro-batch repeats its segment's gatherings: each distinct one is read once.
     int64_t gatheredBytes(size_t s) const {
         int64_t most = 0;
+        std::set<std::tuple<int, InstrKind, int>> seen;  // (segment, compute kind, bucket)
         for (const Instr& in : prog_.streams[s])
-            if (isZeroGather(in.kind)) most = std::max(most, zeroGatherHeldBytes(prog_, gatheredBuckets(in)));
+            if (isZeroGather(in.kind) && seen.insert({in.segment, in.of, in.bucket}).second)
+                most = std::max(most, zeroGatherHeldBytes(prog_, gatheredBuckets(in)));
         return most;
     }
 
@@ -368,7 +372,7 @@ private:
         for (size_t s = 0; s < prog_.streams.size(); ++s) {
             const int dev = prog_.devices[s];
             std::vector<std::pair<double, int64_t>> deltas;
-            deltas.reserve(2 * prog_.streams[s].size() + 1);
+            deltas.reserve(3 * prog_.streams[s].size() + 1);
             int64_t grad_recv_buffer = 0;
             for (const Instr& in : prog_.streams[s])
                 if (in.kind == InstrKind::RecvGrad) grad_recv_buffer = std::max(grad_recv_buffer, in.bytes);
@@ -376,15 +380,26 @@ private:
             deltas.emplace_back(0.0, cost_.staticMemory(ops, plan_.optimizer, replicasOn(dev), plan_.bucket_bytes, grad_recv_buffer,
                                                         prog_.zero_stage, gatheredBytes(s))
                                          .total());
-            std::map<std::pair<int, int>, int> parts;
-            std::map<std::pair<int, int>, double> last_send;
+            // By (segment of this stream, micro-batch): backward parts done, end of the latest send.
+            std::vector<int> slots;  // this stream's segments
+            int mbs = 0;
+            for (const Instr& in : prog_.streams[s]) {
+                if (in.segment < 0) continue;
+                mbs = std::max(mbs, in.mb + 1);
+                if (std::find(slots.begin(), slots.end(), in.segment) == slots.end()) slots.push_back(in.segment);
+            }
+            const auto at = [&](int segment, int mb) {
+                const auto slot = static_cast<size_t>(std::find(slots.begin(), slots.end(), segment) - slots.begin());
+                return slot * static_cast<size_t>(mbs) + static_cast<size_t>(mb);
+            };
+            std::vector<int> parts(slots.size() * static_cast<size_t>(mbs), 0);
+            std::vector<double> last_send(release_sent ? parts.size() : 0, -1.0);
             for (size_t i = 0; i < prog_.streams[s].size(); ++i) {
                 const Instr& in = prog_.streams[s][i];
                 const InstrTiming& tm = res.timing[s][i];
                 if (in.segment < 0) continue;
                 const SegmentMemory& m = mem_[static_cast<size_t>(in.segment)];
                 const int64_t released = release_sent ? m.sent_outputs : 0;
-                const auto key = std::make_pair(in.segment, in.mb);
                 if (isCompute(in.kind)) {
                     deltas.emplace_back(tm.start, m.temp);
                     deltas.emplace_back(tm.end, -m.temp);
@@ -392,9 +407,11 @@ private:
                 switch (in.kind) {
                 case InstrKind::Forward: deltas.emplace_back(tm.start, m.kept); break;
                 case InstrKind::Recompute: deltas.emplace_back(tm.start, m.recomputed); break;
-                case InstrKind::SendActivation: last_send[key] = std::max(last_send[key], tm.end); break;
+                case InstrKind::SendActivation:
+                    if (release_sent) last_send[at(in.segment, in.mb)] = std::max(last_send[at(in.segment, in.mb)], tm.end);
+                    break;
                 case InstrKind::Backward:
-                    if (in.bucket < 0 || ++parts[key] == m.buckets) deltas.emplace_back(tm.end, -(m.kept + m.recomputed - released));
+                    if (in.bucket < 0 || ++parts[at(in.segment, in.mb)] == m.buckets) deltas.emplace_back(tm.end, -(m.kept + m.recomputed - released));
                     break;
                 case InstrKind::BackwardInput:
                     deltas.emplace_back(tm.end, -(m.kept + m.recomputed - released - m.weight_inputs));
@@ -403,20 +420,26 @@ private:
                 default: break;
                 }
             }
-            if (release_sent)
-                for (const auto& [key, when] : last_send) deltas.emplace_back(when, -mem_[static_cast<size_t>(key.first)].sent_outputs);
-            // Frees before allocations at the same instant: a buffer handed back can be reused.
-            std::sort(deltas.begin(), deltas.end());
+            // The compute instructions run one after another, so their deltas come in time order;
+            // the sends' are ordered apart and merged in.
+            const auto sends = static_cast<std::ptrdiff_t>(deltas.size());
+            for (size_t k = 0; k < last_send.size(); ++k)
+                if (last_send[k] >= 0) deltas.emplace_back(last_send[k], -mem_[static_cast<size_t>(slots[k / static_cast<size_t>(mbs)])].sent_outputs);
+            const auto by_time = [](const std::pair<double, int64_t>& a, const std::pair<double, int64_t>& b) { return a.first < b.first; };
+            if (!std::is_sorted(deltas.begin(), deltas.begin() + sends, by_time)) std::sort(deltas.begin(), deltas.begin() + sends, by_time);
+            std::sort(deltas.begin() + sends, deltas.end(), by_time);
+            std::inplace_merge(deltas.begin(), deltas.begin() + sends, deltas.end(), by_time);
+            // The frees and allocations of one instant settle together (a buffer handed back can
+            // be reused at once): the total is read after the last delta of each instant.
             int64_t cur = 0, peak = 0;
             auto& curve = t.memory[s];
             // Without events (planners' inner loop) only the peak is wanted, not the curve.
             if (opt_.record_events) curve.reserve(deltas.size());
-            for (const auto& [time, delta] : deltas) {
-                cur = addBytes(cur, delta);
+            for (size_t k = 0; k < deltas.size(); ++k) {
+                cur = addBytes(cur, deltas[k].second);
+                if (k + 1 < deltas.size() && deltas[k + 1].first == deltas[k].first) continue;
                 peak = std::max(peak, cur);
-                if (!opt_.record_events) continue;
-                if (!curve.empty() && curve.back().time_s == time) curve.back().bytes = cur;
-                else curve.push_back({time, cur});
+                if (opt_.record_events) curve.push_back({deltas[k].first, cur});
             }
             t.metrics.peak_memory_bytes[s] = peak;
         }
@@ -442,8 +465,10 @@ private:
                 m.fits_memory = false;
 
         double idle = 0, ar_total = 0, ar_hidden = 0;
+        std::vector<InstrTiming> busy, reduce;
         for (size_t s = 0; s < prog_.streams.size(); ++s) {
-            std::vector<InstrTiming> busy, reduce;
+            busy.clear();
+            reduce.clear();
             for (size_t i = 0; i < prog_.streams[s].size(); ++i) {
                 const InstrKind k = prog_.streams[s][i].kind;
                 if (isModelCompute(k)) busy.push_back(res.timing[s][i]);
@@ -478,7 +503,7 @@ private:
     std::vector<SegmentMemory> mem_;
     std::map<std::pair<int, int>, int> send_sharing_;  // cross-node (from, to) pairs: flows sharing their ports
     std::vector<int> group_sharing_;                   // per all-reduce group: collectives sharing its ports
-    std::unordered_map<uint64_t, double> fwd_, bwd_, bwd_w_, recompute_;
+    std::unordered_map<uint64_t, double> fwd_, bwd_, bwd_w_, recompute_, bwd_bucket_;
     std::unordered_map<uint64_t, double> collective_s_;  // by (kind, group, bucket)
     std::map<std::tuple<int, int, int64_t, bool>, double> tensor_parallel_s_;  // by (group, count, bytes, sequence parallel)
     std::map<std::tuple<int, int, int, int, int>, double> zero_gather_s_;     // by (segment, compute kind, bucket, node, group)
