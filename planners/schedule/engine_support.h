@@ -8,6 +8,24 @@
 
 namespace hippie {
 
+// The model's zoo family ("gpt", "bert", ...), or "" for a model file.
+inline std::string zooFamily(const ModelSpec& model) {
+    const Architecture* arch = model.zoo.empty() ? nullptr : publishedArchitecture(model.zoo);
+    return arch ? familyOf(*arch) : "";
+}
+
+// Whether the planners plan sequence parallelism for `model`. The engine trains it for the GPT
+// models, and tensor parallelism without it for BERT and the Transformer (BERT's pooler reads
+// the first token, which sequence parallelism leaves on one rank; the Transformer feeds two
+// sequences): for those two the planners keep tp alone, so that every plan they recommend can
+// be trained. The simulator still times sequence parallelism for any model
+// (hippie-plan simulate --sequence-parallel). Graphs the engine splits in no way (model files
+// have no split ops; in-memory test graphs) are planned as the simulator models them.
+inline bool plansSequenceParallel(const ModelSpec& model) {
+    const std::string family = zooFamily(model);
+    return family != "bert" && family != "transformer";
+}
+
 // "" when the engine trains the plan's parallelism; otherwise why not. Tensor parallelism is
 // trained for the zoo's transformers (their attention, MLP, embedding and LM head split the
 // Megatron way), sequence parallelism for the GPT models; the engine also refuses a tp that
@@ -21,8 +39,7 @@ inline std::string untrainedParallelism(const Plan& p) {
                "weights, which ZeRO-3 would have to gather a second time; plan 1f1b, interleaved, gpipe or hippie with ZeRO-3, or "
                "zb-h1 with ZeRO-2";
     if (p.tp == 1 && !p.sequence_parallel) return "";
-    const Architecture* arch = p.model.zoo.empty() ? nullptr : publishedArchitecture(p.model.zoo);
-    const std::string family = arch ? familyOf(*arch) : "";
+    const std::string family = zooFamily(p.model);
     const std::string what = "tensor parallelism (tp " + std::to_string(p.tp) + (p.sequence_parallel ? ", sequence parallel" : "") + ")";
     const std::string model = p.model.zoo.empty() ? "a model file" : "'" + p.model.zoo + "'";
     if (family != "gpt" && family != "bert" && family != "transformer")
