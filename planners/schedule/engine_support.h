@@ -15,20 +15,17 @@ inline std::string zooFamily(const ModelSpec& model) {
 }
 
 // Whether the planners plan sequence parallelism for `model`. The engine trains it for the GPT
-// models, and tensor parallelism without it for BERT and the Transformer (BERT's pooler reads
-// the first token, which sequence parallelism leaves on one rank; the Transformer feeds two
-// sequences): for those two the planners keep tp alone, so that every plan they recommend can
+// and BERT models, and tensor parallelism without it for the Transformer (its encoder and
+// decoder run two sequences, its decoder blocks read the encoder's output: not built split
+// along the sequence): there the planners keep tp alone, so that every plan they recommend can
 // be trained. The simulator still times sequence parallelism for any model
 // (hippie-plan simulate --sequence-parallel). Graphs the engine splits in no way (model files
 // have no split ops; in-memory test graphs) are planned as the simulator models them.
-inline bool plansSequenceParallel(const ModelSpec& model) {
-    const std::string family = zooFamily(model);
-    return family != "bert" && family != "transformer";
-}
+inline bool plansSequenceParallel(const ModelSpec& model) { return zooFamily(model) != "transformer"; }
 
 // "" when the engine trains the plan's parallelism; otherwise why not. Tensor parallelism is
 // trained for the zoo's transformers (their attention, MLP, embedding and LM head split the
-// Megatron way), sequence parallelism for the GPT models; the engine also refuses a tp that
+// Megatron way), sequence parallelism for the GPT and BERT models; the engine also refuses a tp that
 // does not divide the model's heads, MLP width or vocabulary, once it has resolved the sizes.
 // ZeRO-3 under zb-h1 is refused: the engine's weight pass (W) runs autograd back through the
 // layers again, so it would gather every layer's parameters a second time, which the program
@@ -45,8 +42,8 @@ inline std::string untrainedParallelism(const Plan& p) {
     if (family != "gpt" && family != "bert" && family != "transformer")
         return what + " is trained by this engine for the zoo's transformer models (gpt, bert, transformer), not " + model +
                "; plan with tp 1 to train";
-    if (p.sequence_parallel && family != "gpt")
-        return what + ": sequence parallelism is trained by this engine for the GPT models, not " + model +
+    if (p.sequence_parallel && family != "gpt" && family != "bert")
+        return what + ": sequence parallelism is trained by this engine for the GPT and BERT models, not " + model +
                "; plan without it (tp alone) to train";
     return "";
 }

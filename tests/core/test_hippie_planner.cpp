@@ -250,28 +250,34 @@ private slots:
     }
 
     // Every model that can be planned can be trained: sequence parallelism is planned only
-    // where the engine trains it (the GPT models). bert-large on two DGX A100 is where hippie
-    // used to recommend t2 with sequence parallelism, which hippie-engine refuses; every
-    // planner's plan there is now one the engine trains, and a t2 candidate of BERT keeps its
-    // LayerNorms whole while GPT's splits them along the sequence.
+    // where the engine trains it (GPT and BERT, not the Transformer). Every planner that
+    // tensor-parallelises gives a plan the engine trains, on BERT (hippie recommends t2 with
+    // sequence parallelism for bert-large on two DGX A100) and on the Transformer; a t2
+    // candidate of the Transformer keeps its LayerNorms whole, GPT's and BERT's split them
+    // along the sequence.
     void recommendsOnlyWhatTheEngineTrains() {
         const Problem bert = zooProblem("bert-large", "dgx-a100-2x8", 512);
-        for (const std::string& name : {std::string("hippie"), std::string("megatron"), std::string("deepspeed-3d")}) {
-            const PlannerResult r = run(name, bert);
-            QVERIFY2(r.feasible, (name + ": " + r.reason).c_str());
-            QVERIFY2(untrainedParallelism(r.plan).empty(), (name + ": " + untrainedParallelism(r.plan)).c_str());
-        }
+        const Problem transformer = zooProblem("transformer-big", "dgx-a100-2x8", 512);
+        for (const Problem* problem : {&bert, &transformer})
+            for (const std::string& name : {std::string("hippie"), std::string("megatron"), std::string("deepspeed-3d")}) {
+                const PlannerResult r = run(name, *problem);
+                const std::string what = name + " on " + problem->graph.name;
+                QVERIFY2(r.feasible, (what + ": " + r.reason).c_str());
+                QVERIFY2(untrainedParallelism(r.plan).empty(), (what + ": " + untrainedParallelism(r.plan)).c_str());
+            }
         auto t2 = [](const Problem& p) {
             const hybrid::Shape shape{1, 8, 32, 0, 2};  // pp, dp, m, ZeRO stage, tp
             return hybrid::candidatePlan(p, "hippie", hybrid::Candidate{shape, {{0, p.graph.layerCount() - 1}}, {0}});
         };
-        const Plan bert_t2 = t2(bert);
-        QCOMPARE(bert_t2.tp, 2);
-        QVERIFY(!bert_t2.sequence_parallel);
-        QCOMPARE(untrainedParallelism(bert_t2), std::string());
-        const Plan gpt_t2 = t2(zooProblem("gpt2-small", "dgx-a100-2x8", 512));
-        QVERIFY(gpt_t2.sequence_parallel);
-        QCOMPARE(untrainedParallelism(gpt_t2), std::string());
+        const Plan transformer_t2 = t2(transformer);
+        QCOMPARE(transformer_t2.tp, 2);
+        QVERIFY(!transformer_t2.sequence_parallel);
+        QCOMPARE(untrainedParallelism(transformer_t2), std::string());
+        for (const Problem& p : {bert, zooProblem("gpt2-small", "dgx-a100-2x8", 512)}) {
+            const Plan plan = t2(p);
+            QVERIFY(plan.sequence_parallel);
+            QCOMPARE(untrainedParallelism(plan), std::string());
+        }
     }
 
     void infeasibleSaysMemory() {

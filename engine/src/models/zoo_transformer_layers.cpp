@@ -231,8 +231,8 @@ std::string blockName(int i) { return "block" + std::to_string(i); }
 // ---- BERT -----------------------------------------------------------------------------------
 
 // Token ids in, with a fixed segment pattern (first half sentence A, second half B).
-// Split by tensor parallelism: the word table by vocabulary (sequence parallelism is not built
-// for BERT: its pooler reads the first token, which would live on one rank).
+// Split by tensor parallelism: the word table by vocabulary; with sequence parallelism the
+// output (after the LayerNorm, which runs on it) is this rank's part of the sequence.
 class BertEmbed : public LayerModule {
 public:
     explicit BertEmbed(const BertArch& a)
@@ -243,7 +243,6 @@ public:
         lookup_ = [e = word_embed.ptr()](const Tensor& t) { return e->forward(t); };
     }
     BertEmbed(const BertEmbed& whole, const TpContext& tp) : tp_(tp) {
-        TORCH_CHECK(!tp.sequence_parallel, "BERT is not built with sequence parallelism");
         auto split = register_module("word_embed", VocabParallelEmbedding(whole.word_embed, tp));
         position_embed = register_module("position_embed", whole.position_embed);
         segment_embed = register_module("segment_embed", whole.segment_embed);
@@ -254,8 +253,8 @@ public:
         const Tensor tokens = live.at(kDataKey);
         const Tensor positions = positionsOf(tokens);
         const Tensor segments = (positions >= tokens.size(1) / 2).to(torch::kLong);
-        const Tensor x = lookup_(tokens) + (position_embed->forward(positions) + segment_embed->forward(segments)).unsqueeze(0);
-        live["embed.norm"] = norm->forward(x);
+        const Tensor where = (position_embed->forward(positions) + segment_embed->forward(segments)).unsqueeze(0);
+        live["embed.norm"] = norm->forward(lookup_(tokens) + sequenceShard(where, tp_));
     }
     LayerPtr splitTensorParallel(const TpContext& tp) const override { return std::make_shared<BertEmbed>(*this, tp); }
     std::map<std::string, ParamSplit> tensorParallelSplits() const override {
@@ -279,14 +278,14 @@ public:
           mlm_transform(register_module("mlm_transform", nn::Linear(a.d_model, a.d_model))),
           mlm_norm(register_module("mlm_norm", layerNorm(a.d_model))),
           mlm_decoder_bias(register_parameter("mlm_decoder_bias", torch::zeros({a.vocab}))) {}
-    // Split: the decoder's table and bias by vocabulary; pooler, NSP and transform whole.
+    // Split: the decoder's table and bias by vocabulary; pooler, NSP and transform whole. With
+    // sequence parallelism the input is this rank's part of the sequence: the transform and
+    // its LayerNorm run on it, and the decoder all-gathers it (vocabParallelLogits).
     BertHead(const BertHead& whole, const TpContext& tp)
         : TiedHead("word_embed.weight", tp), input_(whole.input_), pooler(register_module("pooler", whole.pooler)),
           nsp(register_module("nsp", whole.nsp)), mlm_transform(register_module("mlm_transform", whole.mlm_transform)),
           mlm_norm(register_module("mlm_norm", whole.mlm_norm)),
-          mlm_decoder_bias(register_parameter("mlm_decoder_bias", shardOf(whole.mlm_decoder_bias, ParamSplit{0, 1}, tp.rank(), tp.size()))) {
-        TORCH_CHECK(!tp.sequence_parallel, "BERT is not built with sequence parallelism");
-    }
+          mlm_decoder_bias(register_parameter("mlm_decoder_bias", shardOf(whole.mlm_decoder_bias, ParamSplit{0, 1}, tp.rank(), tp.size()))) {}
     LayerPtr splitTensorParallel(const TpContext& tp) const override { return std::make_shared<BertHead>(*this, tp); }
     std::map<std::string, ParamSplit> tensorParallelSplits() const override {
         if (!tp().enabled()) return {};
@@ -294,12 +293,26 @@ public:
     }
     void run(Live& live) override {
         const Tensor x = live.at(input_);
-        live["head.nsp"] = nsp->forward(torch::tanh(pooler->forward(x.select(1, 0))));
+        live["head.nsp"] = nextSentenceLogits(x);
         const Tensor h = mlm_norm->forward(torch::gelu(mlm_transform->forward(x), "tanh"));
         live["head.mlm_decoder"] = project(h) + mlm_decoder_bias;
     }
 
 private:
+    // The pooler reads the first token. With sequence parallelism it lives on tp rank 0 alone
+    // (Megatron's pooler all-gathers the whole sequence instead): rank 0's logits are the
+    // loss's, with their gradient, and the other ranks receive their values for the loss
+    // without one (a loss-statistics all-reduce, which no TensorParallel instruction lists).
+    // The pooler's and NSP's gradients are then rank 0's alone, and summing the whole
+    // parameters' gradients over the tp group at the step counts them once.
+    Tensor nextSentenceLogits(const Tensor& x) {
+        const Tensor mine = nsp->forward(torch::tanh(pooler->forward(x.select(1, 0))));
+        if (!tp().enabled() || !tp().sequence_parallel) return mine;
+        const bool first = tp().rank() == 0;
+        const Tensor shared = tp().group->allReduceSum(first ? mine.detach() : torch::zeros_like(mine), TpGroup::Purpose::LossStatistics);
+        return first ? mine : shared;
+    }
+
     std::string input_;
 
 public:
