@@ -26,7 +26,6 @@
 #include "planners/algorithms/hybrid_candidates.h"
 #include "planners/algorithms/partition.h"
 #include "planners/algorithms/pipeline_search.h"
-#include "planners/schedule/engine_support.h"
 
 namespace hippie {
 
@@ -688,7 +687,7 @@ private:
             plan.stages = uniformPartition(problem_.graph.layerCount(), shape.pp);
             plan.dp = shape.dp;
             plan.tp = shape.tp;
-            plan.sequence_parallel = shape.tp > 1 && plansSequenceParallel(problem_.graph.source);
+            plan.sequence_parallel = shape.tp > 1;
             it->second = hybrid::shapeTopology(problem_, mapDevices(problem_, plan), shape.tp);
         }
         return it->second;

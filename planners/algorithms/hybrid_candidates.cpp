@@ -6,7 +6,6 @@
 #include "planners/algorithms/device_mapping.h"
 #include "planners/algorithms/evaluate.h"
 #include "planners/algorithms/pipeline_search.h"
-#include "planners/schedule/engine_support.h"
 
 namespace hippie::hybrid {
 
@@ -109,7 +108,7 @@ Plan candidatePlan(const Problem& problem, const std::string& planner, const Can
     plan.micro_batches = c.shape.m;
     plan.zero_stage = c.shape.dp > 1 ? c.shape.zero : 0;
     plan.tp = c.shape.tp;
-    plan.sequence_parallel = c.shape.tp > 1 && plansSequenceParallel(problem.graph.source);
+    plan.sequence_parallel = c.shape.tp > 1;
     plan.schedule = ScheduleKind::Hippie;
     plan.recompute_layers = recomputeLayers(c);
     plan.device_map = mapDevices(problem, plan);
@@ -403,7 +402,7 @@ struct Estimator::StageCost {
 namespace {
 Problem rankProblem(const Problem& problem, int tp) {
     Problem p = problem;
-    p.graph = tensorParallelRankGraph(problem.graph, TensorSplit{tp, tp > 1 && plansSequenceParallel(problem.graph.source)});
+    p.graph = tensorParallelRankGraph(problem.graph, TensorSplit{tp, tp > 1});
     return p;
 }
 }  // namespace
@@ -420,8 +419,7 @@ Estimator::Estimator(const Problem& problem, int tp)
     tp_bwd_bytes_prefix_.assign(n + 1, 0);
     if (tp_ > 1) {
         const double batch = problem.graph.batch_size;
-        const TensorSplit split{tp_, plansSequenceParallel(problem.graph.source)};
-        const std::vector<OpTensorParallelTraffic> by_op = tensorParallelTrafficByOp(problem.graph, split, batch);
+        const std::vector<OpTensorParallelTraffic> by_op = tensorParallelTrafficByOp(problem.graph, TensorSplit{tp_, true}, batch);
         for (int l = 0; l < layers_; ++l) {
             const size_t i = static_cast<size_t>(l);
             OpTensorParallelTraffic t;

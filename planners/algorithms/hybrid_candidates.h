@@ -36,7 +36,7 @@ struct Shape {
     int dp = 1;  // replicas of each stage
     int m = 1;   // micro-batches per pipeline per iteration
     int zero = 0;  // ZeRO stage of the data-parallel groups (0 when dp == 1)
-    int tp = 1;    // tensor-parallel degree (> 1: with sequence parallelism where it is planned, engine_support.h)
+    int tp = 1;    // tensor-parallel degree (with sequence parallelism when > 1)
     bool operator==(const Shape&) const = default;
 };
 

@@ -4,7 +4,6 @@
 
 #include "planners/algorithms/evaluate.h"
 #include "planners/model/attention_core.h"
-#include "planners/schedule/engine_support.h"
 
 namespace hippie {
 
@@ -56,7 +55,7 @@ PlannerResult TensorPipelinePlanner::plan(const Problem& problem, PlanContext& c
                              "trying tp " + std::to_string(tp) + " x pp " + std::to_string(pp));
             Plan plan = base;
             plan.tp = tp;
-            plan.sequence_parallel = tp > 1 && sequenceParallel() && plansSequenceParallel(problem.graph.source);
+            plan.sequence_parallel = tp > 1 && sequenceParallel();
             plan.dp = largestTrainableDp(problem, problem.cluster.deviceCount() / (tp * pp));
             plan.zero_stage = plan.dp > 1 ? 1 : 0;
             const ScheduleChoice s = schedule(pp, layers);

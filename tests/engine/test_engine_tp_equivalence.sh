@@ -12,8 +12,8 @@
 # the losses and the final parameters of one process (fp32, SGD with momentum, 1e-5), the ranks'
 # slices gathered into whole tensors by --dump-params. With gradient clipping (sequence parallel,
 # and ZeRO-2), the global gradient norm is one process's too (whole parameters counted once over
-# the tp group). A BERT and a Transformer at reduced sizes train the same at t2, the BERT with
-# sequence parallelism too (alone and with 2 stages). A t2 x dp2 ZeRO-2 run checkpointed and
+# the tp group). A BERT and a Transformer at reduced sizes train the same at t2, with sequence
+# parallelism too (the BERT alone and with 2 stages). A t2 x dp2 ZeRO-2 run checkpointed and
 # resumed ends where the uninterrupted run does.
 # Every rank checks that the collectives its layers ran are those the Program's TensorParallel
 # instructions list (else the run fails), and the measured trace holds TensorParallel events.
@@ -109,6 +109,9 @@ run "t2 sequence parallel" bert bert-base "$BERT" 2 --pp 1 --dp 1 --tp 2 --seque
 run "t2 sequence parallel x pp2" bert bert-base "$BERT" 4 --pp 2 --dp 1 --tp 2 --sequence-parallel --microbatches 4 --schedule 1f1b
 reference transformer transformer-big "$TRANSFORMER"
 run "t2" transformer transformer-big "$TRANSFORMER" 2 --pp 1 --dp 1 --tp 2 --microbatches 2 --schedule 1f1b
+# Two sequences, each split; the decoder's cross-attention all-gathers the encoder's output.
+run "t2 sequence parallel" transformer transformer-big "$TRANSFORMER" 2 --pp 1 --dp 1 --tp 2 --sequence-parallel --microbatches 2 \
+    --schedule 1f1b
 
 EXTRA=(--clip-grad-norm 0.5)
 reference gptclip gpt2-small "$GPT"

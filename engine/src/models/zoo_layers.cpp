@@ -69,23 +69,16 @@ std::string transformerProblem(int64_t heads, int64_t d_ff, int64_t vocab, int t
 std::string tensorParallelProblem(const Architecture& arch, int tp, bool sequence_parallel) {
     if (tp <= 1) return "";
     const std::string family = familyOf(arch);
-    auto sequenceProblem = [&](int64_t seq_len) -> std::string {
-        if (!sequence_parallel || seq_len % tp == 0) return "";
-        return "sequence parallelism splits the sequence of " + std::to_string(seq_len) + " tokens over tp " + std::to_string(tp) +
-               " ranks, which does not divide it; use a sequence length that tp divides";
+    // Sequence parallelism splits the sequence (each of the Transformer's two) over the ranks.
+    auto problem = [&](const auto& a) -> std::string {
+        if (sequence_parallel && a.seq_len % tp != 0)
+            return "sequence parallelism splits the sequence of " + std::to_string(a.seq_len) + " tokens over tp " +
+                   std::to_string(tp) + " ranks, which does not divide it; use a sequence length that tp divides";
+        return transformerProblem(a.heads, a.d_ff, a.vocab, tp);
     };
-    if (const auto* a = std::get_if<GptArch>(&arch)) {
-        if (const std::string why = sequenceProblem(a->seq_len); !why.empty()) return why;
-        return transformerProblem(a->heads, a->d_ff, a->vocab, tp);
-    }
-    if (const auto* a = std::get_if<BertArch>(&arch)) {
-        if (const std::string why = sequenceProblem(a->seq_len); !why.empty()) return why;
-        return transformerProblem(a->heads, a->d_ff, a->vocab, tp);
-    }
-    if (sequence_parallel)
-        return "sequence parallelism is trained for the GPT and BERT models (tensor parallelism without it is trained for "
-               "gpt, bert and transformer); plan without sequence_parallel";
-    if (const auto* a = std::get_if<TransformerArch>(&arch)) return transformerProblem(a->heads, a->d_ff, a->vocab, tp);
+    if (const auto* a = std::get_if<GptArch>(&arch)) return problem(*a);
+    if (const auto* a = std::get_if<BertArch>(&arch)) return problem(*a);
+    if (const auto* a = std::get_if<TransformerArch>(&arch)) return problem(*a);
     return "tensor parallelism (tp " + std::to_string(tp) +
            ") splits the attention and MLP of the transformer models (gpt, bert, transformer); a " + family +
            " model has no split layers: plan it with tp 1";

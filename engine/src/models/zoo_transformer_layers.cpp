@@ -335,8 +335,9 @@ Tensor sinusoids(int64_t seq, int64_t d, const torch::TensorOptions& opt) {
 }
 
 // Input: [b, 2, seq] token ids, source then target.
-// Split by tensor parallelism: the shared table by vocabulary (sequence parallelism is not
-// built for the Transformer).
+// Split by tensor parallelism: the shared table by vocabulary; with sequence parallelism both
+// outputs are this rank's part of their sequence (the decoder's cross-attention all-gathers
+// the encoder's output as its K and V projection's input).
 class TransformerEmbed : public LayerModule {
 public:
     explicit TransformerEmbed(const TransformerArch& a)
@@ -344,14 +345,14 @@ public:
         lookup_ = [e = source_embed.ptr()](const Tensor& t) { return torch::embedding(e->weight, t); };
     }
     TransformerEmbed(const TransformerEmbed& whole, const TpContext& tp) : d_(whole.d_), tp_(tp) {
-        TORCH_CHECK(!tp.sequence_parallel, "the Transformer is not built with sequence parallelism");
         auto split = register_module("source_embed", VocabParallelEmbedding(whole.source_embed, tp));
         lookup_ = [split](const Tensor& t) { return split->forward(t); };
     }
     void run(Live& live) override {
         const Tensor tokens = live.at(kDataKey);
         const double scale = std::sqrt(static_cast<double>(d_));
-        const Tensor pe = sinusoids(tokens.size(2), d_, torch::TensorOptions().dtype(torch::kFloat).device(tokens.device())).unsqueeze(0);
+        const Tensor pe = sequenceShard(
+            sinusoids(tokens.size(2), d_, torch::TensorOptions().dtype(torch::kFloat).device(tokens.device())).unsqueeze(0), tp_);
         live["embed.source_position"] = lookup_(tokens.select(1, 0)) * scale + pe;
         live["embed.target_position"] = lookup_(tokens.select(1, 1)) * scale + pe;
     }
