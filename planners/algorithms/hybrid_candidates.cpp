@@ -539,14 +539,22 @@ Estimator::StageCost Estimator::stageCost(const StageRange& r, bool recompute, i
     if (shape.dp > 1 && shape.zero >= 3 && s.params > 0) {
         // ZeRO-3 gathers each layer inside every compute, the next one prefetched: the
         // first layer's gather is exposed, and the rest wherever gathering outpaces compute
-        // (all-gather: half an all-reduce's ring).
-        const int layers = r.last_layer - r.first_layer + 1;
-        const double gather_all = (layers * topology.reduce_fixed_s[static_cast<size_t>(stage)] +
-                                   topology.reduce_per_byte_s[static_cast<size_t>(stage)] * static_cast<double>(s.params)) / 2;
-        const auto exposed = [&](double compute) { return compute > 0 ? std::max(0.0, gather_all - compute) + gather_all / layers : 0.0; };
-        s.fwd_s += exposed(s.fwd_s);
-        s.bwd_s += exposed(s.bwd_s);
-        s.recompute_s += exposed(s.recompute_s);
+        // (all-gather: half an all-reduce's ring). A rebuilt layer's backward uses what its
+        // rebuild gathered: with recomputation (every layer but the last) the backward
+        // gathers the last layer only.
+        const auto gather_s = [&](int from, int to) {  // one all-gather per layer of [from, to]
+            return ((to - from + 1) * topology.reduce_fixed_s[static_cast<size_t>(stage)] +
+                    topology.reduce_per_byte_s[static_cast<size_t>(stage)] * static_cast<double>(costs_.paramBytes(from, to))) / 2;
+        };
+        const auto exposed = [&](double compute, int from, int to) {
+            if (compute <= 0 || to < from) return 0.0;
+            const double all = gather_s(from, to);
+            return std::max(0.0, all - compute) + all / (to - from + 1);
+        };
+        const int backward_from = recompute ? r.last_layer : r.first_layer;
+        s.fwd_s += exposed(s.fwd_s, r.first_layer, r.last_layer);
+        s.bwd_s += exposed(s.bwd_s, backward_from, r.last_layer);
+        s.recompute_s += exposed(s.recompute_s, r.first_layer, r.last_layer - 1);
     }
     const int64_t buckets = shape.dp > 1 ? std::min(s.params, 2 * Plan{}.bucket_bytes) : 0;  // the cost model's two in flight
     const int64_t states = shape.dp > 1 && shape.zero > 0 ? zeroStateBytes(s.params, shape.zero >= 3 ? costs_.zeroGatheredBytes(r.first_layer, r.last_layer) : 0, shape) : state_prefix_[b + 1] - state_prefix_[a];

@@ -13,6 +13,13 @@ bool recomputed(const Program& prog, int op) {
     return i < prog.recompute_op.size() && prog.recompute_op[i];
 }
 
+// Recomputed with its whole layer (not only an attention core, which its block's backward
+// recomputes in place).
+bool rebuiltWhole(const Program& prog, int op) {
+    const auto i = static_cast<size_t>(op);
+    return recomputed(prog, op) && !(i < prog.selective_op.size() && prog.selective_op[i]);
+}
+
 }  // namespace
 
 std::vector<int> zeroGatheredBuckets(const Program& prog, const Graph& graph, const Instr& compute) {
@@ -47,6 +54,9 @@ std::vector<int> zeroGatheredBuckets(const Program& prog, const Graph& graph, co
         const Bucket& bk = prog.buckets[static_cast<size_t>(b)];
         auto uses = [&](auto&& pred) { return std::any_of(bk.ops.begin(), bk.ops.end(), pred); };
         const bool recompute = compute.kind == InstrKind::Recompute;
+        // A rebuilt layer's backward runs right after its rebuild, with the parameters the
+        // rebuild gathered (as FSDP's checkpointed layers do): the Recompute lists the gather.
+        if (backward && uses([&](int op) { return rebuiltWhole(prog, op); })) continue;
         for (const TiedWeightUse& t : ties) {
             const bool user_here = uses([&](int op) {
                 return graph.ops[static_cast<size_t>(op)].layer == t.user_layer && (!recompute || recomputed(prog, op));

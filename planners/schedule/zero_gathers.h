@@ -16,8 +16,11 @@ namespace hippie {
 // Under ZeRO-3 a bucket is one layer's parameters (lower.cpp), so this is one gather per
 // layer. A layer that reuses a weight another layer on the same devices owns (an LM head
 // tied to the embedding table) gathers that layer's bucket too, just before its own.
-// A Recompute gathers the buckets of its recomputed ops that have parameters, a
-// backward's bucket part its own bucket, BackwardWeight and the optimizer step nothing.
+// A Recompute gathers the buckets of its recomputed ops that have parameters. A backward
+// gathers none of a layer recomputed whole: the engine rebuilds such a layer right before its
+// backward and keeps what the rebuild gathered through it (one gather per layer in backward,
+// as FSDP's checkpointed layers have), so the Recompute lists that gather. A backward's
+// bucket part gathers its own bucket, BackwardWeight and the optimizer step nothing.
 // Empty below ZeRO stage 3.
 std::vector<int> zeroGatheredBuckets(const Program& prog, const Graph& graph, const Instr& compute);
 

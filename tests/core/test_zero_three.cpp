@@ -4,6 +4,7 @@
 // each against numbers worked out by hand.
 #include <QtTest>
 
+#include <map>
 #include <numeric>
 
 #include "planners/cluster/cluster_json.h"
@@ -76,23 +77,40 @@ private slots:
         QVERIFY2(r.ok, problems(r).c_str());
     }
 
-    // Recomputed layers are gathered again for the recompute; the hippie schedule's backward
-    // parts each gather their own layer; interleaved chunks gather their own layers.
+    // Recomputed layers are gathered for their rebuild, which their backward follows at once
+    // with the same parameters (FSDP's checkpointed layers): layers 1 and 2 are the Recompute's
+    // two gathers, and the backward gathers only layers 3 and 0, so each layer is gathered once
+    // in the backward pass. The hippie schedule's backward parts each gather their own layer
+    // (none for a rebuilt one); interleaved chunks gather their own layers.
     void everyComputeGathersWhatItUses() {
         const Graph g = chainGraph(4);
         Plan plan = zeroThree(4, 2, 2);
         plan.recompute_layers = {1, 2};
         Program p = lower(plan, g);
-        for (const Instr* z : zeroGathersOf(p, 0))
-            if (z->of == InstrKind::Recompute) QCOMPARE(z->count, 2);
+        std::map<InstrKind, int> counts;
+        for (const Instr* z : zeroGathersOf(p, 0)) {
+            QVERIFY(!counts.count(z->of) || counts[z->of] == z->count);
+            counts[z->of] = z->count;
+        }
+        QCOMPARE(counts, (std::map<InstrKind, int>{{InstrKind::Forward, 4}, {InstrKind::Recompute, 2}, {InstrKind::Backward, 2}}));
+        Instr backward;
+        backward.kind = InstrKind::Backward;
+        backward.segment = 0;
+        backward.mb = 0;
+        QCOMPARE(zeroGatheredBuckets(p, g, backward), (std::vector<int>{0, 3}));  // layers 3 and 0
         QVERIFY(std::any_of(p.streams[0].begin(), p.streams[0].end(), [](const Instr& in) { return in.str() == "Z3AG0R0"; }));
         QVERIFY2(validate(p, g).ok, problems(validate(p, g)).c_str());
 
         plan = zeroThree(4, 2, 2);
         plan.schedule = ScheduleKind::Hippie;
         p = lower(plan, g);
-        const std::string s = streamText(p, 0);
+        std::string s = streamText(p, 0);
         QVERIFY2(s.find("0B1.0 Z3AG0B1.0 RS0@1 0B1.1 Z3AG0B1.1 RS1@1") != std::string::npos, s.c_str());
+        QVERIFY2(validate(p, g).ok, problems(validate(p, g)).c_str());
+        plan.recompute_layers = {1, 2};  // buckets 1 and 2: their parts gather nothing
+        p = lower(plan, g);
+        s = streamText(p, 0);
+        QVERIFY2(s.find("0B1.0 Z3AG0B1.0 RS0@1 0B1.1 RS1@1 0B1.2 RS2@1 0B1.3 Z3AG0B1.3 RS3@1") != std::string::npos, s.c_str());
         QVERIFY2(validate(p, g).ok, problems(validate(p, g)).c_str());
 
         plan = pipelinePlan(4, 2, 2, 2, ScheduleKind::Interleaved, 2);

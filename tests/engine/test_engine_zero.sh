@@ -129,9 +129,10 @@ else
 fi
 
 # ZeRO-3 with both blocks recomputed: the backward rebuilds each block from its checkpoint with
-# the block's parameters gathered (the Recompute's gathers, listed by its Z3AG...R instruction),
-# then gathers them again for that block's backward. Equal to ZeRO-2 of the same plan exactly,
-# rank by rank, and to one process.
+# the block's parameters gathered (the Recompute's gathers, listed by its Z3AG...R instruction)
+# and keeps them for that block's backward, which gathers only the embedding and the head (each
+# rank checks its gathers against the program's counts). Equal to ZeRO-2 of the same plan
+# exactly, rank by rank, and to one process.
 rc=("${common[@]}" --pp 1 --dp 2 --microbatches 2 --schedule 1f1b --recompute 1,2)
 rm -f "$WORK"/rc*.json
 plan "$WORK/rc2.json" "${rc[@]}" --zero 2

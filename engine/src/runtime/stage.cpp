@@ -20,20 +20,25 @@ Stage::Stage(int segment, std::vector<LayerPtr> layers, const std::vector<bool>&
 }
 
 template <class F>
-auto Stage::withParameters(const Piece& p, const Piece* next, F&& f) const {
-    if (gather_)
+auto Stage::withParameters(const Piece& p, const Piece* next, F&& f, Parameters use) const {
+    if (gather_ && use != Parameters::Release)
         for (size_t i = p.begin; i < p.end; ++i) gather_(io_.first_layer + static_cast<int>(i));
     if (prefetch_ && next)
         for (size_t i = next->begin; i < next->end; ++i) prefetch_(io_.first_layer + static_cast<int>(i));
     struct Release {
         const Stage& st;
         const Piece& p;
+        bool keep;
         ~Release() {
-            if (st.release_)
-                for (size_t i = p.begin; i < p.end; ++i) st.release_(st.io_.first_layer + static_cast<int>(i));
+            if (!keep) st.releaseParameters(p);
         }
-    } release{*this, p};
+    } release{*this, p, use == Parameters::GatherKeep};
     return f();
+}
+
+void Stage::releaseParameters(const Piece& p) const {
+    if (release_)
+        for (size_t i = p.begin; i < p.end; ++i) release_(io_.first_layer + static_cast<int>(i));
 }
 
 std::vector<Tensor> Stage::parameters() const {
@@ -152,11 +157,11 @@ void Stage::recompute(int mb, const LossFn& loss_fn) {
     st.rebuild_loss = loss_fn ? loss_fn : LossFn([](const Live&) { return Tensor(); });
 }
 
-void Stage::rebuild(MicroBatchState& st, size_t k) {
+void Stage::rebuild(MicroBatchState& st, size_t k, Parameters use) {
     PieceRun& run = st.pieces[k];
     TORCH_CHECK(st.rebuild_loss, "segment ", segment_, ": backward of a recomputed layer before its Recompute");
     const auto body = [&] {
-        run.out = withParameters(pieces_[k], nullptr, [&] { return runPiece(pieces_[k], run.in); });
+        run.out = withParameters(pieces_[k], nullptr, [&] { return runPiece(pieces_[k], run.in); }, use);
         if (computes_loss_ && k + 1 == pieces_.size()) st.loss = st.rebuild_loss(run.out);
     };
     if (rebuild_wrap_) rebuild_wrap_(body);
@@ -169,7 +174,10 @@ Live Stage::backwardPieces(MicroBatchState& st, const Live& output_grad, bool ke
     Live g = output_grad;
     for (size_t k = st.pieces.size(); k-- > 0;) {
         PieceRun& run = st.pieces[k];
-        if (pieces_[k].recompute && !run.rebuilt) rebuild(st, k);
+        // A layer rebuilt here keeps its gathered parameters for its backward, just below.
+        const bool rebuilt_here = pieces_[k].recompute && !run.rebuilt;
+        if (rebuilt_here) rebuild(st, k, Parameters::GatherKeep);
+        bool backward_ran = false;
         torch::autograd::edge_list roots;
         std::vector<Tensor> root_grads;
         Live passed;  // outputs that are inputs of the piece, unchanged: their gradient passes through
@@ -208,6 +216,8 @@ Live Stage::backwardPieces(MicroBatchState& st, const Live& output_grad, bool ke
         }
         Live in_grad;
         if (!roots.empty() && (accumulate || !leaves.empty())) {
+            backward_ran = true;
+            const Parameters use = rebuilt_here ? Parameters::Release : Parameters::GatherRelease;
             withParameters(pieces_[k], k > 0 ? &pieces_[k - 1] : nullptr, [&] {
                 if (accumulate) {
                     engine.execute(roots, root_grads, keep_graph, false, true, {});
@@ -219,8 +229,9 @@ Live Stage::backwardPieces(MicroBatchState& st, const Live& output_grad, bool ke
                         if (grads[i].defined()) in_grad[leaf_keys[i]] = grads[i];
                 }
                 return 0;
-            });
+            }, use);
         }
+        if (rebuilt_here && !backward_ran) releaseParameters(pieces_[k]);
         // The rebuild's activations went with its graph; its outputs go now (one layer live).
         if (run.rebuilt && !keep_graph) run.out.clear();
         for (const auto& [key, p] : passed) {

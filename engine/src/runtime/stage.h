@@ -19,7 +19,9 @@
 // ZeRO-3 (setParameterHooks): every layer is a piece of its own, and the hooks gather a
 // layer's parameters before each of its pieces runs (forward, recompute, backward) and release
 // them after, so one layer's parameters at a time are whole; while a piece runs, the next
-// piece of the same pass is prefetched (two at a time).
+// piece of the same pass is prefetched (two at a time). A recomputed layer's rebuild keeps
+// what it gathered for the backward that follows it (one gather, as FSDP's checkpointed
+// layers have; zero_gathers.h).
 #include <functional>
 #include <map>
 #include <optional>
@@ -116,13 +118,19 @@ private:
         bool recompute = false;
     };
     Live runPiece(const Piece& p, Live x) const;
-    // Runs `f` with the piece's layers' parameters gathered (ZeRO-3 hooks), released after;
-    // `next` (if any) is the piece the pass runs after it, whose gather is started meanwhile.
+    // How a run of a piece treats its layers' parameters (ZeRO-3 hooks): gathered before and
+    // released after; gathered and kept (a rebuild, for its backward); or gathered already
+    // (that backward) and released after.
+    enum class Parameters { GatherRelease, GatherKeep, Release };
+    // Runs `f` with the piece's layers' parameters whole as `use` says; `next` (if any) is the
+    // piece the pass runs after it, whose gather is started meanwhile.
     template <class F>
-    auto withParameters(const Piece& p, const Piece* next, F&& f) const;
+    auto withParameters(const Piece& p, const Piece* next, F&& f, Parameters use = Parameters::GatherRelease) const;
+    void releaseParameters(const Piece& p) const;
     MicroBatchState& state(int mb);
     Live backwardPieces(MicroBatchState& st, const Live& output_grad, bool keep_graph, bool accumulate);
-    void rebuild(MicroBatchState& st, size_t k);
+    // Rebuilds piece k from its checkpoint; `use`: GatherKeep when its backward follows at once.
+    void rebuild(MicroBatchState& st, size_t k, Parameters use = Parameters::GatherRelease);
     bool fromProducer(const std::string& key) const;
 
     int segment_;
