@@ -34,14 +34,15 @@ engine_row() {  # engine_row NAME PLAN_ARGS...
     eval "STEP_$name=$step"
     printf "%-16s step %7.3f s  %6.2f samples/s  peak RSS per rank (MiB): %s\n" "$name" "$step" "$(awk -v s="$step" -v b="$GB" 'BEGIN { print b / s }')" "$rss"
 }
-engine_row engine_dp4 --pp 1 --dp 4 --microbatches 1 --schedule 1f1b
+engine_row engine_dp4 --pp 1 --dp 4 --microbatches 1 --schedule hippie  # the data-parallel planner's plan: all-reduces overlap the backward
+engine_row engine_dp4_1f1b --pp 1 --dp 4 --microbatches 1 --schedule 1f1b  # all-reduces after the backward
 engine_row hippie_pp2dp2 --pp 2 --dp 2 --microbatches 2 --schedule hippie
 ddp=$("$PY" "$HERE/ddp_gpt.py" $N "$STEPS" "$GB" "$THREADS" "$OPT" "$LAYERS" "$D" "$HEADS" "$SEQ" "$VOCAB" 2> "$WORK/ddp.err") \
     || { echo "ddp: failed: $(tail -3 "$WORK/ddp.err")"; exit 1; }
 STEP_ddp=$(echo "$ddp" | grep -o '"mean_step_s": [0-9.e-]*' | cut -d' ' -f2)
 printf "%-16s step %7.3f s  %6.2f samples/s  peak RSS per rank (MiB): %s\n" ddp_dp4 "$STEP_ddp" "$(awk -v s="$STEP_ddp" -v b="$GB" 'BEGIN { print b / s }')" \
     "$(echo "$ddp" | grep -o '"peak_rss_bytes": \[[^]]*' | cut -d[ -f2 | tr ',' '\n' | while read -r b; do mib "$b"; done | tr '\n' ' ')"
-for n in engine_dp4 hippie_pp2dp2; do
+for n in engine_dp4 engine_dp4_1f1b hippie_pp2dp2; do
     v="STEP_$n"; [ -n "${!v:-}" ] && printf "throughput %s / ddp_dp4: %.2fx\n" "$n" "$(awk -v a="${!v}" -v b="$STEP_ddp" 'BEGIN { print b / a }')"
 done
 echo "load after: $(uptime)"
