@@ -107,22 +107,26 @@ struct ComputeProbe {
     std::vector<std::pair<double, double>> samples;  // (FLOPs, seconds) per side
 };
 
-// Least-squares line t = a + f / rate through the samples; half_rate = (a - launch) x rate.
+// The line t = a + f / rate through the samples, least squares in relative error (each
+// sample weighted by 1/t^2); half_rate = (a - launch) x rate. Fitted in absolute seconds, the
+// largest kernel's noise (a millisecond of its 35 ms here) moved the intercept by as much,
+// i.e. tens of MFLOP of half-rate size, and every small op's prediction with it.
 ComputeProbe probeCompute(const torch::Device& device, double seconds) {
     ComputeProbe p;
     const double share = seconds / (std::size(kProbeSides) + 1);
     p.launch_s = launchSeconds(device, share);
     for (int64_t n : kProbeSides) p.samples.emplace_back(2.0 * static_cast<double>(n * n * n), matmulSeconds(device, n, share));
-    double sf = 0, st = 0, sff = 0, sft = 0;
+    double sw = 0, sf = 0, st = 0, sff = 0, sft = 0;
     for (const auto& [f, t] : p.samples) {
-        sf += f;
-        st += t;
-        sff += f * f;
-        sft += f * t;
+        const double w = t > 0 ? 1.0 / (t * t) : 0.0;
+        sw += w;
+        sf += w * f;
+        st += w * t;
+        sff += w * f * f;
+        sft += w * f * t;
     }
-    const double k = static_cast<double>(p.samples.size());
-    const double slope = (k * sft - sf * st) / (k * sff - sf * sf);
-    const double intercept = (st - slope * sf) / k;
+    const double slope = (sw * sft - sf * st) / (sw * sff - sf * sf);
+    const double intercept = (st - slope * sf) / sw;
     const auto& [largest_f, largest_t] = p.samples.back();
     p.rate_flops = slope > 0 ? 1.0 / slope : largest_f / largest_t;
     p.half_rate_flops = std::max(0.0, (intercept - p.launch_s) * p.rate_flops);
