@@ -2,7 +2,8 @@
 # Training for real: optimizers with weight decay, warm-up and cosine decay and global-norm
 # clipping give one process's parameters on pp2 x dp2; bf16 mixed precision trains on a CPU
 # with fp32 master weights; token-id files (uint16/uint32) with a vocabulary check, sharded
-# over replicas so that one epoch sees every sample once; checkpoints, and a run with a rank
+# over replicas so that one epoch sees every sample once (with per-stage replication 3-1
+# too); checkpoints, and a run with a rank
 # killed between checkpoints resumes to the uninterrupted run's losses and parameters.
 source "$(dirname "$0")/lib.sh"
 STEPS=4
@@ -82,6 +83,24 @@ if launch "$WORK/t.json" 2 4 "$WORK/t.out" --data "$WORK/tok16.bin" --log-sample
     [ "$(field "$WORK/t32.out" done loss | grep -v null)" = "$(field "$WORK/t.out" done loss | grep -v null)" ] \
         && pass "uint32 ids train as the same uint16 ids" || fail "uint32 file: $(tail -1 "$WORK/t32.out")"
 else fail "token file run: $(tail -2 "$WORK/t.out")"; fi
+# Per-stage replication (3-1): micro-batch m runs on replica m mod 3 of stage 0, and the
+# one-device stage 1 runs all of them: over an epoch (24 samples, 2 steps of 12) the three
+# replicas' samples are a permutation of 0..23, and stage 1's each step are the step's 12.
+python3 - "$WORK" <<'PY'
+import struct, sys, random
+random.seed(2); n = 24 * 16 + 1
+open(sys.argv[1] + "/tok24.bin", "wb").write(struct.pack("<%dH" % n, *[random.randrange(64) for _ in range(n)]))
+PY
+plan "$WORK/sr.json" --model gpt-tiny --pp 2 --dp 3 --stage-replicas 3,1 --microbatches 1 --global-batch 12 --schedule 1f1b
+if launch "$WORK/sr.json" 4 2 "$WORK/sr.out" --data "$WORK/tok24.bin" --log-samples; then
+    samples() { grep '"event":"step"' "$WORK/sr.out" | grep -E "$1" | grep -o '"samples":\[[^]]*\]' | tr -d '"samples:[]' | tr ',' '\n' | sort -n | tr '\n' ' '; }
+    got=$(samples '"rank":[012],')
+    [ "$got" = "$(seq 0 23 | tr '\n' ' ')" ] && pass "3-1 per-stage replicas: stage 0's three replicas take each of the epoch's 24 samples once" \
+        || fail "3-1 stage 0 samples: $got"
+    s0=$(samples '"rank":3,.*"step":0,|"step":0,.*"rank":3,'); s1=$(samples '"rank":3,.*"step":1,|"step":1,.*"rank":3,')
+    [ "$(echo $s0 $s1 | tr ' ' '\n' | sort -n | tr '\n' ' ')" = "$(seq 0 23 | tr '\n' ' ')" ] && [ "$(echo $s0 | wc -w)" = 12 ] \
+        && pass "3-1 per-stage replicas: the one-device stage runs the step's 12 samples" || fail "3-1 stage 1 samples: $s0 / $s1"
+else fail "3-1 per-stage run: $(tail -2 "$WORK/sr.out")"; fi
 launch "$WORK/t.json" 2 1 "$WORK/bad.out" --data "$WORK/bad.bin"
 grep -q "bad.bin': token id 64 at offset 100 (byte 200) is not below the model's vocabulary of 64" "$WORK/bad.out" \
     && pass "an id beyond the vocabulary: file, offset and id named" || fail "bad id: $(grep -o '"message":"[^"]*' "$WORK/bad.out" | head -1)"
