@@ -3,8 +3,8 @@
 # clipping give one process's parameters on pp2 x dp2; bf16 mixed precision trains on a CPU
 # with fp32 master weights; token-id files (uint16/uint32) with a vocabulary check, sharded
 # over replicas so that one epoch sees every sample once (with per-stage replication 3-1
-# too); checkpoints, and a run with a rank
-# killed between checkpoints resumes to the uninterrupted run's losses and parameters.
+# too); checkpoints, and a run with a rank killed between checkpoints resumes to the
+# uninterrupted run's losses and parameters.
 source "$(dirname "$0")/lib.sh"
 STEPS=4
 # close A B TOL: |A - B| < TOL
