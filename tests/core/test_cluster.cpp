@@ -12,24 +12,16 @@
 
 #include "planners/cluster/cluster_json.h"
 #include "planners/common/error.h"
+#include "error_of.h"
 #include "schema_check.h"
 
+using hippie::test::contains;
+using hippie::test::errorOf;
 using hippie::Cluster;
 using hippie::Error;
 using nlohmann::json;
 
 namespace {
-
-std::string errorOf(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "";
-}
-
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 std::string examplePath(const char* name) { return std::string(HIPPIE_SOURCE_DIR) + "/resources/examples/" + name; }
 

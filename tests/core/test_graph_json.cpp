@@ -14,8 +14,11 @@
 #include "planners/common/error.h"
 #include "planners/model/graph_json.h"
 #include "planners/model/zoo.h"
+#include "error_of.h"
 #include "schema_check.h"
 
+using hippie::test::contains;
+using hippie::test::errorOf;
 using hippie::Error;
 using hippie::Graph;
 using nlohmann::json;
@@ -39,17 +42,6 @@ json validGraph() {
     return {{"format", "hippie-graph"}, {"version", 1}, {"name", "branchy"}, {"batch_size", 8},
             {"precision", "fp16"},      {"ops", ops},   {"edges", edges}};
 }
-
-std::string errorOf(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "";
-}
-
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 std::string examplePath(const char* name) { return std::string(HIPPIE_SOURCE_DIR) + "/resources/examples/" + name; }
 

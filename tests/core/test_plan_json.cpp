@@ -13,8 +13,11 @@
 
 #include "planners/common/error.h"
 #include "planners/schedule/plan_json.h"
+#include "error_of.h"
 #include "schema_check.h"
 
+using hippie::test::contains;
+using hippie::test::errorOf;
 using hippie::Error;
 using hippie::Plan;
 using hippie::ScheduleKind;
@@ -22,17 +25,6 @@ using nlohmann::json;
 using Groups = std::vector<std::vector<int>>;
 
 namespace {
-
-std::string errorOf(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "";
-}
-
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 // 4 stages x 2 replicas on a topology-aware (non-default) map, every field off its default.
 Plan pipelinePlan() {

@@ -5,6 +5,7 @@
 #include "planners/common/error.h"
 #include "planners/schedule/lower.h"
 #include "planners/schedule/validate.h"
+#include "error_of.h"
 #include "synthetic.h"
 
 using namespace hippie;
@@ -30,15 +31,6 @@ int count(const Program& p, InstrKind k) {
     for (const auto& s : p.streams)
         for (const Instr& in : s) n += in.kind == k;
     return n;
-}
-
-std::string expectThrow(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "";
 }
 
 }  // namespace
@@ -113,17 +105,17 @@ private slots:
         plan.tp = 2;
         plan.device_map = defaultDeviceMap(2, 1, 2);
         checkPlan(plan, g, 4);
-        std::string msg = expectThrow([&] { checkPlan(plan, chainGraph(2), 4); });
+        std::string msg = errorOf([&] { checkPlan(plan, chainGraph(2), 4); });
         QVERIFY2(msg.find("field 'tp'") != std::string::npos && msg.find("marks no op") != std::string::npos, msg.c_str());
         plan.device_map = defaultDeviceMap(2, 1);  // dp devices a stage, not dp x tp
-        msg = expectThrow([&] { checkPlan(plan, g, 4); });
+        msg = errorOf([&] { checkPlan(plan, g, 4); });
         QVERIFY2(msg.find("device_map[0]") != std::string::npos && msg.find("dp x tp") != std::string::npos, msg.c_str());
         plan.device_map.clear();
-        msg = expectThrow([&] { checkPlan(plan, g, 3); });
+        msg = errorOf([&] { checkPlan(plan, g, 3); });
         QVERIFY2(msg.find("4 devices (pp 2 x dp 1 x tp 2)") != std::string::npos, msg.c_str());
         Plan sp = pipelinePlan(2, 2, 1, 2, ScheduleKind::OneFOneB);
         sp.sequence_parallel = true;
-        msg = expectThrow([&] { checkPlan(sp, g, 4); });
+        msg = errorOf([&] { checkPlan(sp, g, 4); });
         QVERIFY2(msg.find("field 'sequence_parallel'") != std::string::npos && msg.find("tp > 1") != std::string::npos, msg.c_str());
     }
 
@@ -200,12 +192,12 @@ private slots:
         const Graph g = chainGraph(2);
         Plan plan = pipelinePlan(2, 1, 2, 1, ScheduleKind::OneFOneB);
         plan.zero_stage = 4;
-        QVERIFY(expectThrow([&] { checkPlan(plan, g, 2); }).find("'zero_stage'") != std::string::npos);
+        QVERIFY(errorOf([&] { checkPlan(plan, g, 2); }).find("'zero_stage'") != std::string::npos);
         Plan placed;
         placed.placement = {0, 1};
         placed.schedule = ScheduleKind::GPipe;
         placed.zero_stage = 1;
-        QVERIFY(expectThrow([&] { checkPlan(placed, g, 2); }).find("placement") != std::string::npos);
+        QVERIFY(errorOf([&] { checkPlan(placed, g, 2); }).find("placement") != std::string::npos);
     }
 
     void dataParallelReplicasGetTheirOwnPeers() {
@@ -311,23 +303,23 @@ private slots:
         const Graph g = chainGraph(4);
         Plan gap = pipelinePlan(4, 2, 1, 2, ScheduleKind::OneFOneB);
         gap.stages[1].first_layer = 3;
-        QVERIFY(expectThrow([&] { checkPlan(gap, g, 8); }).find("stages[1]") != std::string::npos);
+        QVERIFY(errorOf([&] { checkPlan(gap, g, 8); }).find("stages[1]") != std::string::npos);
         Plan short_plan = pipelinePlan(4, 2, 1, 2, ScheduleKind::OneFOneB);
         short_plan.stages[1].last_layer = 2;
-        QVERIFY(expectThrow([&] { checkPlan(short_plan, g, 8); }).find("the model has 4 layers") != std::string::npos);
+        QVERIFY(errorOf([&] { checkPlan(short_plan, g, 8); }).find("the model has 4 layers") != std::string::npos);
         Plan too_big = pipelinePlan(4, 2, 4, 2, ScheduleKind::OneFOneB);
-        QVERIFY(expectThrow([&] { checkPlan(too_big, g, 4); }).find("needs 8 devices") != std::string::npos);
+        QVERIFY(errorOf([&] { checkPlan(too_big, g, 4); }).find("needs 8 devices") != std::string::npos);
         Plan uneven = pipelinePlan(4, 2, 1, 3, ScheduleKind::OneFOneB);
         uneven.global_batch = 4;
-        QVERIFY(expectThrow([&] { checkPlan(uneven, g, 8); }).find("global_batch") != std::string::npos);
+        QVERIFY(errorOf([&] { checkPlan(uneven, g, 8); }).find("global_batch") != std::string::npos);
         Plan inter = pipelinePlan(4, 2, 1, 3, ScheduleKind::Interleaved, 2);
-        QVERIFY(expectThrow([&] { checkPlan(inter, g, 8); }).find("micro_batches") != std::string::npos);
+        QVERIFY(errorOf([&] { checkPlan(inter, g, 8); }).find("micro_batches") != std::string::npos);
         Plan reused = pipelinePlan(4, 2, 1, 2, ScheduleKind::OneFOneB);
         reused.device_map = {{1}, {1}};
-        QVERIFY(expectThrow([&] { checkPlan(reused, g, 8); }).find("used twice") != std::string::npos);
+        QVERIFY(errorOf([&] { checkPlan(reused, g, 8); }).find("used twice") != std::string::npos);
         Plan recompute = pipelinePlan(4, 2, 1, 2, ScheduleKind::OneFOneB);
         recompute.recompute_layers = {9};
-        QVERIFY(expectThrow([&] { checkPlan(recompute, g, 8); }).find("recompute_layers") != std::string::npos);
+        QVERIFY(errorOf([&] { checkPlan(recompute, g, 8); }).find("recompute_layers") != std::string::npos);
     }
 };
 

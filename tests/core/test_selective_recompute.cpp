@@ -17,6 +17,7 @@
 #include "planners/schedule/plan_json.h"
 #include "planners/schedule/validate.h"
 #include "planners/sim/simulator.h"
+#include "error_of.h"
 #include "planner_fixtures.h"
 #include "planners/algorithms/registry.h"
 #include "synthetic.h"
@@ -50,15 +51,6 @@ std::set<int> coreOps(const Graph& g) {
     std::set<int> out;
     for (const AttentionCore& c : attentionCores(g)) out.insert({c.scores, c.softmax});
     return out;
-}
-
-std::string thrown(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return {};
 }
 
 // One tensor-parallel rank's bytes of the outputs of `ops` for one micro-batch: scores and
@@ -129,7 +121,7 @@ private slots:
     void refusedByNameWithoutAttention() {
         Plan plan = pipelinePlan(4, 1, 1, 1, ScheduleKind::OneFOneB);
         plan.selective_recompute = true;
-        const std::string e = thrown([&] { checkPlan(plan, chainGraph(4), 1); });
+        const std::string e = errorOf([&] { checkPlan(plan, chainGraph(4), 1); });
         QVERIFY2(e.find("selective_recompute") != std::string::npos && e.find("chain4") != std::string::npos, e.c_str());
         ModelSpec gnmt;
         gnmt.zoo = "gnmt-8";
@@ -138,7 +130,7 @@ private slots:
         const Graph g = buildZooModel(gnmt);
         Plan on_gnmt = pipelinePlan(g.layerCount(), 1, 1, 1, ScheduleKind::OneFOneB);
         on_gnmt.selective_recompute = true;
-        QVERIFY(thrown([&] { checkPlan(on_gnmt, g, 1); }).find("selective_recompute") != std::string::npos);
+        QVERIFY(errorOf([&] { checkPlan(on_gnmt, g, 1); }).find("selective_recompute") != std::string::npos);
     }
 
     // Only the cores are recomputed, and only outside the layers recomputed whole; every
@@ -353,7 +345,7 @@ private slots:
         QVERIFY(planFromJson(on, "on.json").selective_recompute);
         nlohmann::json bad = on;
         bad["selective_recompute"] = "yes";
-        QVERIFY(thrown([&] { planFromJson(bad, "bad.json"); }).find("selective_recompute") != std::string::npos);
+        QVERIFY(errorOf([&] { planFromJson(bad, "bad.json"); }).find("selective_recompute") != std::string::npos);
     }
 };
 

@@ -12,6 +12,7 @@
 #include "planners/schedule/schedule_orders.h"
 #include "planners/schedule/validate.h"
 #include "planners/sim/simulator.h"
+#include "error_of.h"
 #include "synthetic.h"
 
 using namespace hippie;
@@ -35,15 +36,6 @@ Plan replicatedPlan(const std::vector<int>& layers, const std::vector<int>& repl
     p.schedule = kind;
     p.optimizer = Optimizer::SGD;
     return p;
-}
-
-std::string expectThrow(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "";
 }
 
 std::string orderText(const std::vector<Instr>& order) {
@@ -144,7 +136,7 @@ private slots:
     void unsupportedCombinationsAreNamed() {
         const Graph g = tensorParallelChain(4);
         Plan p = replicatedPlan({2, 2}, {2, 1}, 2, ScheduleKind::OneFOneB);
-        auto message = [&](const Plan& plan) { return expectThrow([&] { checkPlan(plan, g, 16); }); };
+        auto message = [&](const Plan& plan) { return errorOf([&] { checkPlan(plan, g, 16); }); };
         QCOMPARE(message(p), std::string());
         Plan tp = p;
         tp.tp = 2;
@@ -193,15 +185,15 @@ private slots:
         QVERIFY(!planToJson(pipelinePlan(4, 2, 2, 2, ScheduleKind::OneFOneB)).contains("stage_replicas"));
         nlohmann::json bad = j;
         bad["stage_replicas"] = {3, 1, 1};
-        const std::string three = expectThrow([&] { planFromJson(bad, "plan.json"); });
+        const std::string three = errorOf([&] { planFromJson(bad, "plan.json"); });
         QVERIFY2(three.find("stage_replicas") != std::string::npos && three.find("has 3 entries for 2 stages") != std::string::npos, three.c_str());
         bad = j;
         bad["dp"] = 2;
-        const std::string dp = expectThrow([&] { planFromJson(bad, "plan.json"); });
+        const std::string dp = errorOf([&] { planFromJson(bad, "plan.json"); });
         QVERIFY2(dp.find("is 2 but the widest stage") != std::string::npos, dp.c_str());
         bad = j;
         bad["device_map"] = {{0, 1}, {3}};
-        QVERIFY(expectThrow([&] { planFromJson(bad, "plan.json"); }).find("'stage_replicas' gives stage 0 3") != std::string::npos);
+        QVERIFY(errorOf([&] { planFromJson(bad, "plan.json"); }).find("'stage_replicas' gives stage 0 3") != std::string::npos);
     }
 };
 

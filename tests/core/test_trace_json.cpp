@@ -14,8 +14,11 @@
 #include "planners/cluster/cluster_json.h"
 #include "planners/common/error.h"
 #include "planners/sim/trace_json.h"
+#include "error_of.h"
 #include "schema_check.h"
 
+using hippie::test::contains;
+using hippie::test::errorOf;
 using hippie::Error;
 using hippie::InstrKind;
 using hippie::Trace;
@@ -23,17 +26,6 @@ using hippie::TraceEvent;
 using nlohmann::json;
 
 namespace {
-
-std::string errorOf(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "";
-}
-
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 // Two devices on different nodes of dgx-a100-2x8 (devices 0 and 8), a 2-stage pipeline with
 // one micro-batch, its transfers, an all-reduce and optimizer steps.
