@@ -16,6 +16,7 @@
 #include "engine/src/launch/launcher.h"
 #include "engine/src/launch/rendezvous_env.h"
 #include "engine/src/models/tiny_graphs.h"
+#include "engine/src/runtime/cpu_threads.h"
 #include "engine/src/runtime/run.h"
 #include "planners/common/error.h"
 #include "planners/model/graph_json.h"
@@ -146,6 +147,12 @@ int makePlan(const PlanFlags& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    // Once, before anything runs: the matmul kernels this CPU can run (cpu_threads.h). Ranks
+    // and probes started by this process inherit the variable and do not run again.
+    if (const std::string core = he::blasCoreToForce(); !core.empty() && !std::getenv("OPENBLAS_CORETYPE")) {
+        setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
+        execv("/proc/self/exe", argv);  // on failure, go on with the kernels OpenBLAS chose
+    }
     CLI::App app{"hippie-engine: a HIPPIE training rank on LibTorch, and device/model measurement"};
     app.require_subcommand(1);
     app.set_version_flag("--version", HIPPIE_VERSION);

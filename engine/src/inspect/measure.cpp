@@ -133,6 +133,47 @@ ComputeProbe probeCompute(const torch::Device& device, double seconds) {
     return p;
 }
 
+// The aggregate rate of `threads` threads each running `work` (one single-threaded kernel
+// of `amount` FLOPs or bytes) at once for `seconds`: what the host's cores deliver together.
+// Cores that share execution units (hyperthreads, or a virtual machine's vCPUs on one
+// physical core) deliver less than `threads` times one thread's rate.
+double concurrentRate(int threads, double amount, double seconds, const std::function<std::function<void()>()>& make_work) {
+    std::vector<std::function<void()>> works;
+    for (int i = 0; i < threads; ++i) works.push_back(make_work());
+    std::vector<double> done(static_cast<size_t>(threads), 0.0);
+    std::vector<std::thread> pool;
+    const auto start = Clock::now();
+    for (int i = 0; i < threads; ++i)
+        pool.emplace_back([&, i] {
+            while (secondsSince(start) < seconds) {
+                works[static_cast<size_t>(i)]();
+                done[static_cast<size_t>(i)] += amount;
+            }
+        });
+    for (std::thread& t : pool) t.join();
+    const double elapsed = secondsSince(start);
+    double total = 0;
+    for (double d : done) total += d;
+    return elapsed > 0 ? total / elapsed : 0.0;
+}
+
+// All of the host's cores at once, each one thread: fp32 matmuls of side 512 (FLOP/s) and
+// 64 MiB copies (bytes/s, read and written).
+std::pair<double, double> allCoresRates(int cores, double seconds) {
+    constexpr int64_t kSide = 512;
+    constexpr int64_t kElements = int64_t{16} << 20;
+    const double matmul = concurrentRate(cores, 2.0 * kSide * kSide * kSide, seconds / 2, [] {
+        const Tensor a = torch::randn({kSide, kSide}), b = torch::randn({kSide, kSide});
+        return [a, b] { (void)torch::matmul(a, b); };
+    });
+    const double copy = concurrentRate(cores, 2.0 * kElements * 4.0, seconds / 2, [] {
+        const Tensor src = torch::ones({kElements});
+        Tensor dst = torch::empty({kElements});
+        return [src, dst]() mutable { dst.copy_(src); };
+    });
+    return {matmul, copy};
+}
+
 // Bytes per second through a TCP connection on 127.0.0.1 between two threads.
 std::pair<double, double> loopback() {
     const int srv = socket(AF_INET, SOCK_STREAM, 0);
@@ -212,8 +253,16 @@ int probeCommand(const ProbeOptions& o) {
     cluster.nodes.push_back(node);
     cluster.inter = node.intra;
     json out = clusterToJson(cluster);
-    out["probe"] = {{"cpu_cores", std::thread::hardware_concurrency()}, {"torch_threads", torch::get_num_threads()},
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    out["probe"] = {{"cpu_cores", cores}, {"torch_threads", torch::get_num_threads()},
                     {"cuda", cuda}, {"matmul_flops_per_s", flops}, {"loopback_bytes_per_s", bw}, {"loopback_latency_s", lat}};
+    if (!cuda && torch::get_num_threads() == 1) {
+        // What the cores give together, for ranks that share this host (a rank's device is
+        // its share of these, not of cores x one thread's rate).
+        const auto [matmul, copy] = allCoresRates(cores, o.seconds / (std::size(kProbeSides) + 1));
+        out["probe"]["all_cores_matmul_flops_per_s"] = matmul;
+        out["probe"]["all_cores_memory_bytes_per_s"] = copy;
+    }
     json matmuls = json::array();
     for (const auto& [f, t] : compute.samples) matmuls.push_back({{"flops", f}, {"seconds", t}, {"flops_per_s", f / t}});
     out["probe"]["matmuls"] = matmuls;

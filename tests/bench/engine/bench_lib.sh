@@ -4,19 +4,27 @@
 
 # rank_cluster PROBE OUT N: the cluster of `hippie-engine probe` (file PROBE) as N devices, one
 # per rank, written to OUT. The probe times one thread (its torch_threads); each rank runs one
-# thread too, but N ranks on fewer cores take turns: a device is a rank's share of a core,
-# min(1, cores / N) of the probed matmul rate and memory bandwidth.
+# thread too, and N ranks share what all the host's cores deliver together (the probe's
+# all_cores_* rates; cores x one thread's where it has none): a device's matmul rate and memory
+# bandwidth are min(one thread's, all cores' / N). On this project's 2-vCPU hosts the two
+# cores together matmul at about one core's rate (their vCPUs share a physical core).
 rank_cluster() {
     python3 - "$1" "$2" "$3" <<'PY'
 import json, sys
 src, out, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 c = json.load(open(src))
-share = min(1.0, c["probe"]["cpu_cores"] / n)
-node = c["nodes"][0]
+p, node = c["probe"], c["nodes"][0]
 node["devices"] = n
-for key in ("peak_flops_fp32", "peak_flops_fp16", "memory_bandwidth_bytes_per_s"):
-    node["device"][key] *= share
-print(f"{n} ranks on {c['probe']['cpu_cores']} cores: each device {share:.2f} of the probed core")
+d = node["device"]
+def share(one, all_key):
+    together = p.get(all_key, p["cpu_cores"] * one)
+    return min(1.0, together / n / one) if one > 0 else 1.0
+compute = share(d["peak_flops_fp32"], "all_cores_matmul_flops_per_s")
+memory = share(d["memory_bandwidth_bytes_per_s"], "all_cores_memory_bytes_per_s")
+for key in ("peak_flops_fp32", "peak_flops_fp16"):
+    d[key] *= compute
+d["memory_bandwidth_bytes_per_s"] *= memory
+print(f"{n} ranks on {p['cpu_cores']} cores: each device {compute:.2f} of one thread's matmul rate, {memory:.2f} of its memory bandwidth")
 json.dump(c, open(out, "w"))
 PY
 }

@@ -37,6 +37,10 @@ engine_row() {  # engine_row NAME PLAN_ARGS...
 engine_row engine_dp4 --pp 1 --dp 4 --microbatches 1 --schedule hippie  # the data-parallel planner's plan: all-reduces overlap the backward
 engine_row engine_dp4_1f1b --pp 1 --dp 4 --microbatches 1 --schedule 1f1b  # all-reduces after the backward
 engine_row hippie_pp2dp2 --pp 2 --dp 2 --microbatches 2 --schedule hippie
+# DDP runs the matmul kernels the engine's ranks ran (hippie-engine picks them when OpenBLAS
+# misreads a virtual machine's CPU as Prescott: engine/src/runtime/cpu_threads.h).
+core=$(grep -ho '"blas":"openblas [A-Za-z0-9]*' "$WORK"/engine_dp4.out | head -1 | cut -d' ' -f2)
+[ -n "$core" ] && export OPENBLAS_CORETYPE="$core" && echo "OpenBLAS kernels of both: $core"
 ddp=$("$PY" "$HERE/ddp_gpt.py" $N "$STEPS" "$GB" "$THREADS" "$OPT" "$LAYERS" "$D" "$HEADS" "$SEQ" "$VOCAB" 2> "$WORK/ddp.err") \
     || { echo "ddp: failed: $(tail -3 "$WORK/ddp.err")"; exit 1; }
 STEP_ddp=$(echo "$ddp" | grep -o '"mean_step_s": [0-9.e-]*' | cut -d' ' -f2)
