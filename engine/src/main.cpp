@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
@@ -147,9 +148,12 @@ int makePlan(const PlanFlags& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    // Once, before anything runs: the matmul kernels this CPU can run (cpu_threads.h). Ranks
-    // and probes started by this process inherit the variable and do not run again.
-    if (const std::string core = he::blasCoreToForce(); !core.empty() && !std::getenv("OPENBLAS_CORETYPE")) {
+    // Once, before anything runs: the matmul kernels this CPU can run (cpu_threads.h), for the
+    // commands that compute (starting again costs a second load of LibTorch, 0.45 s here). Ranks
+    // a launcher starts inherit the variable and do not start again.
+    const std::set<std::string> computing{"run", "launch", "probe", "profile"};
+    const bool computes = argc > 1 && computing.count(argv[1]);
+    if (const std::string core = computes ? he::blasCoreToForce() : ""; !core.empty() && !std::getenv("OPENBLAS_CORETYPE")) {
         setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
         execv("/proc/self/exe", argv);  // on failure, go on with the kernels OpenBLAS chose
     }
