@@ -66,10 +66,6 @@ struct GroupInstances {
         ++inst.arrived;
     }
     const Member* membersOf(int k, size_t group_size) const { return members.data() + static_cast<size_t>(k) * group_size; }
-    void reserve(size_t instances, size_t group_size) {
-        list.reserve(instances);
-        members.reserve(instances * group_size);
-    }
 };
 
 struct StreamState {

@@ -13,6 +13,7 @@
 #include "planners/algorithms/pipeline_search.h"
 #include "planners/algorithms/registry.h"
 #include "planners/algorithms/tensor_pipeline.h"
+#include "error_of.h"
 #include "planner_fixtures.h"
 
 using namespace hippie;
@@ -43,8 +44,6 @@ Problem twoStageMemoryProblem() {
     const std::vector<int64_t> params{kGiB, kGiB, kGiB, kGiB, 2 * kGiB, 2 * kGiB};
     return makeProblem(layeredChain(std::vector<double>(6, 1.0), params, 1 << 10), exactCluster(1, 2, 12 * kGiB), 4);
 }
-
-bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 
 // Four layers of 1 GiB fp32 weights (P = 1 Gi parameters), no activations, Adam (16 bytes a
 // parameter: weights 4, gradients 4, exp_avg and exp_avg_sq 8), four devices of `memory`.
@@ -273,7 +272,7 @@ private slots:
     // replicas, one stage: the hippie schedule's overlapped all-reduce).
     void tensorParallelBaselinesTakeTheSmallestSizeThatFits() {
         const Problem problem = tensorParallelProblem(4 * kGiB);
-        for (const std::string& name : {"megatron", "deepspeed-3d"}) {
+        for (const std::string& name : {std::string("megatron"), std::string("deepspeed-3d")}) {
             const PlannerResult r = run(name, problem);
             QVERIFY2(r.feasible, (name + ": " + r.reason + "\n" + joined(r.log)).c_str());
             QCOMPARE(r.plan.tp, 4);

@@ -9,6 +9,7 @@
 #include "planners/algorithms/exhaustive_planner.h"
 #include "planners/algorithms/hybrid_candidates.h"
 #include "planners/algorithms/registry.h"
+#include "error_of.h"
 #include "planner_fixtures.h"
 
 using namespace hippie;
@@ -23,8 +24,6 @@ PlannerResult run(const Problem& problem, double budget_s = 120) {
     PlanContext context(budget_s);
     return ExhaustivePlanner().plan(problem, context);
 }
-
-bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 
 // Plans of the documented space: per (pp, dp, m) and ZeRO stage (0-2 when dp > 1), the splits
 // of the layers into pp stages, each stage of two or more layers recomputing or not.

@@ -11,6 +11,7 @@
 #include "planners/algorithms/registry.h"
 #include "planners/common/error.h"
 #include "planners/schedule/engine_support.h"
+#include "error_of.h"
 #include "planner_fixtures.h"
 
 using namespace hippie;
@@ -28,8 +29,6 @@ PlannerResult run(const std::string& planner, const Problem& problem, double bud
 }
 
 double value(const PlannerResult& r, Objective o) { return r.feasible ? objectiveValue(r.metrics, o) : 0.0; }
-
-bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 
 // A small problem: a patterned chain on an exact cluster.
 struct SmallCase {
