@@ -23,6 +23,10 @@ struct DeviceSpec {
     // rate: rate(f) = peak x efficiency x f / (f + half_rate). It scales with the precision's
     // peak (a kernel needs the same time to fill the device). 0 = every kernel at full rate.
     double half_rate_flops = 0;
+    // Convolutions' rate as a fraction of a matmul's of the same FLOPs on this device (its
+    // convolution kernels: im2col or implicit GEMM, layout reorders). 1 = as fast as matmul;
+    // `hippie-engine probe` measures it.
+    double conv_efficiency = 1.0;
     // Ops with profiled times (a graph from 'hippie-engine profile') take their profiled time
     // times this on this device: 1 where the profile was measured; calibration fits it.
     double profiled_time_scale = 1.0;

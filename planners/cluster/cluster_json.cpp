@@ -27,6 +27,10 @@ constexpr double kMaxLatencyS = 3600.0;
 // profiled_time_scale multiplies measured times: calibration moves it by small factors; a
 // million either way is a typo, and a tiny one would make profiled ops free.
 constexpr double kMaxTimeScale = 1e6;
+// conv_efficiency: convolution kernels reach a fraction of matmul's rate (0.3-0.9 measured);
+// outside [1e-3, 4] the probe or the file is wrong.
+constexpr double kMinConvEfficiency = 1e-3;
+constexpr double kMaxConvEfficiency = 4.0;
 
 double readRate(const json& j, std::string_view key, const std::string& where) {
     const double v = requireNumber(j, key, where, Bound::Positive);
@@ -52,6 +56,7 @@ json deviceToJson(const DeviceSpec& d) {
     if (d.memory_bandwidth_bytes_per_s > 0) j["memory_bandwidth_bytes_per_s"] = d.memory_bandwidth_bytes_per_s;
     if (d.launch_overhead_s > 0) j["launch_overhead_s"] = d.launch_overhead_s;
     if (d.half_rate_flops > 0) j["half_rate_flops"] = d.half_rate_flops;
+    if (d.conv_efficiency != 1.0) j["conv_efficiency"] = d.conv_efficiency;  // optional: 1 when absent
     return j;
 }
 
@@ -80,7 +85,7 @@ DeviceSpec readDevice(const json& parent, const std::string& where) {
     const json& j = requireObject(parent, "device", where);
     const std::string w = at(where, "device");
     requireKnownFields(j, {"type", "peak_flops_fp32", "peak_flops_fp16", "efficiency", "memory_bytes", "profiled_time_scale",
-                           "memory_bandwidth_bytes_per_s", "launch_overhead_s", "half_rate_flops"},
+                           "memory_bandwidth_bytes_per_s", "launch_overhead_s", "half_rate_flops", "conv_efficiency"},
                        w);
     DeviceSpec d;
     d.type = requireString(j, "type", w);
@@ -99,6 +104,10 @@ DeviceSpec readDevice(const json& parent, const std::string& where) {
     d.memory_bandwidth_bytes_per_s = optionalNumber(j, "memory_bandwidth_bytes_per_s", w, Bound::Positive).value_or(0.0);
     d.launch_overhead_s = optionalNumber(j, "launch_overhead_s", w, Bound::NonNegative).value_or(0.0);
     d.half_rate_flops = optionalNumber(j, "half_rate_flops", w, Bound::NonNegative).value_or(0.0);
+    d.conv_efficiency = optionalNumber(j, "conv_efficiency", w, Bound::Positive).value_or(1.0);
+    if (d.conv_efficiency < kMinConvEfficiency || d.conv_efficiency > kMaxConvEfficiency)
+        failField(w, "conv_efficiency", "is " + json(d.conv_efficiency).dump() + "; a convolution's rate relative to a matmul's must be between " +
+                                            json(kMinConvEfficiency).dump() + " and " + json(kMaxConvEfficiency).dump());
     return d;
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "planners/common/error.h"
 
@@ -29,6 +30,8 @@ constexpr double kBackwardTrafficFactor = 2.0;
 // An optimizer step reads and writes each parameter's fp32 states, master copy and gradient:
 // the update is memory bound on GPUs. It runs as one fused (multi-tensor) kernel.
 constexpr double kOptimizerKernels = 1;
+// Ops of this kind run at DeviceSpec::conv_efficiency of the matmul rate.
+constexpr std::string_view kConvKind = "conv2d";
 }  // namespace
 
 double optimizerFlopsPerParam(Optimizer o) {
@@ -127,11 +130,12 @@ TensorParallelTraffic CostModel::tensorParallelTraffic(std::span<const int> ops,
     return hippie::tensorParallelTraffic(graph_, split_, ops, samples);
 }
 
-double CostModel::passSeconds(double flops, double moved_bytes, int kernels, int device) const {
+double CostModel::passSeconds(const Op& op, double flops, double moved_bytes, int kernels, int device) const {
     // An op without FLOPs (an input, a view) launches nothing.
     if (flops <= 0) return 0.0;
     const DeviceSpec& d = cluster_.device(device);
-    const double rate = d.achievableFlops(precision());
+    // Convolution kernels reach a fraction of the device's matmul rate (the probe measures it).
+    const double rate = d.achievableFlops(precision()) * (op.kind == kConvKind ? d.conv_efficiency : 1.0);
     // rate(f) = R f / (f + h) per kernel, so a kernel of f FLOPs takes (f + h) / R.
     const double compute = rate > 0 ? (flops + kernels * d.halfRateFlops(precision())) / rate : 0.0;
     const double memory = d.memory_bandwidth_bytes_per_s > 0 ? moved_bytes / d.memory_bandwidth_bytes_per_s : 0.0;
@@ -143,7 +147,7 @@ double CostModel::fwdTime(int op, double samples, int device) const {
     const double scale = samples / graph_.batch_size * rankShare(op);
     if (o.fwd_time_s) return *o.fwd_time_s * scale * cluster_.device(device).profiled_time_scale;
     const double moved = static_cast<double>(o.moved_bytes) * scale + static_cast<double>(rankParamBytes(op));
-    return passSeconds(o.fwd_flops * scale, moved, kForwardKernels, device);
+    return passSeconds(o, o.fwd_flops * scale, moved, kForwardKernels, device);
 }
 
 double CostModel::bwdTime(int op, double samples, int device) const {
@@ -155,7 +159,7 @@ double CostModel::bwdTime(int op, double samples, int device) const {
     // their gradient, in a second kernel.
     const bool weighted = o.param_bytes > 0;
     const double moved = kBackwardTrafficFactor * (static_cast<double>(o.moved_bytes) * scale + static_cast<double>(rankParamBytes(op)));
-    return passSeconds(o.bwd_flops * scale, moved, weighted ? kWeightedBackwardKernels : kForwardKernels, device);
+    return passSeconds(o, o.bwd_flops * scale, moved, weighted ? kWeightedBackwardKernels : kForwardKernels, device);
 }
 
 double CostModel::bwdWeightTime(int op, double samples, int device) const {

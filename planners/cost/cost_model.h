@@ -91,7 +91,8 @@ public:
     // Seconds for `samples` samples on `device`. Profiled times win over FLOPs. Otherwise an
     // op's pass takes max((FLOPs + kernels x half_rate) / achievable rate, bytes moved /
     // memory bandwidth) + kernels x launch overhead: small kernels run below the device's
-    // rate, memory-bound ones at its memory bandwidth (DeviceSpec).
+    // rate, memory-bound ones at its memory bandwidth, convolutions at its conv_efficiency of
+    // the rate (DeviceSpec).
     double fwdTime(int op, double samples, int device) const;
     double bwdTime(int op, double samples, int device) const;          // input + weight grads
     double bwdWeightTime(int op, double samples, int device) const;    // weight-gradient share
@@ -134,7 +135,7 @@ public:
 
 private:
     // One pass over an op: `flops` in `kernels` kernels moving `moved_bytes`.
-    double passSeconds(double flops, double moved_bytes, int kernels, int device) const;
+    double passSeconds(const Op& op, double flops, double moved_bytes, int kernels, int device) const;
     // Ring collective of `bytes` over `group`, `phases` halves (reduce-scatter or all-gather 1,
     // all-reduce 2): hierarchical across nodes.
     double ringCollectiveTime(double bytes, std::span<const int> group, int sharing, int phases) const;

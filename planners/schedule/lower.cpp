@@ -443,7 +443,7 @@ std::vector<bool> checkpointGranularity(const Graph& graph, const Program& prog,
         int64_t checkpoints = 0, all = 0;
         for (int op : layout.segments[s].ops) {
             const size_t i = static_cast<size_t>(op);
-            if (!prog.recompute_op[i] || prog.selective_op[i]) continue;
+            if (!prog.recomputedWithLayer(op)) continue;
             const int64_t bytes = graph.ops[i].output_bytes;
             rebuild[graph.ops[i].layer] += bytes;
             all += bytes;
@@ -578,7 +578,7 @@ public:
         auto sum = [&](const std::vector<int>& ops, bool backward, bool recomputed_only) {
             std::pair<int, int64_t> t{0, 0};
             for (int op : ops) {
-                if (recomputed_only && !prog.recompute_op[static_cast<size_t>(op)]) continue;
+                if (recomputed_only && !prog.recomputed(op)) continue;
                 const OpTensorParallelTraffic& o = by_op[static_cast<size_t>(op)];
                 t.first += backward ? o.backward : o.forward;
                 t.second += backward ? o.backward_bytes : o.forward_bytes;

@@ -155,6 +155,18 @@ struct Program {
     // core at a time inside its block's backward; a subset of recompute_op. The Recompute
     // instruction times them; their outputs live only while their block's backward runs.
     std::vector<bool> selective_op;
+    // The op's activations are recomputed in backward (recompute_op).
+    bool recomputed(int op) const {
+        const auto i = static_cast<size_t>(op);
+        return i < recompute_op.size() && recompute_op[i];
+    }
+    // Recomputed one attention core at a time inside its block's backward (selective_op).
+    bool recomputedInBlock(int op) const {
+        const auto i = static_cast<size_t>(op);
+        return i < selective_op.size() && selective_op[i];
+    }
+    // Recomputed with its whole layer (full recomputation), not only as an attention core.
+    bool recomputedWithLayer(int op) const { return recomputed(op) && !recomputedInBlock(op); }
     // by segment: how full recomputation checkpoints it. True: every recomputed layer keeps its
     // outputs that other layers read (its checkpoints) and the backward rebuilds one layer at a
     // time (Megatron-LM, FSDP). False: only the segment's inputs are kept and the backward

@@ -257,7 +257,7 @@ private:
         std::pair<int, int64_t> t{0, 0};
         for (int op : *ops) {
             if (op < 0 || static_cast<size_t>(op) >= tp_by_op_.size()) continue;
-            if (in.kind == InstrKind::Recompute && !(static_cast<size_t>(op) < p_.recompute_op.size() && p_.recompute_op[static_cast<size_t>(op)]))
+            if (in.kind == InstrKind::Recompute && !p_.recomputed(op))
                 continue;
             const OpTensorParallelTraffic& o = tp_by_op_[static_cast<size_t>(op)];
             t.first += backward ? o.backward : o.forward;

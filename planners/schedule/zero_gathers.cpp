@@ -6,22 +6,6 @@
 
 namespace hippie {
 
-namespace {
-
-bool recomputed(const Program& prog, int op) {
-    const auto i = static_cast<size_t>(op);
-    return i < prog.recompute_op.size() && prog.recompute_op[i];
-}
-
-// Recomputed with its whole layer (not only an attention core, which its block's backward
-// recomputes in place).
-bool rebuiltWhole(const Program& prog, int op) {
-    const auto i = static_cast<size_t>(op);
-    return recomputed(prog, op) && !(i < prog.selective_op.size() && prog.selective_op[i]);
-}
-
-}  // namespace
-
 std::vector<int> zeroGatheredBuckets(const Program& prog, const Graph& graph, const Instr& compute) {
     if (prog.zero_stage < 3 || compute.segment < 0 || compute.segment >= static_cast<int>(prog.segments.size())) return {};
     const bool backward = compute.kind == InstrKind::Backward || compute.kind == InstrKind::BackwardInput;
@@ -56,16 +40,16 @@ std::vector<int> zeroGatheredBuckets(const Program& prog, const Graph& graph, co
         const bool recompute = compute.kind == InstrKind::Recompute;
         // A rebuilt layer's backward runs right after its rebuild, with the parameters the
         // rebuild gathered (as FSDP's checkpointed layers do): the Recompute lists the gather.
-        if (backward && uses([&](int op) { return rebuiltWhole(prog, op); })) continue;
+        if (backward && uses([&](int op) { return prog.recomputedWithLayer(op); })) continue;
         for (const TiedWeightUse& t : ties) {
             const bool user_here = uses([&](int op) {
-                return graph.ops[static_cast<size_t>(op)].layer == t.user_layer && (!recompute || recomputed(prog, op));
+                return graph.ops[static_cast<size_t>(op)].layer == t.user_layer && (!recompute || prog.recomputed(op));
             });
             const int owner = user_here ? ownerBucket(t) : -1;
             if (owner >= 0) out.push_back(owner);
         }
         if (bk.bytes <= 0) continue;
-        if (recompute && !uses([&](int op) { return recomputed(prog, op) && graph.ops[static_cast<size_t>(op)].param_bytes > 0; })) continue;
+        if (recompute && !uses([&](int op) { return prog.recomputed(op) && graph.ops[static_cast<size_t>(op)].param_bytes > 0; })) continue;
         out.push_back(b);
     }
     return out;

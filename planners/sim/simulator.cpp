@@ -108,12 +108,12 @@ std::vector<SegmentMemory> segmentMemory(const Program& prog, const CostModel& c
             const size_t i = static_cast<size_t>(op);
             const Op& o = g.ops[i];
             const double share = cost.rankShare(op);
-            const bool one_block_at_a_time = i < prog.selective_op.size() && prog.selective_op[i];
-            const bool whole_layer = prog.recompute_op[i] && !one_block_at_a_time;
+            const bool one_block_at_a_time = prog.recomputedInBlock(op);
+            const bool whole_layer = prog.recomputedWithLayer(op);
             if (one_block_at_a_time) selective[o.layer].add(o.output_bytes, share);
             else if (whole_layer) rebuilt[o.layer].add(o.output_bytes, share);
             // A checkpoint (a recomputed layer's output another layer reads) is stashed as well.
-            const bool stashed = !prog.recompute_op[i] || (per_layer && whole_layer && read_by_other_layer[i]);
+            const bool stashed = !prog.recomputed(op) || (per_layer && whole_layer && read_by_other_layer[i]);
             if (stashed) kept[s].add(o.output_bytes, share);
             if (stashed && read_outside[i] && !read_inside[i]) sent[s].add(o.output_bytes, share);
             if (o.param_bytes > 0) weight_inputs[s].add(input_bytes_of_op[i]);
@@ -247,7 +247,7 @@ private:
             return cached(recompute_, in.segment, device, [&] {
                 std::vector<int> ops;
                 for (int op : seg.ops)
-                    if (prog_.recompute_op[static_cast<size_t>(op)]) ops.push_back(op);
+                    if (prog_.recomputed(op)) ops.push_back(op);
                 return cost_.fwdTime(ops, b, device);
             });
         case InstrKind::OptimizerStep: return cost_.optimizerTime(paramCount(device), plan_.optimizer, device);
@@ -329,7 +329,7 @@ private:
             const Bucket& bk = prog_.buckets[static_cast<size_t>(bucket)];
             std::vector<int> ops;
             for (int op : bk.ops)
-                if (in.of != InstrKind::Recompute || prog_.recompute_op[static_cast<size_t>(op)]) ops.push_back(op);
+                if (in.of != InstrKind::Recompute || prog_.recomputed(op)) ops.push_back(op);
             double c = 0;
             switch (in.of) {
             case InstrKind::Forward:

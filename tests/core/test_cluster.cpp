@@ -191,6 +191,23 @@ private slots:
         QVERIFY2(contains(msg, "profiled_time_scale"), msg.c_str());
     }
 
+    // The convolution efficiency is written only when it is not 1, read back, and a value no
+    // measurement gives is refused with its field named.
+    void convEfficiencyIsOptionalAndBounded() {
+        Cluster c = mixedCluster();
+        QVERIFY(!hippie::clusterToJson(c)["nodes"][0]["device"].contains("conv_efficiency"));
+        c.nodes[0].device.conv_efficiency = 0.45;
+        const json j = hippie::clusterToJson(c);
+        QCOMPARE(j["nodes"][0]["device"]["conv_efficiency"].get<double>(), 0.45);
+        QCOMPARE(hippie::clusterFromJson(j), c);
+        for (const double v : {0.0, -0.5, 1e-4, 5.0}) {
+            json bad = j;
+            bad["nodes"][0]["device"]["conv_efficiency"] = v;
+            const std::string msg = errorOf([&] { hippie::clusterFromJson(bad); });
+            QVERIFY2(contains(msg, "conv_efficiency"), msg.c_str());
+        }
+    }
+
     void countRepeatsNodes() {
         json j = hippie::clusterToJson(mixedCluster());
         j["nodes"][1]["count"] = 3;

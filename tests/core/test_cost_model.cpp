@@ -80,6 +80,29 @@ private slots:
         QCOMPARE(CostModel(g, c).fwdTime(0, 2, 0), 1.0);
     }
 
+    // A convolution runs at conv_efficiency of the matmul rate, forward and backward; other
+    // kinds of op do not, and the memory bound and launch are untouched.
+    void convolutionsRunAtTheirEfficiency() {
+        Graph g = chainGraph(2, 1e-3, 2e-3, 0);
+        g.ops[0].kind = "conv2d";
+        g.ops[1].kind = "matmul";
+        Cluster c = exactCluster(1, 1);
+        DeviceSpec& d = c.nodes[0].device;
+        d.half_rate_flops = 4e9;
+        d.launch_overhead_s = 1e-5;
+        d.conv_efficiency = 0.4;
+        const CostModel cost(g, c);
+        const auto near = [](double a, double b) { return std::abs(a - b) < 1e-12; };
+        // 1 GFLOP + 4 GFLOP of half-rate at 0.4 TFLOP/s.
+        QVERIFY(near(cost.fwdTime(0, 1, 0), (1e9 + 4e9) / 4e11 + 1e-5));
+        QVERIFY(near(cost.bwdTime(0, 1, 0), (2e9 + 4e9) / 4e11 + 1e-5));
+        QVERIFY(near(cost.fwdTime(1, 1, 0), (1e9 + 4e9) / 1e12 + 1e-5));
+        // A memory-bound convolution stays at the memory bandwidth.
+        g.ops[0].moved_bytes = 1'000'000'000;
+        d.memory_bandwidth_bytes_per_s = 1e10;
+        QVERIFY(near(CostModel(g, c).fwdTime(0, 1, 0), 0.1 + 1e-5));
+    }
+
     // The half-rate size is quoted at the FP16 peak: at a peak 4x lower a kernel fills the
     // device at a quarter of the FLOPs (the same fill time).
     void halfRateScalesWithThePrecisionsPeak() {

@@ -54,8 +54,24 @@ if [ -x "$HIPPIE_PLAN" ]; then
 fi
 timeout 60 "$ENGINE" probe --seconds 0.1 > "$WORK/probe" && grep -q '"peak_flops_fp32"' "$WORK/probe" \
     && grep -q '"all_cores_matmul_flops_per_s": *[1-9]' "$WORK/probe" \
+    && grep -q '"all_cores_loopback_bytes_per_s": *[1-9]' "$WORK/probe" \
     && pass "probe: $(grep -o '"matmul_flops_per_s": *[0-9.e+]*' "$WORK/probe"), $(grep -o '"all_cores_matmul_flops_per_s": *[0-9.e+]*' "$WORK/probe")" \
     || fail "probe: $(cat "$WORK/probe")"
+# Convolutions timed against the matmul curve: a measured efficiency the cluster reader accepts
+# (hippie-plan reads the probe's cluster), one sample per shape.
+python3 - "$WORK/probe" <<'PY2' && pass "probe: conv_efficiency $(grep -o '"conv_efficiency": *[0-9.e+-]*' "$WORK/probe" | head -1)" || fail "probe's convolutions"
+import json, sys
+c = json.load(open(sys.argv[1]))
+e = c["probe"]["conv_efficiency"]
+assert 0.001 <= e <= 4, e
+assert c["nodes"][0]["device"].get("conv_efficiency", 1.0) == e
+assert len(c["probe"]["convolutions"]) == 5 and all(s["seconds"] > 0 for s in c["probe"]["convolutions"])
+PY2
+if [ -x "$HIPPIE_PLAN" ]; then
+    "$HIPPIE_PLAN" simulate --cluster "$WORK/probe" --model resnet50 --override blocks1=1,blocks2=1,blocks3=1,blocks4=1,width_mult=0.25,image_size=64 \
+        --pp 1 --dp 1 --global-batch 2 --microbatches 1 --schedule 1f1b > /dev/null 2>&1 \
+        && pass "hippie-plan reads the probe's cluster" || fail "hippie-plan cannot read the probe's cluster"
+fi
 # OpenBLAS's kernels: those of the CPU's widest vector unit, whatever OpenBLAS read of its model
 # (a virtual machine's masked model made it take Prescott's SSE3 kernels, a quarter of the
 # rate); a user's OPENBLAS_CORETYPE is kept.

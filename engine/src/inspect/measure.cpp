@@ -174,55 +174,128 @@ std::pair<double, double> allCoresRates(int cores, double seconds) {
     return {matmul, copy};
 }
 
-// Bytes per second through a TCP connection on 127.0.0.1 between two threads.
-std::pair<double, double> loopback() {
+// One TCP connection on 127.0.0.1 between two threads: `bytes` one way, then `pings` one-byte
+// round trips. Returns (bytes/s of the payload, one-way latency in s); zeros where a socket
+// call fails.
+std::pair<double, double> loopbackConnection(size_t bytes, int pings) {
     const int srv = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof(addr);
     if (srv < 0 || bind(srv, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(srv, 1) != 0 ||
-        getsockname(srv, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+        getsockname(srv, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+        if (srv >= 0) close(srv);
         return {0, 0};
-    constexpr size_t kBytes = 16 << 20;
-    constexpr int kPings = 200;
+    }
     std::thread peer([&] {
         const int s = accept(srv, nullptr, nullptr);
+        if (s < 0) return;
         std::vector<char> buf(1 << 20);
         size_t got = 0;
-        while (got < kBytes) {
-            const ssize_t n = read(s, buf.data(), std::min(buf.size(), kBytes - got));  // exactly the payload
+        while (got < bytes) {
+            const ssize_t n = read(s, buf.data(), std::min(buf.size(), bytes - got));  // exactly the payload
             if (n <= 0) break;
             got += static_cast<size_t>(n);
         }
         char one = 0;
-        for (int i = 0; i < kPings + 1; ++i) {
+        for (int i = 0; i < pings + 1; ++i) {
             if (read(s, &one, 1) != 1 || write(s, &one, 1) != 1) break;
         }
         close(s);
     });
     const int c = socket(AF_INET, SOCK_STREAM, 0);
     double bw = 0, lat = 0;
-    if (connect(c, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-        std::vector<char> data(kBytes, 1);
+    if (c >= 0 && connect(c, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+        std::vector<char> data(bytes, 1);
         const auto t0 = Clock::now();
         size_t sent = 0;
-        while (sent < kBytes) {
-            const ssize_t n = write(c, data.data() + sent, kBytes - sent);
+        while (sent < bytes) {
+            const ssize_t n = write(c, data.data() + sent, bytes - sent);
             if (n <= 0) break;
             sent += static_cast<size_t>(n);
         }
+        // The peer answers a byte once it has read the whole payload.
         char one = 0;
-        if (write(c, &one, 1) == 1 && read(c, &one, 1) == 1) bw = static_cast<double>(kBytes) / secondsSince(t0);
+        if (write(c, &one, 1) == 1 && read(c, &one, 1) == 1) bw = static_cast<double>(bytes) / secondsSince(t0);
         const auto t1 = Clock::now();
-        for (int i = 0; i < kPings; ++i)
+        int done = 0;
+        for (; done < pings; ++done)
             if (write(c, &one, 1) != 1 || read(c, &one, 1) != 1) break;
-        lat = secondsSince(t1) / kPings / 2;
+        if (done > 0) lat = secondsSince(t1) / done / 2;
+    } else {
+        // Unblock the peer's accept.
+        shutdown(srv, SHUT_RDWR);
     }
-    close(c);
+    if (c >= 0) close(c);
     peer.join();
     close(srv);
     return {bw, lat};
+}
+
+// Bandwidth and latency of one TCP connection on 127.0.0.1.
+std::pair<double, double> loopback() { return loopbackConnection(std::size_t{16} << 20, 200); }
+
+// Bytes/s that `connections` loopback connections move together, all at once: on a host whose
+// ranks talk over loopback, the kernel copies every byte on the cores, so concurrent transfers
+// (a ring all-reduce's, one per rank) share what the cores deliver together.
+double concurrentLoopback(int connections) {
+    constexpr size_t kBytes = std::size_t{32} << 20;
+    std::vector<std::thread> pool;
+    std::vector<double> rates(static_cast<size_t>(connections), 0.0);
+    const auto start = Clock::now();
+    for (int i = 0; i < connections; ++i)
+        pool.emplace_back([&rates, i] { rates[static_cast<size_t>(i)] = loopbackConnection(kBytes, 0).first; });
+    for (std::thread& t : pool) t.join();
+    const double elapsed = secondsSince(start);
+    for (double r : rates)
+        if (r <= 0) return 0.0;
+    return elapsed > 0 ? static_cast<double>(connections) * static_cast<double>(kBytes) / elapsed : 0.0;
+}
+
+// 3x3 convolutions (and one 1x1) of the sizes CNN training runs, forward and backward (input
+// and weight gradients), against the matmul curve at the same FLOPs: the device's convolution
+// kernels (im2col or implicit GEMM, layout reorders) reach this fraction of its matmul rate.
+// Returns the median ratio over the shapes and each shape's (FLOPs, seconds).
+struct ConvProbe {
+    double efficiency = 1.0;
+    std::vector<std::pair<double, double>> samples;
+};
+
+ConvProbe probeConvolutions(const torch::Device& device, const ComputeProbe& matmul, double seconds) {
+    struct Shape {
+        int64_t batch, in, out, side, kernel;
+    };
+    constexpr Shape kShapes[] = {{8, 32, 32, 56, 3}, {8, 64, 64, 28, 3}, {8, 128, 128, 14, 3}, {8, 256, 256, 7, 3}, {8, 256, 64, 14, 1}};
+    ConvProbe p;
+    std::vector<double> ratios;
+    const double share = seconds / static_cast<double>(std::size(kShapes));
+    for (const Shape& s : kShapes) {
+        const auto opts = torch::TensorOptions().device(device);
+        const Tensor x = torch::randn({s.batch, s.in, s.side, s.side}, opts).requires_grad_(true);
+        const Tensor w = torch::randn({s.out, s.in, s.kernel, s.kernel}, opts).requires_grad_(true);
+        const auto pass = [&] {
+            const Tensor y = torch::conv2d(x, w, {}, 1, s.kernel / 2);
+            y.backward(torch::ones_like(y));
+            if (device.is_cuda()) torch::cuda::synchronize();
+        };
+        pass();  // warm-up: the library picks its algorithm
+        std::vector<double> times;
+        const auto start = Clock::now();
+        while (secondsSince(start) < share || times.size() < 3) {
+            const auto t0 = Clock::now();
+            pass();
+            times.push_back(secondsSince(t0));
+        }
+        const double t = median(times);
+        // Forward, input gradient and weight gradient: three kernels of the forward's FLOPs.
+        const double f = 2.0 * static_cast<double>(s.batch * s.out * s.in * s.kernel * s.kernel * s.side * s.side);
+        const double as_matmul = 3.0 * ((f + matmul.half_rate_flops) / matmul.rate_flops + matmul.launch_s);
+        p.samples.emplace_back(3.0 * f, t);
+        if (t > 0) ratios.push_back(as_matmul / t);
+    }
+    if (!ratios.empty()) p.efficiency = median(ratios);
+    return p;
 }
 
 }  // namespace
@@ -231,7 +304,7 @@ int probeCommand(const ProbeOptions& o) {
     Cluster cluster;
     cluster.name = "probed";
     cluster.source = "hippie-engine probe: measured fp32 matmul FLOP/s at sides 64-1024 (rate, half-rate size, launch), "
-                     "a 64 MiB copy (memory bandwidth) and TCP loopback on this host";
+                     "convolutions against that curve, a 64 MiB copy (memory bandwidth) and TCP loopback on this host";
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
     Node node;
     const bool cuda = builtWithCuda() && torch::cuda::is_available();
@@ -245,6 +318,8 @@ int probeCommand(const ProbeOptions& o) {
     node.device.efficiency = 1.0;  // the measurement is what real kernels reach
     node.device.half_rate_flops = compute.half_rate_flops;  // fp16 peak = fp32 here, so no rescaling
     node.device.launch_overhead_s = compute.launch_s;
+    const ConvProbe convs = probeConvolutions(device, compute, o.seconds / (std::size(kProbeSides) + 1));
+    node.device.conv_efficiency = convs.efficiency;
     node.device.memory_bandwidth_bytes_per_s = copyBytesPerSecond(device, o.seconds / (std::size(kProbeSides) + 1));
     node.device.memory_bytes = deviceMemoryBytes(device).value_or(static_cast<int64_t>(pages) * page);
     double bw = 0, lat = 0;
@@ -262,10 +337,15 @@ int probeCommand(const ProbeOptions& o) {
         const auto [matmul, copy] = allCoresRates(cores, o.seconds / (std::size(kProbeSides) + 1));
         out["probe"]["all_cores_matmul_flops_per_s"] = matmul;
         out["probe"]["all_cores_memory_bytes_per_s"] = copy;
+        if (o.loopback_bandwidth) out["probe"]["all_cores_loopback_bytes_per_s"] = concurrentLoopback(cores);
     }
     json matmuls = json::array();
     for (const auto& [f, t] : compute.samples) matmuls.push_back({{"flops", f}, {"seconds", t}, {"flops_per_s", f / t}});
     out["probe"]["matmuls"] = matmuls;
+    json conv_samples = json::array();
+    for (const auto& [f, t] : convs.samples) conv_samples.push_back({{"flops", f}, {"seconds", t}, {"flops_per_s", f / t}});
+    out["probe"]["convolutions"] = conv_samples;
+    out["probe"]["conv_efficiency"] = convs.efficiency;
     out["probe"]["launch_s"] = compute.launch_s;
     out["probe"]["memory_bytes_per_s"] = node.device.memory_bandwidth_bytes_per_s;
     std::cout << out.dump(2) << std::endl;

@@ -261,9 +261,8 @@ void Executor::buildStages(const Graph& graph) {
         std::vector<bool> selective(recompute.size(), false);  // attention cores recomputed inside backward
         for (int op : program_.segments[s].ops) {
             const size_t at = static_cast<size_t>(graph.ops[static_cast<size_t>(op)].layer - range.first_layer);
-            const bool core = static_cast<size_t>(op) < program_.selective_op.size() && program_.selective_op[static_cast<size_t>(op)];
-            if (core) selective[at] = true;
-            else if (program_.recompute_op[static_cast<size_t>(op)]) recompute[at] = true;
+            if (program_.recomputedInBlock(op)) selective[at] = true;
+            else if (program_.recomputed(op)) recompute[at] = true;
         }
         auto layers = model_.tensorParallelLayers(range.first_layer, range.last_layer, seed_, device_, tp_);
         for (size_t i = 0; i < layers.size(); ++i)

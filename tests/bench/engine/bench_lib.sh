@@ -8,6 +8,9 @@
 # all_cores_* rates; cores x one thread's where it has none): a device's matmul rate and memory
 # bandwidth are min(one thread's, all cores' / N). On this project's 2-vCPU hosts the two
 # cores together matmul at about one core's rate (their vCPUs share a physical core).
+# The ranks' links are loopback TCP, which the cores copy: when all N ranks transfer at once
+# (a ring all-reduce has one flow per rank), each flow gets min(one connection's bandwidth,
+# the probe's all_cores_loopback / N).
 rank_cluster() {
     python3 - "$1" "$2" "$3" <<'PY'
 import json, sys
@@ -24,7 +27,13 @@ memory = share(d["memory_bandwidth_bytes_per_s"], "all_cores_memory_bytes_per_s"
 for key in ("peak_flops_fp32", "peak_flops_fp16"):
     d[key] *= compute
 d["memory_bandwidth_bytes_per_s"] *= memory
-print(f"{n} ranks on {p['cpu_cores']} cores: each device {compute:.2f} of one thread's matmul rate, {memory:.2f} of its memory bandwidth")
+link = node["intra"]
+one_flow = link["bandwidth_bytes_per_s"]
+together = p.get("all_cores_loopback_bytes_per_s", 0)
+flow = min(1.0, together / n / one_flow) if together > 0 and one_flow > 0 else 1.0
+link["bandwidth_bytes_per_s"] *= flow
+print(f"{n} ranks on {p['cpu_cores']} cores: each device {compute:.2f} of one thread's matmul rate, {memory:.2f} of its memory bandwidth, "
+      f"each link {flow:.2f} of one connection's bandwidth")
 json.dump(c, open(out, "w"))
 PY
 }
