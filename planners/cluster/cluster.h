@@ -56,6 +56,11 @@ struct Node {
     DeviceSpec device;
     Link intra;  // between two devices of this node
     NetworkPorts ports;
+    // Devices that time-share one host's cores (CPU ranks): how many devices' worth of
+    // compute the node has in all. A device computes at its own rate times
+    // min(1, compute_slots / devices computing at once); the simulator counts them over each
+    // compute. 0: every device computes on its own (GPUs).
+    double compute_slots = 0;
     bool operator==(const Node&) const = default;
 };
 

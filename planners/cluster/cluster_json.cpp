@@ -31,6 +31,8 @@ constexpr double kMaxTimeScale = 1e6;
 // outside [1e-3, 4] the probe or the file is wrong.
 constexpr double kMinConvEfficiency = 1e-3;
 constexpr double kMaxConvEfficiency = 4.0;
+// compute_slots below this would make a shared device thousands of times slower: a typo.
+constexpr double kMinComputeSlots = 1e-3;
 
 double readRate(const json& j, std::string_view key, const std::string& where) {
     const double v = requireNumber(j, key, where, Bound::Positive);
@@ -63,6 +65,7 @@ json deviceToJson(const DeviceSpec& d) {
 json nodeToJson(const Node& n, int count) {
     json j = {{"count", count}, {"devices", n.devices}, {"device", deviceToJson(n.device)}, {"intra", linkToJson(n.intra)}};
     if (n.ports.count > 0) j["ports"] = {{"count", n.ports.count}, {"bandwidth_bytes_per_s", n.ports.bandwidth_bytes_per_s}};
+    if (n.compute_slots > 0) j["compute_slots"] = n.compute_slots;  // optional: 0 (not shared) when absent
     return j;
 }
 
@@ -126,13 +129,17 @@ NetworkPorts readPorts(const json& node, const std::string& where) {
 // caller: recounting it per node made reading quadratic in nodes).
 void readNode(const json& j, const std::string& w, Cluster& c, int64_t& devices) {
     if (!j.is_object()) fail(w, "must be an object (got " + describe(j) + ")");
-    requireKnownFields(j, {"count", "devices", "device", "intra", "ports"}, w);
+    requireKnownFields(j, {"count", "devices", "device", "intra", "ports", "compute_slots"}, w);
     const int count = optionalInt(j, "count", w, Bound::Positive).value_or(1);
     Node n;
     n.devices = requireInt(j, "devices", w, Bound::Positive);
     n.device = readDevice(j, w);
     n.intra = readLink(j, "intra", w);
     n.ports = readPorts(j, w);
+    n.compute_slots = optionalNumber(j, "compute_slots", w, Bound::Positive).value_or(0.0);
+    if (n.compute_slots > 0 && n.compute_slots < kMinComputeSlots)
+        failField(w, "compute_slots", "is " + json(n.compute_slots).dump() + "; a host shared by its devices has at least " +
+                                          json(kMinComputeSlots).dump() + " of one device's compute");
     if (devices + static_cast<int64_t>(count) * n.devices > kMaxDevices)
         fail(w, "'count' x 'devices' brings the cluster above " + std::to_string(kMaxDevices) + " devices; is 'count' a typo?");
     devices += static_cast<int64_t>(count) * n.devices;

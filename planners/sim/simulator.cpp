@@ -153,7 +153,12 @@ public:
 
     Trace run() {
         ExecutionDurations d;
-        d.compute = [this](int s, const Instr& in) { return computeTime(prog_.devices[static_cast<size_t>(s)], in); };
+        d.compute = [this](int s, const Instr& in) {
+            const double t = computeTime(prog_.devices[static_cast<size_t>(s)], in);
+            if (compute_scale_.empty()) return t;
+            const std::vector<Instr>& stream = prog_.streams[static_cast<size_t>(s)];
+            return t * compute_scale_[static_cast<size_t>(s)][static_cast<size_t>(&in - stream.data())];
+        };
         d.transfer = [this](const Instr& in, int from, int to) { return cost_.p2pTime(in.bytes, from, to, sendSharing(from, to)); };
         // A bucket's collective takes the same time every micro-batch (ZeRO-2 reduce-scatters
         // each one's): timed once per (kind, bucket, group).
@@ -180,8 +185,9 @@ public:
                        cost_.tensorParallelTime(in.bytes, in.count, group, in.sequence_parallel, group_sharing_[static_cast<size_t>(in.group)]);
         };
         d.zero_gather = [this](int s, const Instr& in) { return zeroGatherExposedTime(prog_.devices[static_cast<size_t>(s)], in); };
-        const ExecutionResult res = execute(prog_, d);
+        ExecutionResult res = execute(prog_, d);
         if (!res.finished) throw Error("the program deadlocks: " + res.stuck.front());
+        res = shareHostCompute(d, std::move(res));
 
         Trace t;
         t.devices = prog_.devices;
@@ -222,6 +228,93 @@ private:
         for (size_t g = 0; g < prog_.groups.size(); ++g)
             if (nodes_of[g].size() > 1)
                 for (int n : nodes_of[g]) group_sharing_[g] = std::max(group_sharing_[g], groups_on_node[n]);
+    }
+
+    // Devices that time-share a host's cores (Node::compute_slots) compute slower while others
+    // on the host use the cores too: each compute instruction takes its own time times
+    // max(1, a / slots), a being the activities on the node's cores averaged over its span
+    // (itself included). Computes and transfers both count: on such a host the kernel copies
+    // every byte a rank sends or receives (loopback), and a collective copies and sums on
+    // every member's cores. Transfers keep their own times (the links' share models them). Spans and counts depend on each other, so the program runs again
+    // with the factors the last run gives, damped (geometric mean with the previous ones),
+    // until no factor moves by more than kSharingTolerance or after kSharingRounds runs.
+    static constexpr int kSharingRounds = 8;
+    static constexpr double kSharingTolerance = 0.005;
+
+    ExecutionResult shareHostCompute(const ExecutionDurations& d, ExecutionResult res) {
+        const Cluster& c = cost_.cluster();
+        const bool shared = std::any_of(prog_.devices.begin(), prog_.devices.end(),
+                                        [&](int dev) { return c.nodes[static_cast<size_t>(c.nodeOf(dev))].compute_slots > 0; });
+        if (!shared) return res;
+        for (int round = 0; round < kSharingRounds; ++round) {
+            std::vector<std::vector<double>> target = sharingFactors(res);
+            double moved = 0;
+            if (!compute_scale_.empty())
+                for (size_t s = 0; s < target.size(); ++s)
+                    for (size_t i = 0; i < target[s].size(); ++i) {
+                        const double next = std::sqrt(target[s][i] * compute_scale_[s][i]);
+                        moved = std::max(moved, std::abs(std::log(next / compute_scale_[s][i])));
+                        target[s][i] = next;
+                    }
+            else
+                for (const auto& stream : target)
+                    for (double f : stream) moved = std::max(moved, std::log(f));
+            compute_scale_ = std::move(target);
+            if (moved <= kSharingTolerance) break;
+            res = execute(prog_, d);
+            if (!res.finished) throw Error("the program deadlocks: " + res.stuck.front());
+        }
+        return res;
+    }
+
+    static bool occupiesCores(InstrKind k) { return isCompute(k) || isSend(k) || isRecv(k) || isCollective(k); }
+
+    // Per compute instruction: max(1, activities on its node's cores during it / the node's
+    // compute slots), from the spans of `res`. 1 on nodes that do not share compute.
+    std::vector<std::vector<double>> sharingFactors(const ExecutionResult& res) const {
+        const Cluster& c = cost_.cluster();
+        std::vector<std::vector<double>> factor(prog_.streams.size());
+        std::map<int, std::vector<std::pair<double, int>>> edges;  // by node: (time, +1 start / -1 end)
+        for (size_t s = 0; s < prog_.streams.size(); ++s) {
+            factor[s].assign(prog_.streams[s].size(), 1.0);
+            const int node = c.nodeOf(prog_.devices[s]);
+            if (c.nodes[static_cast<size_t>(node)].compute_slots <= 0) continue;
+            for (size_t i = 0; i < prog_.streams[s].size(); ++i) {
+                const InstrTiming& t = res.timing[s][i];
+                if (!occupiesCores(prog_.streams[s][i].kind) || !(t.end > t.start)) continue;
+                edges[node].push_back({t.start, +1});
+                edges[node].push_back({t.end, -1});
+            }
+        }
+        // Per node: the integral of the computing count up to each distinct edge time.
+        std::map<int, std::pair<std::vector<double>, std::vector<double>>> integral;
+        for (auto& [node, e] : edges) {
+            std::sort(e.begin(), e.end());
+            auto& [times, area] = integral[node];
+            int count = 0;
+            double acc = 0;
+            for (size_t k = 0; k < e.size();) {
+                const double t = e[k].first;
+                if (!times.empty()) acc += count * (t - times.back());
+                times.push_back(t);
+                area.push_back(acc);
+                for (; k < e.size() && e[k].first == t; ++k) count += e[k].second;
+            }
+        }
+        for (size_t s = 0; s < prog_.streams.size(); ++s) {
+            const int node = c.nodeOf(prog_.devices[s]);
+            const double slots = c.nodes[static_cast<size_t>(node)].compute_slots;
+            if (slots <= 0) continue;
+            const auto& [times, area] = integral[node];
+            const auto areaAt = [&](double t) { return area[static_cast<size_t>(std::lower_bound(times.begin(), times.end(), t) - times.begin())]; };
+            for (size_t i = 0; i < prog_.streams[s].size(); ++i) {
+                const InstrTiming& t = res.timing[s][i];
+                if (!isCompute(prog_.streams[s][i].kind) || !(t.end > t.start)) continue;
+                const double computing = (areaAt(t.end) - areaAt(t.start)) / (t.end - t.start);
+                factor[s][i] = std::max(1.0, computing / slots);
+            }
+        }
+        return factor;
     }
 
     int sendSharing(int from, int to) const {
@@ -505,6 +598,7 @@ private:
     std::vector<int> group_sharing_;                   // per all-reduce group: collectives sharing its ports
     std::unordered_map<uint64_t, double> fwd_, bwd_, bwd_w_, recompute_, bwd_bucket_;
     std::unordered_map<uint64_t, double> collective_s_;  // by (kind, group, bucket)
+    std::vector<std::vector<double>> compute_scale_;     // [stream][instruction]: host sharing (empty: none)
     std::map<std::tuple<int, int, int64_t, bool>, double> tensor_parallel_s_;  // by (group, count, bytes, sequence parallel)
     std::map<std::tuple<int, int, int, int, int>, double> zero_gather_s_;     // by (segment, compute kind, bucket, node, group)
 };

@@ -208,6 +208,22 @@ private slots:
         }
     }
 
+    // A node's compute slots are written only when set, read back, and bounded.
+    void computeSlotsAreOptionalAndBounded() {
+        Cluster c = mixedCluster();
+        QVERIFY(!hippie::clusterToJson(c)["nodes"][0].contains("compute_slots"));
+        c.nodes[0].compute_slots = 0.98;
+        const json j = hippie::clusterToJson(c);
+        QCOMPARE(j["nodes"][0]["compute_slots"].get<double>(), 0.98);
+        QCOMPARE(hippie::clusterFromJson(j), c);
+        for (const double v : {0.0, -1.0, 1e-4}) {
+            json bad = j;
+            bad["nodes"][0]["compute_slots"] = v;
+            const std::string msg = errorOf([&] { hippie::clusterFromJson(bad); });
+            QVERIFY2(contains(msg, "compute_slots"), msg.c_str());
+        }
+    }
+
     void countRepeatsNodes() {
         json j = hippie::clusterToJson(mixedCluster());
         j["nodes"][1]["count"] = 3;

@@ -227,6 +227,35 @@ private slots:
         QVERIFY(std::abs(r.trace.metrics.throughput_samples_per_s - 1.0 / r.trace.metrics.iteration_time_s) < kEps);
     }
 
+    // Devices that time-share a host's cores (CPU ranks, Node::compute_slots) compute at
+    // min(1, slots / devices computing at once) of their rate: data-parallel replicas that
+    // compute together each take twice as long on one slot, pipeline stages that take turns
+    // keep their full rate, and a partly overlapped pipeline lands in between.
+    void hostSharedComputeSlowsConcurrentComputeOnly() {
+        const Graph one = chainGraph(1, 1, 2, 0);
+        Cluster c = exactCluster(1, 2);
+        const double plain_dp = simulatePlan(one, c, pipelinePlan(1, 1, 2, 1, ScheduleKind::OneFOneB)).trace.metrics.iteration_time_s;
+        QVERIFY(std::abs(plain_dp - 3.0) < kEps);
+        c.nodes[0].compute_slots = 1;
+        const Run dp = simulatePlan(one, c, pipelinePlan(1, 1, 2, 1, ScheduleKind::OneFOneB));
+        QVERIFY2(std::abs(dp.trace.metrics.iteration_time_s - 6.0) < kEps, qPrintable(QString::number(dp.trace.metrics.iteration_time_s)));
+        c.nodes[0].compute_slots = 2;  // a slot each: as if unshared
+        QVERIFY(std::abs(simulatePlan(one, c, pipelinePlan(1, 1, 2, 1, ScheduleKind::OneFOneB)).trace.metrics.iteration_time_s - 3.0) < kEps);
+
+        // pp 2, one micro-batch: F0, F1, B1, B0 never overlap.
+        const Graph two = chainGraph(2, 1, 2, 0);
+        c.nodes[0].compute_slots = 1;
+        const Run turns = simulatePlan(two, c, pipelinePlan(2, 2, 1, 1, ScheduleKind::OneFOneB));
+        QVERIFY2(std::abs(turns.trace.metrics.iteration_time_s - 6.0) < kEps, qPrintable(QString::number(turns.trace.metrics.iteration_time_s)));
+
+        // pp 2, four micro-batches: the steady state overlaps the stages, warm-up and drain do not.
+        const Plan four = pipelinePlan(2, 2, 1, 4, ScheduleKind::OneFOneB);
+        const double shared = simulatePlan(two, c, four).trace.metrics.iteration_time_s;
+        c.nodes[0].compute_slots = 0;
+        const double plain = simulatePlan(two, c, four).trace.metrics.iteration_time_s;
+        QVERIFY2(shared > plain * 1.2 && shared < 2 * plain - 1, qPrintable(QString("%1 vs %2").arg(shared).arg(plain)));
+    }
+
     void memoryEfficiencyIsThroughputPerGiB() {
         const Run r = simulatePlan(chainGraph(2), exactCluster(1, 2), pipelinePlan(2, 2, 1, 4, ScheduleKind::OneFOneB));
         const auto& m = r.trace.metrics;

@@ -159,19 +159,43 @@ double concurrentRate(int threads, double amount, double seconds, const std::fun
 
 // All of the host's cores at once, each one thread: fp32 matmuls of side 512 (FLOP/s) and
 // 64 MiB copies (bytes/s, read and written).
-std::pair<double, double> allCoresRates(int cores, double seconds) {
-    constexpr int64_t kSide = 512;
+constexpr int64_t kAllCoresSide = 512;
+constexpr double kMinSlots = 0.01;  // the cluster reader's floor is 1e-3
+
+struct AllCores {
+    double matmul_flops = 0;  // all cores at once, each one thread
+    double copy_bytes = 0;
+    double slots = 0;         // all cores' matmul rate over one thread's, the median of rounds
+};
+
+// All of the host's cores at once, each one thread: fp32 matmuls of side 512 (FLOP/s) and
+// 64 MiB copies (bytes/s, read and written). The compute slots compare all cores with one
+// thread at the same size, measured back to back in a few rounds (a shared VM's rate drifts
+// by tens of percent between seconds).
+AllCores allCoresRates(int cores, double seconds) {
+    constexpr int64_t kSide = kAllCoresSide;
     constexpr int64_t kElements = int64_t{16} << 20;
-    const double matmul = concurrentRate(cores, 2.0 * kSide * kSide * kSide, seconds / 2, [] {
-        const Tensor a = torch::randn({kSide, kSide}), b = torch::randn({kSide, kSide});
-        return [a, b] { (void)torch::matmul(a, b); };
-    });
-    const double copy = concurrentRate(cores, 2.0 * kElements * 4.0, seconds / 2, [] {
+    constexpr int kRounds = 3;
+    constexpr double kFlops = 2.0 * kSide * kSide * kSide;
+    AllCores out;
+    std::vector<double> together, ratios;
+    for (int r = 0; r < kRounds; ++r) {
+        const double one = matmulSeconds(torch::Device(torch::kCPU), kSide, seconds / 4 / kRounds);
+        const double all = concurrentRate(cores, kFlops, seconds / 4 / kRounds, [] {
+            const Tensor a = torch::randn({kSide, kSide}), b = torch::randn({kSide, kSide});
+            return [a, b] { (void)torch::matmul(a, b); };
+        });
+        together.push_back(all);
+        if (one > 0) ratios.push_back(all * one / kFlops);
+    }
+    out.matmul_flops = median(together);
+    out.slots = median(ratios);
+    out.copy_bytes = concurrentRate(cores, 2.0 * kElements * 4.0, seconds / 2, [] {
         const Tensor src = torch::ones({kElements});
         Tensor dst = torch::empty({kElements});
         return [src, dst]() mutable { dst.copy_(src); };
     });
-    return {matmul, copy};
+    return out;
 }
 
 // One TCP connection on 127.0.0.1 between two threads: `bytes` one way, then `pings` one-byte
@@ -325,20 +349,23 @@ int probeCommand(const ProbeOptions& o) {
     double bw = 0, lat = 0;
     if (o.loopback_bandwidth) std::tie(bw, lat) = loopback();
     node.intra = Link{bw, lat};
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    json probe = {{"cpu_cores", cores}, {"torch_threads", torch::get_num_threads()},
+                  {"cuda", cuda}, {"matmul_flops_per_s", flops}, {"loopback_bytes_per_s", bw}, {"loopback_latency_s", lat}};
+    if (!cuda && torch::get_num_threads() == 1) {
+        // What the cores give together, for ranks that share this host: the node's compute
+        // slots are all cores' matmul rate over one thread's at the same size (1.0 where two
+        // vCPUs share one physical core's FP units, up to the cores where they do not).
+        const AllCores all = allCoresRates(cores, o.seconds / (std::size(kProbeSides) + 1) * 2);
+        probe["all_cores_matmul_flops_per_s"] = all.matmul_flops;
+        probe["all_cores_memory_bytes_per_s"] = all.copy_bytes;
+        if (o.loopback_bandwidth) probe["all_cores_loopback_bytes_per_s"] = concurrentLoopback(cores);
+        if (all.slots > 0) node.compute_slots = std::max(kMinSlots, all.slots);
+    }
     cluster.nodes.push_back(node);
     cluster.inter = node.intra;
     json out = clusterToJson(cluster);
-    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    out["probe"] = {{"cpu_cores", cores}, {"torch_threads", torch::get_num_threads()},
-                    {"cuda", cuda}, {"matmul_flops_per_s", flops}, {"loopback_bytes_per_s", bw}, {"loopback_latency_s", lat}};
-    if (!cuda && torch::get_num_threads() == 1) {
-        // What the cores give together, for ranks that share this host (a rank's device is
-        // its share of these, not of cores x one thread's rate).
-        const auto [matmul, copy] = allCoresRates(cores, o.seconds / (std::size(kProbeSides) + 1));
-        out["probe"]["all_cores_matmul_flops_per_s"] = matmul;
-        out["probe"]["all_cores_memory_bytes_per_s"] = copy;
-        if (o.loopback_bandwidth) out["probe"]["all_cores_loopback_bytes_per_s"] = concurrentLoopback(cores);
-    }
+    out["probe"] = probe;
     json matmuls = json::array();
     for (const auto& [f, t] : compute.samples) matmuls.push_back({{"flops", f}, {"seconds", t}, {"flops_per_s", f / t}});
     out["probe"]["matmuls"] = matmuls;

@@ -4,10 +4,11 @@
 
 # rank_cluster PROBE OUT N: the cluster of `hippie-engine probe` (file PROBE) as N devices, one
 # per rank, written to OUT. The probe times one thread (its torch_threads); each rank runs one
-# thread too, and N ranks share what all the host's cores deliver together (the probe's
-# all_cores_* rates; cores x one thread's where it has none): a device's matmul rate and memory
-# bandwidth are min(one thread's, all cores' / N). On this project's 2-vCPU hosts the two
-# cores together matmul at about one core's rate (their vCPUs share a physical core).
+# thread too. The ranks time-share the host's cores: the probe's node gives their compute
+# slots (all cores' matmul rate over one thread's; about 1.0 on this project's 2-vCPU hosts,
+# whose vCPUs share one physical core's FP units), and the simulator slows each compute by
+# the ranks computing at once over those slots. A probe without slots (older) splits the rates
+# statically instead: each device min(one thread's, all cores' / N).
 # The ranks' links are loopback TCP, which the cores copy: when all N ranks transfer at once
 # (a ring all-reduce has one flow per rank), each flow gets min(one connection's bandwidth,
 # the probe's all_cores_loopback / N).
@@ -22,18 +23,21 @@ d = node["device"]
 def share(one, all_key):
     together = p.get(all_key, p["cpu_cores"] * one)
     return min(1.0, together / n / one) if one > 0 else 1.0
-compute = share(d["peak_flops_fp32"], "all_cores_matmul_flops_per_s")
-memory = share(d["memory_bandwidth_bytes_per_s"], "all_cores_memory_bytes_per_s")
-for key in ("peak_flops_fp32", "peak_flops_fp16"):
-    d[key] *= compute
-d["memory_bandwidth_bytes_per_s"] *= memory
+if node.get("compute_slots", 0) > 0:
+    how = f"sharing {node['compute_slots']:.2f} threads' worth of compute"
+else:
+    compute = share(d["peak_flops_fp32"], "all_cores_matmul_flops_per_s")
+    memory = share(d["memory_bandwidth_bytes_per_s"], "all_cores_memory_bytes_per_s")
+    for key in ("peak_flops_fp32", "peak_flops_fp16"):
+        d[key] *= compute
+    d["memory_bandwidth_bytes_per_s"] *= memory
+    how = f"each device {compute:.2f} of one thread's matmul rate, {memory:.2f} of its memory bandwidth"
 link = node["intra"]
 one_flow = link["bandwidth_bytes_per_s"]
 together = p.get("all_cores_loopback_bytes_per_s", 0)
 flow = min(1.0, together / n / one_flow) if together > 0 and one_flow > 0 else 1.0
 link["bandwidth_bytes_per_s"] *= flow
-print(f"{n} ranks on {p['cpu_cores']} cores: each device {compute:.2f} of one thread's matmul rate, {memory:.2f} of its memory bandwidth, "
-      f"each link {flow:.2f} of one connection's bandwidth")
+print(f"{n} ranks on {p['cpu_cores']} cores: {how}, each link {flow:.2f} of one connection's bandwidth")
 json.dump(c, open(out, "w"))
 PY
 }
