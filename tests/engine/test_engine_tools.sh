@@ -67,6 +67,16 @@ assert 0.001 <= e <= 4, e
 assert c["nodes"][0]["device"].get("conv_efficiency", 1.0) == e
 assert len(c["probe"]["convolutions"]) == 5 and all(s["seconds"] > 0 for s in c["probe"]["convolutions"])
 PY2
+# The CPU ranks' link is the engine's own Gloo all-reduce between two ranks (slower than raw TCP:
+# Gloo's hand-off and sums), and the node says how much compute its ranks share.
+python3 - "$WORK/probe" <<'PY2' && pass "probe: the link is Gloo's ($(grep -o '"gloo_bytes_per_s": *[0-9.e+]*' "$WORK/probe"), $(grep -o '"gloo_latency_s": *[0-9.e+-]*' "$WORK/probe")), $(grep -o '"compute_slots": *[0-9.e+-]*' "$WORK/probe")" || fail "probe's Gloo link or compute slots: $(head -c 600 "$WORK/probe")"
+import json, sys
+c = json.load(open(sys.argv[1]))
+p, node = c["probe"], c["nodes"][0]
+assert p["gloo_bytes_per_s"] > 0 and p["gloo_latency_s"] > 0, p
+assert node["intra"] == {"bandwidth_bytes_per_s": p["gloo_bytes_per_s"], "latency_s": p["gloo_latency_s"]}, node["intra"]
+assert node["compute_slots"] > 0, node
+PY2
 if [ -x "$HIPPIE_PLAN" ]; then
     "$HIPPIE_PLAN" simulate --cluster "$WORK/probe" --model resnet50 --override blocks1=1,blocks2=1,blocks3=1,blocks4=1,width_mult=0.25,image_size=64 \
         --pp 1 --dp 1 --global-batch 2 --microbatches 1 --schedule 1f1b > /dev/null 2>&1 \

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -17,8 +18,10 @@
 #include <c10/util/ThreadLocalDebugInfo.h>
 #include <torch/csrc/autograd/engine.h>
 
+#include "engine/src/comm/comm.h"
 #include "engine/src/device/device.h"
 #include "engine/src/inspect/tools.h"
+#include "engine/src/launch/launcher.h"
 #include "engine/src/models/tiny_models.h"
 #include "engine/src/runtime/data.h"
 #include "planners/cluster/cluster_json.h"
@@ -277,6 +280,69 @@ double concurrentLoopback(int connections) {
     return elapsed > 0 ? static_cast<double>(connections) * static_cast<double>(kBytes) / elapsed : 0.0;
 }
 
+// The engine's own transport between two ranks on this host: two threads, each a rank of a
+// Gloo process group over 127.0.0.1 (the Comm the engine trains with), time all-reduces of one
+// float (latency) and of 16 MiB (bandwidth). A ring all-reduce of two ranks is two messages of
+// latency and, per rank, half the buffer sent and half received twice: time = 2 latency +
+// bytes / bandwidth. What Gloo adds to raw TCP (its work queue's thread hand-off, the sums)
+// is in both. Zeros when the group cannot be set up.
+struct Transport {
+    double latency_s = 0;
+    double bandwidth_bytes_per_s = 0;
+};
+
+Transport glooTransport(double seconds) {
+    constexpr int64_t kLarge = int64_t{4} << 20;  // floats: 16 MiB
+    const int port = freeLoopbackPort();
+    if (port <= 0) return {};
+    std::vector<double> small[2], large[2];
+    std::atomic<bool> failed{false};
+    const auto rank = [&](int r) {
+        try {
+            Rendezvous rv;
+            rv.master_port = port;
+            rv.rank = r;
+            rv.world_size = 2;
+            rv.connect_timeout = std::chrono::milliseconds(10000);
+            rv.op_timeout = std::chrono::milliseconds(10000);
+            Comm comm(rv);
+            comm.addGroup(0, {0, 1});
+            const Tensor one = torch::ones({1});
+            const Tensor big = torch::ones({kLarge});
+            const auto timeAll = [&](const Tensor& t, std::vector<double>& out, double budget) {
+                comm.allReduceSum(t, 0).wait();  // warm-up
+                // Both ranks run the same count: rank 0 decides it and tells rank 1.
+                const auto t0 = Clock::now();
+                comm.allReduceSum(t, 0).wait();
+                const double once = std::max(secondsSince(t0), 1e-7);
+                Tensor n = torch::full({1}, std::clamp(budget / once, 3.0, 2000.0));
+                if (r == 1) n.zero_();
+                comm.allReduceSum(n, 0).wait();
+                const int reps = static_cast<int>(n.item<float>());
+                for (int i = 0; i < reps; ++i) {
+                    const auto t1 = Clock::now();
+                    comm.allReduceSum(t, 0).wait();
+                    out.push_back(secondsSince(t1));
+                }
+            };
+            timeAll(one, small[r], seconds / 2);
+            timeAll(big, large[r], seconds / 2);
+            comm.barrier();
+        } catch (const std::exception&) {
+            failed = true;
+        }
+    };
+    std::thread peer(rank, 1);
+    rank(0);
+    peer.join();
+    if (failed || small[0].empty() || large[0].empty()) return {};
+    Transport t;
+    t.latency_s = median(small[0]) / 2;
+    const double bulk = median(large[0]) - 2 * t.latency_s;
+    if (bulk > 0) t.bandwidth_bytes_per_s = static_cast<double>(kLarge * 4) / bulk;
+    return t;
+}
+
 // 3x3 convolutions (and one 1x1) of the sizes CNN training runs, forward and backward (input
 // and weight gradients), against the matmul curve at the same FLOPs: the device's convolution
 // kernels (im2col or implicit GEMM, layout reorders) reach this fraction of its matmul rate.
@@ -328,7 +394,8 @@ int probeCommand(const ProbeOptions& o) {
     Cluster cluster;
     cluster.name = "probed";
     cluster.source = "hippie-engine probe: measured fp32 matmul FLOP/s at sides 64-1024 (rate, half-rate size, launch), "
-                     "convolutions against that curve, a 64 MiB copy (memory bandwidth) and TCP loopback on this host";
+                     "convolutions against that curve, a 64 MiB copy (memory bandwidth), TCP loopback and the engine's Gloo all-reduce "
+                     "between two ranks (the CPU ranks' link) on this host";
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
     Node node;
     const bool cuda = builtWithCuda() && torch::cuda::is_available();
@@ -347,11 +414,20 @@ int probeCommand(const ProbeOptions& o) {
     node.device.memory_bandwidth_bytes_per_s = copyBytesPerSecond(device, o.seconds / (std::size(kProbeSides) + 1));
     node.device.memory_bytes = deviceMemoryBytes(device).value_or(static_cast<int64_t>(pages) * page);
     double bw = 0, lat = 0;
-    if (o.loopback_bandwidth) std::tie(bw, lat) = loopback();
-    node.intra = Link{bw, lat};
+    Transport gloo;
+    if (o.loopback_bandwidth) {
+        std::tie(bw, lat) = loopback();
+        if (!cuda) gloo = glooTransport(o.seconds / (std::size(kProbeSides) + 1) * 2);
+    }
+    // CPU ranks talk through the engine's Gloo groups: their link is what those achieve.
+    node.intra = gloo.bandwidth_bytes_per_s > 0 ? Link{gloo.bandwidth_bytes_per_s, gloo.latency_s} : Link{bw, lat};
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     json probe = {{"cpu_cores", cores}, {"torch_threads", torch::get_num_threads()},
                   {"cuda", cuda}, {"matmul_flops_per_s", flops}, {"loopback_bytes_per_s", bw}, {"loopback_latency_s", lat}};
+    if (gloo.bandwidth_bytes_per_s > 0) {
+        probe["gloo_bytes_per_s"] = gloo.bandwidth_bytes_per_s;
+        probe["gloo_latency_s"] = gloo.latency_s;
+    }
     if (!cuda && torch::get_num_threads() == 1) {
         // What the cores give together, for ranks that share this host: the node's compute
         // slots are all cores' matmul rate over one thread's at the same size (1.0 where two

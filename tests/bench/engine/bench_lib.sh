@@ -9,9 +9,11 @@
 # whose vCPUs share one physical core's FP units), and the simulator slows each compute by
 # the ranks computing at once over those slots. A probe without slots (older) splits the rates
 # statically instead: each device min(one thread's, all cores' / N).
-# The ranks' links are loopback TCP, which the cores copy: when all N ranks transfer at once
-# (a ring all-reduce has one flow per rank), each flow gets min(one connection's bandwidth,
-# the probe's all_cores_loopback / N).
+# The ranks' link is what the engine's Gloo all-reduce achieves between two ranks on this
+# host (the probe's node): two flows at once, one each way, over loopback TCP, which the cores
+# copy. When all N ranks transfer at once (a ring all-reduce has one flow per rank), those
+# flows share what the two did: each min(1, 2 / N) of the link. (A probe without the Gloo
+# figure gives raw TCP: each flow min(1, all_cores_loopback / N / one connection's).)
 rank_cluster() {
     python3 - "$1" "$2" "$3" <<'PY'
 import json, sys
@@ -33,9 +35,13 @@ else:
     d["memory_bandwidth_bytes_per_s"] *= memory
     how = f"each device {compute:.2f} of one thread's matmul rate, {memory:.2f} of its memory bandwidth"
 link = node["intra"]
-one_flow = link["bandwidth_bytes_per_s"]
-together = p.get("all_cores_loopback_bytes_per_s", 0)
-flow = min(1.0, together / n / one_flow) if together > 0 and one_flow > 0 else 1.0
+if p.get("gloo_bytes_per_s", 0) > 0:
+    # The link is Gloo's two-rank all-reduce: two flows at once (one each way) already.
+    flow = min(1.0, 2 / n)
+else:
+    one_flow = p.get("loopback_bytes_per_s", 0)
+    together = p.get("all_cores_loopback_bytes_per_s", 0)
+    flow = min(1.0, together / n / one_flow) if together > 0 and one_flow > 0 else 1.0
 link["bandwidth_bytes_per_s"] *= flow
 print(f"{n} ranks on {p['cpu_cores']} cores: {how}, each link {flow:.2f} of one connection's bandwidth")
 json.dump(c, open(out, "w"))
