@@ -235,9 +235,10 @@ private:
     // max(1, a / slots), a being the activities on the node's cores averaged over its span
     // (itself included). Computes and transfers both count: on such a host the kernel copies
     // every byte a rank sends or receives (loopback), and a collective copies and sums on
-    // every member's cores. Transfers keep their own times (the links' share models them). Spans and counts depend on each other, so the program runs again
-    // with the factors the last run gives, damped (geometric mean with the previous ones),
-    // until no factor moves by more than kSharingTolerance or after kSharingRounds runs.
+    // every member's cores. Transfers keep their own times (the links' share models them).
+    // Spans and counts depend on each other, so the program runs again with the factors the
+    // last run gives, damped (geometric mean with the previous ones), until no factor moves by
+    // more than kSharingTolerance or after kSharingRounds runs.
     static constexpr int kSharingRounds = 8;
     static constexpr double kSharingTolerance = 0.005;
 
@@ -286,7 +287,7 @@ private:
                 edges[node].push_back({t.end, -1});
             }
         }
-        // Per node: the integral of the computing count up to each distinct edge time.
+        // Per node: the integral of the activity count up to each distinct edge time.
         std::map<int, std::pair<std::vector<double>, std::vector<double>>> integral;
         for (auto& [node, e] : edges) {
             std::sort(e.begin(), e.end());
@@ -305,13 +306,15 @@ private:
             const int node = c.nodeOf(prog_.devices[s]);
             const double slots = c.nodes[static_cast<size_t>(node)].compute_slots;
             if (slots <= 0) continue;
-            const auto& [times, area] = integral[node];
+            // Named, not a structured binding: clang 14 cannot capture those in a lambda.
+            const std::vector<double>& times = integral[node].first;
+            const std::vector<double>& area = integral[node].second;
             const auto areaAt = [&](double t) { return area[static_cast<size_t>(std::lower_bound(times.begin(), times.end(), t) - times.begin())]; };
             for (size_t i = 0; i < prog_.streams[s].size(); ++i) {
                 const InstrTiming& t = res.timing[s][i];
                 if (!isCompute(prog_.streams[s][i].kind) || !(t.end > t.start)) continue;
-                const double computing = (areaAt(t.end) - areaAt(t.start)) / (t.end - t.start);
-                factor[s][i] = std::max(1.0, computing / slots);
+                const double active = (areaAt(t.end) - areaAt(t.start)) / (t.end - t.start);
+                factor[s][i] = std::max(1.0, active / slots);
             }
         }
         return factor;

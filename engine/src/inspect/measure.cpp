@@ -307,8 +307,9 @@ Transport glooTransport(double seconds) {
             rv.op_timeout = std::chrono::milliseconds(10000);
             Comm comm(rv);
             comm.addGroup(0, {0, 1});
-            const Tensor one = torch::ones({1});
-            const Tensor big = torch::ones({kLarge});
+            // Zeros: repeated sums of ones would overflow to inf within the big tensor's reps.
+            const Tensor one = torch::zeros({1});
+            const Tensor big = torch::zeros({kLarge});
             const auto timeAll = [&](const Tensor& t, std::vector<double>& out, double budget) {
                 comm.allReduceSum(t, 0).wait();  // warm-up
                 // Both ranks run the same count: rank 0 decides it and tells rank 1.
