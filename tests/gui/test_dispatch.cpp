@@ -33,6 +33,7 @@
 #include "app/studio/studio_session.h"
 #include "planners/cluster/cluster_json.h"
 #include "planners/schedule/plan_json.h"
+#include "agent_fixture.h"
 #include "studio_start.h"
 #include "widgets/gantt/gantt_plottable.h"
 #include "widgets/gantt/schedule_view.h"
@@ -40,6 +41,7 @@
 using namespace hippie;
 using namespace hippie::studio;
 using jobs::JobState;
+using hippie::test::agentBinary;
 
 namespace {
 
@@ -55,11 +57,6 @@ QString binDir() {
 QString engineBinary() {
     const QByteArray env = qgetenv("HIPPIE_ENGINE");
     const QString path = env.isEmpty() ? binDir() + QStringLiteral("/hippie-engine") : QString::fromLocal8Bit(env);
-    return QFileInfo(path).isExecutable() ? path : QString();
-}
-
-QString agentBinary() {
-    const QString path = binDir() + QStringLiteral("/hippie-agent");
     return QFileInfo(path).isExecutable() ? path : QString();
 }
 
@@ -80,8 +77,7 @@ private:
     QTemporaryDir dir_;
     QString engine_;
     QString plan_file_;
-    QProcess* agent_ = nullptr;
-    quint16 agent_port_ = 0;
+    hippie::test::TestAgent agent_;
 
     QString db() const { return dir_.filePath(QStringLiteral("runs.sqlite")); }
 
@@ -95,41 +91,9 @@ private:
         return w;
     }
 
-    bool startAgent() {
-        if (agent_) return true;
-        const QString agent = agentBinary();
-        if (agent.isEmpty() || engine_.isEmpty()) return false;
-        QFile token(dir_.filePath(QStringLiteral("token")));
-        if (!token.open(QIODevice::WriteOnly)) return false;
-        token.write(kToken.toUtf8() + "\n");
-        token.setPermissions(QFileDevice::ReadOwner | QFileDevice::WriteOwner);
-        token.close();
-        agent_ = new QProcess(this);
-        agent_->setProcessChannelMode(QProcess::ForwardedErrorChannel);
-        agent_->start(agent, {QStringLiteral("--listen"), QStringLiteral("127.0.0.1:0"), QStringLiteral("--token-file"), token.fileName(),
-                              QStringLiteral("--work-dir"), dir_.filePath(QStringLiteral("agent")), QStringLiteral("--engine"), engine_});
-        if (!agent_->waitForStarted(kAgentTimeoutMs)) return false;
-        QElapsedTimer t;
-        t.start();
-        while (t.elapsed() < kAgentTimeoutMs) {
-            if (!agent_->canReadLine() && !agent_->waitForReadyRead(1000)) continue;
-            const QByteArray line = agent_->readLine();
-            const auto j = nlohmann::json::parse(line.toStdString(), nullptr, false);
-            if (j.is_object() && j.value("event", std::string()) == "listening") {
-                agent_port_ = static_cast<quint16>(j.value("port", 0));
-                return agent_port_ > 0;
-            }
-        }
-        return false;
-    }
+    bool startAgent() { return agent_.start(engine_, dir_.path(), kToken); }
 
-    int addAgent(MainWindow& w, const QString& token) {
-        jobs::AgentAddress a;
-        a.host = QStringLiteral("127.0.0.1");
-        a.port = agent_port_;
-        a.token = token;
-        return w.dispatchUi()->workers()->addAgent(a, false);
-    }
+    int addAgent(MainWindow& w, const QString& token) { return w.dispatchUi()->workers()->addAgent(agent_.address(token), false); }
 
     // With HIPPIE_SCREENSHOT_DIR set: the page as the docs show it.
     static void saveScreenshot(MainWindow& w, MainWindow::Page page, const char* name) {
@@ -172,10 +136,7 @@ private slots:
     }
 
     void cleanupTestCase() {
-        if (agent_) {
-            agent_->terminate();
-            if (!agent_->waitForFinished(5000)) agent_->kill();
-        }
+        agent_.stop();
     }
 
     void withoutEngineSaysSo() {

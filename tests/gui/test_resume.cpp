@@ -3,9 +3,11 @@
 // and the Run view's Resume button is enabled; pressing it starts the run's next attempt from
 // step 3's checkpoint, which ends succeeded as attempt 2 of the same run, and the button is then
 // disabled. A run without checkpoints, reopened from the history, has Resume disabled with the
-// reason as its tooltip.
+// reason as its tooltip. Through a hippie-agent: a run with every rank on the agent, cancelled
+// once it has written checkpoints, resumes there as attempt 2 of the same run.
 //
-// Needs hippie-engine (HIPPIE_ENGINE, or HIPPIE_BIN_DIR/hippie-engine); skips without it.
+// Needs hippie-engine (HIPPIE_ENGINE, or HIPPIE_BIN_DIR/hippie-engine), and hippie-agent for the
+// agent case; skips without them.
 #include <QFileInfo>
 #include <QProcess>
 #include <QPushButton>
@@ -22,6 +24,7 @@
 #include "app/studio/dispatch/run_view.h"
 #include "app/studio/dispatch/workers_panel.h"
 #include "app/studio/main_window.h"
+#include "agent_fixture.h"
 #include "planners/schedule/plan_json.h"
 
 using namespace hippie;
@@ -33,6 +36,8 @@ namespace {
 constexpr int kRunTimeoutMs = 120 * 1000;
 constexpr int kSteps = 6;
 constexpr int kCheckpointEvery = 2;
+constexpr int kAgentSteps = 300;  // long enough to be cancelled after its first checkpoints
+const QString kToken = QStringLiteral("resume-test-token");
 
 QString engineBinary() {
     const QByteArray env = qgetenv("HIPPIE_ENGINE");
@@ -123,6 +128,54 @@ private slots:
                 first_resumed_step = std::min(first_resumed_step, e.event.value("step", kSteps));
         QCOMPARE(first_resumed_step, 4);  // from the checkpoint of step 3, the newest both ranks wrote
         QCOMPARE(s.listRuns().size(), size_t{1});
+    }
+
+    void cancelledAgentRunResumesOnTheAgent() {
+        if (engine_.isEmpty()) QSKIP("hippie-engine not found: set HIPPIE_ENGINE or build it (LibTorch) into HIPPIE_BIN_DIR");
+        hippie::test::TestAgent agent;
+        if (!agent.start(engine_, dir_.path(), kToken)) QSKIP("hippie-agent not found or not listening (HIPPIE_BIN_DIR)");
+        auto w = window();
+        DispatchUi* ui = w->dispatchUi();
+        WorkersPanel* workers = ui->workers();
+        const int row = workers->addAgent(agent.address(kToken), false);
+        QVERIFY2(QTest::qWaitFor([&] { return workers->stateText(row).startsWith(QStringLiteral("ready")); }, hippie::test::TestAgent::kTimeoutMs),
+                 qPrintable(workers->stateText(row)));
+        QPushButton* resume = ui->runView()->resumeButton();
+
+        dispatch::RunController* first = ui->dispatchPlan(*plan_, std::nullopt, std::nullopt, {row}, kAgentSteps, 3, false, kCheckpointEvery);
+        QVERIFY(first);
+        // Past step 5 both ranks have written the checkpoints of steps 1 and 3.
+        QVERIFY(QTest::qWaitFor([&] { return ui->runView()->lossPoints() > 2 * kCheckpointEvery + 1 || first->isFinished(); }, kRunTimeoutMs));
+        QVERIFY2(!first->isFinished(), "the run ended before it could be cancelled");
+        first->cancel();
+        QCOMPARE(waitFinished(first), JobState::Cancelled);
+        QVERIFY2(resume->isEnabled(), qPrintable(resume->toolTip()));
+        const qint64 run_id = first->runId();
+
+        resume->click();
+        dispatch::RunController* second = ui->currentRun();
+        QVERIFY(second != first);
+        QCOMPARE(waitFinished(second), JobState::Succeeded);
+        QCOMPARE(second->runId(), run_id);
+        QCOMPARE(second->attempt(), 2);
+        QVERIFY(!resume->isEnabled());
+
+        const store::RunStore s(db());
+        const store::RunDetails d = s.runDetails(run_id);
+        QCOMPARE(d.summary.state, JobState::Succeeded);
+        QCOMPARE(d.summary.attempt, 2);
+        QCOMPARE(d.attempts.size(), size_t{1});
+        QCOMPARE(d.attempts.front().state, JobState::Cancelled);
+        int first_resumed_step = kAgentSteps, last_step = -1;
+        for (const store::StoredEvent& e : d.events)
+            if (e.attempt == 2 && e.event.value("event", std::string()) == "step") {
+                first_resumed_step = std::min(first_resumed_step, e.event.value("step", kAgentSteps));
+                last_step = std::max(last_step, e.event.value("step", -1));
+            }
+        // From a checkpoint (not step 0), on to the run's last step.
+        QVERIFY2(first_resumed_step >= kCheckpointEvery && first_resumed_step % kCheckpointEvery == 0,
+                 qPrintable(QString::number(first_resumed_step)));
+        QCOMPARE(last_step, kAgentSteps - 1);
     }
 
     void runWithoutCheckpointsCannotResume() {
