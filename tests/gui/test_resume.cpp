@@ -15,6 +15,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <limits>
 #include <memory>
 
 #include "app/dispatch/run_controller.h"
@@ -73,6 +74,45 @@ private:
         return w;
     }
 
+    // Presses Resume after `first` ended as `ended`: the run's next attempt succeeds as attempt 2
+    // of the same run (no new run is stored), Resume is then disabled, and the store keeps the
+    // first attempt's state.
+    // Sets the second attempt's first and last step (a failed check leaves them -1).
+    void resumeToSuccess(DispatchUi* ui, dispatch::RunController* first, JobState ended, int* first_step, int* last_step) {
+        *first_step = *last_step = -1;
+        QPushButton* resume = ui->runView()->resumeButton();
+        QVERIFY2(resume->isEnabled(), qPrintable(resume->toolTip()));
+        const qint64 run_id = first->runId();
+        const size_t runs_before = store::RunStore(db()).listRuns().size();
+        QSignalSpy started(ui, &DispatchUi::runStarted);
+        resume->click();
+        QCOMPARE(started.count(), 1);
+        dispatch::RunController* second = ui->currentRun();
+        QVERIFY(second != first);
+        QCOMPARE(waitFinished(second), JobState::Succeeded);
+        QCOMPARE(second->runId(), run_id);
+        QCOMPARE(second->attempt(), 2);
+        QVERIFY(!resume->isEnabled());
+        QVERIFY(ui->runView()->lossPoints() > 0);
+
+        const store::RunStore s(db());
+        const store::RunDetails d = s.runDetails(run_id);
+        QCOMPARE(d.summary.state, JobState::Succeeded);
+        QCOMPARE(d.summary.attempt, 2);
+        QCOMPARE(d.attempts.size(), size_t{1});
+        QCOMPARE(d.attempts.front().state, ended);
+        QCOMPARE(s.listRuns().size(), runs_before);  // the same run, not a new one
+        int lowest = std::numeric_limits<int>::max(), highest = -1;
+        for (const store::StoredEvent& e : d.events)
+            if (e.attempt == 2 && e.event.value("event", std::string()) == "step") {
+                lowest = std::min(lowest, e.event.value("step", lowest));
+                highest = std::max(highest, e.event.value("step", -1));
+            }
+        QVERIFY(highest >= 0);
+        *first_step = lowest;
+        *last_step = highest;
+    }
+
 private slots:
     void initTestCase() {
         QVERIFY(dir_.isValid());
@@ -102,32 +142,11 @@ private slots:
         qunsetenv("HIPPIE_ENGINE_TEST_KILL");
         QCOMPARE(ended, JobState::Failed);
         QVERIFY(!first->checkpointDir().isEmpty());
-        QVERIFY2(resume->isEnabled(), qPrintable(resume->toolTip()));
-        const qint64 run_id = first->runId();
-
-        QSignalSpy started(ui, &DispatchUi::runStarted);
-        resume->click();
-        QCOMPARE(started.count(), 1);
-        dispatch::RunController* second = ui->currentRun();
-        QVERIFY(second != first);
-        QCOMPARE(waitFinished(second), JobState::Succeeded);
-        QCOMPARE(second->runId(), run_id);
-        QCOMPARE(second->attempt(), 2);
-        QVERIFY(!resume->isEnabled());
-        QVERIFY(ui->runView()->lossPoints() > 0);
-
-        const store::RunStore s(db());
-        const store::RunDetails d = s.runDetails(run_id);
-        QCOMPARE(d.summary.state, JobState::Succeeded);
-        QCOMPARE(d.summary.attempt, 2);
-        QCOMPARE(d.attempts.size(), size_t{1});
-        QCOMPARE(d.attempts.front().state, JobState::Failed);
-        int first_resumed_step = kSteps;
-        for (const store::StoredEvent& e : d.events)
-            if (e.attempt == 2 && e.event.value("event", std::string()) == "step")
-                first_resumed_step = std::min(first_resumed_step, e.event.value("step", kSteps));
-        QCOMPARE(first_resumed_step, 4);  // from the checkpoint of step 3, the newest both ranks wrote
-        QCOMPARE(s.listRuns().size(), size_t{1});
+        int first_step = -1, last_step = -1;
+        resumeToSuccess(ui, first, JobState::Failed, &first_step, &last_step);
+        if (QTest::currentTestFailed()) return;
+        QCOMPARE(first_step, 4);  // from the checkpoint of step 3, the newest both ranks wrote
+        QCOMPARE(last_step, kSteps - 1);
     }
 
     void cancelledAgentRunResumesOnTheAgent() {
@@ -140,7 +159,6 @@ private slots:
         const int row = workers->addAgent(agent.address(kToken), false);
         QVERIFY2(QTest::qWaitFor([&] { return workers->stateText(row).startsWith(QStringLiteral("ready")); }, hippie::test::TestAgent::kTimeoutMs),
                  qPrintable(workers->stateText(row)));
-        QPushButton* resume = ui->runView()->resumeButton();
 
         dispatch::RunController* first = ui->dispatchPlan(*plan_, std::nullopt, std::nullopt, {row}, kAgentSteps, 3, false, kCheckpointEvery);
         QVERIFY(first);
@@ -149,32 +167,11 @@ private slots:
         QVERIFY2(!first->isFinished(), "the run ended before it could be cancelled");
         first->cancel();
         QCOMPARE(waitFinished(first), JobState::Cancelled);
-        QVERIFY2(resume->isEnabled(), qPrintable(resume->toolTip()));
-        const qint64 run_id = first->runId();
-
-        resume->click();
-        dispatch::RunController* second = ui->currentRun();
-        QVERIFY(second != first);
-        QCOMPARE(waitFinished(second), JobState::Succeeded);
-        QCOMPARE(second->runId(), run_id);
-        QCOMPARE(second->attempt(), 2);
-        QVERIFY(!resume->isEnabled());
-
-        const store::RunStore s(db());
-        const store::RunDetails d = s.runDetails(run_id);
-        QCOMPARE(d.summary.state, JobState::Succeeded);
-        QCOMPARE(d.summary.attempt, 2);
-        QCOMPARE(d.attempts.size(), size_t{1});
-        QCOMPARE(d.attempts.front().state, JobState::Cancelled);
-        int first_resumed_step = kAgentSteps, last_step = -1;
-        for (const store::StoredEvent& e : d.events)
-            if (e.attempt == 2 && e.event.value("event", std::string()) == "step") {
-                first_resumed_step = std::min(first_resumed_step, e.event.value("step", kAgentSteps));
-                last_step = std::max(last_step, e.event.value("step", -1));
-            }
-        // From a checkpoint (not step 0), on to the run's last step.
-        QVERIFY2(first_resumed_step >= kCheckpointEvery && first_resumed_step % kCheckpointEvery == 0,
-                 qPrintable(QString::number(first_resumed_step)));
+        int first_step = -1, last_step = -1;
+        resumeToSuccess(ui, first, JobState::Cancelled, &first_step, &last_step);
+        if (QTest::currentTestFailed()) return;
+        // From a checkpoint (not step 0) on to the run's last step.
+        QVERIFY2(first_step >= kCheckpointEvery && first_step % kCheckpointEvery == 0, qPrintable(QString::number(first_step)));
         QCOMPARE(last_step, kAgentSteps - 1);
     }
 
