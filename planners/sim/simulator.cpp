@@ -248,19 +248,16 @@ private:
                                         [&](int dev) { return c.nodes[static_cast<size_t>(c.nodeOf(dev))].compute_slots > 0; });
         if (!shared) return res;
         for (int round = 0; round < kSharingRounds; ++round) {
-            std::vector<std::vector<double>> target = sharingFactors(res);
+            std::vector<std::vector<double>> next = sharingFactors(res);
             double moved = 0;
-            if (!compute_scale_.empty())
-                for (size_t s = 0; s < target.size(); ++s)
-                    for (size_t i = 0; i < target[s].size(); ++i) {
-                        const double next = std::sqrt(target[s][i] * compute_scale_[s][i]);
-                        moved = std::max(moved, std::abs(std::log(next / compute_scale_[s][i])));
-                        target[s][i] = next;
-                    }
-            else
-                for (const auto& stream : target)
-                    for (double f : stream) moved = std::max(moved, std::log(f));
-            compute_scale_ = std::move(target);
+            for (size_t s = 0; s < next.size(); ++s)
+                for (size_t i = 0; i < next[s].size(); ++i) {
+                    // The first run's factors are taken as they are (the run before had none).
+                    const double previous = compute_scale_.empty() ? 1.0 : compute_scale_[s][i];
+                    if (!compute_scale_.empty()) next[s][i] = std::sqrt(next[s][i] * previous);
+                    moved = std::max(moved, std::abs(std::log(next[s][i] / previous)));
+                }
+            compute_scale_ = std::move(next);
             if (moved <= kSharingTolerance) break;
             res = execute(prog_, d);
             if (!res.finished) throw Error("the program deadlocks: " + res.stuck.front());

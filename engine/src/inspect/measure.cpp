@@ -160,31 +160,25 @@ double concurrentRate(int threads, double amount, double seconds, const std::fun
     return elapsed > 0 ? total / elapsed : 0.0;
 }
 
-// All of the host's cores at once, each one thread: fp32 matmuls of side 512 (FLOP/s) and
-// 64 MiB copies (bytes/s, read and written).
-constexpr int64_t kAllCoresSide = 512;
 constexpr double kMinSlots = 0.01;  // the cluster reader's floor is 1e-3
 
 struct AllCores {
     double matmul_flops = 0;  // all cores at once, each one thread
-    double copy_bytes = 0;
     double slots = 0;         // all cores' matmul rate over one thread's, the median of rounds
 };
 
-// All of the host's cores at once, each one thread: fp32 matmuls of side 512 (FLOP/s) and
-// 64 MiB copies (bytes/s, read and written). The compute slots compare all cores with one
-// thread at the same size, measured back to back in a few rounds (a shared VM's rate drifts
-// by tens of percent between seconds).
+// All of the host's cores at once, each one thread, running fp32 matmuls of side 512, against
+// one thread alone at the same size: the compute slots. Measured back to back in a few rounds
+// (a shared VM's rate drifts by tens of percent between seconds).
 AllCores allCoresRates(int cores, double seconds) {
-    constexpr int64_t kSide = kAllCoresSide;
-    constexpr int64_t kElements = int64_t{16} << 20;
+    constexpr int64_t kSide = 512;
     constexpr int kRounds = 3;
     constexpr double kFlops = 2.0 * kSide * kSide * kSide;
     AllCores out;
     std::vector<double> together, ratios;
     for (int r = 0; r < kRounds; ++r) {
-        const double one = matmulSeconds(torch::Device(torch::kCPU), kSide, seconds / 4 / kRounds);
-        const double all = concurrentRate(cores, kFlops, seconds / 4 / kRounds, [] {
+        const double one = matmulSeconds(torch::Device(torch::kCPU), kSide, seconds / 2 / kRounds);
+        const double all = concurrentRate(cores, kFlops, seconds / 2 / kRounds, [] {
             const Tensor a = torch::randn({kSide, kSide}), b = torch::randn({kSide, kSide});
             return [a, b] { (void)torch::matmul(a, b); };
         });
@@ -193,11 +187,6 @@ AllCores allCoresRates(int cores, double seconds) {
     }
     out.matmul_flops = median(together);
     out.slots = median(ratios);
-    out.copy_bytes = concurrentRate(cores, 2.0 * kElements * 4.0, seconds / 2, [] {
-        const Tensor src = torch::ones({kElements});
-        Tensor dst = torch::empty({kElements});
-        return [src, dst]() mutable { dst.copy_(src); };
-    });
     return out;
 }
 
@@ -295,7 +284,7 @@ Transport glooTransport(double seconds) {
     constexpr int64_t kLarge = int64_t{4} << 20;  // floats: 16 MiB
     const int port = freeLoopbackPort();
     if (port <= 0) return {};
-    std::vector<double> small[2], large[2];
+    std::vector<double> small, large;  // rank 0's times
     std::atomic<bool> failed{false};
     const auto rank = [&](int r) {
         try {
@@ -323,11 +312,11 @@ Transport glooTransport(double seconds) {
                 for (int i = 0; i < reps; ++i) {
                     const auto t1 = Clock::now();
                     comm.allReduceSum(t, 0).wait();
-                    out.push_back(secondsSince(t1));
+                    if (r == 0) out.push_back(secondsSince(t1));
                 }
             };
-            timeAll(one, small[r], seconds / 2);
-            timeAll(big, large[r], seconds / 2);
+            timeAll(one, small, seconds / 2);
+            timeAll(big, large, seconds / 2);
             comm.barrier();
         } catch (const std::exception&) {
             failed = true;
@@ -336,10 +325,10 @@ Transport glooTransport(double seconds) {
     std::thread peer(rank, 1);
     rank(0);
     peer.join();
-    if (failed || small[0].empty() || large[0].empty()) return {};
+    if (failed || small.empty() || large.empty()) return {};
     Transport t;
-    t.latency_s = median(small[0]) / 2;
-    const double bulk = median(large[0]) - 2 * t.latency_s;
+    t.latency_s = median(small) / 2;
+    const double bulk = median(large) - 2 * t.latency_s;
     if (bulk > 0) t.bandwidth_bytes_per_s = static_cast<double>(kLarge * 4) / bulk;
     return t;
 }
@@ -402,6 +391,7 @@ int probeCommand(const ProbeOptions& o) {
     const bool cuda = builtWithCuda() && torch::cuda::is_available();
     const torch::Device device = cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
     const ComputeProbe compute = probeCompute(device, o.seconds);
+    const double slot = o.seconds / (std::size(kProbeSides) + 1);  // each of the other measurements' time
     const double flops = compute.rate_flops;
     node.devices = cuda ? static_cast<int>(torch::cuda::device_count()) : 1;
     node.device.type = cuda ? "cuda" : "cpu";
@@ -410,15 +400,15 @@ int probeCommand(const ProbeOptions& o) {
     node.device.efficiency = 1.0;  // the measurement is what real kernels reach
     node.device.half_rate_flops = compute.half_rate_flops;  // fp16 peak = fp32 here, so no rescaling
     node.device.launch_overhead_s = compute.launch_s;
-    const ConvProbe convs = probeConvolutions(device, compute, o.seconds / (std::size(kProbeSides) + 1));
+    const ConvProbe convs = probeConvolutions(device, compute, slot);
     node.device.conv_efficiency = convs.efficiency;
-    node.device.memory_bandwidth_bytes_per_s = copyBytesPerSecond(device, o.seconds / (std::size(kProbeSides) + 1));
+    node.device.memory_bandwidth_bytes_per_s = copyBytesPerSecond(device, slot);
     node.device.memory_bytes = deviceMemoryBytes(device).value_or(static_cast<int64_t>(pages) * page);
     double bw = 0, lat = 0;
     Transport gloo;
     if (o.loopback_bandwidth) {
         std::tie(bw, lat) = loopback();
-        if (!cuda) gloo = glooTransport(o.seconds / (std::size(kProbeSides) + 1) * 2);
+        if (!cuda) gloo = glooTransport(2 * slot);
     }
     // CPU ranks talk through the engine's Gloo groups: their link is what those achieve.
     node.intra = gloo.bandwidth_bytes_per_s > 0 ? Link{gloo.bandwidth_bytes_per_s, gloo.latency_s} : Link{bw, lat};
@@ -433,9 +423,8 @@ int probeCommand(const ProbeOptions& o) {
         // What the cores give together, for ranks that share this host: the node's compute
         // slots are all cores' matmul rate over one thread's at the same size (1.0 where two
         // vCPUs share one physical core's FP units, up to the cores where they do not).
-        const AllCores all = allCoresRates(cores, o.seconds / (std::size(kProbeSides) + 1) * 2);
+        const AllCores all = allCoresRates(cores, slot);
         probe["all_cores_matmul_flops_per_s"] = all.matmul_flops;
-        probe["all_cores_memory_bytes_per_s"] = all.copy_bytes;
         if (o.loopback_bandwidth) probe["all_cores_loopback_bytes_per_s"] = concurrentLoopback(cores);
         if (all.slots > 0) node.compute_slots = std::max(kMinSlots, all.slots);
     }

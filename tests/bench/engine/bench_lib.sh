@@ -7,8 +7,7 @@
 # thread too. The ranks time-share the host's cores: the probe's node gives their compute
 # slots (all cores' matmul rate over one thread's; about 1.0 on this project's 2-vCPU hosts,
 # whose vCPUs share one physical core's FP units), and the simulator slows each compute by
-# the ranks computing at once over those slots. A probe without slots (older) splits the rates
-# statically instead: each device min(one thread's, all cores' / N).
+# the ranks computing at once over those slots.
 # The ranks' link is what the engine's Gloo all-reduce achieves between two ranks on this
 # host (the probe's node): two flows at once, one each way, over loopback TCP, which the cores
 # copy. When all N ranks transfer at once (a ring all-reduce has one flow per rank), those
@@ -21,19 +20,9 @@ src, out, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 c = json.load(open(src))
 p, node = c["probe"], c["nodes"][0]
 node["devices"] = n
-d = node["device"]
-def share(one, all_key):
-    together = p.get(all_key, p["cpu_cores"] * one)
-    return min(1.0, together / n / one) if one > 0 else 1.0
-if node.get("compute_slots", 0) > 0:
-    how = f"sharing {node['compute_slots']:.2f} threads' worth of compute"
-else:
-    compute = share(d["peak_flops_fp32"], "all_cores_matmul_flops_per_s")
-    memory = share(d["memory_bandwidth_bytes_per_s"], "all_cores_memory_bytes_per_s")
-    for key in ("peak_flops_fp32", "peak_flops_fp16"):
-        d[key] *= compute
-    d["memory_bandwidth_bytes_per_s"] *= memory
-    how = f"each device {compute:.2f} of one thread's matmul rate, {memory:.2f} of its memory bandwidth"
+if node.get("compute_slots", 0) <= 0:
+    sys.exit("rank_cluster: the probe gives no compute_slots (it measures them with one torch thread): "
+             "the ranks' sharing of the cores is unknown")
 link = node["intra"]
 if p.get("gloo_bytes_per_s", 0) > 0:
     # The link is Gloo's two-rank all-reduce: two flows at once (one each way) already.
@@ -43,7 +32,7 @@ else:
     together = p.get("all_cores_loopback_bytes_per_s", 0)
     flow = min(1.0, together / n / one_flow) if together > 0 and one_flow > 0 else 1.0
 link["bandwidth_bytes_per_s"] *= flow
-print(f"{n} ranks on {p['cpu_cores']} cores: {how}, each link {flow:.2f} of one connection's bandwidth")
+print(f"{n} ranks on {p['cpu_cores']} cores: sharing {node['compute_slots']:.2f} threads' worth of compute, each flow {flow:.2f} of the probed link")
 json.dump(c, open(out, "w"))
 PY
 }

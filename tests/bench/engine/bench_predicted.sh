@@ -15,7 +15,7 @@ ENGINE="$1"; PLANNER="$2"; STEPS="${3:-6}"; GB="${4:-16}"; N=4
 WORK="$(mktemp -d)"; trap 'rm -rf "$WORK"' EXIT
 echo "load before: $(uptime)"
 "$ENGINE" probe --seconds 6 > "$WORK/probe.json" || exit 2
-rank_cluster "$WORK/probe.json" "$WORK/probe.json" $N
+rank_cluster "$WORK/probe.json" "$WORK/probe.json" $N || exit 2
 echo "probe: $(grep -o '"matmul_flops_per_s":[^,]*' "$WORK/probe.json"), $(grep -o '"loopback_bytes_per_s":[^,]*' "$WORK/probe.json")"
 errors=()
 run() {  # run MODEL OVERRIDE NAME PLAN_ARGS...

@@ -17,7 +17,7 @@ echo "load before: $(uptime)"
 # One probe; a cluster of as many devices as each plan has ranks (2 ranks share the cores
 # differently from 4).
 "$ENGINE" probe --seconds 6 > "$WORK/probe.json" || exit 2
-for n in 2 4; do rank_cluster "$WORK/probe.json" "$WORK/probe-$n.json" $n; done
+for n in 2 4; do rank_cluster "$WORK/probe.json" "$WORK/probe-$n.json" $n || exit 2; done
 printf "%-26s %5s %12s %14s %9s %14s %9s\n" plan ranks "measured s" "cpu-local s" error "probed s" error
 run() {  # NAME RANKS PLAN_ARGS...
     local name="$1" n="$2"; shift 2
