@@ -2,12 +2,30 @@
 // Cluster: nodes of devices and the links between them. Devices are numbered globally,
 // node by node: node 0 holds devices 0..n0-1, node 1 the next n1, and so on.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "planners/model/graph.h"
 
 namespace hippie {
+
+// Measured times of one kind of op on a device (`hippie-engine probe` times the kinds the
+// zoo uses, forward and backward through autograd as the engine runs them). A pass takes its
+// overhead (dispatch, launch, autograd) plus the bytes it moves at its rate: on a CPU host a
+// GELU or a softmax runs far below the copy bandwidth, a convolution pays oneDNN's set-up
+// and a skinny matmul streams its packed weights slower than a copy. 0 = the device's figure
+// (memory bandwidth; launch overhead per kernel).
+struct KernelTiming {
+    double forward_bytes_per_s = 0;
+    double backward_bytes_per_s = 0;
+    double forward_overhead_s = 0;
+    double backward_overhead_s = 0;
+    // The kind's own kernel size at half its rate on the FLOP curve (small convolutions
+    // reach a fraction of what CNN-sized ones do); 0 = the device's half_rate_flops.
+    double half_rate_flops = 0;
+    bool operator==(const KernelTiming&) const = default;
+};
 
 struct DeviceSpec {
     std::string type;            // "A100-SXM4-40GB", "V100-PCIe-16GB", "cpu"
@@ -27,6 +45,10 @@ struct DeviceSpec {
     // convolution kernels: im2col or implicit GEMM, layout reorders). 1 = as fast as matmul;
     // `hippie-engine probe` measures it.
     double conv_efficiency = 1.0;
+    // Ops of these kinds (Op::kind) move their bytes and pay their overhead as measured here,
+    // in place of memory_bandwidth_bytes_per_s and launch_overhead_s; the FLOP curve still
+    // bounds them from below. Empty on presets.
+    std::map<std::string, KernelTiming> kernels{};
     // Ops with profiled times (a graph from 'hippie-engine profile') take their profiled time
     // times this on this device: 1 where the profile was measured; calibration fits it.
     double profiled_time_scale = 1.0;

@@ -31,6 +31,8 @@ constexpr double kMaxTimeScale = 1e6;
 // outside [1e-3, 4] the probe or the file is wrong.
 constexpr double kMinConvEfficiency = 1e-3;
 constexpr double kMaxConvEfficiency = 4.0;
+// A kernel's measured overhead beyond a second is no dispatch cost but a broken measurement.
+constexpr double kMaxKernelOverheadS = 1.0;
 // compute_slots below this would make a shared device thousands of times slower: a typo.
 constexpr double kMinComputeSlots = 1e-3;
 
@@ -59,6 +61,13 @@ json deviceToJson(const DeviceSpec& d) {
     if (d.launch_overhead_s > 0) j["launch_overhead_s"] = d.launch_overhead_s;
     if (d.half_rate_flops > 0) j["half_rate_flops"] = d.half_rate_flops;
     if (d.conv_efficiency != 1.0) j["conv_efficiency"] = d.conv_efficiency;  // optional: 1 when absent
+    if (!d.kernels.empty()) {  // optional: none when absent
+        json& kernels = j["kernels"] = json::object();
+        for (const auto& [kind, k] : d.kernels)
+            kernels[kind] = {{"forward_bytes_per_s", k.forward_bytes_per_s}, {"backward_bytes_per_s", k.backward_bytes_per_s},
+                             {"forward_overhead_s", k.forward_overhead_s}, {"backward_overhead_s", k.backward_overhead_s},
+                             {"half_rate_flops", k.half_rate_flops}};
+    }
     return j;
 }
 
@@ -84,11 +93,45 @@ Link readLink(const json& parent, const char* key, const std::string& where) {
     return l;
 }
 
+// "kernels": {"<op kind>": {forward/backward bytes per second (0: the device's memory
+// bandwidth), forward/backward overhead in seconds, half_rate_flops (0: the device's)}, ...}.
+std::map<std::string, KernelTiming> readKernels(const json& device, const std::string& where) {
+    std::map<std::string, KernelTiming> out;
+    if (!has(device, "kernels")) return out;
+    const json& j = requireObject(device, "kernels", where);
+    for (const auto& [kind, entry] : j.items()) {
+        const std::string w = at(at(where, "kernels"), kind);
+        if (kind.empty()) fail(at(where, "kernels"), "an op kind must not be empty");
+        if (!entry.is_object()) fail(w, "must be an object with the kind's forward/backward rates and overheads");
+        requireKnownFields(entry, {"forward_bytes_per_s", "backward_bytes_per_s", "forward_overhead_s", "backward_overhead_s", "half_rate_flops"}, w);
+        KernelTiming k;
+        double* rates[] = {&k.forward_bytes_per_s, &k.backward_bytes_per_s};
+        const char* rate_keys[] = {"forward_bytes_per_s", "backward_bytes_per_s"};
+        for (int i = 0; i < 2; ++i) {
+            *rates[i] = optionalNumber(entry, rate_keys[i], w, Bound::NonNegative).value_or(0.0);
+            if (*rates[i] > 0 && *rates[i] < kMinRate)
+                failField(w, rate_keys[i], "is " + json(*rates[i]).dump() + "; a rate must be 0 (the device's memory bandwidth) or at least " +
+                                               json(kMinRate).dump() + " bytes per second");
+        }
+        double* overheads[] = {&k.forward_overhead_s, &k.backward_overhead_s};
+        const char* overhead_keys[] = {"forward_overhead_s", "backward_overhead_s"};
+        for (int i = 0; i < 2; ++i) {
+            *overheads[i] = optionalNumber(entry, overhead_keys[i], w, Bound::NonNegative).value_or(0.0);
+            if (*overheads[i] > kMaxKernelOverheadS)
+                failField(w, overhead_keys[i], "is " + json(*overheads[i]).dump() + " s; a kernel's overhead must be at most " +
+                                                   json(kMaxKernelOverheadS).dump() + " s");
+        }
+        k.half_rate_flops = optionalNumber(entry, "half_rate_flops", w, Bound::NonNegative).value_or(0.0);
+        out.emplace(kind, k);
+    }
+    return out;
+}
+
 DeviceSpec readDevice(const json& parent, const std::string& where) {
     const json& j = requireObject(parent, "device", where);
     const std::string w = at(where, "device");
     requireKnownFields(j, {"type", "peak_flops_fp32", "peak_flops_fp16", "efficiency", "memory_bytes", "profiled_time_scale",
-                           "memory_bandwidth_bytes_per_s", "launch_overhead_s", "half_rate_flops", "conv_efficiency"},
+                           "memory_bandwidth_bytes_per_s", "launch_overhead_s", "half_rate_flops", "conv_efficiency", "kernels"},
                        w);
     DeviceSpec d;
     d.type = requireString(j, "type", w);
@@ -111,6 +154,7 @@ DeviceSpec readDevice(const json& parent, const std::string& where) {
     if (d.conv_efficiency < kMinConvEfficiency || d.conv_efficiency > kMaxConvEfficiency)
         failField(w, "conv_efficiency", "is " + json(d.conv_efficiency).dump() + "; a convolution's rate relative to a matmul's must be between " +
                                             json(kMinConvEfficiency).dump() + " and " + json(kMaxConvEfficiency).dump());
+    d.kernels = readKernels(j, w);
     return d;
 }
 

@@ -130,36 +130,52 @@ TensorParallelTraffic CostModel::tensorParallelTraffic(std::span<const int> ops,
     return hippie::tensorParallelTraffic(graph_, split_, ops, samples);
 }
 
-double CostModel::passSeconds(const Op& op, double flops, double moved_bytes, int kernels, int device) const {
+double passBytes(double activation_bytes, double param_bytes, bool backward) {
+    // Backward reads the output gradient and the saved input and writes the input gradient
+    // (twice forward's activation traffic); a weighted op also reads its weights and writes
+    // their gradient.
+    return (backward ? kBackwardTrafficFactor : 1.0) * (activation_bytes + param_bytes);
+}
+
+double CostModel::passSeconds(const Op& op, double flops, double moved_bytes, int kernels, int device, bool backward) const {
     // An op without FLOPs (an input, a view) launches nothing.
     if (flops <= 0) return 0.0;
     const DeviceSpec& d = cluster_.device(device);
     // Convolution kernels reach a fraction of the device's matmul rate (the probe measures it).
     const double rate = d.achievableFlops(precision()) * (op.kind == kConvKind ? d.conv_efficiency : 1.0);
+    // A kind measured on this device moves its bytes at its own rate, pays its own overhead
+    // and may saturate at its own size.
+    double half_rate = d.halfRateFlops(precision());
+    double bandwidth = d.memory_bandwidth_bytes_per_s;
+    double overhead = kernels * d.launch_overhead_s;
+    if (const auto k = d.kernels.find(op.kind); k != d.kernels.end()) {
+        const KernelTiming& t = k->second;
+        if (t.half_rate_flops > 0) half_rate = t.half_rate_flops;
+        if (const double measured = backward ? t.backward_bytes_per_s : t.forward_bytes_per_s; measured > 0) bandwidth = measured;
+        overhead = backward ? t.backward_overhead_s : t.forward_overhead_s;
+    }
     // rate(f) = R f / (f + h) per kernel, so a kernel of f FLOPs takes (f + h) / R.
-    const double compute = rate > 0 ? (flops + kernels * d.halfRateFlops(precision())) / rate : 0.0;
-    const double memory = d.memory_bandwidth_bytes_per_s > 0 ? moved_bytes / d.memory_bandwidth_bytes_per_s : 0.0;
-    return std::max(compute, memory) + kernels * d.launch_overhead_s;
+    const double compute = rate > 0 ? (flops + kernels * half_rate) / rate : 0.0;
+    const double memory = bandwidth > 0 ? moved_bytes / bandwidth : 0.0;
+    return std::max(compute, memory) + overhead;
 }
 
 double CostModel::fwdTime(int op, double samples, int device) const {
     const Op& o = graph_.ops[static_cast<size_t>(op)];
     const double scale = samples / graph_.batch_size * rankShare(op);
     if (o.fwd_time_s) return *o.fwd_time_s * scale * cluster_.device(device).profiled_time_scale;
-    const double moved = static_cast<double>(o.moved_bytes) * scale + static_cast<double>(rankParamBytes(op));
-    return passSeconds(o, o.fwd_flops * scale, moved, kForwardKernels, device);
+    const double moved = passBytes(static_cast<double>(o.moved_bytes) * scale, static_cast<double>(rankParamBytes(op)), /*backward=*/false);
+    return passSeconds(o, o.fwd_flops * scale, moved, kForwardKernels, device, /*backward=*/false);
 }
 
 double CostModel::bwdTime(int op, double samples, int device) const {
     const Op& o = graph_.ops[static_cast<size_t>(op)];
     const double scale = samples / graph_.batch_size * rankShare(op);
     if (o.bwd_time_s) return *o.bwd_time_s * scale * cluster_.device(device).profiled_time_scale;
-    // Backward reads the output gradient and the saved input and writes the input gradient
-    // (twice forward's activation traffic); a weighted op also reads its weights and writes
-    // their gradient, in a second kernel.
+    // A weighted op computes its weight gradient in a second kernel.
     const bool weighted = o.param_bytes > 0;
-    const double moved = kBackwardTrafficFactor * (static_cast<double>(o.moved_bytes) * scale + static_cast<double>(rankParamBytes(op)));
-    return passSeconds(o, o.bwd_flops * scale, moved, weighted ? kWeightedBackwardKernels : kForwardKernels, device);
+    const double moved = passBytes(static_cast<double>(o.moved_bytes) * scale, static_cast<double>(rankParamBytes(op)), /*backward=*/true);
+    return passSeconds(o, o.bwd_flops * scale, moved, weighted ? kWeightedBackwardKernels : kForwardKernels, device, /*backward=*/true);
 }
 
 double CostModel::bwdWeightTime(int op, double samples, int device) const {

@@ -49,6 +49,10 @@ struct OpTensorParallelTraffic {
 // rankParamBytes and tensorParallelTraffic for `graph` under `split`, and the traffic of every
 // op at once (one pass over the edges), indexed by op id, to sum over many op sets.
 int64_t rankParamBytes(const Graph& graph, TensorSplit split, int op);
+// Bytes a pass over an op moves when it reads and writes `activation_bytes` (Op::moved_bytes
+// scaled to its samples) and holds `param_bytes`: forward once, backward twice. The probe
+// counts its measured kernels' bytes with it, so their rates mean what the cost model reads.
+double passBytes(double activation_bytes, double param_bytes, bool backward);
 double rankShare(const Op& op, TensorSplit split);
 TensorParallelTraffic tensorParallelTraffic(const Graph& graph, TensorSplit split, std::span<const int> ops, double samples);
 std::vector<OpTensorParallelTraffic> tensorParallelTrafficByOp(const Graph& graph, TensorSplit split, double samples);
@@ -134,8 +138,9 @@ public:
                               int64_t p2p_buffer_bytes, int zero_stage = 0, int64_t gathered_bytes = 0) const;
 
 private:
-    // One pass over an op: `flops` in `kernels` kernels moving `moved_bytes`.
-    double passSeconds(const Op& op, double flops, double moved_bytes, int kernels, int device) const;
+    // One pass over an op: `flops` in `kernels` kernels moving `moved_bytes`; `backward` picks
+    // the backward rate and overhead of a measured kernel (DeviceSpec::kernels).
+    double passSeconds(const Op& op, double flops, double moved_bytes, int kernels, int device, bool backward) const;
     // Ring collective of `bytes` over `group`, `phases` halves (reduce-scatter or all-gather 1,
     // all-reduce 2): hierarchical across nodes.
     double ringCollectiveTime(double bytes, std::span<const int> group, int sharing, int phases) const;

@@ -208,6 +208,33 @@ private slots:
         }
     }
 
+    // Measured kernels are written only when there are some, read back, and bounded: a rate
+    // of 0 means the device's bandwidth, a positive one below 1 B/s, a negative value, an
+    // overhead beyond a second, an unknown field or a kind that is no object are refused,
+    // naming what is wrong.
+    void measuredKernelsAreOptionalAndBounded() {
+        Cluster c = mixedCluster();
+        QVERIFY(!hippie::clusterToJson(c)["nodes"][0]["device"].contains("kernels"));
+        c.nodes[0].device.kernels["gelu"] = hippie::KernelTiming{2.5e9, 4.5e9, 1.4e-6, 6.4e-6, 0};
+        c.nodes[0].device.kernels["conv2d"] = hippie::KernelTiming{0, 0, 6e-6, 1.6e-5, 9.7e6};
+        const json j = hippie::clusterToJson(c);
+        QCOMPARE(j["nodes"][0]["device"]["kernels"]["gelu"]["forward_bytes_per_s"].get<double>(), 2.5e9);
+        QCOMPARE(hippie::clusterFromJson(j), c);
+        const std::pair<const char*, json> bad_fields[] = {{"forward_bytes_per_s", 0.5},    {"backward_bytes_per_s", -1.0},
+                                                           {"forward_overhead_s", 2.0},     {"backward_overhead_s", -1e-6},
+                                                           {"half_rate_flops", -1.0},       {"launch_s", 1e-6}};
+        for (const auto& [field, v] : bad_fields) {
+            json bad = j;
+            bad["nodes"][0]["device"]["kernels"]["gelu"][field] = v;
+            const std::string msg = errorOf([&] { hippie::clusterFromJson(bad); });
+            QVERIFY2(contains(msg, field) && contains(msg, "gelu"), msg.c_str());
+        }
+        json not_object = j;
+        not_object["nodes"][0]["device"]["kernels"]["relu"] = 3;
+        const std::string msg = errorOf([&] { hippie::clusterFromJson(not_object); });
+        QVERIFY2(contains(msg, "relu") && contains(msg, "object"), msg.c_str());
+    }
+
     // A node's compute slots are written only when set, read back, and bounded.
     void computeSlotsAreOptionalAndBounded() {
         Cluster c = mixedCluster();
@@ -308,6 +335,9 @@ private slots:
         for (const hippie::ClusterPreset& p : hippie::clusterPresets())
             schema_check::undeclaredKeys(schema, schema, hippie::clusterToJson(hippie::buildClusterPreset(p.name)), "", problems);
         schema_check::undeclaredKeys(schema, schema, hippie::clusterToJson(mixedCluster()), "", problems);
+        Cluster measured = mixedCluster();  // a probed device's kernel table
+        measured.nodes[0].device.kernels["gelu"] = hippie::KernelTiming{1e9, 2e9, 1e-6, 2e-6, 3e6};
+        schema_check::undeclaredKeys(schema, schema, hippie::clusterToJson(measured), "", problems);
         schema_check::undeclaredKeys(schema, schema, schema_check::loadJson(examplePath("two-node.cluster.json")), "", problems);
         QVERIFY2(problems.empty(), ("not in schema: " + schema_check::joined(problems)).c_str());
     }

@@ -103,6 +103,48 @@ private slots:
         QVERIFY(near(CostModel(g, c).fwdTime(0, 1, 0), 0.1 + 1e-5));
     }
 
+    // A kind the device measured (DeviceSpec::kernels) moves its bytes at its own rate and
+    // pays its own overhead, forward and backward, instead of the memory bandwidth and the
+    // launch overhead per kernel; a kind's half-rate size replaces the device's. Kinds
+    // without an entry keep the device's figures.
+    void measuredKernelsUseTheirOwnRateAndOverhead() {
+        Graph g = chainGraph(3, 1e-3, 2e-3, 0);
+        g.ops[0].kind = "gelu";
+        g.ops[1].kind = "conv2d";
+        g.ops[2].kind = "relu";
+        for (Op& o : g.ops) {
+            o.fwd_flops = 1e6;  // 1 us at 1 TFLOP/s: below every memory term here
+            o.bwd_flops = 1e6;
+            o.moved_bytes = 1'000'000;
+            o.param_bytes = 0;
+        }
+        g.ops[1].fwd_flops = 1e9;
+        g.ops[1].bwd_flops = 2e9;
+        g.ops[1].param_bytes = 1000;  // weighted: two backward kernels
+        Cluster c = exactCluster(1, 1);
+        DeviceSpec& d = c.nodes[0].device;
+        d.memory_bandwidth_bytes_per_s = 1e10;
+        d.launch_overhead_s = 1e-6;
+        d.half_rate_flops = 0;
+        d.kernels["gelu"] = KernelTiming{2e9, 5e9, 3e-6, 7e-6, 0};
+        d.kernels["conv2d"] = KernelTiming{0, 0, 4e-6, 9e-6, 1e9};
+        const CostModel cost(g, c);
+        const auto near = [](double a, double b) { return std::abs(a - b) < 1e-15; };
+        // GELU: 1 MB forward at 2 GB/s plus 3 us; backward moves 2 MB at 5 GB/s plus 7 us.
+        QVERIFY(near(cost.fwdTime(0, 1, 0), 1e6 / 2e9 + 3e-6));
+        QVERIFY(near(cost.bwdTime(0, 1, 0), 2e6 / 5e9 + 7e-6));
+        // The convolution keeps the device's bandwidth (no rate of its own) and is compute
+        // bound at its own half-rate size: (1 GFLOP + 1 GFLOP) / 1 TFLOP/s + 4 us; backward
+        // two kernels, (2 + 2 x 1) GFLOP + 9 us.
+        QVERIFY(near(cost.fwdTime(1, 1, 0), 2e9 / 1e12 + 4e-6));
+        QVERIFY(near(cost.bwdTime(1, 1, 0), 4e9 / 1e12 + 9e-6));
+        // ReLU has no entry: the device's bandwidth and one launch per kernel.
+        QVERIFY(near(cost.fwdTime(2, 1, 0), 1e6 / 1e10 + 1e-6));
+        QVERIFY(near(cost.bwdTime(2, 1, 0), 2e6 / 1e10 + 1e-6));
+        // Half the samples: half the bytes, the same overhead.
+        QVERIFY(near(cost.fwdTime(0, 0.5, 0), 0.5e6 / 2e9 + 3e-6));
+    }
+
     // The half-rate size is quoted at the FP16 peak: at a peak 4x lower a kernel fills the
     // device at a quarter of the FLOPs (the same fill time).
     void halfRateScalesWithThePrecisionsPeak() {

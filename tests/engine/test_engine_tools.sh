@@ -77,6 +77,23 @@ assert p["gloo_bytes_per_s"] > 0 and p["gloo_latency_s"] > 0, p
 assert node["intra"] == {"bandwidth_bytes_per_s": p["gloo_bytes_per_s"], "latency_s": p["gloo_latency_s"]}, node["intra"]
 assert node["compute_slots"] > 0, node
 PY2
+# A CPU device is one rank of one thread: OpenBLAS's own pool is sized to it too (left alone it
+# ran the "one thread" matmuls on every core). The kernel table has the zoo's op kinds, each
+# timed at two sizes, forward and backward, with overheads the cluster reader accepts.
+python3 - "$WORK/probe" <<'PY2' && pass "probe: one thread ($(grep -o '"blas": *"[^"]*"' "$WORK/probe")), kernels of $(grep -c '"forward_overhead_s"' "$WORK/probe") kinds" || fail "probe's threads or kernels: $(head -c 600 "$WORK/probe")"
+import json, sys
+c = json.load(open(sys.argv[1]))
+p, device = c["probe"], c["nodes"][0]["device"]
+assert p["torch_threads"] == 1, p["torch_threads"]
+assert not p["blas"].startswith("openblas") or p["blas"].endswith("(1 threads)"), p["blas"]
+kinds = {"add", "relu", "gelu", "tanh", "softmax", "layernorm", "batchnorm", "maxpool", "concat", "cross_entropy", "matmul", "attention", "conv2d"}
+assert set(device["kernels"]) == kinds, sorted(device["kernels"])
+for kind, k in device["kernels"].items():
+    assert 0 <= k["forward_overhead_s"] <= 1 and 0 <= k["backward_overhead_s"] <= 1, (kind, k)
+    assert k["forward_bytes_per_s"] == 0 or k["forward_bytes_per_s"] >= 1, (kind, k)
+samples = p["kernels"]
+assert len(samples) == 2 * len(kinds) and all(s["forward_s"] > 0 and s["backward_s"] > 0 for s in samples), samples
+PY2
 if [ -x "$HIPPIE_PLAN" ]; then
     "$HIPPIE_PLAN" simulate --cluster "$WORK/probe" --model resnet50 --override blocks1=1,blocks2=1,blocks3=1,blocks4=1,width_mult=0.25,image_size=64 \
         --pp 1 --dp 1 --global-batch 2 --microbatches 1 --schedule 1f1b > /dev/null 2>&1 \

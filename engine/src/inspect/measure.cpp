@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <optional>
 #include <functional>
 #include <thread>
 
@@ -20,9 +21,11 @@
 
 #include "engine/src/comm/comm.h"
 #include "engine/src/device/device.h"
+#include "engine/src/inspect/kernel_probe.h"
 #include "engine/src/inspect/tools.h"
 #include "engine/src/launch/launcher.h"
 #include "engine/src/models/tiny_models.h"
+#include "engine/src/runtime/cpu_threads.h"
 #include "engine/src/runtime/data.h"
 #include "planners/cluster/cluster_json.h"
 #include "planners/common/error.h"
@@ -384,12 +387,17 @@ int probeCommand(const ProbeOptions& o) {
     Cluster cluster;
     cluster.name = "probed";
     cluster.source = "hippie-engine probe: measured fp32 matmul FLOP/s at sides 64-1024 (rate, half-rate size, launch), "
-                     "convolutions against that curve, a 64 MiB copy (memory bandwidth), TCP loopback and the engine's Gloo all-reduce "
-                     "between two ranks (the CPU ranks' link) on this host";
+                     "convolutions against that curve, the zoo's op kinds forward and backward at two sizes (kernels), "
+                     "a 64 MiB copy (memory bandwidth), TCP loopback and the engine's Gloo all-reduce between two ranks "
+                     "(the CPU ranks' link) on this host";
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
     Node node;
     const bool cuda = builtWithCuda() && torch::cuda::is_available();
     const torch::Device device = cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
+    // A CPU device is one rank of one thread, set up as `run --threads 1` sets its rank up:
+    // OpenBLAS keeps a pool of its own (one thread per core) that torch::set_num_threads does
+    // not size, so without this the "one thread" matmuls ran on every core.
+    const std::optional<CpuSetup> cpu = cuda ? std::nullopt : std::optional<CpuSetup>(configureCpu(1));
     const ComputeProbe compute = probeCompute(device, o.seconds);
     const double slot = o.seconds / (std::size(kProbeSides) + 1);  // each of the other measurements' time
     const double flops = compute.rate_flops;
@@ -402,6 +410,8 @@ int probeCommand(const ProbeOptions& o) {
     node.device.launch_overhead_s = compute.launch_s;
     const ConvProbe convs = probeConvolutions(device, compute, slot);
     node.device.conv_efficiency = convs.efficiency;
+    const KernelProbe kernels = probeKernels(device, {compute.rate_flops, convs.efficiency}, 2 * slot);
+    node.device.kernels = kernels.kernels;
     node.device.memory_bandwidth_bytes_per_s = copyBytesPerSecond(device, slot);
     node.device.memory_bytes = deviceMemoryBytes(device).value_or(static_cast<int64_t>(pages) * page);
     double bw = 0, lat = 0;
@@ -415,6 +425,7 @@ int probeCommand(const ProbeOptions& o) {
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     json probe = {{"cpu_cores", cores}, {"torch_threads", torch::get_num_threads()},
                   {"cuda", cuda}, {"matmul_flops_per_s", flops}, {"loopback_bytes_per_s", bw}, {"loopback_latency_s", lat}};
+    if (cpu) probe["blas"] = cpu->blas;
     if (gloo.bandwidth_bytes_per_s > 0) {
         probe["gloo_bytes_per_s"] = gloo.bandwidth_bytes_per_s;
         probe["gloo_latency_s"] = gloo.latency_s;
@@ -439,6 +450,11 @@ int probeCommand(const ProbeOptions& o) {
     for (const auto& [f, t] : convs.samples) conv_samples.push_back({{"flops", f}, {"seconds", t}, {"flops_per_s", f / t}});
     out["probe"]["convolutions"] = conv_samples;
     out["probe"]["conv_efficiency"] = convs.efficiency;
+    json kernel_samples = json::array();
+    for (const KernelSample& k : kernels.samples)
+        kernel_samples.push_back({{"kind", k.kind}, {"activation_bytes", k.activation_bytes}, {"param_bytes", k.param_bytes},
+                                  {"forward_s", k.forward_s}, {"backward_s", k.backward_s}});
+    out["probe"]["kernels"] = kernel_samples;
     out["probe"]["launch_s"] = compute.launch_s;
     out["probe"]["memory_bytes_per_s"] = node.device.memory_bandwidth_bytes_per_s;
     std::cout << out.dump(2) << std::endl;
@@ -550,6 +566,9 @@ int profileCommand(const std::string& model, int batch_size, int seq_len, int re
     try {
         const torch::Device device = resolveDevice(device_name, 0);
         useDevice(device);
+        // On the CPU, the times of one rank of one thread, like the probe's device (left alone,
+        // OpenBLAS's own pool would run the matmuls on every core and the rest on one).
+        if (!device.is_cuda()) configureCpu(1);
         ModelSpec spec;
         spec.zoo = model;
         spec.batch_size = batch_size;

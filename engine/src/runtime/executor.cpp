@@ -717,12 +717,33 @@ void Executor::sampleMemory() {
     trace_.memory[0].push_back(MemorySample{now(), bytes});
 }
 
-void Executor::waitPostedReceives() {
+void Executor::waitPostedReceives(size_t upto) {
+    std::vector<Posted> later;
     for (Posted& p : posted_recvs_) {
+        if (p.needed_at > upto) {
+            later.push_back(std::move(p));
+            continue;
+        }
         p.work.wait();
         trace_.events[p.event].end_s = now();
     }
-    posted_recvs_.clear();
+    posted_recvs_ = std::move(later);
+}
+
+size_t Executor::nextCompute(size_t from) const {
+    while (from < stream_->size() && !isCompute((*stream_)[from].kind)) ++from;
+    return from;
+}
+
+void Executor::postReceivesAhead() {
+    const size_t next = nextCompute(pc_ + 1);
+    for (size_t i = pc_ + 1; i < next; ++i) {
+        const Instr& in = (*stream_)[i];
+        if (!isRecv(in.kind)) continue;
+        (this->*table_[static_cast<size_t>(in.kind)])(in);
+        posted_recvs_.back().needed_at = next;
+        posted_ahead_.insert(i);
+    }
 }
 
 void Executor::pollSends() {
@@ -1205,6 +1226,7 @@ StepResult Executor::step(int index) {
     trace_.memory.assign(1, {});
     recv_activation_.clear();
     recv_grad_.clear();
+    posted_ahead_.clear();
     input_grad_.clear();
     backward_started_.clear();
     recomputed_.clear();
@@ -1249,7 +1271,8 @@ StepResult Executor::step(int index) {
         if (!last_compute_.accounted && in.kind != InstrKind::TensorParallel) throw unlisted();
         if (!last_compute_.zero_accounted && !isInline(in.kind)) throw unlisted_gathers();
         if (isCompute(in.kind)) {
-            waitPostedReceives();
+            waitPostedReceives(pc_);
+            postReceivesAhead();
             if (tp_.enabled()) tp_.group->resetCounts();
             zero_gathers_ = 0;
             rebuilt_ = Rebuilds{};
@@ -1279,8 +1302,9 @@ StepResult Executor::step(int index) {
             }
             last_compute_ = lc;
             sampleMemory();
-        } else {
+        } else if (!posted_ahead_.erase(pc_)) {
             (this->*h)(in);
+            if (isRecv(in.kind)) posted_recvs_.back().needed_at = nextCompute(pc_);
         }
         pollSends();
         buckets_->poll();
@@ -1292,7 +1316,7 @@ StepResult Executor::step(int index) {
     if (!recomputed_.empty())
         throw Error("rank " + std::to_string(rank_) + ": the Recompute of segment " + std::to_string(recomputed_.begin()->first.first) +
                     ", micro-batch " + std::to_string(recomputed_.begin()->first.second) + " was never followed by its backward");
-    waitPostedReceives();
+    waitPostedReceives(stream_->size());
     for (Posted& p : posted_sends_) {
         p.work.wait();
         if (trace_.events[p.event].end_s < 0) trace_.events[p.event].end_s = now();

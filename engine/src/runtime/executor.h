@@ -191,7 +191,13 @@ private:
     // First row of micro-batch mb in inputs_ and targets_.
     int64_t firstRow(int mb) const;
     int tagOf(bool grad, int segment, int mb) const;
-    void waitPostedReceives();
+    // Waits for the posted receives that the compute at stream position `upto` (or before) reads.
+    void waitPostedReceives(size_t upto);
+    // Posts the receives the next compute instruction after pc_ reads, so that they arrive
+    // while the compute at pc_ runs: Gloo and NCCL move a message only once its receive is
+    // posted, and posted in program order it would wait for the compute before it.
+    void postReceivesAhead();
+    size_t nextCompute(size_t from) const;  // stream position of the first compute at or after `from`
     Live outputGrad(int segment, int mb);
     void storeInputGrad(const Stage& st, int mb, const Live& grads);
     void bindTiedWeights(const Graph& graph);
@@ -258,6 +264,7 @@ private:
     struct Posted {
         Pending work;
         size_t event = 0;
+        size_t needed_at = 0;  // receives: the stream position of the compute that reads it
     };
     torch::Tensor inputs_, targets_;  // this replica's samples of the step
     std::map<std::pair<int, int>, Live> recv_activation_;          // (producer segment, mb)
@@ -272,6 +279,7 @@ private:
     std::vector<TiedReduction> tied_pending_;  // posted this step, summed at the optimizer step
     std::set<std::pair<int, int>> backward_started_, weight_done_;
     std::vector<Posted> posted_recvs_, posted_sends_;
+    std::set<size_t> posted_ahead_;  // stream positions of receives postReceivesAhead posted
     std::map<int, size_t> allreduce_event_;  // bucket -> event index
     struct LastCompute {
         Instr in;

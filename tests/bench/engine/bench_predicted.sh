@@ -2,16 +2,22 @@
 # Benchmark (3) of issue 13 (not a CTest test): predicted against measured step time for plans
 # of four zoo families (GPT, ResNet, VGG, MLP at size overrides that take a fraction of a
 # second to seconds a step here) on this host's CPU ranks. The cluster is `hippie-engine
-# probe` of this host (matmul rate, memory and loopback bandwidth, latency), split into one
-# device per rank (each its share of a core), measured before the runs and not fitted to them;
-# the prediction is `hippie-plan simulate` of the very plan file the ranks ran (the zoo's
-# Graph: FLOPs and bytes, no measured layer times).
+# probe` of this host (one thread's matmul curve, its kernel table of the zoo's op kinds,
+# memory bandwidth, the Gloo link, the cores' compute slots), one device per rank
+# (bench_lib.sh's rank_cluster), measured before the runs and not fitted to them; the
+# prediction is `hippie-plan simulate` of the very plan file the ranks ran (the zoo's Graph:
+# FLOPs and bytes, no measured layer times).
 # Prints the error of each plan and the median |error|.
-# Usage: bench_predicted.sh HIPPIE_ENGINE HIPPIE_PLAN [STEPS] [GLOBAL_BATCH]
+# RANKS=N (default 4, even) runs N ranks of one thread: data parallel over all N, and two
+# pipeline stages of N/2 replicas each; 4 on this project's 2-core hosts time-share the
+# cores, 2 give each rank its own.
+# Usage: [RANKS=N] bench_predicted.sh HIPPIE_ENGINE HIPPIE_PLAN [STEPS] [GLOBAL_BATCH (default 4 x N)]
 set -u
 # shellcheck source=bench_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
-ENGINE="$1"; PLANNER="$2"; STEPS="${3:-6}"; GB="${4:-16}"; N=4
+N="${RANKS:-4}"
+[ $((N % 2)) -eq 0 ] && [ "$N" -ge 2 ] || { echo "RANKS must be even and at least 2 (got $N)"; exit 2; }
+ENGINE="$1"; PLANNER="$2"; STEPS="${3:-6}"; GB="${4:-$((4 * N))}"
 WORK="$(mktemp -d)"; trap 'rm -rf "$WORK"' EXIT
 echo "load before: $(uptime)"
 "$ENGINE" probe --seconds 6 > "$WORK/probe.json" || exit 2
@@ -39,8 +45,8 @@ declare -A OVERRIDE=(
     [mlp]="layers=4,hidden=1024,inputs=1024,classes=10"
 )
 for m in gpt2-small resnet50 vgg16 mlp; do
-    run "$m" "${OVERRIDE[$m]}" "$m-dp4" --pp 1 --dp 4 --microbatches 1 --schedule 1f1b
-    run "$m" "${OVERRIDE[$m]}" "$m-pp2dp2-hippie" --pp 2 --dp 2 --microbatches 2 --schedule hippie
+    run "$m" "${OVERRIDE[$m]}" "$m-dp$N" --pp 1 --dp "$N" --microbatches 1 --schedule 1f1b
+    run "$m" "${OVERRIDE[$m]}" "$m-pp2dp$((N / 2))-hippie" --pp 2 --dp $((N / 2)) --microbatches 2 --schedule hippie
 done
 printf "%s\n" "${errors[@]}" | sort -g | awk '{ a[NR] = $1 } END { if (NR) printf "plans: %d, median |error| %.1f%%\n", NR, (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2) }'
 echo "load after: $(uptime)"

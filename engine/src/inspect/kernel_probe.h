@@ -1,0 +1,41 @@
+#pragma once
+// The probe's kernel table (DeviceSpec::kernels): the op kinds the zoo's graphs use, each run
+// forward and backward through autograd on its device as the engine runs it, at a size where
+// the kernel's own work is negligible (its overhead) and at one where it dominates (its rate).
+#include <map>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "planners/cluster/cluster.h"
+
+namespace hippie::engine {
+
+// The device's FLOP curve as the probe measured it: a kind's time below it is compute, not bytes.
+struct ComputeRates {
+    double matmul_flops_per_s = 0;
+    double conv_efficiency = 1.0;
+};
+
+// One kind at one size: what the cost model counts for it (planners/model/zoo*.cpp's bytes
+// and FLOPs) and the median times measured.
+struct KernelSample {
+    std::string kind;
+    double activation_bytes = 0;  // inputs + outputs (+ state kept for backward), fp32
+    double param_bytes = 0;
+    double forward_flops = 0, backward_flops = 0;
+    double forward_s = 0, backward_s = 0;
+};
+
+struct KernelProbe {
+    std::map<std::string, KernelTiming> kernels;
+    std::vector<KernelSample> samples;  // two per kind: small, then large
+};
+
+// About `seconds` in all. Each pass's overhead and rate come from its two sizes with the cost
+// model's formula, time = overhead + max(FLOPs / the curve's rate, bytes / rate): where the
+// large size is compute bound (a convolution), the rate is left 0 (the device's bandwidth).
+KernelProbe probeKernels(const torch::Device& device, const ComputeRates& rates, double seconds);
+
+}  // namespace hippie::engine
