@@ -5,9 +5,8 @@
 # rank_cluster PROBE OUT N: the cluster of `hippie-engine probe` (file PROBE) as N devices, one
 # per rank, written to OUT. The probe times one thread (its torch_threads); each rank runs one
 # thread too. The ranks time-share the host's cores: the probe's node gives their compute
-# slots (all cores' matmul rate over one thread's; about 1.0 on this project's 2-vCPU hosts,
-# whose vCPUs share one physical core's FP units), and the simulator slows each compute by
-# the ranks computing at once over those slots.
+# slots (all cores' matmul rate over one thread's; 1.7-2.0 on this project's 2-vCPU hosts),
+# and the simulator slows each compute by the ranks computing at once over those slots.
 # The ranks' link is what the engine's Gloo all-reduce achieves between two ranks on this
 # host (the probe's node): two flows at once, one each way, over loopback TCP, which the cores
 # copy. When all N ranks transfer at once (a ring all-reduce has one flow per rank), those
