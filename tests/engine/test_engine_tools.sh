@@ -91,7 +91,7 @@ assert set(device["kernels"]) == kinds, sorted(device["kernels"])
 for kind, k in device["kernels"].items():
     assert 0 <= k["forward_overhead_s"] <= 1 and 0 <= k["backward_overhead_s"] <= 1, (kind, k)
     assert k["forward_bytes_per_s"] == 0 or k["forward_bytes_per_s"] >= 1, (kind, k)
-samples = p["kernels"]
+samples = p["kernel_samples"]
 assert len(samples) == 2 * len(kinds) and all(s["forward_s"] > 0 and s["backward_s"] > 0 for s in samples), samples
 PY2
 if [ -x "$HIPPIE_PLAN" ]; then

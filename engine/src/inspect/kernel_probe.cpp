@@ -217,7 +217,7 @@ KernelProbe probeKernels(const torch::Device& device, const ComputeRates& rates,
             sizes[large] = {kind, c.activation_elements * kFp32Bytes, c.param_elements * kFp32Bytes, c.forward_flops, c.backward_flops, f, b};
             probe.samples.push_back(sizes[large]);
         }
-        const double flops = rates.matmul_flops_per_s * (kind == "conv2d" ? rates.conv_efficiency : 1.0);
+        const double flops = rates.matmul_flops_per_s * (kind == kConvKind ? rates.conv_efficiency : 1.0);
         KernelTiming k;
         for (const bool backward : {false, true}) {
             Pass p[2];

@@ -34,8 +34,9 @@ struct KernelProbe {
 };
 
 // About `seconds` in all. Each pass's overhead and rate come from its two sizes with the cost
-// model's formula, time = overhead + max(FLOPs / the curve's rate, bytes / rate): where the
-// large size is compute bound (a convolution), the rate is left 0 (the device's bandwidth).
+// model's formula, time = overhead + max(FLOPs / the curve's rate, bytes / rate); where the
+// large size is compute bound, the rate is left 0 (the device's bandwidth). A convolution
+// gets no bytes rate but a half-rate size of its own (a small one runs below the curve).
 KernelProbe probeKernels(const torch::Device& device, const ComputeRates& rates, double seconds);
 
 }  // namespace hippie::engine
