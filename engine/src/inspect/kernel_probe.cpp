@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "engine/src/device/device.h"
+#include "engine/src/inspect/timing.h"
 #include "planners/cost/cost_model.h"
 
 namespace hippie::engine {
@@ -13,14 +14,9 @@ using torch::Tensor;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0 : v[v.size() / 2];
-}
+using timing::Clock;
+using timing::median;
+using timing::secondsSince;
 
 constexpr double kFp32Bytes = 4;
 // A small convolution's time beyond the FLOP curve is its lower efficiency at that size, not

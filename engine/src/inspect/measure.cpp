@@ -22,6 +22,7 @@
 #include "engine/src/comm/comm.h"
 #include "engine/src/device/device.h"
 #include "engine/src/inspect/kernel_probe.h"
+#include "engine/src/inspect/timing.h"
 #include "engine/src/inspect/tools.h"
 #include "engine/src/launch/launcher.h"
 #include "engine/src/models/tiny_models.h"
@@ -38,14 +39,9 @@ using torch::Tensor;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0 : v[v.size() / 2];
-}
+using timing::Clock;
+using timing::median;
+using timing::secondsSince;
 
 int fail(const std::string& message) {
     std::cout << json{{"event", "error"}, {"message", message}, {"exit_code", 2}}.dump() << std::endl;
