@@ -213,6 +213,23 @@ double CostModel::optimizerTime(int64_t params, Optimizer o, int device) const {
     return std::max(compute, memory) + kOptimizerKernels * d.launch_overhead_s;
 }
 
+namespace {
+// Passes over a bucket's bytes, each a read or a write: flatten (read the gradients, write the
+// buffer); average (read, write) and copy back (read, write).
+constexpr double kBucketPackPasses = 2;
+constexpr double kBucketUnpackPasses = 4;
+}  // namespace
+
+double CostModel::bucketPackTime(int64_t bytes, int device) const {
+    const double bw = cluster_.device(device).memory_bandwidth_bytes_per_s;
+    return bw > 0 ? kBucketPackPasses * static_cast<double>(bytes) / bw : 0.0;
+}
+
+double CostModel::bucketUnpackTime(int64_t bytes, int device) const {
+    const double bw = cluster_.device(device).memory_bandwidth_bytes_per_s;
+    return bw > 0 ? kBucketUnpackPasses * static_cast<double>(bytes) / bw : 0.0;
+}
+
 double CostModel::portShare(int node, int flows) const {
     return cluster_.egressBandwidth(node) / std::max(flows, 1);
 }

@@ -105,6 +105,13 @@ public:
     double bwdTime(std::span<const int> ops, double samples, int device) const;
     double bwdWeightTime(std::span<const int> ops, double samples, int device) const;
     double optimizerTime(int64_t params, Optimizer o, int device) const;
+    // The engine's data-parallel gradient buckets are memory-bound copies besides their
+    // collective: before it, the gradients are flattened into one buffer (a read and a write
+    // of the bucket's bytes); after it, the sum is averaged in place (Gloo has no average)
+    // and copied back into the gradients (two reads and two writes). 0 without a memory
+    // bandwidth.
+    double bucketPackTime(int64_t bytes, int device) const;
+    double bucketUnpackTime(int64_t bytes, int device) const;
 
     // latency + bytes / bandwidth; 0 for a device to itself. Across nodes, the transfer
     // shares its nodes' network ports with `sharing` transfers in the same direction

@@ -173,7 +173,11 @@ public:
             switch (in.kind) {
             case InstrKind::ReduceScatter: t = cost_.reduceScatterTime(bytes, group, sharing); break;
             case InstrKind::AllGather: t = cost_.allGatherTime(bytes, group, sharing); break;
-            default: t = cost_.allReduceTime(bytes, group, sharing); break;
+            default:
+                t = cost_.allReduceTime(bytes, group, sharing);
+                // A data-parallel bucket is flattened first (the engine's GradBuckets).
+                if (dataParallelBucket(in.bucket)) t += cost_.bucketPackTime(bytes, group.front());
+                break;
             }
             return collective_s_[key] = t;
         };
@@ -343,7 +347,10 @@ private:
                     if (prog_.recomputed(op)) ops.push_back(op);
                 return cost_.fwdTime(ops, b, device);
             });
-        case InstrKind::OptimizerStep: return cost_.optimizerTime(paramCount(device), plan_.optimizer, device);
+        case InstrKind::OptimizerStep:
+            // The step first averages its data-parallel buckets and copies them back.
+            return cost_.optimizerTime(paramCount(device), plan_.optimizer, device) +
+                   cost_.bucketUnpackTime(allReducedBucketBytes(device), device);
         default: return 0.0;
         }
     }
@@ -376,6 +383,22 @@ private:
                 ops.insert(ops.end(), prog_.segments[s].ops.begin(), prog_.segments[s].ops.end());
         }
         return ops;
+    }
+
+    // A gradient bucket of data parallelism (not a tied weight's sum, which is added in place).
+    bool dataParallelBucket(int bucket) const { return prog_.buckets[static_cast<size_t>(bucket)].tied_segment < 0; }
+
+    // Bytes of the data-parallel buckets the device all-reduces, each once.
+    int64_t allReducedBucketBytes(int device) const {
+        std::set<int> buckets;
+        for (size_t s = 0; s < prog_.streams.size(); ++s) {
+            if (prog_.devices[s] != device) continue;
+            for (const Instr& in : prog_.streams[s])
+                if (in.kind == InstrKind::AllReduce && dataParallelBucket(in.bucket)) buckets.insert(in.bucket);
+        }
+        int64_t bytes = 0;
+        for (int b : buckets) bytes += prog_.buckets[static_cast<size_t>(b)].bytes;
+        return bytes;
     }
 
     // Parameters the device's optimizer step updates (one tensor-parallel rank's): under ZeRO,

@@ -3,6 +3,7 @@
 #include <QtTest>
 
 #include <algorithm>
+#include <map>
 
 #include "planners/cost/cost_model.h"
 #include "planners/schedule/lower.h"
@@ -225,6 +226,35 @@ private slots:
         const Run r = simulatePlan(g, c, pipelinePlan(2, 2, 1, 1, ScheduleKind::OneFOneB));
         QVERIFY(std::abs(r.trace.metrics.iteration_time_s - (1 + 1.5 + 1 + 2 + 1.5 + 2)) < 1e-6);
         QVERIFY(std::abs(r.trace.metrics.throughput_samples_per_s - 1.0 / r.trace.metrics.iteration_time_s) < kEps);
+    }
+
+    // A data-parallel gradient bucket is flattened before its all-reduce (two passes over its
+    // bytes at the memory bandwidth) and averaged and copied back in the optimizer step (four):
+    // the engine's GradBuckets. Without a memory bandwidth neither costs anything.
+    void gradientBucketsCostTheirCopies() {
+        const Graph g = chainGraph(1, 1, 2, int64_t{1} << 30);  // 1 GiB of parameters, one bucket
+        Cluster c = exactCluster(1, 2, int64_t(1) << 40, 1e10, 0);
+        Plan plan = pipelinePlan(1, 1, 2, 1, ScheduleKind::OneFOneB);
+        plan.bucket_bytes = int64_t{2} << 30;
+        const auto durations = [&](const Cluster& cluster) {
+            const Run r = simulatePlan(g, cluster, plan);
+            std::map<InstrKind, double> d;
+            for (const TraceEvent& e : r.trace.events)
+                if (e.device == 0) d[e.kind] += e.end_s - e.start_s;
+            return d;
+        };
+        const auto plain = durations(c);
+        c.nodes[0].device.memory_bandwidth_bytes_per_s = 4e9;
+        const auto copied = durations(c);
+        const double gib = static_cast<double>(int64_t{1} << 30);
+        QVERIFY2(std::abs(copied.at(InstrKind::AllReduce) - plain.at(InstrKind::AllReduce) - 2 * gib / 4e9) < 1e-9,
+                 qPrintable(QString("%1 vs %2").arg(copied.at(InstrKind::AllReduce)).arg(plain.at(InstrKind::AllReduce))));
+        // The optimizer step also becomes memory-bound itself (SGD: 12 bytes a parameter).
+        const CostModel with_bw(g, c);
+        const int64_t params = (int64_t{1} << 30) / 4;
+        QVERIFY2(std::abs(copied.at(InstrKind::OptimizerStep) - with_bw.optimizerTime(params, Optimizer::SGD, 0) - 4 * gib / 4e9) < 1e-9,
+                 qPrintable(QString::number(copied.at(InstrKind::OptimizerStep))));
+        QVERIFY(std::abs(plain.at(InstrKind::OptimizerStep) - CostModel(g, exactCluster(1, 2, int64_t(1) << 40, 1e10, 0)).optimizerTime(params, Optimizer::SGD, 0)) < 1e-12);
     }
 
     // Devices that time-share a host's cores (CPU ranks, Node::compute_slots) compute at
