@@ -137,6 +137,16 @@ double passBytes(double activation_bytes, double param_bytes, bool backward) {
     return (backward ? kBackwardTrafficFactor : 1.0) * (activation_bytes + param_bytes);
 }
 
+KernelPassFit fitKernelPass(const KernelPassTime& small, const KernelPassTime& large, double flops_per_s, bool bytes_rate) {
+    const auto compute = [&](const KernelPassTime& p) { return flops_per_s > 0 ? p.flops / flops_per_s : 0.0; };
+    const double gap = large.seconds - small.seconds;
+    double rate = bytes_rate && gap > 0 && large.bytes > small.bytes ? (large.bytes - small.bytes) / gap : 0.0;
+    // Compute bound: the large size's FLOPs alone take the time it takes beyond the small one.
+    if (compute(large) >= gap) rate = 0;
+    const double work = std::max(compute(small), rate > 0 ? small.bytes / rate : 0.0);
+    return {rate, std::max(0.0, small.seconds - work)};
+}
+
 double CostModel::passSeconds(const Op& op, double flops, double moved_bytes, int kernels, int device, bool backward) const {
     // An op without FLOPs (an input, a view) launches nothing.
     if (flops <= 0) return 0.0;

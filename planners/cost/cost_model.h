@@ -53,6 +53,19 @@ int64_t rankParamBytes(const Graph& graph, TensorSplit split, int op);
 // scaled to its samples) and holds `param_bytes`: forward once, backward twice. The probe
 // counts its measured kernels' bytes with it, so their rates mean what the cost model reads.
 double passBytes(double activation_bytes, double param_bytes, bool backward);
+
+// The inverse, for a measured kind (DeviceSpec::kernels): one pass timed at a size where its
+// overhead dominates and at one where its bytes do. The rate comes from the difference
+// (memory bound), unless `bytes_rate` is false or the large size's FLOPs at `flops_per_s`
+// alone take what it takes beyond the small size (then 0: the device's bandwidth); the
+// overhead is what the small size takes beyond its work.
+struct KernelPassTime {
+    double bytes = 0, flops = 0, seconds = 0;
+};
+struct KernelPassFit {
+    double bytes_per_s = 0, overhead_s = 0;
+};
+KernelPassFit fitKernelPass(const KernelPassTime& small, const KernelPassTime& large, double flops_per_s, bool bytes_rate);
 double rankShare(const Op& op, TensorSplit split);
 TensorParallelTraffic tensorParallelTraffic(const Graph& graph, TensorSplit split, std::span<const int> ops, double samples);
 std::vector<OpTensorParallelTraffic> tensorParallelTrafficByOp(const Graph& graph, TensorSplit split, double samples);

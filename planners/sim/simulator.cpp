@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <unordered_map>
@@ -388,17 +389,19 @@ private:
     // A gradient bucket of data parallelism (not a tied weight's sum, which is added in place).
     bool dataParallelBucket(int bucket) const { return prog_.buckets[static_cast<size_t>(bucket)].tied_segment < 0; }
 
-    // Bytes of the data-parallel buckets the device all-reduces, each once.
-    int64_t allReducedBucketBytes(int device) const {
-        std::set<int> buckets;
-        for (size_t s = 0; s < prog_.streams.size(); ++s) {
-            if (prog_.devices[s] != device) continue;
-            for (const Instr& in : prog_.streams[s])
-                if (in.kind == InstrKind::AllReduce && dataParallelBucket(in.bucket)) buckets.insert(in.bucket);
+    // Bytes of the data-parallel buckets the device all-reduces, each once: every device's
+    // found in one pass over the program, the first time one is asked for.
+    int64_t allReducedBucketBytes(int device) {
+        if (!all_reduced_bytes_) {
+            std::set<std::pair<int, int>> seen;  // (device, bucket)
+            all_reduced_bytes_.emplace();
+            for (size_t s = 0; s < prog_.streams.size(); ++s)
+                for (const Instr& in : prog_.streams[s])
+                    if (in.kind == InstrKind::AllReduce && dataParallelBucket(in.bucket) && seen.insert({prog_.devices[s], in.bucket}).second)
+                        (*all_reduced_bytes_)[prog_.devices[s]] += prog_.buckets[static_cast<size_t>(in.bucket)].bytes;
         }
-        int64_t bytes = 0;
-        for (int b : buckets) bytes += prog_.buckets[static_cast<size_t>(b)].bytes;
-        return bytes;
+        const auto it = all_reduced_bytes_->find(device);
+        return it == all_reduced_bytes_->end() ? 0 : it->second;
     }
 
     // Parameters the device's optimizer step updates (one tensor-parallel rank's): under ZeRO,
@@ -621,6 +624,7 @@ private:
     std::vector<int> group_sharing_;                   // per all-reduce group: collectives sharing its ports
     std::unordered_map<uint64_t, double> fwd_, bwd_, bwd_w_, recompute_, bwd_bucket_;
     std::unordered_map<uint64_t, double> collective_s_;  // by (kind, group, bucket)
+    std::optional<std::unordered_map<int, int64_t>> all_reduced_bytes_;  // by device (allReducedBucketBytes)
     std::vector<std::vector<double>> compute_scale_;     // [stream][instruction]: host sharing (empty: none)
     std::map<std::tuple<int, int, int64_t, bool>, double> tensor_parallel_s_;  // by (group, count, bytes, sequence parallel)
     std::map<std::tuple<int, int, int, int, int>, double> zero_gather_s_;     // by (segment, compute kind, bucket, node, group)

@@ -145,6 +145,28 @@ private slots:
         QVERIFY(near(cost.fwdTime(0, 0.5, 0), 0.5e6 / 2e9 + 3e-6));
     }
 
+    // The probe's fit inverts the cost model: passes timed by passSeconds' own formula at two
+    // sizes give back the kind's rate and overhead; a kind whose large size is compute bound,
+    // or that may not have a rate of its own, gets rate 0 and the overhead beyond its FLOPs.
+    void kernelPassFitRecoversRateAndOverhead() {
+        constexpr double rate = 2.5e9, overhead = 4e-6, flops_per_s = 1e11;
+        const auto timed = [&](double bytes, double flops) { return KernelPassTime{bytes, flops, overhead + std::max(flops / flops_per_s, bytes / rate)}; };
+        const KernelPassTime small = timed(2048, 1e3), large = timed(8 << 20, 8e6);
+        const KernelPassFit fit = fitKernelPass(small, large, flops_per_s, true);
+        QVERIFY2(std::abs(fit.bytes_per_s / rate - 1) < 1e-9, qPrintable(QString::number(fit.bytes_per_s)));
+        QVERIFY(std::abs(fit.overhead_s - overhead) < 1e-15);
+        // Not allowed a rate of its own: the overhead is the small size's time beyond its FLOPs.
+        const KernelPassFit no_rate = fitKernelPass(small, large, flops_per_s, false);
+        QCOMPARE(no_rate.bytes_per_s, 0.0);
+        QVERIFY(std::abs(no_rate.overhead_s - (small.seconds - 1e3 / flops_per_s)) < 1e-15);
+        // Compute bound at the large size (its FLOPs take longer than its bytes would): no rate.
+        const KernelPassTime heavy = timed(8 << 20, 1e10);
+        const KernelPassFit compute_bound = fitKernelPass(small, heavy, flops_per_s, true);
+        QCOMPARE(compute_bound.bytes_per_s, 0.0);
+        // A large size no slower than the small one (noise) gives no rate either.
+        QCOMPARE(fitKernelPass(large, small, flops_per_s, true).bytes_per_s, 0.0);
+    }
+
     // The half-rate size is quoted at the FP16 peak: at a peak 4x lower a kernel fills the
     // device at a quarter of the FLOPs (the same fill time).
     void halfRateScalesWithThePrecisionsPeak() {

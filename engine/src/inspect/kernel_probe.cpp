@@ -1,7 +1,6 @@
 #include "engine/src/inspect/kernel_probe.h"
 
 #include <algorithm>
-#include <chrono>
 #include <functional>
 
 #include "engine/src/device/device.h"
@@ -38,8 +37,12 @@ using Options = torch::TensorOptions;
 
 Tensor leaf(std::vector<int64_t> shape, const Options& o) { return torch::randn(shape, o).requires_grad_(true); }
 
-// Weight-free one-input ops on n elements: input + output.
-Case unary(int64_t n, const Options& o, std::function<Tensor(const Tensor&)> f) {
+// Elements of the flat tensors of the elementwise kinds at each size.
+int64_t elements(bool large) { return large ? int64_t{1} << 20 : 256; }
+
+// Weight-free one-input ops: input + output.
+Case unary(bool large, const Options& o, std::function<Tensor(const Tensor&)> f) {
+    const int64_t n = elements(large);
     Case c;
     c.leaves = {leaf({n}, o)};
     c.activation_elements = 2.0 * static_cast<double>(n);
@@ -54,16 +57,16 @@ Case unary(int64_t n, const Options& o, std::function<Tensor(const Tensor&)> f) 
 std::vector<std::pair<std::string, std::function<Case(bool)>>> kinds(const Options& o) {
     return {
         {"add", [o](bool large) {
-             const int64_t n = large ? int64_t{1} << 20 : 256;
+             const int64_t n = elements(large);
              Case c;
              c.leaves = {leaf({n}, o), leaf({n}, o)};
              c.activation_elements = 3.0 * static_cast<double>(n);
              c.forward = [a = c.leaves[0], b = c.leaves[1]] { return a + b; };
              return c;
          }},
-        {"relu", [o](bool large) { return unary(large ? int64_t{1} << 20 : 256, o, [](const Tensor& x) { return torch::relu(x); }); }},
-        {"gelu", [o](bool large) { return unary(large ? int64_t{1} << 20 : 256, o, [](const Tensor& x) { return torch::gelu(x, "tanh"); }); }},
-        {"tanh", [o](bool large) { return unary(large ? int64_t{1} << 20 : 256, o, [](const Tensor& x) { return torch::tanh(x); }); }},
+        {"relu", [o](bool large) { return unary(large, o, [](const Tensor& x) { return torch::relu(x); }); }},
+        {"gelu", [o](bool large) { return unary(large, o, [](const Tensor& x) { return torch::gelu(x, "tanh"); }); }},
+        {"tanh", [o](bool large) { return unary(large, o, [](const Tensor& x) { return torch::tanh(x); }); }},
         {"softmax", [o](bool large) {
              const int64_t rows = large ? 16384 : 4, cols = 64;
              Case c;
@@ -181,23 +184,6 @@ std::pair<double, double> timePasses(const torch::Device& device, Case& c, doubl
     return {median(forward), median(backward)};
 }
 
-struct Pass {
-    double bytes = 0, flops = 0, seconds = 0;
-};
-
-// overhead + max(compute, bytes / rate) through the two sizes: the rate from the difference
-// (memory bound), unless the large size's FLOPs take longer than its bytes would or the kind
-// has no bytes rate of its own (then 0: the device's bandwidth), and the overhead from the
-// small size.
-std::pair<double, double> fitPass(const Pass& small, const Pass& large, double flops_per_s, bool bytes_rate) {
-    const auto compute = [&](const Pass& p) { return flops_per_s > 0 ? p.flops / flops_per_s : 0.0; };
-    const double gap = large.seconds - small.seconds;
-    double rate = bytes_rate && gap > 0 && large.bytes > small.bytes ? (large.bytes - small.bytes) / gap : 0.0;
-    if (rate > 0 && compute(large) >= large.bytes / rate) rate = 0;
-    const double work = std::max(compute(small), rate > 0 ? small.bytes / rate : 0.0);
-    return {rate, std::max(0.0, small.seconds - work)};
-}
-
 }  // namespace
 
 KernelProbe probeKernels(const torch::Device& device, const ComputeRates& rates, double seconds) {
@@ -216,13 +202,13 @@ KernelProbe probeKernels(const torch::Device& device, const ComputeRates& rates,
         const double flops = rates.matmul_flops_per_s * (kind == kConvKind ? rates.conv_efficiency : 1.0);
         KernelTiming k;
         for (const bool backward : {false, true}) {
-            Pass p[2];
+            KernelPassTime p[2];
             for (int i = 0; i < 2; ++i)
                 p[i] = {passBytes(sizes[i].activation_bytes, sizes[i].param_bytes, backward), backward ? sizes[i].backward_flops : sizes[i].forward_flops,
                         backward ? sizes[i].backward_s : sizes[i].forward_s};
-            const auto [rate, overhead] = fitPass(p[0], p[1], flops, kind != kConvKind);
-            (backward ? k.backward_bytes_per_s : k.forward_bytes_per_s) = rate;
-            (backward ? k.backward_overhead_s : k.forward_overhead_s) = overhead;
+            const KernelPassFit fit = fitKernelPass(p[0], p[1], flops, kind != kConvKind);
+            (backward ? k.backward_bytes_per_s : k.forward_bytes_per_s) = fit.bytes_per_s;
+            (backward ? k.backward_overhead_s : k.forward_overhead_s) = fit.overhead_s;
         }
         // conv_efficiency is measured at CNN sizes; the large size here is a small convolution,
         // slower per FLOP: the half-rate size that explains its time beyond the overheads,

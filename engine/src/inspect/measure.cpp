@@ -426,7 +426,7 @@ int probeCommand(const ProbeOptions& o) {
         probe["gloo_bytes_per_s"] = gloo.bandwidth_bytes_per_s;
         probe["gloo_latency_s"] = gloo.latency_s;
     }
-    if (!cuda && torch::get_num_threads() == 1) {
+    if (cpu) {
         // What the cores give together, for ranks that share this host: the node's compute
         // slots are all cores' matmul rate over one thread's at the same size (1.0 where two
         // vCPUs share one physical core's FP units, up to the cores where they do not).

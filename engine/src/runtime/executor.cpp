@@ -718,16 +718,13 @@ void Executor::sampleMemory() {
 }
 
 void Executor::waitPostedReceives(size_t upto) {
-    std::vector<Posted> later;
+    const auto due = [upto](const Posted& p) { return p.needed_at <= upto; };
     for (Posted& p : posted_recvs_) {
-        if (p.needed_at > upto) {
-            later.push_back(std::move(p));
-            continue;
-        }
+        if (!due(p)) continue;
         p.work.wait();
         trace_.events[p.event].end_s = now();
     }
-    posted_recvs_ = std::move(later);
+    std::erase_if(posted_recvs_, due);
 }
 
 size_t Executor::nextCompute(size_t from) const {
