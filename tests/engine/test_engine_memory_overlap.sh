@@ -21,6 +21,23 @@ for schedule in 1f1b hippie gpipe; do
     elif [ "$schedule" = 1f1b ]; then
         [ "${early:-1}" -eq 0 ] && [ "${total:-0}" -gt 0 ] && pass "1f1b all-reduces ($total) start after backward" \
             || fail "1f1b: $early of $total all-reduces before the last backward ended"
+        # The last stage posts micro-batch 1's receive before micro-batch 0's backward ends
+        # (the executor posts the next compute's receives ahead): the data arrives during it.
+        python3 - "$WORK/p.out" <<'PY' && pass "1f1b: the last stage posts the next activation's receive during the backward before it" \
+            || fail "1f1b: the last stage posted micro-batch 1's receive only after micro-batch 0's backward"
+import json, sys
+checked = 0
+for line in open(sys.argv[1]):
+    if '"event":"trace"' not in line:
+        continue
+    events = json.loads(line)["trace"]["events"]
+    recv = [e for e in events if e["kind"] == "recv-activation" and e["mb"] == 1]
+    back = [e for e in events if e["kind"] == "backward" and e["mb"] == 0]
+    if recv and back:
+        assert recv[0]["start_s"] < back[0]["end_s"], (recv[0], back[0])
+        checked += 1
+assert checked == 2, checked  # the two replicas of stage 1
+PY
     fi
 done
 finish
