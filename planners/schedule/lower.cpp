@@ -253,22 +253,6 @@ std::vector<std::vector<int>> makeLayerBuckets(const std::vector<int64_t>& param
     });
 }
 
-// Bytes sent from a producer segment to the segments of `consumers`: one tensor per producing
-// op, however many of the consumers read it, times the share of it a tensor-parallel rank
-// sends (`tensor_share`, by producing op). `out_edges`: the edges leaving the producer.
-double transferBytes(const Graph& graph, const Layout& l, const std::vector<int>& out_edges, const std::set<int>& consumers,
-                     const std::vector<double>& tensor_share) {
-    std::map<int, int64_t> tensor;
-    for (int i : out_edges) {
-        const Edge& e = graph.edges[static_cast<size_t>(i)];
-        if (!consumers.count(l.op_segment[static_cast<size_t>(e.dst)])) continue;
-        tensor[e.src] = std::max(tensor[e.src], e.bytes);
-    }
-    double sum = 0;
-    for (const auto& [op, bytes] : tensor) sum += static_cast<double>(bytes) * tensor_share[static_cast<size_t>(op)];
-    return sum;
-}
-
 // Turns each device's compute order into its full stream: receives are posted before the
 // compute that needs them, sends follow the compute that produced their tensor.
 class CommunicationDeriver {
@@ -286,10 +270,15 @@ public:
             const int a = l.op_segment[static_cast<size_t>(e.src)];
             const int b = l.op_segment[static_cast<size_t>(e.dst)];
             if (a == b) continue;
-            consumers_[static_cast<size_t>(a)].insert(b);
-            producers_[static_cast<size_t>(b)].insert(a);
+            consumers_[static_cast<size_t>(a)].push_back(b);
+            producers_[static_cast<size_t>(b)].push_back(a);
             out_edges_[static_cast<size_t>(a)].push_back(static_cast<int>(i));
         }
+        for (auto* lists : {&producers_, &consumers_})
+            for (std::vector<int>& v : *lists) {
+                std::sort(v.begin(), v.end());
+                v.erase(std::unique(v.begin(), v.end()), v.end());
+            }
     }
 
     std::vector<Instr> derive(const std::vector<Instr>& compute, int replica, int device, const std::vector<int>& parts_of_segment) {
@@ -375,14 +364,23 @@ private:
         return n;
     }
 
+    // Bytes a producer segment sends to `device`: one tensor per producing op, however many of
+    // the device's segments read it, times the share of it a tensor-parallel rank sends.
     int64_t bytesTo(int producer, int device, int lane, int mb) {
-        const auto key = std::make_pair(producer, device);
-        if (auto it = bytes_cache_.find(key); it != bytes_cache_.end()) return it->second;
-        std::set<int> on_device;
-        for (int c : consumers_[static_cast<size_t>(producer)])
-            if (dev(c, lane, mb) == device) on_device.insert(c);
-        const int64_t b = static_cast<int64_t>(transferBytes(graph_, l_, out_edges_[static_cast<size_t>(producer)], on_device, tensor_share_) * scale_);
-        bytes_cache_[key] = b;
+        const uint64_t cached = key(producer, 0, device);
+        if (auto it = bytes_cache_.find(cached); it != bytes_cache_.end()) return it->second;
+        tensors_.clear();  // (producing op, bytes) of each edge to the device
+        for (int i : out_edges_[static_cast<size_t>(producer)]) {
+            const Edge& e = graph_.edges[static_cast<size_t>(i)];
+            if (dev(l_.op_segment[static_cast<size_t>(e.dst)], lane, mb) == device) tensors_.emplace_back(e.src, e.bytes);
+        }
+        std::sort(tensors_.begin(), tensors_.end());
+        double sum = 0;
+        for (size_t k = 0; k < tensors_.size(); ++k)  // the largest edge of each op: its last
+            if (k + 1 == tensors_.size() || tensors_[k + 1].first != tensors_[k].first)
+                sum += static_cast<double>(tensors_[k].second) * tensor_share_[static_cast<size_t>(tensors_[k].first)];
+        const auto b = static_cast<int64_t>(sum * scale_);
+        bytes_cache_.emplace(cached, b);
         return b;
     }
 
@@ -401,10 +399,11 @@ private:
     const Program& prog_;
     double scale_;
     std::vector<double> tensor_share_;  // by op: share of its output a tensor-parallel rank sends
-    std::vector<std::set<int>> producers_;
-    std::vector<std::set<int>> consumers_;
+    std::vector<std::vector<int>> producers_;  // by segment, ascending, each once
+    std::vector<std::vector<int>> consumers_;
     std::vector<std::vector<int>> out_edges_;  // by segment: indices of the edges leaving it
-    std::map<std::pair<int, int>, int64_t> bytes_cache_;  // (producer, device): same for every replica
+    std::unordered_map<uint64_t, int64_t> bytes_cache_;  // key(producer, 0, device): same for every replica
+    std::vector<std::pair<int, int64_t>> tensors_;       // bytesTo's scratch
 };
 
 // Adds recomputation before each segment's first backward of a micro-batch, and the

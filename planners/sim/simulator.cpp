@@ -488,7 +488,9 @@ private:
         const bool release_sent = prog_.schedule == ScheduleKind::Hippie;
         t.metrics.peak_memory_bytes.assign(prog_.streams.size(), 0);
         t.memory.resize(prog_.streams.size());
+        std::vector<int> slot_of(mem_.size(), -1), slots;  // by segment: its slot in the stream's segments
         for (size_t s = 0; s < prog_.streams.size(); ++s) {
+            for (int segment : slots) slot_of[static_cast<size_t>(segment)] = -1;
             const int dev = prog_.devices[s];
             std::vector<std::pair<double, int64_t>> deltas;
             deltas.reserve(3 * prog_.streams[s].size() + 1);
@@ -500,16 +502,20 @@ private:
                                                         prog_.zero_stage, gatheredBytes(s))
                                          .total());
             // By (segment of this stream, micro-batch): backward parts done, end of the latest send.
-            std::vector<int> slots;  // this stream's segments
+            // A placement's stream holds thousands of segments: each has its slot by index.
+            slots.clear();  // this stream's segments
             int mbs = 0;
             for (const Instr& in : prog_.streams[s]) {
                 if (in.segment < 0) continue;
                 mbs = std::max(mbs, in.mb + 1);
-                if (std::find(slots.begin(), slots.end(), in.segment) == slots.end()) slots.push_back(in.segment);
+                int& slot = slot_of[static_cast<size_t>(in.segment)];
+                if (slot < 0) {
+                    slot = static_cast<int>(slots.size());
+                    slots.push_back(in.segment);
+                }
             }
             const auto at = [&](int segment, int mb) {
-                const auto slot = static_cast<size_t>(std::find(slots.begin(), slots.end(), segment) - slots.begin());
-                return slot * static_cast<size_t>(mbs) + static_cast<size_t>(mb);
+                return static_cast<size_t>(slot_of[static_cast<size_t>(segment)]) * static_cast<size_t>(mbs) + static_cast<size_t>(mb);
             };
             std::vector<int> parts(slots.size() * static_cast<size_t>(mbs), 0);
             std::vector<double> last_send(release_sent ? parts.size() : 0, -1.0);

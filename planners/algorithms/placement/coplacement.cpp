@@ -1,9 +1,10 @@
 #include "planners/algorithms/placement/coplacement.h"
 
 #include <algorithm>
-#include <map>
 #include <numeric>
 #include <set>
+#include <tuple>
+#include <unordered_map>
 
 namespace hippie::placement {
 
@@ -88,23 +89,31 @@ void fuseChains(const Graph& g, const std::vector<int>& topo, Groups& groups, do
 Grouping buildGrouping(const Graph& g, const std::vector<int>& topo, const std::vector<int>& rep) {
     Grouping out;
     out.group_of.assign(g.ops.size(), -1);
-    std::map<int, int> id_of_rep;
+    std::unordered_map<int, int> id_of_rep;
+    id_of_rep.reserve(topo.size());
     for (int op : topo) {
         const auto [it, fresh] = id_of_rep.emplace(rep[static_cast<size_t>(op)], static_cast<int>(out.members.size()));
         if (fresh) out.members.emplace_back();
         out.members[static_cast<size_t>(it->second)].push_back(op);
         out.group_of[static_cast<size_t>(op)] = it->second;
     }
-    std::map<std::pair<int, int>, int64_t> tensor;  // (producer op, consumer group) -> bytes
+    // (producer group, consumer group, producer op, bytes) of each edge between groups; one
+    // tensor per producer op and consumer group (its largest edge), summed per pair of groups.
+    std::vector<std::tuple<int, int, int, int64_t>> tensors;
     for (const Edge& e : g.edges) {
-        const int dst = out.group_of[static_cast<size_t>(e.dst)];
-        if (out.group_of[static_cast<size_t>(e.src)] == dst) continue;
-        int64_t& b = tensor[{e.src, dst}];
-        b = std::max(b, e.bytes);
+        const int src = out.group_of[static_cast<size_t>(e.src)], dst = out.group_of[static_cast<size_t>(e.dst)];
+        if (src != dst) tensors.emplace_back(src, dst, e.src, e.bytes);
     }
-    std::map<std::pair<int, int>, int64_t> between;
-    for (const auto& [key, bytes] : tensor) between[{out.group_of[static_cast<size_t>(key.first)], key.second}] += bytes;
-    for (const auto& [key, bytes] : between) out.edges.push_back({key.first, key.second, bytes});
+    std::sort(tensors.begin(), tensors.end());
+    int64_t between = 0;
+    for (size_t k = 0; k < tensors.size(); ++k) {
+        const auto& [src, dst, op, bytes] = tensors[k];
+        const bool more = k + 1 < tensors.size();
+        if (!more || std::get<2>(tensors[k + 1]) != op || std::get<1>(tensors[k + 1]) != dst || std::get<0>(tensors[k + 1]) != src) between += bytes;
+        if (more && std::get<0>(tensors[k + 1]) == src && std::get<1>(tensors[k + 1]) == dst) continue;
+        out.edges.push_back({src, dst, between});
+        between = 0;
+    }
     return out;
 }
 
