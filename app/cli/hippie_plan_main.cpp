@@ -15,6 +15,7 @@
 #include "app/cli/dispatch/cmd_runs.h"
 #endif
 #include "app/cli/format.h"
+#include "planners/common/allocator.h"
 #include "planners/common/error.h"
 
 namespace {
@@ -66,6 +67,7 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    hippie::keepFreedMemoryForReuse();  // planning churns through large Programs
     try {
         return run(argc, argv);
     } catch (const hippie::Error& e) {

@@ -9,6 +9,7 @@
 #include "app/studio/main_window.h"
 #include "app/studio/screenshot.h"
 #include "app/studio/teaching_page.h"
+#include "planners/common/allocator.h"
 
 namespace {
 constexpr int kScreenshotTimeoutMs = 10 * 60 * 1000;
@@ -27,6 +28,7 @@ bool asksForHelpOrVersion(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    hippie::keepFreedMemoryForReuse();  // planning churns through large Programs
     // --help and --version need no display (over ssh there is none): answered before QApplication
     // connects to one, by the same parser, which prints and exits.
     if (asksForHelpOrVersion(argc, argv)) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdint>
 #include <deque>
 #include <unordered_map>
 
@@ -23,8 +24,9 @@ struct Transfer {
     double end = 0;
 };
 
-// A member of a collective: (stream, instruction index).
-using Member = std::pair<int, size_t>;
+// A member of a collective: (stream, instruction index). 8 bytes: a program holds
+// millions of members (every micro-batch's tensor-parallel and ZeRO-3 collectives).
+using Member = std::pair<int, uint32_t>;
 
 // The k-th collective of a group. Its members are kept apart, in one array per group (the
 // group's size each), so that a program's many collectives allocate nothing each.
@@ -50,6 +52,11 @@ struct GroupInstances {
     std::vector<Instance> list;
     std::vector<Member> members;  // [instance * group size + i]
 
+    // Room for `count` instances, so that `at` never moves them.
+    void reserve(size_t count, size_t group_size) {
+        list.reserve(count);
+        members.reserve(count * group_size);
+    }
     // The k-th instance, made (with room for its members) on first use.
     Instance& at(int k, size_t group_size) {
         const auto n = static_cast<size_t>(k) + 1;
@@ -95,6 +102,18 @@ public:
         instances_.resize(p.groups.size());
         inline_posted_.assign(p.groups.size(), std::vector<int>(n, 0));
         inline_instances_.resize(p.groups.size());
+        // Each group's instances: as many as the stream posting the most of them.
+        std::vector<std::vector<size_t>> collectives(p.groups.size(), std::vector<size_t>(n, 0)), inlines = collectives;
+        for (size_t s = 0; s < n; ++s)
+            for (const Instr& in : p.streams[s]) {
+                if (in.group < 0 || static_cast<size_t>(in.group) >= p.groups.size()) continue;  // the validator names it
+                if (isCollective(in.kind)) ++collectives[static_cast<size_t>(in.group)][s];
+                else if (isInline(in.kind)) ++inlines[static_cast<size_t>(in.group)][s];
+            }
+        for (size_t g = 0; g < p.groups.size() && n > 0; ++g) {
+            instances_[g].reserve(*std::max_element(collectives[g].begin(), collectives[g].end()), p.groups[g].size());
+            inline_instances_[g].reserve(*std::max_element(inlines[g].begin(), inlines[g].end()), p.groups[g].size());
+        }
     }
 
     ExecutionResult run() {
@@ -194,7 +213,7 @@ private:
         if (!st.inline_arrived) {
             const int k = inline_posted_[g][static_cast<size_t>(s)]++;
             InlineInstance& inst = group.at(k, size);
-            group.join(k, size, {s, st.pc});
+            group.join(k, size, {s, static_cast<uint32_t>(st.pc)});
             inst.ready = std::max(inst.ready, st.compute_free);
             st.inline_arrived = true;
             st.inline_instance = k;
@@ -226,7 +245,7 @@ private:
         const size_t size = program_.groups[static_cast<size_t>(in.group)].size();
         auto& group = instances_[static_cast<size_t>(in.group)];
         CollectiveInstance& inst = group.at(k, size);
-        group.join(k, size, {s, st.pc});
+        group.join(k, size, {s, static_cast<uint32_t>(st.pc)});
         // An all-gather prefetches parameters while the compute before it runs; after the
         // optimizer step it gathers the updated shards.
         const bool prefetch = in.kind == InstrKind::AllGather && !st.last_compute_was_step;

@@ -425,11 +425,14 @@ private:
         return most;
     }
 
-    // The buckets a ZeroGather instruction gathers (those of its compute instruction).
-    std::vector<int> gatheredBuckets(const Instr& zero_gather) const {
+    // The buckets a ZeroGather instruction gathers (those of its compute instruction); the same
+    // on every device and micro-batch, so found once per (segment, compute kind, bucket).
+    const std::vector<int>& gatheredBuckets(const Instr& zero_gather) const {
+        const auto key = std::make_tuple(zero_gather.segment, static_cast<int>(zero_gather.of), zero_gather.bucket);
+        if (auto it = gathered_buckets_.find(key); it != gathered_buckets_.end()) return it->second;
         Instr compute = zero_gather;
         compute.kind = zero_gather.of;
-        return zeroGatheredBuckets(prog_, cost_.graph(), compute);
+        return gathered_buckets_[key] = zeroGatheredBuckets(prog_, cost_.graph(), compute);
     }
 
     // ZeRO-3: how much longer a compute lasts for its per-layer gathers. Layer i's gather
@@ -439,7 +442,7 @@ private:
     double zeroGatherExposedTime(int device, const Instr& in) {
         const auto key = std::make_tuple(in.segment, static_cast<int>(in.of), in.bucket, cost_.cluster().nodeOf(device), in.group);
         if (auto it = zero_gather_s_.find(key); it != zero_gather_s_.end()) return it->second;
-        const std::vector<int> buckets = gatheredBuckets(in);
+        const std::vector<int>& buckets = gatheredBuckets(in);
         const auto& group = prog_.groups[static_cast<size_t>(in.group)];
         const int sharing = group_sharing_[static_cast<size_t>(in.group)];
         const double b = prog_.micro_batch_size;
@@ -634,6 +637,7 @@ private:
     std::vector<std::vector<double>> compute_scale_;     // [stream][instruction]: host sharing (empty: none)
     std::map<std::tuple<int, int, int64_t, bool>, double> tensor_parallel_s_;  // by (group, count, bytes, sequence parallel)
     std::map<std::tuple<int, int, int, int, int>, double> zero_gather_s_;     // by (segment, compute kind, bucket, node, group)
+    mutable std::map<std::tuple<int, int, int>, std::vector<int>> gathered_buckets_;  // by (segment, compute kind, bucket)
 };
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "planners/common/allocator.h"
 #include "planners/algorithms/placement/placement_common.h"
 #include "planners/algorithms/placement/random_dag.h"
 #include "planners/algorithms/registry.h"
@@ -105,6 +106,7 @@ double stepOf(const PlannerResult& r) { return r.feasible ? r.metrics.iteration_
 }  // namespace
 
 int main(int argc, char** argv) {
+    keepFreedMemoryForReuse();  // as hippie-plan and hippie-studio run
     const double budget_s = argc > 1 ? std::atof(argv[1]) : 60.0;
     std::vector<std::string> only(argv + std::min(argc, 2), argv + argc);
     std::printf("time budget %.0f s per planner\n\n", budget_s);

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "planners/common/allocator.h"
 #include "planners/algorithms/evaluate.h"
 #include "planners/algorithms/registry.h"
 #include "planners/algorithms/side_by_side.h"
@@ -196,6 +197,7 @@ Options parse(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    keepFreedMemoryForReuse();  // as hippie-plan and hippie-studio run
     const Options o = parse(argc, argv);
     std::string command = "$";
     for (int i = 0; i < argc; ++i) command += std::string(" ") + argv[i];

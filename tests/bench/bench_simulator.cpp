@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "../core/synthetic.h"
+#include "planners/common/allocator.h"
 #include "planners/cost/cost_model.h"
 #include "planners/schedule/lower.h"
 #include "planners/schedule/validate.h"
@@ -46,6 +47,7 @@ void bench(ScheduleKind kind, int pp, int v, int m, int reps) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    hippie::keepFreedMemoryForReuse();  // as hippie-plan and hippie-studio run
     const int reps = argc > 1 ? std::atoi(argv[1]) : 5;
     bench(ScheduleKind::OneFOneB, 64, 1, 256, reps);
     bench(ScheduleKind::GPipe, 64, 1, 256, reps);

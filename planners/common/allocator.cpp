@@ -1,0 +1,21 @@
+#include "planners/common/allocator.h"
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+namespace hippie {
+
+bool keepFreedMemoryForReuse() {
+#if defined(__GLIBC__)
+    // Setting either also turns off glibc's own adjustment of both (which raises the mmap
+    // threshold only after a large block was freed, and the trim threshold with it).
+    const bool trim = mallopt(M_TRIM_THRESHOLD, static_cast<int>(kKeptFreeBytes)) == 1;
+    const bool mmap = mallopt(M_MMAP_THRESHOLD, static_cast<int>(kMappedAboveBytes)) == 1;
+    return trim && mmap;
+#else
+    return false;
+#endif
+}
+
+}  // namespace hippie

@@ -1,0 +1,22 @@
+#pragma once
+// Memory the planners free is kept for their next allocation.
+//
+// Planning builds and drops thousands of Programs and Traces of up to megabytes each (every
+// simulated candidate, every baseline's micro-batch sweep). glibc's malloc by default hands
+// freed memory at the top of its heap back to the system and serves large blocks from fresh
+// mappings, so every Program's pages fault in again: on this project's 2-core VM that was half
+// of hippie's planning time on gpt3-13b / dgx-a100-4x8 (42,000 page faults for a 36 MB peak;
+// tests/bench/README.md has the figures). A program that plans (hippie-plan, hippie-studio,
+// the benchmarks) calls this once at start; the price is that up to kKeptFreeBytes of freed
+// heap stay with the process. A no-op on C libraries other than glibc.
+#include <cstdint>
+
+namespace hippie {
+
+inline constexpr int64_t kKeptFreeBytes = int64_t{128} << 20;  // glibc's M_TRIM_THRESHOLD
+inline constexpr int64_t kMappedAboveBytes = int64_t{32} << 20;  // M_MMAP_THRESHOLD: its largest allowed value
+
+// True when the allocator took the settings (always false off glibc).
+bool keepFreedMemoryForReuse();
+
+}  // namespace hippie
