@@ -7,6 +7,7 @@
 
 #include "planners/algorithms/registry.h"
 #include "planners/algorithms/side_by_side.h"
+#include "planners/common/allocator.h"
 
 namespace hippie::studio {
 
@@ -78,7 +79,9 @@ void PlanningController::run(const Problem& problem, const QStringList& planners
 void PlanningController::onDone(quint64 generation, const QString& planner) {
     if (generation != generation_) return;
     running_.erase(planner);
-    if (running_.empty()) emit allFinished();
+    if (!running_.empty()) return;
+    releaseFreedMemory();  // what the planners kept for reuse (main.cpp) goes back once all are done
+    emit allFinished();
 }
 
 void PlanningController::cancel(const QString& planner) {

@@ -18,4 +18,10 @@ bool keepFreedMemoryForReuse() {
 #endif
 }
 
+void releaseFreedMemory() {
+#if defined(__GLIBC__)
+    malloc_trim(0);
+#endif
+}
+
 }  // namespace hippie

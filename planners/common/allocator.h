@@ -8,7 +8,7 @@
 // of hippie's planning time on gpt3-13b / dgx-a100-4x8 (42,000 page faults for a 36 MB peak;
 // tests/bench/README.md has the figures). A program that plans (hippie-plan, hippie-studio,
 // the benchmarks) calls this once at start; the price is that up to kKeptFreeBytes of freed
-// heap stay with the process. A no-op on C libraries other than glibc.
+// heap stay with each malloc arena until releaseFreedMemory. A no-op off glibc.
 #include <cstdint>
 
 namespace hippie {
@@ -16,7 +16,13 @@ namespace hippie {
 inline constexpr int64_t kKeptFreeBytes = int64_t{128} << 20;  // glibc's M_TRIM_THRESHOLD
 inline constexpr int64_t kMappedAboveBytes = int64_t{32} << 20;  // M_MMAP_THRESHOLD: its largest allowed value
 
-// True when the allocator took the settings (always false off glibc).
+// True when the allocator took the settings (false off glibc, and under AddressSanitizer,
+// whose allocator ignores mallopt).
 bool keepFreedMemoryForReuse();
+
+// Hands the freed memory kept so far back to the system (every malloc arena's: each planner
+// thread of the studio has its own). A long-running program calls it once planning is done,
+// so that what it keeps between plannings is what it uses. No-op off glibc.
+void releaseFreedMemory();
 
 }  // namespace hippie
