@@ -7,7 +7,7 @@
 // mappings, so every Program's pages fault in again: on this project's 2-core VM that was half
 // of hippie's planning time on gpt3-13b / dgx-a100-4x8 (42,000 page faults for a 36 MB peak;
 // tests/bench/README.md has the figures). A program that plans (hippie-plan, hippie-studio,
-// the benchmarks) calls this once at start; the price is that up to kKeptFreeBytes of freed
+// the benchmarks) calls this once at start, as hippie-engine does for its tensors; the price is that up to kKeptFreeBytes of freed
 // heap stay with each malloc arena until releaseFreedMemory. A no-op off glibc.
 #include <cstdint>
 
@@ -16,9 +16,11 @@ namespace hippie {
 inline constexpr int64_t kKeptFreeBytes = int64_t{128} << 20;  // glibc's M_TRIM_THRESHOLD
 inline constexpr int64_t kMappedAboveBytes = int64_t{32} << 20;  // M_MMAP_THRESHOLD: its largest allowed value
 
-// True when the allocator took the settings (false off glibc, and under AddressSanitizer,
-// whose allocator ignores mallopt).
-bool keepFreedMemoryForReuse();
+// Blocks up to kMappedAboveBytes come from the heap, and up to `kept_free_bytes` of freed heap
+// stay with each arena (the engine keeps more: its steps reuse gigabytes of buffers). True
+// when the allocator took the settings (false off glibc, and under AddressSanitizer, whose
+// allocator ignores mallopt).
+bool keepFreedMemoryForReuse(int64_t kept_free_bytes = kKeptFreeBytes);
 
 // Hands the freed memory kept so far back to the system (every malloc arena's: each planner
 // thread of the studio has its own). A long-running program calls it once planning is done,

@@ -2,15 +2,14 @@
 
 #include <dlfcn.h>
 #include <strings.h>
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
 
 #include <algorithm>
 #include <initializer_list>
 #include <thread>
 
 #include <torch/torch.h>
+
+#include "planners/common/allocator.h"
 
 namespace hippie::engine {
 
@@ -50,8 +49,7 @@ int threadsPerRank(int requested, int ranks_on_host) {
 }
 
 namespace {
-constexpr int kHeapAllocationsUpTo = 32 << 20;
-constexpr int kKeptHeapTop = 1 << 30;
+constexpr int64_t kKeptHeapTop = int64_t{1} << 30;
 }  // namespace
 
 CpuSetup configureCpu(int threads) {
@@ -59,15 +57,12 @@ CpuSetup configureCpu(int threads) {
     s.threads = std::max(1, threads);
     torch::set_num_threads(s.threads);
     at::globalContext().setFlushDenormal(true);  // what Python's torch.set_flush_denormal calls
-#if defined(__GLIBC__)
     // glibc maps every allocation of 128 KiB or more afresh and unmaps it when freed, so each
     // step's new gradients and activations page-fault again: half of a small MLP's backward
     // here (4 layers of 1024 x 1024, 4 samples: a step 13.2 ms, 9.1 ms with this, the same peak
     // RSS). Served from the heap up to 32 MiB (glibc's largest threshold), and the heap's top
     // kept rather than trimmed, freed buffers are reused.
-    mallopt(M_MMAP_THRESHOLD, kHeapAllocationsUpTo);
-    mallopt(M_TRIM_THRESHOLD, kKeptHeapTop);
-#endif
+    keepFreedMemoryForReuse(kKeptHeapTop);
     // OpenBLAS is found at run time (libblas.so.3 is an alternatives link): nothing to link.
     using SetThreads = void (*)(int);
     using GetThreads = int (*)();

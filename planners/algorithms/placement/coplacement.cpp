@@ -1,9 +1,10 @@
 #include "planners/algorithms/placement/coplacement.h"
 
+#include "planners/algorithms/placement/tensor_bytes.h"
+
 #include <algorithm>
 #include <numeric>
 #include <set>
-#include <tuple>
 #include <unordered_map>
 
 namespace hippie::placement {
@@ -97,22 +98,14 @@ Grouping buildGrouping(const Graph& g, const std::vector<int>& topo, const std::
         out.members[static_cast<size_t>(it->second)].push_back(op);
         out.group_of[static_cast<size_t>(op)] = it->second;
     }
-    // (producer group, consumer group, producer op, bytes) of each edge between groups; one
-    // tensor per producer op and consumer group (its largest edge), summed per pair of groups.
-    std::vector<std::tuple<int, int, int, int64_t>> tensors;
+    std::vector<TensorEdge> between;  // into each (producer group, consumer group)
     for (const Edge& e : g.edges) {
         const int src = out.group_of[static_cast<size_t>(e.src)], dst = out.group_of[static_cast<size_t>(e.dst)];
-        if (src != dst) tensors.emplace_back(src, dst, e.src, e.bytes);
+        if (src != dst) between.push_back({pairKey(src, dst), e.src, e.bytes});
     }
-    std::sort(tensors.begin(), tensors.end());
-    int64_t between = 0;
-    for (size_t k = 0; k < tensors.size(); ++k) {
-        const auto& [src, dst, op, bytes] = tensors[k];
-        const bool more = k + 1 < tensors.size();
-        if (!more || std::get<2>(tensors[k + 1]) != op || std::get<1>(tensors[k + 1]) != dst || std::get<0>(tensors[k + 1]) != src) between += bytes;
-        if (more && std::get<0>(tensors[k + 1]) == src && std::get<1>(tensors[k + 1]) == dst) continue;
-        out.edges.push_back({src, dst, between});
-        between = 0;
+    for (const auto& [key, bytes] : tensorBytesByPart(between)) {
+        const auto [src, dst] = splitPairKey(key);
+        out.edges.push_back({src, dst, bytes});
     }
     return out;
 }

@@ -8,9 +8,9 @@
 #include <queue>
 #include <set>
 #include <sstream>
-#include <tuple>
 
 #include "planners/algorithms/evaluate.h"
+#include "planners/algorithms/placement/tensor_bytes.h"
 #include "planners/algorithms/side_by_side.h"
 #include "planners/common/error.h"
 #include "planners/schedule/lower.h"
@@ -248,29 +248,17 @@ Segments segmentsOf(const Graph& g, const Plan& plan) {
 // Largest gradient a device receives at once: for each of its segments and each other device
 // consuming it, one tensor per producing op.
 std::vector<int64_t> gradientBuffers(const Graph& g, const Segments& s, double scale, int devices) {
-    struct Row {
-        int segment, to, op;  // producer segment, consumer device, producer op
-        int64_t bytes;
-        auto key() const { return std::tie(segment, to, op); }
-    };
-    std::vector<Row> rows;  // sorted below: a placement has thousands of segments, no map
+    std::vector<TensorEdge> sent;  // into each (producer segment, consumer device)
     for (const Edge& e : g.edges) {
         const int a = s.of_op[static_cast<size_t>(e.src)], b = s.of_op[static_cast<size_t>(e.dst)];
         const int to = s.device[static_cast<size_t>(b)];
         if (a == b || to == s.device[static_cast<size_t>(a)]) continue;
-        rows.push_back({a, to, e.src, e.bytes});
+        sent.push_back({pairKey(a, to), e.src, e.bytes});
     }
-    std::sort(rows.begin(), rows.end(), [](const Row& x, const Row& y) { return std::tie(x.segment, x.to, x.op, x.bytes) < std::tie(y.segment, y.to, y.op, y.bytes); });
     std::vector<int64_t> out(static_cast<size_t>(devices), 0);
-    int64_t transfer = 0;  // of the current (segment, consumer device): the largest edge of each op
-    for (size_t k = 0; k < rows.size(); ++k) {
-        const Row& r = rows[k];
-        const bool last_of_op = k + 1 == rows.size() || rows[k + 1].key() != r.key();
-        if (last_of_op) transfer += r.bytes;
-        if (k + 1 < rows.size() && rows[k + 1].segment == r.segment && rows[k + 1].to == r.to) continue;
-        const auto d = static_cast<size_t>(s.device[static_cast<size_t>(r.segment)]);
-        out[d] = std::max(out[d], static_cast<int64_t>(static_cast<double>(transfer) * scale));
-        transfer = 0;
+    for (const auto& [key, bytes] : tensorBytesByPart(sent)) {
+        const auto d = static_cast<size_t>(s.device[static_cast<size_t>(splitPairKey(key).first)]);
+        out[d] = std::max(out[d], static_cast<int64_t>(static_cast<double>(bytes) * scale));
     }
     return out;
 }
@@ -292,18 +280,12 @@ std::vector<int64_t> placementMemory(const Problem& problem, const Plan& plan) {
         temp[seg] = std::max(temp[seg], g.ops[op].temp_bytes);
         ops_of[static_cast<size_t>(plan.placement[op])].push_back(static_cast<int>(op));
     }
-    // Each segment keeps the largest edge from each producer op of another segment.
-    std::vector<std::tuple<int, int, int64_t>> inputs;  // (segment, producer op, bytes)
+    std::vector<TensorEdge> inputs;  // into each segment from other segments, kept for backward
     for (const Edge& e : g.edges) {
         const int a = s.of_op[static_cast<size_t>(e.src)], b = s.of_op[static_cast<size_t>(e.dst)];
-        if (a != b) inputs.emplace_back(b, e.src, e.bytes);
+        if (a != b) inputs.push_back({b, e.src, e.bytes});
     }
-    std::sort(inputs.begin(), inputs.end());
-    for (size_t k = 0; k < inputs.size(); ++k) {
-        const auto& [segment, op, bytes] = inputs[k];
-        if (k + 1 < inputs.size() && std::get<0>(inputs[k + 1]) == segment && std::get<1>(inputs[k + 1]) == op) continue;
-        kept[static_cast<size_t>(segment)] += bytes;
-    }
+    for (const auto& [segment, bytes] : tensorBytesByPart(inputs)) kept[static_cast<size_t>(segment)] += bytes;
     const auto buffers = gradientBuffers(g, s, samples / g.batch_size, devices);
     // Fill-drain: each micro-batch's forwards in segment order, each adding its stash; the
     // running segment's workspace on top. Backwards free in reverse, never above that peak.
