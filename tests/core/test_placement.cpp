@@ -157,6 +157,20 @@ private slots:
         QVERIFY(validate(prog, diamond).ok);
     }
 
+    // Between two groups, a tensor counts once at its largest edge: op 0's output reaches
+    // group B on two edges (4 and 6 MiB), op 3's on one (1 MiB): 7 MiB, not 11.
+    void groupEdgesCountEachTensorOnce() {
+        Graph g = chainGraph(1);
+        g.ops.resize(4, g.ops[0]);
+        g.edges = {{0, 1, 4 << 20}, {0, 2, 6 << 20}, {3, 2, 1 << 20}};
+        const Grouping gr = groupByLabel(g, {0, 1, 1, 0});
+        QCOMPARE(gr.groups(), 2);
+        QCOMPARE(gr.edges.size(), size_t(1));
+        QCOMPARE(gr.edges[0].src, 0);
+        QCOMPARE(gr.edges[0].dst, 1);
+        QCOMPARE(gr.edges[0].bytes, int64_t(7) << 20);
+    }
+
     void placementOrderIsChecked() {
         const Graph g = chainGraph(3);
         Plan plan;
