@@ -221,6 +221,7 @@ Cluster clusterFromJson(const json& j, const std::string& where) {
     const json& nodes = requireArray(j, "nodes", where);
     if (nodes.empty()) failField(where, "nodes", "is empty: a cluster needs at least one node");
     int64_t devices = 0;
+    c.nodes.reserve(nodes.size());  // at least one node each
     for (size_t i = 0; i < nodes.size(); ++i) readNode(nodes[i], at(where, "nodes", i), c, devices);
     // Devices of one node never use the inter-node link, so a one-node cluster may omit it.
     if (c.nodes.size() == 1 && !has(j, "inter"))

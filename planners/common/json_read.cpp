@@ -5,8 +5,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
+#include <iterator>
 #include <limits>
+#include <vector>
 
 #include "planners/common/error.h"
 
@@ -239,24 +240,28 @@ double elementNumber(const json& v, const std::string& where, Bound bound) { ret
 
 namespace {
 
-// A first pass over the text that only counts open containers, so that nesting is refused before
-// anything is built. Not nlohmann's parser callback: its end_object scans every sibling already
-// read for a discarded value, which makes an array of n objects cost n^2 (a 200,000-node cluster
-// file took 9 s, and minutes under AddressSanitizer). This pass and the plain parse are linear.
-class DepthLimit : public nlohmann::json_sax<json> {
+// Builds the document in one pass, refusing nesting deeper than kMaxJsonDepth when the container
+// opens, before anything under it is read. Neither nlohmann's parser callback (its end_object
+// scans every sibling already read for a discarded value, so an array of n objects costs n^2: a
+// 200,000-node cluster file took 9 s) nor a depth-counting pass before json::parse (lexing the
+// text twice: half of reading that file, 3.3 s then, and over 16 s under AddressSanitizer).
+class DepthLimitedBuilder : public nlohmann::json_sax<json> {
 public:
-    explicit DepthLimit(const std::string& where) : where_(where) {}
-    bool null() override { return true; }
-    bool boolean(bool) override { return true; }
-    bool number_integer(number_integer_t) override { return true; }
-    bool number_unsigned(number_unsigned_t) override { return true; }
-    bool number_float(number_float_t, const string_t&) override { return true; }
-    bool string(string_t&) override { return true; }
-    bool binary(binary_t&) override { return true; }
-    bool start_object(std::size_t) override { return open(); }
-    bool key(string_t&) override { return true; }
+    DepthLimitedBuilder(json& root, const std::string& where) : root_(root), where_(where) {}
+    bool null() override { return put(nullptr); }
+    bool boolean(bool v) override { return put(v); }
+    bool number_integer(number_integer_t v) override { return put(v); }
+    bool number_unsigned(number_unsigned_t v) override { return put(v); }
+    bool number_float(number_float_t v, const string_t&) override { return put(v); }
+    bool string(string_t& v) override { return put(std::move(v)); }
+    bool binary(binary_t& v) override { return put(json::binary(std::move(v))); }
+    bool start_object(std::size_t) override { return open(json::object()); }
+    bool key(string_t& k) override {
+        member_ = &(*open_.back())[std::move(k)];
+        return true;
+    }
     bool end_object() override { return close(); }
-    bool start_array(std::size_t) override { return open(); }
+    bool start_array(std::size_t) override { return open(json::array()); }
     bool end_array() override { return close(); }
     // parse_error for bad syntax, out_of_range for numbers such as 1e400: parseJson reports both.
     bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
@@ -264,27 +269,46 @@ public:
     }
 
 private:
-    bool open() {
-        if (depth_ >= kMaxJsonDepth)
+    // Where the next value goes: the root, the member whose key came last, or the end of the
+    // innermost open array. Pointers stay valid: a container grows only while it is innermost.
+    json* slot() {
+        if (open_.empty()) return &root_;
+        json& parent = *open_.back();
+        if (parent.is_object()) return member_;
+        parent.emplace_back();
+        return &parent.back();
+    }
+    template <typename V>
+    bool put(V&& v) {
+        *slot() = std::forward<V>(v);
+        return true;
+    }
+    bool open(json empty) {
+        if (open_.size() >= static_cast<size_t>(kMaxJsonDepth))
             throw Error(where_ + ": nested more than " + std::to_string(kMaxJsonDepth) + " levels deep; not a Hippie Studio document");
-        ++depth_;
+        json* s = slot();
+        *s = std::move(empty);
+        open_.push_back(s);
         return true;
     }
     bool close() {
-        --depth_;
+        open_.pop_back();
         return true;
     }
+    json& root_;
     const std::string& where_;
-    int depth_ = 0;
+    std::vector<json*> open_;
+    json* member_ = nullptr;
 };
 
 }  // namespace
 
 json parseJson(std::string_view text, const std::string& where) {
     try {
-        DepthLimit depth(where);
-        json::sax_parse(text.begin(), text.end(), &depth);
-        return json::parse(text.begin(), text.end());
+        json root;
+        DepthLimitedBuilder builder(root, where);
+        json::sax_parse(text.begin(), text.end(), &builder);
+        return root;
     } catch (const json::exception& e) {
         // parse_error for bad syntax, out_of_range for numbers such as 1e400.
         std::string what = e.what();
@@ -304,10 +328,15 @@ json readJsonFile(const std::string& path) {
                     "); give a JSON file");
     std::ifstream in(path, std::ios::binary);
     if (!in) throw Error(path + ": cannot open for reading (" + std::strerror(errno) + ")");
-    std::ostringstream text;
-    text << in.rdbuf();
+    // Read whole into a string sized from the file (a stringstream copied it twice more); what
+    // the file gained since its size was taken is read after.
+    const std::uintmax_t size = std::filesystem::file_size(path, ec);
+    std::string text(ec ? 0 : static_cast<size_t>(size), '\0');
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<size_t>(in.gcount()));
+    if (in) text.append(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
     if (in.bad()) throw Error(path + ": read failed (" + std::strerror(errno) + ")");
-    return parseJson(text.str(), path);
+    return parseJson(text, path);
 }
 
 void writeJsonFile(const json& j, const std::string& path) {
