@@ -90,6 +90,8 @@ void printTable(const Problem& problem, const std::vector<PlannerResult>& result
              {"ME x ref", Align::Right}, {"bubble", Align::Right}, {"plan CPU", Align::Right}, {"fits"}});
     const int ref_index = referenceResult(problem, results);
     const PlannerResult* ref = ref_index >= 0 ? &results[static_cast<size_t>(ref_index)] : nullptr;
+    const double floor = comparisonFloor(problem.objective, problem.throughput_floor, results);
+    bool any_below = false;
     for (const PlannerResult& r : results) {
         const bool has_plan = !r.plan.stages.empty() || !r.plan.placement.empty();
         if (!has_plan) {
@@ -99,7 +101,10 @@ void printTable(const Problem& problem, const std::vector<PlannerResult>& result
         }
         const TraceMetrics& m = r.metrics;
         const bool rel_ok = ref && r.feasible;
-        const std::string me_rel = rel_ok ? fixed(m.memory_efficiency / ref->metrics.memory_efficiency, 2) + "x" : "-";
+        const bool below = r.feasible && m.throughput_samples_per_s < floor;
+        any_below = any_below || below;
+        const std::string me_rel =
+            rel_ok ? fixed(m.memory_efficiency / ref->metrics.memory_efficiency, 2) + "x" + (below ? "*" : "") : "-";
         const std::string thr_rel = rel_ok ? fixed(m.throughput_samples_per_s / ref->metrics.throughput_samples_per_s, 2) + "x" : "-";
         std::vector<std::string> row{r.planner, shape(r)};
         for (std::string& cell : parallelism(r.plan)) row.push_back(std::move(cell));
@@ -110,10 +115,15 @@ void printTable(const Problem& problem, const std::vector<PlannerResult>& result
         t.addRow(std::move(row));
     }
     t.print(std::cout);
-    std::cout << '\n' << objectiveCaption(problem) << ".\n";
+    std::cout << '\n' << objectiveCaption(problem);
+    if (floor > 0) std::cout << ": every planner is held to " << fixed(floor, 1) << " samples/s";
+    std::cout << ".\n";
+    if (any_below) std::cout << "*: below the floor, so not a candidate under this objective whatever its ME.\n";
     std::cout << "t: tensor-parallel degree; sp: sequence parallelism; ZeRO: sharding stage of the data-parallel groups.\n";
-    if (ref)
+    if (ref && ref->metrics.throughput_samples_per_s >= floor)
         std::cout << "x ref: relative to " << ref->planner << ", the best baseline under this objective. plan CPU: each planner's own CPU time.\n";
+    else if (ref)
+        std::cout << "x ref: relative to " << ref->planner << ", the fastest baseline (none reaches the floor). plan CPU: each planner's own CPU time.\n";
     else
         std::cout << "x ref: no baseline found a plan that fits, so nothing to compare against.\n";
     for (const PlannerResult& r : results) {
@@ -136,6 +146,7 @@ nlohmann::json resultsJson(const Problem& problem, const std::vector<PlannerResu
                         {"selective_recompute", has_plan ? nlohmann::json(r.plan.selective_recompute) : nlohmann::json(nullptr)},
                         {"metrics", has_plan ? metricsToJson(r.metrics) : nlohmann::json(nullptr)},
                         {"planning_time_s", r.planning_time_s},
+                        {"fastest_throughput_samples_per_s", r.fastest_throughput},
                         {"feasible", r.feasible},
                         {"skipped", r.skipped},
                         {"reason", r.reason},
@@ -145,6 +156,7 @@ nlohmann::json resultsJson(const Problem& problem, const std::vector<PlannerResu
     return {{"results", rows},
             {"objective", toString(problem.objective)},
             {"throughput_floor", problem.throughput_floor},
+            {"floor_samples_per_s", comparisonFloor(problem.objective, problem.throughput_floor, results)},
             {"reference", ref >= 0 ? nlohmann::json(results[static_cast<size_t>(ref)].planner) : nlohmann::json(nullptr)}};
 }
 

@@ -302,7 +302,7 @@ bool MainWindow::start(const StartOptions& options) {
     const StudioSettings saved = use_settings_ ? StudioSettings::load() : StudioSettings{};
     ModelSpec spec = saved.model;
     if (options.model) spec = *options.model;
-    if (spec.zoo.empty() && spec.file.empty()) spec.zoo = "gpt2-small";
+    if (spec.zoo.empty() && spec.file.empty()) spec = StudioSettings::defaultModel();
     bool ok = true;
     last_error_.clear();
     if (!options.graph_file.isEmpty()) {
@@ -311,9 +311,7 @@ bool MainWindow::start(const StartOptions& options) {
         // The last session's graph file may have gone (an imported TorchScript's temporary
         // graph, a moved file): say so and start from the default zoo model instead.
         if (!model_panel_->openGraphFile(QString::fromStdString(spec.file))) {
-            ModelSpec fallback;
-            fallback.zoo = "gpt2-small";
-            model_panel_->loadZoo(fallback);
+            model_panel_->loadZoo(StudioSettings::defaultModel());
         }
     } else {
         ok = model_panel_->loadZoo(spec);
@@ -321,7 +319,7 @@ bool MainWindow::start(const StartOptions& options) {
 
     const QString cluster = !options.cluster.isEmpty() ? options.cluster
                             : !saved.cluster.isEmpty() ? saved.cluster
-                                                       : QStringLiteral("dgx-a100-1x8");
+                                                       : StudioSettings{}.cluster;
     const bool is_file = cluster.endsWith(QStringLiteral(".json"));
     ok = (is_file ? cluster_panel_->openFile(cluster) : cluster_panel_->loadPreset(cluster)) && ok;
 
@@ -436,7 +434,8 @@ bool MainWindow::isIdle() const {
 void MainWindow::onPlanningFinished() {
     planners_panel_->setRunning(false);
     // A row the user (or an opened plan) selected meanwhile stays selected; else the best.
-    const int best = comparison_->bestRow(problem_ ? problem_->objective : Objective::MemoryEfficiency);
+    const int best = problem_ ? comparison_->bestRow(problem_->objective, problem_->throughput_floor)
+                              : comparison_->bestRow(Objective::MemoryEfficiency);
     if (best >= 0 && compare_page_->selectedModelRow() < 0) compare_page_->selectModelRow(best);
     statusBar()->showMessage(tr("%1 planners finished").arg(comparison_->finishedCount()));
     if (use_settings_) saveSettings();

@@ -8,33 +8,40 @@
 
 namespace hippie::studio {
 
-namespace {
-constexpr const char* kDefaultModel = "gpt2-small";
-constexpr const char* kDefaultCluster = "dgx-a100-1x8";
-constexpr int kDefaultBatch = 8;
-}  // namespace
+ModelSpec StudioSettings::defaultModel() {
+    ModelSpec m;
+    m.zoo = "gpt2-small";
+    m.batch_size = 8;
+    m.precision = Precision::FP16;
+    return m;
+}
 
 StudioSettings StudioSettings::load() {
     const QSettings s(QStringLiteral("hippie"), QStringLiteral("hippie-studio"));
-    StudioSettings out;
+    StudioSettings out;  // the defaults, replaced by what is stored
     out.geometry = s.value(QStringLiteral("window/geometry")).toByteArray();
     out.window_state = s.value(QStringLiteral("window/state")).toByteArray();
-    out.model.zoo = s.value(QStringLiteral("model/zoo"), QString::fromLatin1(kDefaultModel)).toString().toStdString();
+    out.model.zoo = s.value(QStringLiteral("model/zoo"), QString::fromStdString(out.model.zoo)).toString().toStdString();
     out.model.file = s.value(QStringLiteral("model/file")).toString().toStdString();
-    out.model.batch_size = s.value(QStringLiteral("model/batch"), kDefaultBatch).toInt();
-    out.model.seq_len = s.value(QStringLiteral("model/seq_len"), 0).toInt();
+    out.model.batch_size = s.value(QStringLiteral("model/batch"), out.model.batch_size).toInt();
+    out.model.seq_len = s.value(QStringLiteral("model/seq_len"), out.model.seq_len).toInt();
     try {
         applyOverrideText(out.model, s.value(QStringLiteral("model/overrides")).toString().toStdString());
     } catch (const std::exception&) {
         out.model.overrides.clear();  // text another version wrote: the published size
     }
+    const StudioSettings defaults;
     try {
-        out.model.precision = precisionFromString(s.value(QStringLiteral("model/precision"), QStringLiteral("fp16")).toString().toStdString());
-        out.objective = objectiveFromString(s.value(QStringLiteral("planning/objective"), QStringLiteral("me-floor")).toString().toStdString());
+        out.model.precision = precisionFromString(
+            s.value(QStringLiteral("model/precision"), QString::fromLatin1(toString(out.model.precision))).toString().toStdString());
+        out.objective =
+            objectiveFromString(s.value(QStringLiteral("planning/objective"), QString::fromLatin1(toString(out.objective))).toString().toStdString());
     } catch (const std::exception&) {
         // A value written by another version: keep the defaults.
+        out.model.precision = defaults.model.precision;
+        out.objective = defaults.objective;
     }
-    out.cluster = s.value(QStringLiteral("cluster/name"), QString::fromLatin1(kDefaultCluster)).toString();
+    out.cluster = s.value(QStringLiteral("cluster/name"), out.cluster).toString();
     out.planners = s.value(QStringLiteral("planning/planners")).toStringList();
     out.time_budget_s = s.value(QStringLiteral("planning/time_budget_s"), out.time_budget_s).toDouble();
     out.global_batch = s.value(QStringLiteral("planning/global_batch"), out.global_batch).toInt();

@@ -219,6 +219,7 @@ PlannerResult searchOutcome(const std::string& planner, const Problem& problem, 
         r = infeasibleResult(planner, noFitReason(problem, found), context);
     }
     if (!stopped_note.empty()) r.notes.push_back(stopped_note);
+    r.fastest_throughput = found.bestThroughput();
     r.log = std::move(log);
     return r;
 }

@@ -73,6 +73,10 @@ struct PlannerResult {
     std::vector<std::string> notes;
     Plan plan;
     TraceMetrics metrics;        // of `plan`, simulated
+    // The highest throughput of any plan that fits among those the planner simulated, where it
+    // searched several (0 otherwise). Under me-floor it may exceed `plan`'s: the floor is kept
+    // against it, and a comparison keeps every planner to that same floor.
+    double fastest_throughput = 0;
     double planning_time_s = 0;
     std::vector<std::string> log;  // what it tried, for the studio and --verbose
     std::vector<double> convergence;  // best objective per iteration / generation, if iterative

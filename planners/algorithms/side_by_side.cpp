@@ -53,21 +53,41 @@ std::vector<PlannerResult> runSideBySide(const Problem& problem, const std::vect
     return results;
 }
 
-int referenceResult(const Problem& problem, const std::vector<PlannerResult>& results) {
-    double best_throughput = 0;
-    for (const PlannerResult& r : results)
-        if (r.feasible && isBaseline(r.planner)) best_throughput = std::max(best_throughput, r.metrics.throughput_samples_per_s);
-    const double floor = problem.objective == Objective::MemoryEfficiencyWithThroughputFloor
-                             ? std::clamp(problem.throughput_floor, 0.0, 1.0) * best_throughput
-                             : 0.0;
+double comparisonFloor(Objective objective, double throughput_floor, const std::vector<PlannerResult>& results) {
+    if (objective != Objective::MemoryEfficiencyWithThroughputFloor) return 0.0;
+    double fastest = 0;
+    for (const PlannerResult& r : results) {
+        if (r.feasible) fastest = std::max(fastest, r.metrics.throughput_samples_per_s);
+        fastest = std::max(fastest, r.fastest_throughput);
+    }
+    return std::clamp(throughput_floor, 0.0, 1.0) * fastest;
+}
+
+namespace {
+
+// The best of the feasible results `eligible` admits, at or above `floor`; -1 if none.
+template <typename Eligible>
+int bestAbove(Objective objective, double floor, const std::vector<PlannerResult>& results, Eligible eligible) {
     int best = -1;
     for (size_t i = 0; i < results.size(); ++i) {
         const PlannerResult& r = results[i];
-        if (!r.feasible || !isBaseline(r.planner) || r.metrics.throughput_samples_per_s < floor) continue;
-        if (best < 0 || objectiveValue(r.metrics, problem.objective) > objectiveValue(results[static_cast<size_t>(best)].metrics, problem.objective))
+        if (!r.feasible || !eligible(r) || r.metrics.throughput_samples_per_s < floor) continue;
+        if (best < 0 || objectiveValue(r.metrics, objective) > objectiveValue(results[static_cast<size_t>(best)].metrics, objective))
             best = static_cast<int>(i);
     }
     return best;
+}
+
+}  // namespace
+
+int bestResult(Objective objective, double throughput_floor, const std::vector<PlannerResult>& results) {
+    return bestAbove(objective, comparisonFloor(objective, throughput_floor, results), results, [](const PlannerResult&) { return true; });
+}
+
+int referenceResult(const Problem& problem, const std::vector<PlannerResult>& results) {
+    const auto baseline = [](const PlannerResult& r) { return isBaseline(r.planner); };
+    const int best = bestAbove(problem.objective, comparisonFloor(problem.objective, problem.throughput_floor, results), results, baseline);
+    return best >= 0 ? best : bestAbove(Objective::Throughput, 0.0, results, baseline);
 }
 
 }  // namespace hippie

@@ -21,10 +21,18 @@ std::vector<PlannerResult> runSideBySide(const Problem& problem, const std::vect
 // single-threaded).
 double threadCpuSeconds();
 
+// Under me-floor, the throughput every plan of a comparison is held to: the floor fraction of
+// the fastest plan any planner found (a result, or a faster plan a search simulated and set
+// aside for one with less memory). 0 under the other objectives.
+double comparisonFloor(Objective objective, double throughput_floor, const std::vector<PlannerResult>& results);
+
+// The best feasible result under the objective, among those at or above comparisonFloor
+// (under me-floor, the most ME; a plan below the floor is never the best). -1 when none is.
+int bestResult(Objective objective, double throughput_floor, const std::vector<PlannerResult>& results);
+
 // The yardstick of a comparison: the best feasible baseline (any planner but hippie and the
-// exhaustive oracle) under the problem's objective; for me-floor, the most ME among the
-// baselines within the floor of the best baseline throughput. -1 when no baseline is
-// feasible.
+// exhaustive oracle) under the problem's objective, held to the same floor as every planner;
+// if no baseline reaches it, the fastest baseline. -1 when no baseline is feasible.
 int referenceResult(const Problem& problem, const std::vector<PlannerResult>& results);
 
 }  // namespace hippie

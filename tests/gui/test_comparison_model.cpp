@@ -123,6 +123,29 @@ private slots:
         m.setResult(result("huge", 500, 50, false));   // does not fit
         QCOMPARE(m.bestRow(Objective::MemoryEfficiency), m.rowOfPlanner("lean"));
         QCOMPARE(m.bestRow(Objective::Throughput), m.rowOfPlanner("fast"));
+        // me-floor (0.9): "lean" is below 90% of the fastest (60 < 90), "fast" is the best.
+        QCOMPARE(m.bestRow(Objective::MemoryEfficiencyWithThroughputFloor, 0.9), m.rowOfPlanner("fast"));
+        QCOMPARE(m.bestRow(Objective::MemoryEfficiencyWithThroughputFloor, 0.5), m.rowOfPlanner("lean"));
+    }
+
+    // The studio's default example, as it was: under me-floor the studio selected megatron
+    // (786.8 samples/s, the most ME) though the fastest plan of the comparison ran 927.5, and
+    // hippie's search had simulated one of 940.8 (its floor: 846.7). The floor is held against
+    // the fastest plan any planner found, so the best row is the leanest plan above 846.7.
+    void bestRowUnderMeFloorKeepsTheFloorOfTheFastestPlanFound() {
+        ComparisonModel m;
+        PlannerResult hippie = result("hippie", 879.6, 4.67);
+        hippie.fastest_throughput = 940.8;
+        m.setResult(hippie);
+        m.setResult(result("megatron", 786.8, 1.81));
+        m.setResult(result("deepspeed-3d", 838.9, 2.84));
+        m.setResult(result("pipedream", 927.5, 19.13));
+        m.setResult(result("data-parallel", 888.8, 6.21));
+        QCOMPARE(m.bestRow(Objective::MemoryEfficiencyWithThroughputFloor, 0.9), m.rowOfPlanner("hippie"));
+        // Without hippie's faster plan the floor is 834.75, which deepspeed-3d reaches.
+        hippie.fastest_throughput = 0;
+        m.setResult(hippie);
+        QCOMPARE(m.bestRow(Objective::MemoryEfficiencyWithThroughputFloor, 0.9), m.rowOfPlanner("deepspeed-3d"));
     }
 
     void paretoFrontKeepsUndominatedPlans() {

@@ -8,6 +8,7 @@
 #include <QtTest>
 
 #include "app/studio/main_window.h"
+#include "app/studio/studio_settings.h"
 #include "app/studio/studio_session.h"
 #include "app/studio/teaching_narrative.h"
 #include "app/studio/teaching_page.h"
@@ -51,6 +52,23 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(w.shownTrace().has_value(), 60000);
         QVERIFY(!w.shownTrace()->events.empty());
         QTRY_VERIFY_WITH_TIMEOUT(w.isIdle(), 60000);
+    }
+
+    // A window that keeps no settings (screenshots, tests) opens on what a first start opens
+    // on: gpt2-small at a batch of 8 in fp16 on dgx-a100-1x8 (it used to take ModelSpec's own
+    // defaults, a batch of 1 in fp32, so screenshots showed what no user sees).
+    void withoutSettingsOpensOnTheFirstStartDefaults() {
+        MainWindow w(false);
+        StartOptions nothing;
+        nothing.run_planners = false;
+        QVERIFY(w.start(nothing));
+        const ModelSpec& shown = w.session()->graph().source;
+        QCOMPARE(shown.zoo, std::string("gpt2-small"));
+        QCOMPARE(shown.batch_size, 8);
+        QCOMPARE(shown.precision, Precision::FP16);
+        QCOMPARE(w.session()->clusterName(), QString("dgx-a100-1x8"));
+        QCOMPARE(StudioSettings{}.model.batch_size, shown.batch_size);
+        QCOMPARE(StudioSettings{}.model.precision, shown.precision);
     }
 
     void badFileKeepsThePreviousModel() {

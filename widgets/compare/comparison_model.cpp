@@ -7,6 +7,7 @@
 #include <iterator>
 
 #include "planners/algorithms/evaluate.h"
+#include "planners/algorithms/side_by_side.h"
 #include "planners/schedule/plan_shape.h"
 #include "widgets/common/units.h"
 
@@ -82,19 +83,11 @@ const PlannerResult* ComparisonModel::result(int row) const {
 
 ComparisonModel::State ComparisonModel::state(int row) const { return rows_[static_cast<size_t>(row)].state; }
 
-int ComparisonModel::bestRow(Objective objective) const {
-    int best = -1;
-    double best_value = 0;
-    for (size_t i = 0; i < rows_.size(); ++i) {
-        const auto& r = rows_[i].result;
-        if (!r || !r->feasible) continue;
-        const double v = objectiveValue(r->metrics, objective);
-        if (best < 0 || v > best_value) {
-            best = static_cast<int>(i);
-            best_value = v;
-        }
-    }
-    return best;
+int ComparisonModel::bestRow(Objective objective, double throughput_floor) const {
+    std::vector<PlannerResult> results(rows_.size());  // a running or failed row: not feasible
+    for (size_t i = 0; i < rows_.size(); ++i)
+        if (rows_[i].result) results[i] = *rows_[i].result;
+    return bestResult(objective, throughput_floor, results);
 }
 
 bool ComparisonModel::hasMetrics(const PlannerResult& result) { return result.metrics.iteration_time_s > 0; }

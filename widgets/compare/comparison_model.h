@@ -46,8 +46,10 @@ public:
     int rowOfPlanner(const QString& planner) const;  // -1 if absent
     const PlannerResult* result(int row) const;      // null while running or after a failure
     State state(int row) const;
-    // The feasible row with the best value of `objective`, or -1.
-    int bestRow(Objective objective) const;
+    // The feasible row with the best value of `objective`, or -1. Under me-floor only rows at
+    // or above the comparison's floor count (`throughput_floor` of the fastest plan any
+    // planner found: comparisonFloor), as in `hippie-plan compare`.
+    int bestRow(Objective objective, double throughput_floor = 0.9) const;
     int finishedCount() const;
     // True when the result carries simulated metrics (infeasible results may not).
     static bool hasMetrics(const PlannerResult& result);
