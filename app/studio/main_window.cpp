@@ -393,6 +393,7 @@ QString MainWindow::openPlanFile(const QString& path, const QString& cluster_ove
     planners_panel_->setGlobalBatch(file.plan.global_batch);
     onInputsChanged();
     problem_ = session_->problem(file.plan.global_batch, planners_panel_->objective(), planners_panel_->timeBudgetSeconds());
+    comparison_->setObjective(problem_->objective, problem_->throughput_floor);
     loaded_plan_ = file.result();
     comparison_->setResult(*loaded_plan_);
     compare_page_->selectModelRow(comparison_->rowOfPlanner(QString::fromStdString(loaded_plan_->planner)));
@@ -409,6 +410,7 @@ void MainWindow::runPlanners() {
     problem_ = session_->problem(planners_panel_->globalBatch(), planners_panel_->objective(),
                                  planners_panel_->timeBudgetSeconds());
     comparison_->clear();
+    comparison_->setObjective(problem_->objective, problem_->throughput_floor);
     plan_.reset();
     trace_.reset();
     schedule_page_->clear();

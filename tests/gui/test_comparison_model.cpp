@@ -142,6 +142,18 @@ private slots:
         m.setResult(result("pipedream", 927.5, 19.13));
         m.setResult(result("data-parallel", 888.8, 6.21));
         QCOMPARE(m.bestRow(Objective::MemoryEfficiencyWithThroughputFloor, 0.9), m.rowOfPlanner("hippie"));
+        // Each row below the floor says so in its Status, the others do not.
+        m.setObjective(Objective::MemoryEfficiencyWithThroughputFloor, 0.9);
+        QCOMPARE(m.floorThroughput(), 0.9 * 940.8);
+        const auto status = [&](const char* planner) {
+            return m.index(m.rowOfPlanner(planner), ComparisonModel::StatusColumn).data().toString();
+        };
+        QCOMPARE(status("deepspeed-3d"), QString("fits · below the floor of 846.7 samples/s"));
+        QCOMPARE(status("megatron"), QString("fits · below the floor of 846.7 samples/s"));
+        QCOMPARE(status("hippie"), QString("fits"));
+        QCOMPARE(status("data-parallel"), QString("fits"));
+        m.setObjective(Objective::MemoryEfficiency, 0.9);
+        QCOMPARE(status("megatron"), QString("fits"));
         // Without hippie's faster plan the floor is 834.75, which deepspeed-3d reaches.
         hippie.fastest_throughput = 0;
         m.setResult(hippie);

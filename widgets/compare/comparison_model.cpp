@@ -59,7 +59,25 @@ void ComparisonModel::setResult(const PlannerResult& result) {
     r.message = QString::fromStdString(result.reason);
     r.result = result;
     rowChanged(row);
+    // The floor may have risen with this row: every row's Status says where it stands.
+    if (objective_ == Objective::MemoryEfficiencyWithThroughputFloor && !rows_.empty())
+        emit dataChanged(index(0, StatusColumn), index(static_cast<int>(rows_.size()) - 1, StatusColumn));
 }
+
+void ComparisonModel::setObjective(Objective objective, double throughput_floor) {
+    objective_ = objective;
+    throughput_floor_ = throughput_floor;
+    if (!rows_.empty()) emit dataChanged(index(0, StatusColumn), index(static_cast<int>(rows_.size()) - 1, StatusColumn));
+}
+
+std::vector<PlannerResult> ComparisonModel::results() const {
+    std::vector<PlannerResult> out(rows_.size());
+    for (size_t i = 0; i < rows_.size(); ++i)
+        if (rows_[i].result) out[i] = *rows_[i].result;
+    return out;
+}
+
+double ComparisonModel::floorThroughput() const { return comparisonFloor(objective_, throughput_floor_, results()); }
 
 void ComparisonModel::setFailed(const QString& planner, const QString& message, bool cancelled) {
     const int row = ensureRow(planner);
@@ -84,10 +102,7 @@ const PlannerResult* ComparisonModel::result(int row) const {
 ComparisonModel::State ComparisonModel::state(int row) const { return rows_[static_cast<size_t>(row)].state; }
 
 int ComparisonModel::bestRow(Objective objective, double throughput_floor) const {
-    std::vector<PlannerResult> results(rows_.size());  // a running or failed row: not feasible
-    for (size_t i = 0; i < rows_.size(); ++i)
-        if (rows_[i].result) results[i] = *rows_[i].result;
-    return bestResult(objective, throughput_floor, results);
+    return bestResult(objective, throughput_floor, results());
 }
 
 bool ComparisonModel::hasMetrics(const PlannerResult& result) { return result.metrics.iteration_time_s > 0; }
@@ -182,6 +197,11 @@ QVariant ComparisonModel::display(const Row& row, int column) const {
                 text = row.message.isEmpty() ? tr("does not fit") : tr("does not fit: %1").arg(row.message);
             else if (text.isEmpty())
                 text = tr("fits");
+            if (row.result && row.result->feasible) {
+                const double floor = floorThroughput();
+                if (row.result->metrics.throughput_samples_per_s < floor)
+                    text += tr(" · below the floor of %1 samples/s").arg(floor, 0, 'f', 1);
+            }
             const int notes = row.result ? static_cast<int>(row.result->notes.size()) : 0;
             if (notes == 0) return text;
             return notes == 1 ? tr("%1 · 1 note").arg(text) : tr("%1 · %2 notes").arg(text, QString::number(notes));

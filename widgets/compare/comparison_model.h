@@ -50,6 +50,10 @@ public:
     // or above the comparison's floor count (`throughput_floor` of the fastest plan any
     // planner found: comparisonFloor), as in `hippie-plan compare`.
     int bestRow(Objective objective, double throughput_floor = 0.9) const;
+    // The objective the rows were planned for: under me-floor a row that fits but runs below
+    // the comparison's floor says so in its Status ("fits · below the floor of N samples/s").
+    void setObjective(Objective objective, double throughput_floor);
+    double floorThroughput() const;  // comparisonFloor of the rows so far; 0 unless me-floor
     int finishedCount() const;
     // True when the result carries simulated metrics (infeasible results may not).
     static bool hasMetrics(const PlannerResult& result);
@@ -71,12 +75,15 @@ private:
         QString message;
         std::optional<PlannerResult> result;
     };
+    std::vector<PlannerResult> results() const;  // a row's result, or an infeasible one
     QVariant display(const Row& row, int column) const;
     QVariant sortKey(const Row& row, int column) const;
     int ensureRow(const QString& planner);
     void rowChanged(int row);
 
     std::vector<Row> rows_;
+    Objective objective_ = Objective::MemoryEfficiency;
+    double throughput_floor_ = 0.9;
 };
 
 }  // namespace hippie::widgets
