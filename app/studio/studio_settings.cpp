@@ -30,7 +30,6 @@ StudioSettings StudioSettings::load() {
     } catch (const std::exception&) {
         out.model.overrides.clear();  // text another version wrote: the published size
     }
-    const StudioSettings defaults;
     try {
         out.model.precision = precisionFromString(
             s.value(QStringLiteral("model/precision"), QString::fromLatin1(toString(out.model.precision))).toString().toStdString());
@@ -38,6 +37,7 @@ StudioSettings StudioSettings::load() {
             objectiveFromString(s.value(QStringLiteral("planning/objective"), QString::fromLatin1(toString(out.objective))).toString().toStdString());
     } catch (const std::exception&) {
         // A value written by another version: keep the defaults.
+        const StudioSettings defaults;
         out.model.precision = defaults.model.precision;
         out.objective = defaults.objective;
     }

@@ -18,6 +18,7 @@ ComparisonModel::ComparisonModel(QObject* parent) : QAbstractTableModel(parent) 
 void ComparisonModel::clear() {
     beginResetModel();
     rows_.clear();
+    floor_ = 0;
     endResetModel();
 }
 
@@ -41,6 +42,7 @@ void ComparisonModel::addRunning(const QString& planner) {
     r.message.clear();
     r.result.reset();
     rowChanged(row);
+    refreshFloor();
 }
 
 void ComparisonModel::setProgress(const QString& planner, double fraction, const QString& message) {
@@ -59,14 +61,20 @@ void ComparisonModel::setResult(const PlannerResult& result) {
     r.message = QString::fromStdString(result.reason);
     r.result = result;
     rowChanged(row);
-    // The floor may have risen with this row: every row's Status says where it stands.
-    if (objective_ == Objective::MemoryEfficiencyWithThroughputFloor && !rows_.empty())
-        emit dataChanged(index(0, StatusColumn), index(static_cast<int>(rows_.size()) - 1, StatusColumn));
+    refreshFloor();
 }
 
 void ComparisonModel::setObjective(Objective objective, double throughput_floor) {
     objective_ = objective;
     throughput_floor_ = throughput_floor;
+    refreshFloor();
+}
+
+void ComparisonModel::refreshFloor() {
+    const double floor = comparisonFloor(objective_, throughput_floor_, results());
+    if (floor == floor_) return;
+    floor_ = floor;
+    // Every row's Status says whether it runs below the floor.
     if (!rows_.empty()) emit dataChanged(index(0, StatusColumn), index(static_cast<int>(rows_.size()) - 1, StatusColumn));
 }
 
@@ -77,7 +85,7 @@ std::vector<PlannerResult> ComparisonModel::results() const {
     return out;
 }
 
-double ComparisonModel::floorThroughput() const { return comparisonFloor(objective_, throughput_floor_, results()); }
+double ComparisonModel::floorThroughput() const { return floor_; }
 
 void ComparisonModel::setFailed(const QString& planner, const QString& message, bool cancelled) {
     const int row = ensureRow(planner);
@@ -86,6 +94,7 @@ void ComparisonModel::setFailed(const QString& planner, const QString& message, 
     r.message = message;
     r.result.reset();
     rowChanged(row);
+    refreshFloor();
 }
 
 int ComparisonModel::rowOfPlanner(const QString& planner) const {
@@ -197,11 +206,8 @@ QVariant ComparisonModel::display(const Row& row, int column) const {
                 text = row.message.isEmpty() ? tr("does not fit") : tr("does not fit: %1").arg(row.message);
             else if (text.isEmpty())
                 text = tr("fits");
-            if (row.result && row.result->feasible) {
-                const double floor = floorThroughput();
-                if (row.result->metrics.throughput_samples_per_s < floor)
-                    text += tr(" · below the floor of %1 samples/s").arg(floor, 0, 'f', 1);
-            }
+            if (row.result && row.result->feasible && row.result->metrics.throughput_samples_per_s < floor_)
+                text += tr(" · below the floor of %1 samples/s").arg(floor_, 0, 'f', 1);
             const int notes = row.result ? static_cast<int>(row.result->notes.size()) : 0;
             if (notes == 0) return text;
             return notes == 1 ? tr("%1 · 1 note").arg(text) : tr("%1 · %2 notes").arg(text, QString::number(notes));

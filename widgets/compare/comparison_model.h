@@ -80,10 +80,12 @@ private:
     QVariant sortKey(const Row& row, int column) const;
     int ensureRow(const QString& planner);
     void rowChanged(int row);
+    void refreshFloor();  // after a row's result or the objective changed
 
     std::vector<Row> rows_;
     Objective objective_ = Objective::MemoryEfficiency;
     double throughput_floor_ = 0.9;
+    double floor_ = 0;  // comparisonFloor of the rows, kept: every Status cell reads it
 };
 
 }  // namespace hippie::widgets
