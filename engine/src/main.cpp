@@ -1,9 +1,14 @@
 // hippie-engine: one training rank on LibTorch, and the commands that measure models and
 // devices for the planners. Every command prints JSON lines; bad input is an error event
-// and exit code 2.
+// and exit code 2. This front loads no LibTorch: it plans (plan), starts local ranks (launch),
+// compares parameter dumps and lists the models, and hands every command that computes to
+// hippie-engine-torch beside it (torch_main.cpp), whose start costs a second (LibTorch).
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <climits>
+#include <cstring>
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -13,12 +18,11 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "engine/src/inspect/tools.h"
+#include "engine/src/cli_events.h"
 #include "engine/src/launch/launcher.h"
-#include "engine/src/launch/rendezvous_env.h"
 #include "engine/src/models/tiny_graphs.h"
-#include "engine/src/runtime/cpu_threads.h"
-#include "engine/src/runtime/run.h"
+#include "engine/src/runtime/blas_core.h"
+#include "engine/src/runtime/compare.h"
 #include "planners/common/error.h"
 #include "planners/model/graph_json.h"
 #include "planners/model/overrides.h"
@@ -39,10 +43,7 @@ std::string selfExe(const char* argv0) {
     return buf;
 }
 
-int errorEvent(const std::string& message) {
-    std::cout << json{{"event", "error"}, {"message", message}, {"exit_code", 2}}.dump() << std::endl;
-    return 2;
-}
+using he::errorEvent;
 
 struct PlanFlags {
     std::string model = "gpt-tiny";
@@ -145,62 +146,43 @@ int makePlan(const PlanFlags& f) {
     return 0;
 }
 
+// The commands the LibTorch half (torch_main.cpp, hippie-engine-torch beside this binary) runs,
+// with what --help says of them.
+const std::vector<std::pair<std::string, std::string>> kTorchCommands = {
+    {"run", "Run one rank of a plan (JSON lines on stdout)"},
+    {"probe", "Measure this host: devices, FLOP/s, loopback bandwidth (Cluster JSON)"},
+    {"profile", "Measure a tiny model's per-layer times and memory; write graph JSON"},
+    {"inspect", "TorchScript file -> graph JSON with measured per-layer times"},
+    {"export-script", "Write a tiny model as a TorchScript module (children = layers)"},
+    {"make-data", "Write a tiny model's synthetic samples as a tensor data file (for run --data)"},
+};
+
+std::string torchHalf(const std::string& self) { return self.substr(0, self.rfind('/') + 1) + "hippie-engine-torch"; }
+
+// OpenBLAS reads OPENBLAS_CORETYPE only when it loads: set before any LibTorch process starts,
+// every rank inherits it (blas_core.h).
+void chooseBlasKernels() {
+    if (std::getenv("OPENBLAS_CORETYPE")) return;
+    if (const std::string core = he::blasCoreToForce(); !core.empty()) setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-    // Once, before anything runs: the matmul kernels this CPU can run (cpu_threads.h), for the
-    // commands that compute (starting again costs a second load of LibTorch, 0.45 s here). Ranks
-    // a launcher starts inherit the variable and do not start again.
-    const std::set<std::string> computing{"run", "launch", "probe", "profile"};
-    const bool computes = argc > 1 && computing.count(argv[1]);
-    if (const std::string core = computes ? he::blasCoreToForce() : ""; !core.empty() && !std::getenv("OPENBLAS_CORETYPE")) {
-        setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
-        execv("/proc/self/exe", argv);  // on failure, go on with the kernels OpenBLAS chose
+    const std::string self = selfExe(argv[0]);
+    const std::string command = argc > 1 ? argv[1] : "";
+    if (std::any_of(kTorchCommands.begin(), kTorchCommands.end(), [&](const auto& c) { return c.first == command; })) {
+        if (command == "run" || command == "probe" || command == "profile") chooseBlasKernels();
+        const std::string torch = torchHalf(self);
+        execv(torch.c_str(), argv);
+        return errorEvent("'" + command + "' needs the LibTorch half of the engine, " + torch + ", which cannot be started (" +
+                          std::strerror(errno) + "): reinstall the hippie-engine package or rebuild with LibTorch");
     }
     CLI::App app{"hippie-engine: a HIPPIE training rank on LibTorch, and device/model measurement"};
     app.require_subcommand(1);
     app.set_version_flag("--version", HIPPIE_VERSION);
-    const std::string self = selfExe(argv[0]);
-
-    he::RunOptions run;
-    // HIPPIE_ENGINE_DEVICE sets the default of --device, so scripts can pin every rank they start.
-    if (const char* d = std::getenv("HIPPIE_ENGINE_DEVICE"); d && *d) run.device = d;
-    auto* run_cmd = app.add_subcommand("run", "Run one rank of a plan (JSON lines on stdout)");
-    run_cmd->add_option("--plan", run.plan_file, "plan file (hippie-plan JSON)")->required();
-    // Without these flags the rank reads its launcher's variables (launch/rendezvous_env.h).
-    he::RendezvousFlags rdv;
-    run_cmd->add_option("--rank", rdv.rank, "this rank (= global device id); default $RANK, $SLURM_PROCID or $OMPI_COMM_WORLD_RANK");
-    run_cmd->add_option("--world-size", rdv.world_size, "number of ranks; default $WORLD_SIZE, $SLURM_NTASKS or $OMPI_COMM_WORLD_SIZE");
-    run_cmd->add_option("--master-addr", rdv.master_addr, "rendezvous host (rank 0 listens there); default $MASTER_ADDR, "
-                                                          "Slurm's first host, or 127.0.0.1 for one rank");
-    run_cmd->add_option("--master-port", rdv.master_port, "rendezvous TCP port; default $MASTER_PORT (Slurm: from the job id)");
-    run_cmd->add_option("--steps", run.steps, "training steps");
-    run_cmd->add_option("--seed", run.seed, "seed of parameters and synthetic data");
-    run_cmd->add_option("--lr", run.training.lr, "learning rate (default: sgd 0.05, adam/adamw 1e-3)");
-    run_cmd->add_option("--weight-decay", run.training.weight_decay, "weight decay (L2 for sgd/adam, decoupled for adamw)");
-    run_cmd->add_option("--warmup-steps", run.training.warmup_steps, "linear learning-rate warm-up steps");
-    run_cmd->add_option("--lr-schedule", run.training.lr_schedule, "constant or cosine (after the warm-up)");
-    run_cmd->add_option("--decay-steps", run.training.decay_steps, "cosine: steps to decay over (default: the rest of the run)");
-    run_cmd->add_option("--min-lr", run.training.min_lr, "cosine: the final learning rate");
-    run_cmd->add_option("--clip-grad-norm", run.training.clip_grad_norm, "clip gradients to this global norm (0: off)");
-    run_cmd->add_option("--threads", run.threads, "CPU threads of this rank (default: the host's cores / its ranks)");
-    run_cmd->add_option("--checkpoint-dir", run.checkpoint_dir, "directory of this run's checkpoints");
-    run_cmd->add_option("--checkpoint-every", run.checkpoint_every, "write a checkpoint every N steps (and after the last)");
-    run_cmd->add_flag("--resume", run.resume, "continue from the newest checkpoint every rank has in --checkpoint-dir");
-    run_cmd->add_option("--token-dtype", run.token_dtype, "token-id files (*.bin): uint16 (nanoGPT) or uint32");
-    run_cmd->add_flag("--log-samples", run.log_samples, "step events list the sample indices of this rank's replica");
-    run_cmd->add_option("--connect-timeout", run.connect_timeout_s, "seconds to reach the master and the peers");
-    run_cmd->add_option("--op-timeout", run.op_timeout_s, "seconds one transfer or all-reduce may take");
-    run_cmd->add_option("--dump-params", run.dump_params, "write this rank's final parameters (JSON)");
-    run_cmd->add_flag("--trace-every-step", run.trace_every_step, "print a trace for every step");
-    run_cmd->add_option("--device", run.device, "auto, cpu or cuda (cuda:<local rank>); default $HIPPIE_ENGINE_DEVICE or auto");
-    run_cmd->add_option("--local-rank", rdv.local_rank, "GPU index on this host; default $LOCAL_RANK, $SLURM_LOCALID, "
-                                                        "$OMPI_COMM_WORLD_LOCAL_RANK, else the rank");
-    run_cmd->add_option("--comm", run.comm, "auto, gloo or nccl");
-    run_cmd->add_option("--data", run.data_file,
-                        "tensor data file: pickled (inputs, targets); or *.bin: token ids (GPT, BERT); see docs/formats.md");
-    run_cmd->add_option("--input-shape", run.input_shape, "TorchScript models: one input sample's shape, e.g. 32")->delimiter(',');
-    run_cmd->add_option("--input-dtype", run.input_dtype, "TorchScript models: float or long");
+    // Listed for --help; main() hands them to the LibTorch half before parsing.
+    for (const auto& [name, what] : kTorchCommands) app.add_subcommand(name, what)->allow_extras();
 
     he::LaunchOptions launch;
     int launch_steps = 1;
@@ -252,50 +234,6 @@ int main(int argc, char** argv) {
     cmp_cmd->add_option("--loose", loose, "NAME=TOL: parameters whose name contains NAME within TOL instead");
     cmp_cmd->add_option("dumps", dumps, "dumps of the ranks")->required();
 
-    he::ProbeOptions probe;
-    auto* probe_cmd = app.add_subcommand("probe", "Measure this host: devices, FLOP/s, loopback bandwidth (Cluster JSON)");
-    probe_cmd->add_option("--seconds", probe.seconds, "time spent on the FLOP/s measurement");
-    bool no_loopback = false;
-    probe_cmd->add_flag("--no-loopback", no_loopback, "skip the loopback bandwidth measurement");
-
-    std::string prof_model, prof_out;
-    int prof_batch = 8, prof_seq = 0, prof_repeats = 5;
-    auto* prof_cmd = app.add_subcommand("profile", "Measure a tiny model's per-layer times and memory; write graph JSON");
-    prof_cmd->add_option("--model", prof_model, "tiny model")->required();
-    prof_cmd->add_option("--batch-size", prof_batch, "samples the graph is for");
-    prof_cmd->add_option("--seq-len", prof_seq, "sequence length (0: the model's)");
-    prof_cmd->add_option("--repeats", prof_repeats, "timed repetitions (median)");
-    prof_cmd->add_option("--out", prof_out, "graph JSON file (default: stdout)");
-    std::string prof_device = "cpu";
-    prof_cmd->add_option("--device", prof_device, "cpu, cuda or auto");
-
-    std::string insp_file, insp_out, insp_dtype = "float";
-    std::vector<long long> insp_shape;
-    int insp_repeats = 5;
-    auto* insp_cmd = app.add_subcommand("inspect", "TorchScript file -> graph JSON with measured per-layer times");
-    insp_cmd->add_option("file", insp_file, "TorchScript module (.pt)")->required();
-    insp_cmd->add_option("--input-shape", insp_shape, "example input shape, e.g. 8,32")->delimiter(',')->required();
-    insp_cmd->add_option("--input-dtype", insp_dtype, "float or long");
-    insp_cmd->add_option("--repeats", insp_repeats, "timed repetitions (median)");
-    insp_cmd->add_option("--out", insp_out, "graph JSON file (default: stdout)");
-
-    std::string exp_model, exp_out;
-    unsigned long long exp_seed = 0;
-    auto* exp_cmd = app.add_subcommand("export-script", "Write a tiny model as a TorchScript module (children = layers)");
-    exp_cmd->add_option("--model", exp_model, "tiny model (mlp-tiny)")->required();
-    exp_cmd->add_option("--out", exp_out, ".pt file")->required();
-    exp_cmd->add_option("--seed", exp_seed, "parameter seed");
-
-    std::string md_model = "mlp-tiny", md_out;
-    int md_samples = 64, md_seq = 0;
-    unsigned long long md_seed = 0;
-    auto* md_cmd = app.add_subcommand("make-data", "Write a tiny model's synthetic samples as a tensor data file (for run --data)");
-    md_cmd->add_option("--model", md_model, "tiny model");
-    md_cmd->add_option("--samples", md_samples, "number of samples");
-    md_cmd->add_option("--seq-len", md_seq, "sequence length (0: the model's)");
-    md_cmd->add_option("--seed", md_seed, "seed");
-    md_cmd->add_option("--out", md_out, "file to write")->required();
-
     auto* models_cmd = app.add_subcommand("models", "List the models the engine trains: the zoo's (at any size override) and the tiny test models");
 
     try {
@@ -309,26 +247,9 @@ int main(int argc, char** argv) {
         return errorEvent(std::string("bad command line: ") + e.what());
     }
 
-    if (*run_cmd) {
-        try {
-            const he::Rendezvous r = he::resolveRendezvous(rdv, he::processEnvironment());
-            run.rank = r.rank;
-            run.world_size = r.world_size;
-            run.local_rank = r.local_rank;
-            run.master_addr = r.master_addr;
-            run.master_port = r.master_port;
-            if (r.launcher != "flags")
-                std::cout << json{{"event", "rendezvous"}, {"rank", r.rank}, {"world_size", r.world_size}, {"local_rank", r.local_rank},
-                                  {"master_addr", r.master_addr}, {"master_port", r.master_port}, {"launcher", r.launcher}}
-                                 .dump()
-                          << std::endl;
-        } catch (const hippie::Error& e) {
-            return errorEvent(e.what());
-        }
-        return he::runRank(run);
-    }
     if (*launch_cmd) {
-        launch.self_exe = self;
+        chooseBlasKernels();
+        launch.self_exe = torchHalf(self);
         launch.run_args = {"--steps", std::to_string(launch_steps), "--seed", std::to_string(launch_seed)};
         std::istringstream extra(launch_extra);
         for (std::string a; extra >> a;) launch.run_args.push_back(a);
@@ -336,14 +257,6 @@ int main(int argc, char** argv) {
     }
     if (*plan_cmd) return makePlan(pf);
     if (*cmp_cmd) return he::compareParams(ref, dumps, tol, loose);
-    if (*probe_cmd) {
-        probe.loopback_bandwidth = !no_loopback;
-        return he::probeCommand(probe);
-    }
-    if (*prof_cmd) return he::profileCommand(prof_model, prof_batch, prof_seq, prof_repeats, prof_out, prof_device);
-    if (*insp_cmd) return he::inspectCommand(insp_file, insp_shape, insp_dtype, insp_repeats, insp_out);
-    if (*exp_cmd) return he::exportScriptCommand(exp_model, exp_out, exp_seed);
-    if (*md_cmd) return he::makeDataCommand(md_model, md_samples, md_seq, md_seed, md_out);
     if (*models_cmd) {
         for (const hippie::ZooEntry& e : hippie::zooModels()) {
             hippie::ModelSpec s;

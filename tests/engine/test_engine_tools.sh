@@ -127,4 +127,15 @@ fi
 "$ENGINE" plan --model inception-v3 --pp 3 --stage-starts 9,5 > "$WORK/cut3"; code=$?
 [ $code -eq 2 ] && grep -q 'layer 5 must be above 9' "$WORK/cut3" && pass "plan --stage-starts: decreasing layers refused" \
     || fail "plan --stage-starts 9,5: exit $code $(cat "$WORK/cut3")"
+# The front links no LibTorch: planning and listing work without its LibTorch half, and a
+# command that computes, without it, names the missing binary.
+mkdir -p "$WORK/front" && cp "$ENGINE" "$WORK/front/hippie-engine"
+! ldd "$WORK/front/hippie-engine" | grep -q libtorch && pass "hippie-engine links no LibTorch" || fail "hippie-engine links LibTorch"
+"$WORK/front/hippie-engine" plan --model mlp-tiny --pp 2 --out "$WORK/front.json" > "$WORK/front.out" \
+    && "$WORK/front/hippie-engine" models | grep -q '"name":"gpt2-small"' && pass "plan and models without the LibTorch half" \
+    || fail "plan/models without the LibTorch half: $(cat "$WORK/front.out")"
+"$WORK/front/hippie-engine" run --plan "$WORK/front.json" --rank 0 --world-size 2 > "$WORK/front.run"; code=$?
+[ $code -eq 2 ] && grep -q "'run' needs the LibTorch half of the engine, $WORK/front/hippie-engine-torch" "$WORK/front.run" \
+    && pass "run without the LibTorch half: $(grep -o '"message":"[^"]*' "$WORK/front.run" | cut -c12-200)" \
+    || fail "run without the LibTorch half: exit $code $(cat "$WORK/front.run")"
 finish

@@ -3,6 +3,7 @@
 #include <functional>
 
 #include "engine/src/comm/c10d_shim.h"
+#include "engine/src/launch/ports.h"
 
 namespace hippie::engine {
 
@@ -67,6 +68,7 @@ Comm::Comm(const Rendezvous& r) : s_(std::make_unique<State>()), rank_(r.rank), 
     o.numWorkers = static_cast<std::size_t>(r.world_size);
     o.waitWorkers = false;
     o.timeout = r.connect_timeout;
+    if (r.rank != 0) waitForListener(r.master_addr, r.master_port, r.connect_timeout.count());  // else TCPStore's 1 s retry
     try {
         s_->store = c10::make_intrusive<::c10d::TCPStore>(r.master_addr, o);
     } catch (const std::exception& e) {

@@ -24,7 +24,7 @@
 #include "engine/src/inspect/kernel_probe.h"
 #include "engine/src/inspect/timing.h"
 #include "engine/src/inspect/tools.h"
-#include "engine/src/launch/launcher.h"
+#include "engine/src/launch/ports.h"
 #include "engine/src/models/tiny_models.h"
 #include "engine/src/runtime/cpu_threads.h"
 #include "engine/src/runtime/data.h"

@@ -17,6 +17,5 @@ struct LaunchOptions {
 };
 
 int launchLocal(const LaunchOptions& o);
-int freeLoopbackPort();  // a TCP port on 127.0.0.1 nobody listens on right now
 
 }  // namespace hippie::engine

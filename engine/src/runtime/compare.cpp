@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/src/runtime/run.h"
+#include "engine/src/runtime/compare.h"
 
 namespace hippie::engine {
 

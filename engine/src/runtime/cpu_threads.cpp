@@ -1,46 +1,16 @@
 #include "engine/src/runtime/cpu_threads.h"
 
 #include <dlfcn.h>
-#include <strings.h>
 
 #include <algorithm>
-#include <initializer_list>
 #include <thread>
 
 #include <torch/torch.h>
 
+#include "engine/src/runtime/blas_core.h"
 #include "planners/common/allocator.h"
 
 namespace hippie::engine {
-
-namespace {
-
-// OpenBLAS's name of the kernels it chose at load, or "" when the BLAS is not OpenBLAS.
-std::string openBlasCore() {
-    using GetName = char* (*)();
-    auto name = reinterpret_cast<GetName>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
-    const char* core = name ? name() : nullptr;
-    return core ? core : "";
-}
-
-bool oneOf(const std::string& core, std::initializer_list<const char*> names) {
-    return std::any_of(names.begin(), names.end(), [&](const char* n) { return strcasecmp(core.c_str(), n) == 0; });
-}
-
-}  // namespace
-
-std::string blasCoreToForce() {
-#if defined(__x86_64__)
-    const std::string core = openBlasCore();
-    if (core.empty()) return "";
-    const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
-    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    if (avx512 && !oneOf(core, {"SkylakeX", "Cooperlake", "SapphireRapids"})) return "SkylakeX";
-    if (avx2 && !avx512 && !oneOf(core, {"Haswell", "Zen", "SkylakeX", "Cooperlake", "SapphireRapids"})) return "Haswell";
-#endif
-    return "";
-}
 
 int threadsPerRank(int requested, int ranks_on_host) {
     if (requested > 0) return requested;

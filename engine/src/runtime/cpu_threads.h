@@ -13,14 +13,6 @@ struct CpuSetup {
     std::string blas;          // "openblas SkylakeX (N threads)" or "reference or unknown BLAS"
 };
 
-// OpenBLAS (Debian's is built DYNAMIC_ARCH) picks its kernels from the CPU's model when it
-// loads. A virtual machine that hides the model ("Intel(R) Xeon(R) Processor") makes 0.3.21
-// fall back to Prescott's SSE3 kernels: a quarter of an AVX-512 core's matmul rate (62 against
-// 241 GFLOP/s measured here, one thread). The kernels this CPU can run instead ("SkylakeX" with
-// AVX-512, "Haswell" with AVX2), when OpenBLAS chose slower ones; "" otherwise. OpenBLAS reads
-// OPENBLAS_CORETYPE only when it loads: main() sets it and runs the engine again.
-std::string blasCoreToForce();
-
 // Threads for one of `ranks_on_host` ranks on this host: the host's cores split evenly (at
 // least 1), or `requested` when positive.
 int threadsPerRank(int requested, int ranks_on_host);

@@ -41,12 +41,4 @@ struct RunOptions {
 // timed out), 2 bad input (plan, model, flags, unreachable master).
 int runRank(const RunOptions& o);
 
-// Compares parameter dumps against a reference dump: every parameter of every file must be in
-// the reference and within `tolerance` (absolute, elementwise), and together the files must
-// cover the reference. Prints one JSON line; returns 0 when they match, 1 otherwise, 2 on bad files.
-// `loose`: "NAME=TOL" entries: parameters whose name contains NAME are compared within TOL
-// instead (reported in the output's notes).
-int compareParams(const std::string& reference, const std::vector<std::string>& files, double tolerance,
-                  const std::vector<std::string>& loose = {});
-
 }  // namespace hippie::engine

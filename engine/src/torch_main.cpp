@@ -1,0 +1,161 @@
+// hippie-engine-torch: the half of hippie-engine that loads LibTorch. `hippie-engine` (main.cpp)
+// starts it for the commands that compute: one training rank (`run`) and the measuring
+// commands (probe, profile, inspect, export-script, make-data). Loading Debian's LibTorch and
+// the 280 libraries it needs takes a second of every process that does, so planning, launching
+// and comparing stay in the front; users and launchers call `hippie-engine`, never this binary.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <set>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "engine/src/cli_events.h"
+#include "engine/src/inspect/tools.h"
+#include "engine/src/launch/rendezvous_env.h"
+#include "engine/src/runtime/blas_core.h"
+#include "engine/src/runtime/run.h"
+#include "planners/common/error.h"
+
+namespace he = hippie::engine;
+using nlohmann::json;
+
+int main(int argc, char** argv) {
+    // The front sets OPENBLAS_CORETYPE before it starts this binary; started on its own, set it
+    // here and start again (OpenBLAS reads it only when it loads).
+    const std::set<std::string> computing{"run", "probe", "profile"};
+    const bool computes = argc > 1 && computing.count(argv[1]);
+    if (const std::string core = computes && !std::getenv("OPENBLAS_CORETYPE") ? he::blasCoreToForce() : ""; !core.empty()) {
+        setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
+        execv("/proc/self/exe", argv);  // on failure, go on with the kernels OpenBLAS chose
+    }
+    CLI::App app{"hippie-engine (LibTorch half): a HIPPIE training rank, and device/model measurement"};
+    app.name("hippie-engine");
+    app.require_subcommand(1);
+    app.set_version_flag("--version", HIPPIE_VERSION);
+
+    he::RunOptions run;
+    // HIPPIE_ENGINE_DEVICE sets the default of --device, so scripts can pin every rank they start.
+    if (const char* d = std::getenv("HIPPIE_ENGINE_DEVICE"); d && *d) run.device = d;
+    auto* run_cmd = app.add_subcommand("run", "Run one rank of a plan (JSON lines on stdout)");
+    run_cmd->add_option("--plan", run.plan_file, "plan file (hippie-plan JSON)")->required();
+    // Without these flags the rank reads its launcher's variables (launch/rendezvous_env.h).
+    he::RendezvousFlags rdv;
+    run_cmd->add_option("--rank", rdv.rank, "this rank (= global device id); default $RANK, $SLURM_PROCID or $OMPI_COMM_WORLD_RANK");
+    run_cmd->add_option("--world-size", rdv.world_size, "number of ranks; default $WORLD_SIZE, $SLURM_NTASKS or $OMPI_COMM_WORLD_SIZE");
+    run_cmd->add_option("--master-addr", rdv.master_addr, "rendezvous host (rank 0 listens there); default $MASTER_ADDR, "
+                                                          "Slurm's first host, or 127.0.0.1 for one rank");
+    run_cmd->add_option("--master-port", rdv.master_port, "rendezvous TCP port; default $MASTER_PORT (Slurm: from the job id)");
+    run_cmd->add_option("--steps", run.steps, "training steps");
+    run_cmd->add_option("--seed", run.seed, "seed of parameters and synthetic data");
+    run_cmd->add_option("--lr", run.training.lr, "learning rate (default: sgd 0.05, adam/adamw 1e-3)");
+    run_cmd->add_option("--weight-decay", run.training.weight_decay, "weight decay (L2 for sgd/adam, decoupled for adamw)");
+    run_cmd->add_option("--warmup-steps", run.training.warmup_steps, "linear learning-rate warm-up steps");
+    run_cmd->add_option("--lr-schedule", run.training.lr_schedule, "constant or cosine (after the warm-up)");
+    run_cmd->add_option("--decay-steps", run.training.decay_steps, "cosine: steps to decay over (default: the rest of the run)");
+    run_cmd->add_option("--min-lr", run.training.min_lr, "cosine: the final learning rate");
+    run_cmd->add_option("--clip-grad-norm", run.training.clip_grad_norm, "clip gradients to this global norm (0: off)");
+    run_cmd->add_option("--threads", run.threads, "CPU threads of this rank (default: the host's cores / its ranks)");
+    run_cmd->add_option("--checkpoint-dir", run.checkpoint_dir, "directory of this run's checkpoints");
+    run_cmd->add_option("--checkpoint-every", run.checkpoint_every, "write a checkpoint every N steps (and after the last)");
+    run_cmd->add_flag("--resume", run.resume, "continue from the newest checkpoint every rank has in --checkpoint-dir");
+    run_cmd->add_option("--token-dtype", run.token_dtype, "token-id files (*.bin): uint16 (nanoGPT) or uint32");
+    run_cmd->add_flag("--log-samples", run.log_samples, "step events list the sample indices of this rank's replica");
+    run_cmd->add_option("--connect-timeout", run.connect_timeout_s, "seconds to reach the master and the peers");
+    run_cmd->add_option("--op-timeout", run.op_timeout_s, "seconds one transfer or all-reduce may take");
+    run_cmd->add_option("--dump-params", run.dump_params, "write this rank's final parameters (JSON)");
+    run_cmd->add_flag("--trace-every-step", run.trace_every_step, "print a trace for every step");
+    run_cmd->add_option("--device", run.device, "auto, cpu or cuda (cuda:<local rank>); default $HIPPIE_ENGINE_DEVICE or auto");
+    run_cmd->add_option("--local-rank", rdv.local_rank, "GPU index on this host; default $LOCAL_RANK, $SLURM_LOCALID, "
+                                                        "$OMPI_COMM_WORLD_LOCAL_RANK, else the rank");
+    run_cmd->add_option("--comm", run.comm, "auto, gloo or nccl");
+    run_cmd->add_option("--data", run.data_file,
+                        "tensor data file: pickled (inputs, targets); or *.bin: token ids (GPT, BERT); see docs/formats.md");
+    run_cmd->add_option("--input-shape", run.input_shape, "TorchScript models: one input sample's shape, e.g. 32")->delimiter(',');
+    run_cmd->add_option("--input-dtype", run.input_dtype, "TorchScript models: float or long");
+
+    he::ProbeOptions probe;
+    auto* probe_cmd = app.add_subcommand("probe", "Measure this host: devices, FLOP/s, loopback bandwidth (Cluster JSON)");
+    probe_cmd->add_option("--seconds", probe.seconds, "time spent on the FLOP/s measurement");
+    bool no_loopback = false;
+    probe_cmd->add_flag("--no-loopback", no_loopback, "skip the loopback bandwidth measurement");
+
+    std::string prof_model, prof_out;
+    int prof_batch = 8, prof_seq = 0, prof_repeats = 5;
+    auto* prof_cmd = app.add_subcommand("profile", "Measure a tiny model's per-layer times and memory; write graph JSON");
+    prof_cmd->add_option("--model", prof_model, "tiny model")->required();
+    prof_cmd->add_option("--batch-size", prof_batch, "samples the graph is for");
+    prof_cmd->add_option("--seq-len", prof_seq, "sequence length (0: the model's)");
+    prof_cmd->add_option("--repeats", prof_repeats, "timed repetitions (median)");
+    prof_cmd->add_option("--out", prof_out, "graph JSON file (default: stdout)");
+    std::string prof_device = "cpu";
+    prof_cmd->add_option("--device", prof_device, "cpu, cuda or auto");
+
+    std::string insp_file, insp_out, insp_dtype = "float";
+    std::vector<long long> insp_shape;
+    int insp_repeats = 5;
+    auto* insp_cmd = app.add_subcommand("inspect", "TorchScript file -> graph JSON with measured per-layer times");
+    insp_cmd->add_option("file", insp_file, "TorchScript module (.pt)")->required();
+    insp_cmd->add_option("--input-shape", insp_shape, "example input shape, e.g. 8,32")->delimiter(',')->required();
+    insp_cmd->add_option("--input-dtype", insp_dtype, "float or long");
+    insp_cmd->add_option("--repeats", insp_repeats, "timed repetitions (median)");
+    insp_cmd->add_option("--out", insp_out, "graph JSON file (default: stdout)");
+
+    std::string exp_model, exp_out;
+    unsigned long long exp_seed = 0;
+    auto* exp_cmd = app.add_subcommand("export-script", "Write a tiny model as a TorchScript module (children = layers)");
+    exp_cmd->add_option("--model", exp_model, "tiny model (mlp-tiny)")->required();
+    exp_cmd->add_option("--out", exp_out, ".pt file")->required();
+    exp_cmd->add_option("--seed", exp_seed, "parameter seed");
+
+    std::string md_model = "mlp-tiny", md_out;
+    int md_samples = 64, md_seq = 0;
+    unsigned long long md_seed = 0;
+    auto* md_cmd = app.add_subcommand("make-data", "Write a tiny model's synthetic samples as a tensor data file (for run --data)");
+    md_cmd->add_option("--model", md_model, "tiny model");
+    md_cmd->add_option("--samples", md_samples, "number of samples");
+    md_cmd->add_option("--seq-len", md_seq, "sequence length (0: the model's)");
+    md_cmd->add_option("--seed", md_seed, "seed");
+    md_cmd->add_option("--out", md_out, "file to write")->required();
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        std::cerr << e.what() << "\n";
+        return he::errorEvent(std::string("bad command line: ") + e.what());
+    }
+
+    if (*run_cmd) {
+        try {
+            const he::Rendezvous r = he::resolveRendezvous(rdv, he::processEnvironment());
+            run.rank = r.rank;
+            run.world_size = r.world_size;
+            run.local_rank = r.local_rank;
+            run.master_addr = r.master_addr;
+            run.master_port = r.master_port;
+            if (r.launcher != "flags")
+                std::cout << json{{"event", "rendezvous"}, {"rank", r.rank}, {"world_size", r.world_size}, {"local_rank", r.local_rank},
+                                  {"master_addr", r.master_addr}, {"master_port", r.master_port}, {"launcher", r.launcher}}
+                                 .dump()
+                          << std::endl;
+        } catch (const hippie::Error& e) {
+            return he::errorEvent(e.what());
+        }
+        return he::runRank(run);
+    }
+    if (*probe_cmd) {
+        probe.loopback_bandwidth = !no_loopback;
+        return he::probeCommand(probe);
+    }
+    if (*prof_cmd) return he::profileCommand(prof_model, prof_batch, prof_seq, prof_repeats, prof_out, prof_device);
+    if (*insp_cmd) return he::inspectCommand(insp_file, insp_shape, insp_dtype, insp_repeats, insp_out);
+    if (*exp_cmd) return he::exportScriptCommand(exp_model, exp_out, exp_seed);
+    if (*md_cmd) return he::makeDataCommand(md_model, md_samples, md_seq, md_seed, md_out);
+    return 0;
+}
