@@ -149,10 +149,22 @@ std::optional<Candidate> fitMicroBatches(const Problem& problem, Plan plan, int 
     return std::nullopt;
 }
 
-std::optional<size_t> bestIndexByObjective(const Problem& problem, const std::vector<Candidate>& candidates) {
-    double best_throughput = 0;
+namespace {
+
+// The highest throughput of a fitting candidate, or of the plans one was chosen from.
+double fastestThroughput(const std::vector<Candidate>& candidates) {
+    double fastest = 0;
     for (const Candidate& c : candidates)
-        if (c.metrics.fits_memory) best_throughput = std::max(best_throughput, c.metrics.throughput_samples_per_s);
+        if (c.metrics.fits_memory) fastest = std::max({fastest, c.metrics.throughput_samples_per_s, c.fastest_throughput});
+    return fastest;
+}
+
+}  // namespace
+
+std::optional<size_t> bestIndexByObjective(const Problem& problem, const std::vector<Candidate>& candidates) {
+    // The floor is kept against the fastest plan simulated, a chosen candidate's set-aside ones
+    // included: a variant's faster plan must not be forgotten because the variant chose another.
+    const double best_throughput = fastestThroughput(candidates);
     const double floor = problem.objective == Objective::MemoryEfficiencyWithThroughputFloor
                              ? std::clamp(problem.throughput_floor, 0.0, 1.0) * best_throughput
                              : 0.0;
@@ -168,7 +180,9 @@ std::optional<size_t> bestIndexByObjective(const Problem& problem, const std::ve
 std::optional<Candidate> bestByObjective(const Problem& problem, const std::vector<Candidate>& candidates) {
     const std::optional<size_t> i = bestIndexByObjective(problem, candidates);
     if (!i) return std::nullopt;
-    return candidates[*i];
+    Candidate best = candidates[*i];
+    best.fastest_throughput = fastestThroughput(candidates);
+    return best;
 }
 
 std::optional<Candidate> sweepMicroBatches(const Problem& problem, Plan plan, int pp, const StagesFn& stages, int first_m,
@@ -215,6 +229,7 @@ PlannerResult searchResult(const std::string& planner, const std::optional<Candi
     const std::string stopped = stopReason(context);
     PlannerResult r = found ? feasibleResult(planner, found->plan, found->metrics, context)
                             : infeasibleResult(planner, stopped.empty() ? no_fit : stopped + " before a plan that fits memory was found", context);
+    if (found) r.fastest_throughput = std::max(found->fastest_throughput, found->metrics.throughput_samples_per_s);
     if (found && !stopped.empty()) r.reason = stopped + "; best plan found so far";
     if (!stopped.empty()) r.notes.push_back(stopped);
     r.log = log.lines();

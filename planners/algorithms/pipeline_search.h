@@ -15,6 +15,9 @@ namespace hippie {
 struct Candidate {
     Plan plan;
     TraceMetrics metrics;
+    // The highest throughput among the fitting plans this one was chosen from (bestByObjective),
+    // itself included; 0 when it was not chosen among others. PlannerResult::fastest_throughput.
+    double fastest_throughput = 0;
 };
 
 struct PipelineShape {
@@ -79,7 +82,7 @@ std::optional<Candidate> fitMicroBatches(const Problem& problem, Plan plan, int 
 
 // Of the candidates that fit, the best under the problem's objective: the most throughput,
 // the most ME, or (me-floor) the most ME among those within the floor of the best
-// throughput among them. nullopt when none fits.
+// throughput among them (kept in its fastest_throughput). nullopt when none fits.
 std::optional<size_t> bestIndexByObjective(const Problem& problem, const std::vector<Candidate>& candidates);
 std::optional<Candidate> bestByObjective(const Problem& problem, const std::vector<Candidate>& candidates);
 

@@ -382,6 +382,9 @@ private slots:
                 if (t.fits_memory) best_throughput = std::max(best_throughput, t.throughput_samples_per_s);
             }
             QVERIFY(!fits.empty());
+            // The fastest plan of its sweep, whichever it chose: a comparison holds every
+            // planner to the floor of the fastest plan any of them simulated.
+            QCOMPARE(r.fastest_throughput, best_throughput);
             for (const TraceMetrics& t : fits) {
                 if (o == Objective::Throughput) QVERIFY(r.metrics.throughput_samples_per_s >= t.throughput_samples_per_s);
                 else if (o == Objective::MemoryEfficiency || t.throughput_samples_per_s >= 0.9 * best_throughput)

@@ -400,12 +400,12 @@ private slots:
                  std::string("p.json: unknown field \"zero_stge\" (known fields: format, version, model, cluster, planner, stages, "
                              "dp, placement, placement_order, micro_batches, global_batch, schedule, virtual_stages, optimizer, "
                              "recompute_layers, selective_recompute, bucket_bytes, zero_stage, tp, sequence_parallel, device_map, groups, stage_replicas); is it misspelt, or from a newer version?"));
-        expectRejected("model", [](json& j) { j["model"]["seqlen"] = 64; }, {"p.json: model: unknown field \"seqlen\" (known fields: zoo,"});
-        expectRejected("stage", [](json& j) { j["stages"][1]["tp"] = 2; }, {"p.json: stages[1]: unknown field \"tp\""});
-        expectRejected("groups", [](json& j) { j["groups"]["x"] = json::array({json::array()}); },
+        expectRejected("model", [](json& p) { p["model"]["seqlen"] = 64; }, {"p.json: model: unknown field \"seqlen\" (known fields: zoo,"});
+        expectRejected("stage", [](json& p) { p["stages"][1]["tp"] = 2; }, {"p.json: stages[1]: unknown field \"tp\""});
+        expectRejected("groups", [](json& p) { p["groups"]["x"] = json::array({json::array()}); },
                        {"p.json: groups: unknown field \"x\" (known fields: pipelines, stages, tensor)"});
         // A key is quoted as JSON, cut short: a newline cannot start a new line of the message.
-        expectRejected("long key", [](json& j) { j[std::string("a\n") + std::string(100, 'k')] = 1; },
+        expectRejected("long key", [](json& p) { p[std::string("a\n") + std::string(100, 'k')] = 1; },
                        {"unknown field \"a\\n" + std::string(36, 'k') + "... (known fields"});
     }
 

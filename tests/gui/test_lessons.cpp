@@ -148,7 +148,7 @@ private slots:
         // The claims quote the traces' numbers: selective's iteration against full's, its peak
         // against none's (in the units the text prints).
         const QString text = QString::fromStdString(claimsText(rs.claims));
-        const auto msText = [](double s) { return QString::number(s * 1e3, 'f', s < 0.01 ? 2 : 1) + QStringLiteral(" ms"); };
+        const auto msText = [](double sec) { return QString::number(sec * 1e3, 'f', sec < 0.01 ? 2 : 1) + QStringLiteral(" ms"); };
         const auto gibText = [](int64_t b) { return QString::number(double(b) / (1024.0 * 1024.0 * 1024.0), 'f', 2) + QStringLiteral(" GiB"); };
         for (const QString& quoted : {msText(ms.iteration_time_s), msText(mf.iteration_time_s), msText(mn.iteration_time_s),
                                       gibText(ms.max_peak_memory_bytes), gibText(mn.max_peak_memory_bytes)})
