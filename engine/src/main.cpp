@@ -11,9 +11,10 @@
 #include <cstring>
 #include <cstdlib>
 #include <iostream>
-#include <map>
-#include <set>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -236,20 +237,14 @@ int main(int argc, char** argv) {
 
     auto* models_cmd = app.add_subcommand("models", "List the models the engine trains: the zoo's (at any size override) and the tiny test models");
 
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::CallForHelp& e) {
-        return app.exit(e);
-    } catch (const CLI::CallForVersion& e) {
-        return app.exit(e);
-    } catch (const CLI::ParseError& e) {
-        std::cerr << e.what() << "\n";
-        return errorEvent(std::string("bad command line: ") + e.what());
-    }
+    if (const std::optional<int> ended = he::parseCommandLine(app, argc, argv)) return *ended;
 
     if (*launch_cmd) {
         chooseBlasKernels();
         launch.self_exe = torchHalf(self);
+        if (access(launch.self_exe.c_str(), X_OK) != 0)
+            return errorEvent("launch starts its ranks with the LibTorch half of the engine, " + launch.self_exe + ", which cannot be run (" +
+                              std::strerror(errno) + "): reinstall the hippie-engine package or rebuild with LibTorch");
         launch.run_args = {"--steps", std::to_string(launch_steps), "--seed", std::to_string(launch_seed)};
         std::istringstream extra(launch_extra);
         for (std::string a; extra >> a;) launch.run_args.push_back(a);

@@ -120,16 +120,7 @@ int main(int argc, char** argv) {
     md_cmd->add_option("--seed", md_seed, "seed");
     md_cmd->add_option("--out", md_out, "file to write")->required();
 
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::CallForHelp& e) {
-        return app.exit(e);
-    } catch (const CLI::CallForVersion& e) {
-        return app.exit(e);
-    } catch (const CLI::ParseError& e) {
-        std::cerr << e.what() << "\n";
-        return he::errorEvent(std::string("bad command line: ") + e.what());
-    }
+    if (const std::optional<int> ended = he::parseCommandLine(app, argc, argv)) return *ended;
 
     if (*run_cmd) {
         try {

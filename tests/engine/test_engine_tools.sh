@@ -138,4 +138,8 @@ mkdir -p "$WORK/front" && cp "$ENGINE" "$WORK/front/hippie-engine"
 [ $code -eq 2 ] && grep -q "'run' needs the LibTorch half of the engine, $WORK/front/hippie-engine-torch" "$WORK/front.run" \
     && pass "run without the LibTorch half: $(grep -o '"message":"[^"]*' "$WORK/front.run" | cut -c12-200)" \
     || fail "run without the LibTorch half: exit $code $(cat "$WORK/front.run")"
+"$WORK/front/hippie-engine" launch --plan "$WORK/front.json" --nprocs 2 > "$WORK/front.launch"; code=$?
+[ $code -eq 2 ] && grep -q "launch starts its ranks with the LibTorch half of the engine, $WORK/front/hippie-engine-torch, which cannot be run" "$WORK/front.launch" \
+    && pass "launch without the LibTorch half: refused before any rank starts" \
+    || fail "launch without the LibTorch half: exit $code $(cat "$WORK/front.launch")"
 finish
