@@ -45,3 +45,12 @@ measured_step() {
 predicted_step() {
     "$1" simulate --plan "$2" "${@:3}" --json 2>/dev/null | grep -o '"iteration_time_s": *[0-9.e-]*' | head -1 | grep -o '[0-9.e-]*$'
 }
+
+# The small GPT of the tensor-parallel benchmarks; BENCH_TP_OVERRIDE replaces it.
+tp_override() { echo "${BENCH_TP_OVERRIDE:-layers=2,d_model=256,heads=8,seq_len=64,vocab=8192,positions=64}"; }
+
+# probe_host ENGINE OUT: prints the load, then writes this host as `hippie-engine probe` measures it.
+probe_host() {
+    echo "load before: $(uptime)"
+    "$1" probe --seconds 6 > "$2"
+}

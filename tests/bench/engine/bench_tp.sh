@@ -11,12 +11,11 @@ set -u
 # shellcheck source=bench_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
 ENGINE="$1"; PLANNER="$2"; STEPS="${3:-6}"; GB="${4:-16}"
-OV="${BENCH_TP_OVERRIDE:-layers=2,d_model=256,heads=8,seq_len=64,vocab=8192,positions=64}"
+OV="$(tp_override)"
 WORK="$(mktemp -d)"; trap 'rm -rf "$WORK"' EXIT
-echo "load before: $(uptime)"
 # One probe; a cluster of as many devices as each plan has ranks (2 ranks share the cores
 # differently from 4).
-"$ENGINE" probe --seconds 6 > "$WORK/probe.json" || exit 2
+probe_host "$ENGINE" "$WORK/probe.json" || exit 2
 for n in 2 4; do rank_cluster "$WORK/probe.json" "$WORK/probe-$n.json" $n || exit 2; done
 printf "%-26s %5s %12s %14s %9s %14s %9s\n" plan ranks "measured s" "cpu-local s" error "probed s" error
 run() {  # NAME RANKS PLAN_ARGS...

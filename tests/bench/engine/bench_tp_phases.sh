@@ -10,10 +10,9 @@ set -u
 # shellcheck source=bench_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
 ENGINE="$1"; PLANNER="$2"; REPEATS="${3:-3}"; STEPS="${4:-6}"
-OV="${BENCH_TP_OVERRIDE:-layers=2,d_model=256,heads=8,seq_len=64,vocab=8192,positions=64}"
+OV="$(tp_override)"
 WORK="$(mktemp -d)"; trap 'rm -rf "$WORK"' EXIT
-echo "load before: $(uptime)"
-"$ENGINE" probe --seconds 6 > "$WORK/probe.json" || exit 2
+probe_host "$ENGINE" "$WORK/probe.json" || exit 2
 for n in 1 2; do
     rank_cluster "$WORK/probe.json" "$WORK/probe-$n.json" $n || exit 2
     "$ENGINE" plan --model gpt2-small --override "$OV" --global-batch 16 --optimizer adam --out "$WORK/t$n.json" \
