@@ -5,15 +5,12 @@
 // hippie-engine-torch beside it (torch_main.cpp), whose start costs a second (LibTorch).
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
-#include <cstdlib>
 #include <iostream>
 #include <sstream>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -147,33 +144,17 @@ int makePlan(const PlanFlags& f) {
     return 0;
 }
 
-// The commands the LibTorch half (torch_main.cpp, hippie-engine-torch beside this binary) runs,
-// with what --help says of them.
-const std::vector<std::pair<std::string, std::string>> kTorchCommands = {
-    {"run", "Run one rank of a plan (JSON lines on stdout)"},
-    {"probe", "Measure this host: devices, FLOP/s, loopback bandwidth (Cluster JSON)"},
-    {"profile", "Measure a tiny model's per-layer times and memory; write graph JSON"},
-    {"inspect", "TorchScript file -> graph JSON with measured per-layer times"},
-    {"export-script", "Write a tiny model as a TorchScript module (children = layers)"},
-    {"make-data", "Write a tiny model's synthetic samples as a tensor data file (for run --data)"},
-};
-
 std::string torchHalf(const std::string& self) { return self.substr(0, self.rfind('/') + 1) + "hippie-engine-torch"; }
-
-// OpenBLAS reads OPENBLAS_CORETYPE only when it loads: set before any LibTorch process starts,
-// every rank inherits it (blas_core.h).
-void chooseBlasKernels() {
-    if (std::getenv("OPENBLAS_CORETYPE")) return;
-    if (const std::string core = he::blasCoreToForce(); !core.empty()) setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
-}
 
 }  // namespace
 
 int main(int argc, char** argv) {
     const std::string self = selfExe(argv[0]);
     const std::string command = argc > 1 ? argv[1] : "";
-    if (std::any_of(kTorchCommands.begin(), kTorchCommands.end(), [&](const auto& c) { return c.first == command; })) {
-        if (command == "run" || command == "probe" || command == "profile") chooseBlasKernels();
+    if (const he::TorchCommand* torch_command = he::findTorchCommand(command)) {
+        // OpenBLAS reads OPENBLAS_CORETYPE only when it loads: set here, before any LibTorch
+        // process starts (a launch's ranks inherit it below).
+        if (torch_command->computes) he::forceBlasKernels();
         const std::string torch = torchHalf(self);
         execv(torch.c_str(), argv);
         return errorEvent("'" + command + "' needs the LibTorch half of the engine, " + torch + ", which cannot be started (" +
@@ -183,7 +164,7 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     app.set_version_flag("--version", HIPPIE_VERSION);
     // Listed for --help; main() hands them to the LibTorch half before parsing.
-    for (const auto& [name, what] : kTorchCommands) app.add_subcommand(name, what)->allow_extras();
+    for (const he::TorchCommand& c : he::kTorchCommands) app.add_subcommand(c.name, c.help)->allow_extras();
 
     he::LaunchOptions launch;
     int launch_steps = 1;
@@ -240,7 +221,7 @@ int main(int argc, char** argv) {
     if (const std::optional<int> ended = he::parseCommandLine(app, argc, argv)) return *ended;
 
     if (*launch_cmd) {
-        chooseBlasKernels();
+        he::forceBlasKernels();
         launch.self_exe = torchHalf(self);
         if (access(launch.self_exe.c_str(), X_OK) != 0)
             return errorEvent("launch starts its ranks with the LibTorch half of the engine, " + launch.self_exe + ", which cannot be run (" +

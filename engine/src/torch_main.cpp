@@ -1,13 +1,12 @@
 // hippie-engine-torch: the half of hippie-engine that loads LibTorch. `hippie-engine` (main.cpp)
 // starts it for the commands that compute: one training rank (`run`) and the measuring
 // commands (probe, profile, inspect, export-script, make-data). Loading Debian's LibTorch and
-// the 280 libraries it needs takes a second of every process that does, so planning, launching
+// the 288 libraries it needs takes a second of every process that does, so planning, launching
 // and comparing stay in the front; users and launchers call `hippie-engine`, never this binary.
 #include <unistd.h>
 
 #include <cstdlib>
 #include <iostream>
-#include <set>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -22,15 +21,18 @@
 namespace he = hippie::engine;
 using nlohmann::json;
 
+namespace {
+
+CLI::App* addTorchCommand(CLI::App& app, const char* name) { return app.add_subcommand(name, he::findTorchCommand(name)->help); }
+
+}  // namespace
+
 int main(int argc, char** argv) {
     // The front sets OPENBLAS_CORETYPE before it starts this binary; started on its own, set it
     // here and start again (OpenBLAS reads it only when it loads).
-    const std::set<std::string> computing{"run", "probe", "profile"};
-    const bool computes = argc > 1 && computing.count(argv[1]);
-    if (const std::string core = computes && !std::getenv("OPENBLAS_CORETYPE") ? he::blasCoreToForce() : ""; !core.empty()) {
-        setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
+    const he::TorchCommand* command = argc > 1 ? he::findTorchCommand(argv[1]) : nullptr;
+    if (command && command->computes && he::forceBlasKernels())
         execv("/proc/self/exe", argv);  // on failure, go on with the kernels OpenBLAS chose
-    }
     CLI::App app{"hippie-engine (LibTorch half): a HIPPIE training rank, and device/model measurement"};
     app.name("hippie-engine");
     app.require_subcommand(1);
@@ -39,7 +41,7 @@ int main(int argc, char** argv) {
     he::RunOptions run;
     // HIPPIE_ENGINE_DEVICE sets the default of --device, so scripts can pin every rank they start.
     if (const char* d = std::getenv("HIPPIE_ENGINE_DEVICE"); d && *d) run.device = d;
-    auto* run_cmd = app.add_subcommand("run", "Run one rank of a plan (JSON lines on stdout)");
+    auto* run_cmd = addTorchCommand(app, "run");
     run_cmd->add_option("--plan", run.plan_file, "plan file (hippie-plan JSON)")->required();
     // Without these flags the rank reads its launcher's variables (launch/rendezvous_env.h).
     he::RendezvousFlags rdv;
@@ -77,14 +79,14 @@ int main(int argc, char** argv) {
     run_cmd->add_option("--input-dtype", run.input_dtype, "TorchScript models: float or long");
 
     he::ProbeOptions probe;
-    auto* probe_cmd = app.add_subcommand("probe", "Measure this host: devices, FLOP/s, loopback bandwidth (Cluster JSON)");
+    auto* probe_cmd = addTorchCommand(app, "probe");
     probe_cmd->add_option("--seconds", probe.seconds, "time spent on the FLOP/s measurement");
     bool no_loopback = false;
     probe_cmd->add_flag("--no-loopback", no_loopback, "skip the loopback bandwidth measurement");
 
     std::string prof_model, prof_out;
     int prof_batch = 8, prof_seq = 0, prof_repeats = 5;
-    auto* prof_cmd = app.add_subcommand("profile", "Measure a tiny model's per-layer times and memory; write graph JSON");
+    auto* prof_cmd = addTorchCommand(app, "profile");
     prof_cmd->add_option("--model", prof_model, "tiny model")->required();
     prof_cmd->add_option("--batch-size", prof_batch, "samples the graph is for");
     prof_cmd->add_option("--seq-len", prof_seq, "sequence length (0: the model's)");
@@ -96,7 +98,7 @@ int main(int argc, char** argv) {
     std::string insp_file, insp_out, insp_dtype = "float";
     std::vector<long long> insp_shape;
     int insp_repeats = 5;
-    auto* insp_cmd = app.add_subcommand("inspect", "TorchScript file -> graph JSON with measured per-layer times");
+    auto* insp_cmd = addTorchCommand(app, "inspect");
     insp_cmd->add_option("file", insp_file, "TorchScript module (.pt)")->required();
     insp_cmd->add_option("--input-shape", insp_shape, "example input shape, e.g. 8,32")->delimiter(',')->required();
     insp_cmd->add_option("--input-dtype", insp_dtype, "float or long");
@@ -105,7 +107,7 @@ int main(int argc, char** argv) {
 
     std::string exp_model, exp_out;
     unsigned long long exp_seed = 0;
-    auto* exp_cmd = app.add_subcommand("export-script", "Write a tiny model as a TorchScript module (children = layers)");
+    auto* exp_cmd = addTorchCommand(app, "export-script");
     exp_cmd->add_option("--model", exp_model, "tiny model (mlp-tiny)")->required();
     exp_cmd->add_option("--out", exp_out, ".pt file")->required();
     exp_cmd->add_option("--seed", exp_seed, "parameter seed");
@@ -113,7 +115,7 @@ int main(int argc, char** argv) {
     std::string md_model = "mlp-tiny", md_out;
     int md_samples = 64, md_seq = 0;
     unsigned long long md_seed = 0;
-    auto* md_cmd = app.add_subcommand("make-data", "Write a tiny model's synthetic samples as a tensor data file (for run --data)");
+    auto* md_cmd = addTorchCommand(app, "make-data");
     md_cmd->add_option("--model", md_model, "tiny model");
     md_cmd->add_option("--samples", md_samples, "number of samples");
     md_cmd->add_option("--seq-len", md_seq, "sequence length (0: the model's)");

@@ -57,7 +57,7 @@ PlannerResult GPipeBalancePlanner::plan(const Problem& problem, PlanContext& con
     std::optional<Candidate> best;
     const char* best_name = "";
     if (best_index) {
-        best = bestByObjective(problem, found_by_variant);
+        best = chosenAmong(found_by_variant, *best_index);
         best_name = names[*best_index];
     }
     if (best) log.note(std::string("chose ") + best_name + " (objective " + toString(problem.objective) + ")");

@@ -180,9 +180,13 @@ std::optional<size_t> bestIndexByObjective(const Problem& problem, const std::ve
 std::optional<Candidate> bestByObjective(const Problem& problem, const std::vector<Candidate>& candidates) {
     const std::optional<size_t> i = bestIndexByObjective(problem, candidates);
     if (!i) return std::nullopt;
-    Candidate best = candidates[*i];
-    best.fastest_throughput = fastestThroughput(candidates);
-    return best;
+    return chosenAmong(candidates, *i);
+}
+
+Candidate chosenAmong(const std::vector<Candidate>& candidates, size_t i) {
+    Candidate chosen = candidates.at(i);
+    chosen.fastest_throughput = fastestThroughput(candidates);
+    return chosen;
 }
 
 std::optional<Candidate> sweepMicroBatches(const Problem& problem, Plan plan, int pp, const StagesFn& stages, int first_m,

@@ -85,6 +85,9 @@ std::optional<Candidate> fitMicroBatches(const Problem& problem, Plan plan, int 
 // throughput among them (kept in its fastest_throughput). nullopt when none fits.
 std::optional<size_t> bestIndexByObjective(const Problem& problem, const std::vector<Candidate>& candidates);
 std::optional<Candidate> bestByObjective(const Problem& problem, const std::vector<Candidate>& candidates);
+// candidates[i], chosen among them: its fastest_throughput is theirs (what bestByObjective
+// returns, for a caller that has the index already).
+Candidate chosenAmong(const std::vector<Candidate>& candidates, size_t i);
 
 // Every micro-batch count from `first_m` upwards (the divisors of the per-replica batch) for
 // `plan` with `pp` stages from `stages`, simulated; the best that fits under the problem's

@@ -4,6 +4,7 @@
 #include <strings.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <initializer_list>
 
 namespace hippie::engine {
@@ -40,6 +41,12 @@ std::string blasCoreToForce() {
     if (avx2 && !avx512 && !oneOf(core, {"Haswell", "Zen", "SkylakeX", "Cooperlake", "SapphireRapids"})) return "Haswell";
 #endif
     return "";
+}
+
+bool forceBlasKernels() {
+    if (std::getenv("OPENBLAS_CORETYPE")) return false;
+    const std::string core = blasCoreToForce();
+    return !core.empty() && setenv("OPENBLAS_CORETYPE", core.c_str(), 1) == 0;
 }
 
 }  // namespace hippie::engine

@@ -19,4 +19,8 @@ std::string openBlasCore();
 // OPENBLAS_CORETYPE only when it loads: set it before the process that computes starts.
 std::string blasCoreToForce();
 
+// Sets OPENBLAS_CORETYPE to blasCoreToForce() unless it is set already (a user's choice is
+// kept); true when it set it.
+bool forceBlasKernels();
+
 }  // namespace hippie::engine
