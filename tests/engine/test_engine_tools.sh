@@ -67,16 +67,21 @@ assert 0.001 <= e <= 4, e
 assert c["nodes"][0]["device"].get("conv_efficiency", 1.0) == e
 assert len(c["probe"]["convolutions"]) == 5 and all(s["seconds"] > 0 for s in c["probe"]["convolutions"])
 PY2
-# The CPU ranks' link is the engine's own Gloo all-reduce between two ranks (slower than raw TCP:
-# Gloo's hand-off and sums), and the node says how much compute its ranks share.
+# The CPU ranks' link is the engine's own all-reduce between two rank processes (slower than raw
+# TCP: Gloo's hand-offs and sums), fitted to four sizes from 4 B to 16 MiB; the second process
+# is gone when the probe ends; and the node says how much compute its ranks share.
 python3 - "$WORK/probe" <<'PY2' && pass "probe: the link is Gloo's ($(grep -o '"gloo_bytes_per_s": *[0-9.e+]*' "$WORK/probe"), $(grep -o '"gloo_latency_s": *[0-9.e+-]*' "$WORK/probe")), $(grep -o '"compute_slots": *[0-9.e+-]*' "$WORK/probe")" || fail "probe's Gloo link or compute slots: $(head -c 600 "$WORK/probe")"
 import json, sys
 c = json.load(open(sys.argv[1]))
 p, node = c["probe"], c["nodes"][0]
 assert p["gloo_bytes_per_s"] > 0 and p["gloo_latency_s"] > 0, p
 assert node["intra"] == {"bandwidth_bytes_per_s": p["gloo_bytes_per_s"], "latency_s": p["gloo_latency_s"]}, node["intra"]
+assert [m["bytes"] for m in p["gloo_allreduces"]] == [4, 65536, 1048576, 16777216], p["gloo_allreduces"]
+assert all(m["mean_s"] > 0 and m["median_s"] > 0 for m in p["gloo_allreduces"]), p["gloo_allreduces"]
 assert node["compute_slots"] > 0, node
 PY2
+pgrep -f -- "--transport-peer" > /dev/null && fail "probe left its transport peer running: $(pgrep -af -- --transport-peer)" \
+    || pass "probe: its transport peer process has exited"
 # A CPU device is one rank of one thread: OpenBLAS's own pool is sized to it too (left alone it
 # ran the "one thread" matmuls on every core). The kernel table has the zoo's op kinds, each
 # timed at two sizes, forward and backward, with overheads the cluster reader accepts.

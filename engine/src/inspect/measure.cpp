@@ -2,7 +2,11 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
+#include <csignal>
 
 #include <algorithm>
 #include <atomic>
@@ -268,68 +272,127 @@ double concurrentLoopback(int connections) {
     return elapsed > 0 ? static_cast<double>(connections) * static_cast<double>(kBytes) / elapsed : 0.0;
 }
 
-// The engine's own transport between two ranks on this host: two threads, each a rank of a
-// Gloo process group over 127.0.0.1 (the Comm the engine trains with), time all-reduces of one
-// float (latency) and of 16 MiB (bandwidth). A ring all-reduce of two ranks is two messages of
-// latency and, per rank, half the buffer sent and half received twice: time = 2 latency +
-// bytes / bandwidth. What Gloo adds to raw TCP (its work queue's thread hand-off, the sums)
-// is in both. Zeros when the group cannot be set up.
+// The engine's own transport between two ranks on this host: two processes, each a rank of a
+// Gloo process group over 127.0.0.1 (the Comm the engine trains with), time all-reduces of
+// 4 B to 16 MiB. A ring all-reduce of two ranks is two messages of latency and, per rank, half
+// the buffer sent and half received twice: time = 2 latency + bytes / bandwidth, fitted to the
+// sizes' mean times weighted by relative error, so that no one size (the tiny one for latency,
+// the largest for bandwidth) sets a figure alone; the tensor-parallel activations and gradient
+// buckets of CPU runs lie between them. What Gloo adds to raw TCP (its work queue's thread
+// hand-offs, its segmenting, the sums) is in the times.
+//
+// Measured as ranks run: the peer is a second process (this binary, `probe --transport-peer
+// PORT`), and each size's time is the mean, since a step pays every all-reduce it makes, slow
+// ones too. On this project's 2-core VM two threads of one process and medians of 1 float and
+// 16 MiB (what the probe measured before) gave 0.1 ms and 720 MB/s, predicting 0.85 ms for a
+// 512 KB all-reduce that took 2.5-3.5 ms on average between two processes
+// (tests/bench/README.md). Zeros when the group cannot be set up.
+struct TransportSample {
+    int64_t bytes = 0;
+    double mean_s = 0;
+    double median_s = 0;
+};
 struct Transport {
     double latency_s = 0;
     double bandwidth_bytes_per_s = 0;
+    std::vector<TransportSample> samples;
 };
 
+constexpr int64_t kTransportFloats[] = {1, int64_t{16} << 10, int64_t{256} << 10, int64_t{4} << 20};  // 4 B .. 16 MiB
+
+// One rank of the transport measurement; rank 0 returns each size's times (rank 1 its own).
+// Throws where the group cannot be set up or an all-reduce fails.
+std::vector<TransportSample> transportRank(int r, int port, double seconds) {
+    Rendezvous rv;
+    rv.master_port = port;
+    rv.rank = r;
+    rv.world_size = 2;
+    rv.connect_timeout = std::chrono::milliseconds(20000);  // the peer process loads LibTorch first
+    rv.op_timeout = std::chrono::milliseconds(20000);
+    Comm comm(rv);
+    comm.addGroup(0, {0, 1});
+    std::vector<TransportSample> out;
+    for (int64_t floats : kTransportFloats) {
+        // Zeros: repeated sums of ones would overflow to inf within the big tensor's reps.
+        const Tensor t = torch::zeros({floats});
+        comm.allReduceSum(t, 0).wait();  // warm-up
+        // Both ranks run the same count: rank 0 decides it and tells rank 1.
+        const auto t0 = Clock::now();
+        comm.allReduceSum(t, 0).wait();
+        const double once = std::max(secondsSince(t0), 1e-7);
+        Tensor n = torch::full({1}, std::clamp(seconds / std::size(kTransportFloats) / once, 5.0, 2000.0));
+        if (r == 1) n.zero_();
+        comm.allReduceSum(n, 0).wait();
+        const int reps = static_cast<int>(n.item<float>());
+        std::vector<double> times;
+        for (int i = 0; i < reps; ++i) {
+            const auto t1 = Clock::now();
+            comm.allReduceSum(t, 0).wait();
+            times.push_back(secondsSince(t1));
+        }
+        double sum = 0;
+        for (double x : times) sum += x;
+        out.push_back({floats * 4, sum / static_cast<double>(times.size()), median(times)});
+    }
+    comm.barrier();
+    return out;
+}
+
+// time = a + bytes * b by least squares on the relative error (weights 1 / time^2); latency
+// a / 2, bandwidth 1 / b. Zeros where the fit is not physical.
+Transport fitTransport(std::vector<TransportSample> samples) {
+    double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (const TransportSample& m : samples) {
+        if (m.mean_s <= 0) return {};
+        const double w = 1.0 / (m.mean_s * m.mean_s), x = static_cast<double>(m.bytes);
+        sw += w, sx += w * x, sy += w * m.mean_s, sxx += w * x * x, sxy += w * x * m.mean_s;
+    }
+    const double det = sw * sxx - sx * sx;
+    if (samples.size() < 2 || det <= 0) return {};
+    const double slope = (sw * sxy - sx * sy) / det, intercept = (sy - slope * sx) / sw;
+    Transport t;
+    t.samples = std::move(samples);
+    if (slope <= 0) return t;
+    t.bandwidth_bytes_per_s = 1.0 / slope;
+    // A line through noisy times can cross zero; the smallest all-reduce is then all latency.
+    t.latency_s = intercept > 0 ? intercept / 2 : t.samples.front().mean_s / 2;
+    return t;
+}
+
 Transport glooTransport(double seconds) {
-    constexpr int64_t kLarge = int64_t{4} << 20;  // floats: 16 MiB
     const int port = freeLoopbackPort();
     if (port <= 0) return {};
-    std::vector<double> small, large;  // rank 0's times
-    std::atomic<bool> failed{false};
-    const auto rank = [&](int r) {
-        try {
-            Rendezvous rv;
-            rv.master_port = port;
-            rv.rank = r;
-            rv.world_size = 2;
-            rv.connect_timeout = std::chrono::milliseconds(10000);
-            rv.op_timeout = std::chrono::milliseconds(10000);
-            Comm comm(rv);
-            comm.addGroup(0, {0, 1});
-            // Zeros: repeated sums of ones would overflow to inf within the big tensor's reps.
-            const Tensor one = torch::zeros({1});
-            const Tensor big = torch::zeros({kLarge});
-            const auto timeAll = [&](const Tensor& t, std::vector<double>& out, double budget) {
-                comm.allReduceSum(t, 0).wait();  // warm-up
-                // Both ranks run the same count: rank 0 decides it and tells rank 1.
-                const auto t0 = Clock::now();
-                comm.allReduceSum(t, 0).wait();
-                const double once = std::max(secondsSince(t0), 1e-7);
-                Tensor n = torch::full({1}, std::clamp(budget / once, 3.0, 2000.0));
-                if (r == 1) n.zero_();
-                comm.allReduceSum(n, 0).wait();
-                const int reps = static_cast<int>(n.item<float>());
-                for (int i = 0; i < reps; ++i) {
-                    const auto t1 = Clock::now();
-                    comm.allReduceSum(t, 0).wait();
-                    if (r == 0) out.push_back(secondsSince(t1));
-                }
-            };
-            timeAll(one, small, seconds / 2);
-            timeAll(big, large, seconds / 2);
-            comm.barrier();
-        } catch (const std::exception&) {
-            failed = true;
-        }
-    };
-    std::thread peer(rank, 1);
-    rank(0);
-    peer.join();
-    if (failed || small.empty() || large.empty()) return {};
-    Transport t;
-    t.latency_s = median(small) / 2;
-    const double bulk = median(large) - 2 * t.latency_s;
-    if (bulk > 0) t.bandwidth_bytes_per_s = static_cast<double>(kLarge * 4) / bulk;
-    return t;
+    const std::string port_arg = std::to_string(port);
+    std::vector<char*> args{const_cast<char*>("hippie-engine-torch"), const_cast<char*>("probe"), const_cast<char*>("--transport-peer"),
+                            const_cast<char*>(port_arg.c_str()), nullptr};
+    posix_spawn_file_actions_t files;
+    posix_spawn_file_actions_init(&files);
+    posix_spawn_file_actions_addopen(&files, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&files, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+    pid_t peer = -1;
+    const int spawned = posix_spawn(&peer, "/proc/self/exe", &files, nullptr, args.data(), environ);
+    posix_spawn_file_actions_destroy(&files);
+    if (spawned != 0) return {};
+    std::vector<TransportSample> samples;
+    try {
+        samples = transportRank(0, port, seconds);
+    } catch (const std::exception&) {
+        kill(peer, SIGKILL);
+    }
+    int status = 0;
+    waitpid(peer, &status, 0);
+    return fitTransport(std::move(samples));
+}
+
+// `probe --transport-peer PORT`: rank 1 of glooTransport's measurement, in its own process.
+int transportPeer(int port) {
+    try {
+        configureCpu(1);
+        transportRank(1, port, 0);
+        return 0;
+    } catch (const std::exception& e) {
+        return fail(std::string("probe's transport peer: ") + e.what());
+    }
 }
 
 // 3x3 convolutions (and one 1x1) of the sizes CNN training runs, forward and backward (input
@@ -380,11 +443,12 @@ ConvProbe probeConvolutions(const torch::Device& device, const ComputeProbe& mat
 }  // namespace
 
 int probeCommand(const ProbeOptions& o) {
+    if (o.transport_peer_port > 0) return transportPeer(o.transport_peer_port);
     Cluster cluster;
     cluster.name = "probed";
     cluster.source = "hippie-engine probe: measured fp32 matmul FLOP/s at sides 64-1024 (rate, half-rate size, launch), "
                      "convolutions against that curve, the zoo's op kinds forward and backward at two sizes (kernels), "
-                     "a 64 MiB copy (memory bandwidth), TCP loopback and the engine's Gloo all-reduce between two ranks "
+                     "a 64 MiB copy (memory bandwidth), TCP loopback and the engine's Gloo all-reduce between two rank processes "
                      "(the CPU ranks' link) on this host";
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
     Node node;
@@ -425,6 +489,9 @@ int probeCommand(const ProbeOptions& o) {
     if (gloo.bandwidth_bytes_per_s > 0) {
         probe["gloo_bytes_per_s"] = gloo.bandwidth_bytes_per_s;
         probe["gloo_latency_s"] = gloo.latency_s;
+        json sizes = json::array();
+        for (const TransportSample& m : gloo.samples) sizes.push_back({{"bytes", m.bytes}, {"mean_s", m.mean_s}, {"median_s", m.median_s}});
+        probe["gloo_allreduces"] = sizes;
     }
     if (cpu) {
         // What the cores give together, for ranks that share this host: the node's compute

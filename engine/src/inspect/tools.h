@@ -14,7 +14,8 @@ namespace hippie::engine {
 
 struct ProbeOptions {
     double seconds = 0.5;           // time spent measuring FLOP/s
-    bool loopback_bandwidth = true;  // measure TCP over 127.0.0.1 between two threads
+    bool loopback_bandwidth = true;  // measure TCP over 127.0.0.1 and the Gloo transport between two processes
+    int transport_peer_port = 0;     // > 0: be the second process of the Gloo measurement (internal)
 };
 int probeCommand(const ProbeOptions& o);
 
