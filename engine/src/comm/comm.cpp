@@ -8,32 +8,27 @@
 namespace hippie::engine {
 
 struct Pending::Impl {
-    std::vector<shim::WorkPtr> work;  // every transfer of the operation (an exchange has two)
+    shim::WorkPtr work;
     std::vector<torch::Tensor> keep;  // the buffers must outlive the transfer
     std::string what;                 // "recv from rank 1", for error messages
-    std::function<void()> after;      // once all are done: an exchange's sum, host staging's copy back
+    std::function<void()> after;      // host staging: copies the result back to the device
 };
 
 void Pending::wait() {
-    if (!impl_ || impl_->work.empty()) return;
+    if (!impl_ || !impl_->work) return;
     try {
-        for (const shim::WorkPtr& w : impl_->work) w->wait();
+        impl_->work->wait();
     } catch (const std::exception& e) {
         throw CommError(impl_->what + " failed: " + e.what());
     }
-    impl_->work.clear();
+    impl_->work.reset();
     if (impl_->after) {
         impl_->after();
         impl_->after = nullptr;
     }
 }
 
-bool Pending::completed() const {
-    if (!impl_) return true;
-    for (const shim::WorkPtr& w : impl_->work)
-        if (!w->isCompleted()) return false;
-    return true;
-}
+bool Pending::completed() const { return !impl_ || !impl_->work || impl_->work->isCompleted(); }
 
 struct Comm::State {
     c10::intrusive_ptr<::c10d::Store> store;
@@ -44,7 +39,6 @@ struct Comm::State {
     bool nccl = false;
     bool staged = false;  // Gloo with tensors on a CUDA device: transfers go through host copies
     std::map<int, std::vector<int>> members;
-    std::map<int, uint32_t> exchanges;  // per two-rank group: exchanges posted, their tags
     std::chrono::milliseconds connect_timeout{};
     std::chrono::milliseconds op_timeout{};
     std::string master;
@@ -137,8 +131,8 @@ Pending Comm::send(const torch::Tensor& t, int peer, int tag) {
     impl->keep = {s_->staged ? t.to(torch::kCPU) : t.contiguous()};
     impl->what = "send to " + peerName(peer);
     try {
-        if (s_->nccl) impl->work = {(peer > rank_ ? s_->up : s_->down)->send(impl->keep, peer, tag)};
-        else impl->work = {s_->world->send(impl->keep, peer, tag)};
+        if (s_->nccl) impl->work = (peer > rank_ ? s_->up : s_->down)->send(impl->keep, peer, tag);
+        else impl->work = s_->world->send(impl->keep, peer, tag);
     } catch (const std::exception& e) {
         throw CommError(impl->what + " failed: " + e.what());
     }
@@ -151,8 +145,8 @@ Pending Comm::recv(torch::Tensor& t, int peer, int tag) {
     if (s_->staged) impl->after = [t, host = impl->keep[0]]() mutable { t.copy_(host); };
     impl->what = "receive from " + peerName(peer);
     try {
-        if (s_->nccl) impl->work = {(peer < rank_ ? s_->up : s_->down)->recv(impl->keep, peer, tag)};
-        else impl->work = {s_->world->recv(impl->keep, peer, tag)};
+        if (s_->nccl) impl->work = (peer < rank_ ? s_->up : s_->down)->recv(impl->keep, peer, tag);
+        else impl->work = s_->world->recv(impl->keep, peer, tag);
     } catch (const std::exception& e) {
         throw CommError(impl->what + " failed: " + e.what());
     }
@@ -163,43 +157,17 @@ Pending Comm::allReduceSum(const torch::Tensor& t, int group) { return allReduce
 
 Pending Comm::allReduceMax(const torch::Tensor& t, int group) { return allReduce(t, group, true); }
 
-std::string Comm::groupName(const std::string& op, int group) const {
-    std::string ranks;
-    for (int m : s_->members.at(group)) ranks += (ranks.empty() ? "" : ",") + std::to_string(m);
-    return op + " in group " + std::to_string(group) + " (ranks " + ranks + ")";
-}
-
 Pending Comm::allReduce(const torch::Tensor& t, int group, bool max) {
     auto impl = std::make_shared<Pending::Impl>();
-    torch::Tensor host = s_->staged ? t.to(torch::kCPU) : t;
-    impl->keep = {host};
-    impl->what = groupName(std::string(max ? "max " : "") + "all-reduce", group);
-    const std::vector<int>& members = s_->members.at(group);
+    impl->keep = {s_->staged ? t.to(torch::kCPU) : t};
+    if (s_->staged) impl->after = [t, host = impl->keep[0]]() mutable { t.copy_(host); };
+    std::string ranks;
+    for (int m : s_->members.at(group)) ranks += (ranks.empty() ? "" : ",") + std::to_string(m);
+    impl->what = std::string(max ? "max " : "") + "all-reduce in group " + std::to_string(group) + " (ranks " + ranks + ")";
+    ::c10d::AllreduceOptions o;
+    o.reduceOp = max ? ::c10d::ReduceOp::MAX : ::c10d::ReduceOp::SUM;
     try {
-        if (!s_->nccl && members.size() == 2 && host.is_contiguous() && host.numel() > 0) {
-            // Two ranks: each sends its whole buffer and adds the other's. The same bytes as
-            // Gloo's ring (half the buffer, twice) in one message each way, posted from this
-            // thread: Gloo's collectives hand every step to a worker thread, which on a 2-core
-            // host cost 1-2 ms more than the transfer itself (tests/bench/README.md). Both ranks
-            // compute a + b (or max), so the result is bitwise the same on both.
-            const int peer = members[0] == rank_ ? 1 : 0;
-            const int tag = static_cast<int>(s_->exchanges[group]++ & 0x3fffffffu);
-            torch::Tensor theirs = torch::empty_like(host);
-            impl->keep.push_back(theirs);
-            std::vector<torch::Tensor> in{theirs}, out{host};
-            impl->work.push_back(s_->groups.at(group)->recv(in, peer, tag));
-            impl->work.push_back(s_->groups.at(group)->send(out, peer, tag));
-            impl->after = [t, host, theirs, max, staged = s_->staged]() mutable {
-                if (max) torch::maximum_out(host, host, theirs);
-                else host.add_(theirs);
-                if (staged) t.copy_(host);
-            };
-            return Pending(impl);
-        }
-        if (s_->staged) impl->after = [t, host]() mutable { t.copy_(host); };
-        ::c10d::AllreduceOptions o;
-        o.reduceOp = max ? ::c10d::ReduceOp::MAX : ::c10d::ReduceOp::SUM;
-        impl->work = {s_->groups.at(group)->allreduce(impl->keep, o)};
+        impl->work = s_->groups.at(group)->allreduce(impl->keep, o);
     } catch (const std::exception& e) {
         throw CommError(impl->what + " failed: " + e.what());
     }
@@ -215,22 +183,13 @@ Pending Comm::allGather(const torch::Tensor& shard, const torch::Tensor& out, in
     for (int64_t i = 0; i < n; ++i) outputs.push_back(host_out.narrow(0, i * shard.numel(), shard.numel()));
     impl->keep = {s_->staged ? shard.to(torch::kCPU) : shard.contiguous(), host_out};
     if (s_->staged) impl->after = [out, host_out]() mutable { out.copy_(host_out); };
-    impl->what = groupName("all-gather", group);
-    const std::vector<int>& members = s_->members.at(group);
+    std::string ranks;
+    for (int m : s_->members.at(group)) ranks += (ranks.empty() ? "" : ",") + std::to_string(m);
+    impl->what = "all-gather in group " + std::to_string(group) + " (ranks " + ranks + ")";
     try {
-        if (!s_->nccl && n == 2 && shard.numel() > 0) {
-            // Two ranks: one exchange, as in allReduce.
-            const int mine = members[0] == rank_ ? 0 : 1;
-            const int tag = static_cast<int>(s_->exchanges[group]++ & 0x3fffffffu);
-            outputs[static_cast<size_t>(mine)].copy_(impl->keep[0].reshape({-1}));
-            std::vector<torch::Tensor> in{outputs[static_cast<size_t>(1 - mine)]}, send{impl->keep[0]};
-            impl->work.push_back(s_->groups.at(group)->recv(in, 1 - mine, tag));
-            impl->work.push_back(s_->groups.at(group)->send(send, 1 - mine, tag));
-            return Pending(impl);
-        }
         std::vector<std::vector<torch::Tensor>> out_lists{outputs};
         std::vector<torch::Tensor> in{impl->keep[0]};
-        impl->work = {s_->groups.at(group)->allgather(out_lists, in)};
+        impl->work = s_->groups.at(group)->allgather(out_lists, in);
     } catch (const std::exception& e) {
         throw CommError(impl->what + " failed: " + e.what());
     }

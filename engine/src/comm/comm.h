@@ -1,8 +1,7 @@
 #pragma once
 // Process groups of one rank: a TCPStore rendezvous, a world group for point-to-point
 // transfers, and one group per all-reduce group of the Program that holds this rank.
-// Gloo over TCP on CPU (a two-rank group's all-reduce as one exchange of point-to-point
-// messages, see Comm::allReduce). On a CUDA device: NCCL when the LibTorch has it (USE_C10D_NCCL) and the
+// Gloo over TCP on CPU. On a CUDA device: NCCL when the LibTorch has it (USE_C10D_NCCL) and the
 // run asks for it, else Gloo through host copies (slow, but works with ranks sharing a GPU).
 // NCCL ignores tags and matches a pair's transfers in order, so point-to-point traffic uses one
 // NCCL group per direction (lower -> higher rank, higher -> lower): each carries one direction
@@ -81,7 +80,6 @@ public:
 
 private:
     Pending allReduce(const torch::Tensor& t, int group, bool max);
-    std::string groupName(const std::string& op, int group) const;  // "all-gather in group 2 (ranks 0,1)"
     struct State;
     std::unique_ptr<State> s_;
     int rank_ = 0;

@@ -272,21 +272,21 @@ double concurrentLoopback(int connections) {
     return elapsed > 0 ? static_cast<double>(connections) * static_cast<double>(kBytes) / elapsed : 0.0;
 }
 
-// The engine's own transport between two ranks on this host: two processes, each a rank of a
-// Gloo process group over 127.0.0.1 (the Comm the engine trains with), time all-reduces of
-// 4 B to 16 MiB. A ring all-reduce of two ranks is two messages of latency and, per rank, half
-// the buffer sent and half received twice: time = 2 latency + bytes / bandwidth, fitted to the
-// sizes' mean times weighted by relative error, so that no one size (the tiny one for latency,
-// the largest for bandwidth) sets a figure alone; the tensor-parallel activations and gradient
-// buckets of CPU runs lie between them. What Gloo adds to raw TCP (its work queue's thread
-// hand-offs, its segmenting, the sums) is in the times.
+// The engine's own transport between two ranks on this host: two processes, each a rank of the
+// Comm the engine trains with over 127.0.0.1, time all-reduces of 4 B to 16 MiB. The cost model
+// prices a two-rank all-reduce as a ring's: two messages of latency and, per rank, half the
+// buffer sent and half received twice, time = 2 latency + bytes / bandwidth. That line is
+// fitted to the sizes' mean times weighted by relative error, so that no one size (the tiny one
+// for latency, the largest for bandwidth) sets a figure alone; the tensor-parallel activations
+// and gradient buckets of CPU runs lie between them. What Gloo adds to raw TCP (thread
+// hand-offs, the sums) is in the times.
 //
 // Measured as ranks run: the peer is a second process (this binary, `probe --transport-peer
 // PORT`), and each size's time is the mean, since a step pays every all-reduce it makes, slow
-// ones too. On this project's 2-core VM two threads of one process and medians of 1 float and
-// 16 MiB (what the probe measured before) gave 0.1 ms and 720 MB/s, predicting 0.85 ms for a
-// 512 KB all-reduce that took 2.5-3.5 ms on average between two processes
-// (tests/bench/README.md). Zeros when the group cannot be set up.
+// ones too. What the probe measured before (two threads of one process, the medians of 4 B and
+// of 16 MiB: 0.1 ms latency and 720 MB/s on this project's 2-core VM) predicted 0.85 ms for a
+// 512 KB all-reduce that took 1.7-2.5 ms on average there: the sizes between pay more than a
+// line through the two ends (tests/bench/README.md). Zeros when the group cannot be set up.
 struct TransportSample {
     int64_t bytes = 0;
     double mean_s = 0;
