@@ -24,6 +24,11 @@ MEGATRON="--model gpt2-small --precision fp16 --schedule 1f1b --recompute --opti
 # Megatron-LM SC'21 Table 1, first row: 137 teraFLOP/s a GPU on 32 GPUs is, by the paper's
 # Equation 3 (1.5467e16 FLOPs an iteration), an iteration of 3528.02 ms.
 SC21="--model gpt2-small --override layers=24,d_model=2304,heads=24,d_ff=9216,vocab=51200,positions=2048,seq_len=2048 --cluster dgx-a100-4x8 --precision fp16 --schedule 1f1b --recompute --optimizer adam --pp 1 --dp 32 --global-batch 512"
+# Megatron-LM 2019 (arXiv 1909.08053) Table 1: GPT-2 with 96 dimensions a head, batch 8,
+# sequence 1024, vocabulary 51,200, on one DGX-2H, tensor parallelism 1 to 8 (Figure 5).
+DGX2H=$EX/dgx2h-32x16.cluster.json
+MEG19="--model gpt2-small --cluster $DGX2H --precision fp16 --schedule 1f1b --recompute --optimizer adam --pp 1 --dp 1 --global-batch 8 --microbatches 1"
+meg19() { echo "layers=$3,d_model=$1,heads=$2,d_ff=$((4 * $1)),vocab=51200,positions=1024,seq_len=1024"; }
 GPIPE="--model resnet101 --cluster $P40 --precision fp32 --optimizer sgd --schedule gpipe"
 RN50="--model resnet50 --pp 1 --microbatches 1 --schedule hippie --optimizer sgd-momentum"
 INCEPTION="--model inception-v3 --cluster $RTX --global-batch 64 --optimizer sgd"
@@ -45,6 +50,7 @@ rows=(
   "Megatron DP_PP_8x1x4_512_1536x16|ms|4893.55|plan|$EX/validation/megatron-gpt-1536x16-pp4-dp8.plan.json"
   "SC'21 Table 1 row 1, micro-batch 1|ms|3528.02|sim|$SC21 --microbatches 16"
   "SC'21 Table 1 row 1, micro-batch 16|ms|3528.02|sim|$SC21 --microbatches 1"
+  "Megatron v1.0 1.2B, 1 V100 (2020)|ms|1288|sim|$MEG19 --tp 1 --override $(meg19 1536 16 40)"
   "torchgpipe resnet101 baseline|samples/s|95.862|sim|$GPIPE --pp 1 --dp 1 --global-batch 118 --microbatches 1"
   "torchgpipe resnet101 pipeline-1|samples/s|81.796|sim|$GPIPE --recompute --pp 1 --dp 1 --global-batch 220 --microbatches 2"
   "torchgpipe resnet101 pipeline-2|samples/s|135.539|sim|$GPIPE --recompute --pp 2 --dp 1 --global-batch 25005 --microbatches 1667"
@@ -79,4 +85,27 @@ for row in "${rows[@]}"; do
     esac
     python3 -c 'import sys; n, m, u, p = sys.argv[1:]; m, p = float(m), float(p)
 print(f"{n:36s} {u:9s} {m:10.2f} {p:10.2f} {100 * (p - m) / m:+7.1f}%")' "$name" "$measured" "$metric" "$predicted"
+done
+
+# Weak scaling (1909.08053, Figure 5): a GPU's share of an iteration's FLOPs per second,
+# relative to the 1.2B model on one GPU; tensor parallel alone (batch 8), then with 64-way
+# data parallelism (batch 512) on 4 to 32 servers. FLOPs by SC'21's Equation 3 at a fixed
+# sequence: F ~ B l h^2 (1 + s / (6 h) + V / (16 l h)).
+echo
+printf '%-36s %-9s %10s %10s %8s\n' "Megatron 2019 weak scaling" metric measured predicted error
+base=""
+for cfg in "1 1 1536 16 40 100" "2 1 1920 20 54 95" "4 1 2304 24 64 82" "8 1 3072 32 72 77" \
+    "1 64 1536 16 40 96" "2 64 1920 20 54 83" "4 64 2304 24 64 79" "8 64 3072 32 72 74"; do
+    read -r tp dp h a l measured <<<"$cfg"
+    # shellcheck disable=SC2086
+    t=$("$B" simulate ${MEG19/--dp 1 --global-batch 8/--dp $dp --global-batch $((8 * dp))} --tp "$tp" \
+        --override "$(meg19 "$h" "$a" "$l")" --json | read_metric ms "")
+    [[ -n $base ]] || base=$t
+    python3 -c 'import sys
+tp, dp, h, l, t, base, m = map(float, sys.argv[1:])
+flops = lambda h, l: l * h * h * (1 + 1024 / (6 * h) + 51200 / (16 * l * h))
+p = 100 * (flops(h, l) / (tp * t)) / (flops(1536, 40) / base)
+name = "tp %d x dp %d, %d x %d" % (tp, dp, l, h)
+unit = "% of 1 GPU"
+print(f"{name:36s} {unit:9s} {m:10.1f} {p:10.1f} {p - m:+7.1f}pt")' "$tp" "$dp" "$h" "$l" "$t" "$base" "$measured"
 done

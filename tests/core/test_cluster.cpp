@@ -1,5 +1,6 @@
 // Cluster: device numbering and links, every preset, cluster JSON round trips and rejections,
 // the example cluster and the schema.
+#include <filesystem>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -24,6 +25,15 @@ using nlohmann::json;
 namespace {
 
 std::string examplePath(const char* name) { return std::string(HIPPIE_SOURCE_DIR) + "/resources/examples/" + name; }
+
+// Every *.cluster.json of resources/examples (the validation clusters and the user examples).
+std::vector<std::string> exampleClusterFiles() {
+    std::vector<std::string> files;
+    for (const auto& entry : std::filesystem::directory_iterator(examplePath("")))
+        if (entry.path().string().ends_with(".cluster.json")) files.push_back(entry.path().string());
+    std::sort(files.begin(), files.end());
+    return files;
+}
 
 // Two different nodes (3 + 2 devices) so the numbering is not uniform.
 Cluster mixedCluster() {
@@ -326,6 +336,18 @@ private slots:
         QCOMPARE(c.link(4, 7), c.nodes[1].intra);
     }
 
+    // The example clusters docs/validation.md and the user guide name load, and say where
+    // their figures come from.
+    void everyExampleClusterLoads() {
+        const std::vector<std::string> files = exampleClusterFiles();
+        QVERIFY2(files.size() >= 7, std::to_string(files.size()).c_str());
+        for (const std::string& f : files) {
+            const Cluster c = hippie::loadClusterFile(f);
+            QVERIFY2(c.deviceCount() > 0, f.c_str());
+            QVERIFY2(!c.source.empty(), f.c_str());
+        }
+    }
+
     void schemaDocumentsEveryKey() {
         const json schema = schema_check::loadJson(schema_check::schemaPath("cluster.schema.json"));
         QCOMPARE(schema["$schema"].get<std::string>(), std::string("https://json-schema.org/draft/2020-12/schema"));
@@ -338,7 +360,7 @@ private slots:
         Cluster measured = mixedCluster();  // a probed device's kernel table
         measured.nodes[0].device.kernels["gelu"] = hippie::KernelTiming{1e9, 2e9, 1e-6, 2e-6, 3e6};
         schema_check::undeclaredKeys(schema, schema, hippie::clusterToJson(measured), "", problems);
-        schema_check::undeclaredKeys(schema, schema, schema_check::loadJson(examplePath("two-node.cluster.json")), "", problems);
+        for (const std::string& f : exampleClusterFiles()) schema_check::undeclaredKeys(schema, schema, schema_check::loadJson(f), "", problems);
         QVERIFY2(problems.empty(), ("not in schema: " + schema_check::joined(problems)).c_str());
     }
 };
