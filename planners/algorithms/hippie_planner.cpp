@@ -612,28 +612,41 @@ private:
 
     // Selective recomputation (the attention cores' scores and softmax recomputed in backward,
     // Plan::selective_recompute) costs a few percent of a transformer's compute for the
-    // a s^2 b-sized part of its activations. The estimate does not model it: each plan on the
-    // incumbents' front (a handful) is simulated once more with it, and kept if it is better.
-    // It adds compute and only saves memory: a plan that fits runs no faster with it, so the
-    // throughput objective skips it, and under me-floor only plans at or above the floor (a
-    // nonzero score) can bring a twin that counts.
+    // a s^2 b-sized part of its activations. The estimate does not model it: the plans on the
+    // incumbents' front (a handful) are simulated once more with it, and kept if they are
+    // better, in two ways:
+    // - instead of recomputing whole layers (Korthikanti et al.'s case): the cores alone cost
+    //   far less compute, and a plan that needed full recomputation may fit with them, so
+    //   every objective tries it;
+    // - beside keeping every activation: it only adds compute and saves memory, so a plan that
+    //   fits runs no faster with it; the throughput objective skips it, and under me-floor only
+    //   plans at or above the floor (a nonzero score) can bring a twin that counts.
     void offerSelectiveRecomputation() {
-        if (context_.shouldStop() || problem_.objective == Objective::Throughput || attentionCores(problem_.graph).empty()) return;
+        if (context_.shouldStop() || attentionCores(problem_.graph).empty()) return;
         std::vector<Plan> twins;
-        for (const hybrid::Incumbents::Entry& e : found_.front())
-            if (!e.plan.selective_recompute && static_cast<int>(e.plan.recompute_layers.size()) < problem_.graph.layerCount() &&
+        int instead = 0;
+        for (const hybrid::Incumbents::Entry& e : found_.front()) {
+            if (e.plan.selective_recompute) continue;
+            if (!e.plan.recompute_layers.empty()) {
+                twins.push_back(e.plan);
+                twins.back().recompute_layers.clear();
+                twins.back().selective_recompute = true;
+                ++instead;
+            }
+            if (problem_.objective != Objective::Throughput && static_cast<int>(e.plan.recompute_layers.size()) < problem_.graph.layerCount() &&
                 found_.score(e.metrics) > 0) {
                 twins.push_back(e.plan);
                 twins.back().selective_recompute = true;
             }
+        }
         int kept = 0;
         for (const Plan& plan : twins) {
             if (context_.shouldStop()) break;
             const TraceMetrics metrics = evaluate(problem_, plan);
             kept += found_.offer(plan, metrics) ? 1 : 0;
         }
-        log_.push_back("selective recomputation tried on the " + std::to_string(twins.size()) + " plans of the front: " +
-                       std::to_string(kept) + " joined it");
+        log_.push_back("selective recomputation tried on " + std::to_string(twins.size()) + " plans of the front (" + std::to_string(instead) +
+                       " instead of whole layers): " + std::to_string(kept) + " joined it");
     }
 
     // Out of time before anything was simulated: the best estimate is still worth a plan.
