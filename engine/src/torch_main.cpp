@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
     auto* probe_cmd = addTorchCommand(app, "probe");
     probe_cmd->add_option("--seconds", probe.seconds, "time spent on the FLOP/s measurement");
     bool no_loopback = false;
-    probe_cmd->add_flag("--no-loopback", no_loopback, "skip the loopback bandwidth measurement");
+    probe_cmd->add_flag("--no-loopback", no_loopback, "skip the loopback and all-reduce measurements");
     probe_cmd->add_option("--transport-peer", probe.transport_peer_port, "internal: the Gloo measurement's second rank")->group("");
 
     std::string prof_model, prof_out;
