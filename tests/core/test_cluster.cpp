@@ -1,9 +1,10 @@
 // Cluster: device numbering and links, every preset, cluster JSON round trips and rejections,
-// the example cluster and the schema.
-#include <filesystem>
+// the example clusters and the schema.
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <string>

@@ -1,19 +1,19 @@
 // probe and profile: measurements of this host and of the tiny models on it.
 #include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <csignal>
 
 #include <algorithm>
-#include <atomic>
+#include <csignal>
 #include <chrono>
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <numeric>
 #include <optional>
 #include <functional>
 #include <thread>
@@ -330,9 +330,8 @@ std::vector<TransportSample> transportRank(int r, int port, double seconds) {
             comm.allReduceSum(t, 0).wait();
             times.push_back(secondsSince(t1));
         }
-        double sum = 0;
-        for (double x : times) sum += x;
-        out.push_back({floats * 4, sum / static_cast<double>(times.size()), median(times)});
+        const double mean = std::accumulate(times.begin(), times.end(), 0.0) / static_cast<double>(times.size());
+        out.push_back({floats * 4, mean, median(times)});
     }
     comm.barrier();
     return out;
@@ -379,8 +378,7 @@ Transport glooTransport(double seconds) {
     } catch (const std::exception&) {
         kill(peer, SIGKILL);
     }
-    int status = 0;
-    waitpid(peer, &status, 0);
+    waitpid(peer, nullptr, 0);
     return fitTransport(std::move(samples));
 }
 
