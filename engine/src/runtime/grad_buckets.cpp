@@ -16,7 +16,12 @@ struct GradBuckets::Bucket {
     bool launched = false;
     double launch_s = 0;
     double end_s = -1;
+    // The bucket's gradients side by side, all-reduced in place. Allocated once and reused
+    // every step: a fresh tensor of tens of megabytes each step costs a page fault per 4 KiB
+    // (the kernel zeroes every new page), which on a virtual machine took longer than the
+    // all-reduce itself.
     Tensor flat;
+    bool filled = false;  // flat holds this step's gradients
     Pending work;
 };
 
@@ -64,7 +69,7 @@ void GradBuckets::beginStep() {
         b->ready = 0;
         b->launched = false;
         b->end_s = -1;
-        b->flat = Tensor();
+        b->filled = false;
         b->work = Pending();
     }
 }
@@ -100,9 +105,21 @@ void GradBuckets::launchLocked(Bucket& b) {
     b.launched = true;
     b.launch_s = clock_();
     if (b.params.empty() || replicas_ < 2) return;
-    std::vector<Tensor> flat;
-    for (const Tensor& p : b.params) flat.push_back(p.grad().defined() ? p.grad().reshape({-1}) : torch::zeros({p.numel()}, p.options()));
-    b.flat = torch::cat(flat);
+    int64_t numel = 0;
+    for (const Tensor& p : b.params) numel += p.numel();
+    // The gradients' type and device (mixed precision keeps them in the parameters').
+    const Tensor& first = b.params.front();
+    const auto options = first.grad().defined() ? first.grad().options() : first.options();
+    if (!b.flat.defined() || b.flat.numel() != numel || b.flat.dtype() != options.dtype() || b.flat.device() != options.device())
+        b.flat = torch::empty({numel}, options);
+    int64_t offset = 0;
+    for (const Tensor& p : b.params) {
+        Tensor part = b.flat.narrow(0, offset, p.numel());
+        if (p.grad().defined()) part.copy_(p.grad().reshape({-1}));
+        else part.zero_();
+        offset += p.numel();
+    }
+    b.filled = true;
     b.work = comm_.allReduceSum(b.flat, b.group);
 }
 
@@ -142,7 +159,7 @@ std::vector<std::pair<int, double>> GradBuckets::finish() {
         b->work.wait();
         if (b->end_s < 0) b->end_s = clock_();
         ends.emplace_back(id, b->end_s);
-        if (!b->flat.defined()) continue;
+        if (!b->filled) continue;
         b->flat.div_(replicas_);
         int64_t offset = 0;
         for (const Tensor& p : b->params) {
