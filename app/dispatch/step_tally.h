@@ -1,9 +1,11 @@
 #pragma once
 // What a rank's "step" events add up to, so that a run cancelled (or killed) before its ranks
-// sent "done" keeps the metrics it plotted: the mean step time after the first step (as the
-// engine's own "done" reports it), samples/s from that mean, and the last loss.
-#include <map>
+// sent "done" keeps the metrics it plotted: the mean step time after the warm-up steps
+// (planners/common/warmup.h, as the engine's own "done" reports it), samples/s from that
+// mean, and the last loss.
 #include <optional>
+#include <span>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -14,8 +16,8 @@ public:
     // One engine "step" event ({"step","time_s","samples_per_s","loss"}); others are ignored.
     void add(const nlohmann::json& step_event);
 
-    int steps() const { return steps_; }
-    std::optional<double> meanStepSeconds() const;  // steps after the first (all, with one step)
+    int steps() const { return static_cast<int>(steps_.size()); }
+    std::optional<double> meanStepSeconds() const;  // steps after the warm-up (warmupStepsLeftOut)
     std::optional<double> samplesPerSecond() const;  // at that mean
     std::optional<double> lastLoss() const { return last_loss_; }
     // The "done" event the engine would have sent for these steps (mean_step_s, samples_per_s,
@@ -23,11 +25,12 @@ public:
     nlohmann::json asDoneEvent(int rank) const;
 
 private:
-    int steps_ = 0;
-    std::optional<double> first_time_s_;
-    double later_time_s_ = 0;
-    double later_samples_ = 0;  // sum over later steps of samples_per_s x time_s
-    double first_samples_ = 0;
+    struct Step {
+        double time_s = 0;
+        double samples = 0;  // samples_per_s x time_s
+    };
+    std::span<const Step> timed() const;
+    std::vector<Step> steps_;
     std::optional<double> last_loss_;
 };
 

@@ -48,6 +48,18 @@ if launch "$WORK/bf.json" 2 8 "$WORK/bf.out" --lr 0.01; then
     dt=$(grep '"event":"done"' "$WORK/bf.out" | grep -o '"param_dtypes":\[[^]]*\]' | sort -u | tr '\n' ' ')
     [ "$dt" = '"param_dtypes":["Float"] ' ] && pass "bf16 keeps fp32 master weights: $dt" || fail "bf16 parameter dtypes: $dt"
     grep -q '"precision":"bf16"' "$WORK/bf.out" || fail "setup does not say bf16"
+    # The measured step time leaves the warm-up out (planners/common/warmup.h): the mean of
+    # steps 3..7 of each rank, which the done event says it left out.
+    python3 - "$WORK/bf.out" <<'PY' && pass "done's mean_step_s is the mean of steps 3-7 (warm-up 0-2 left out)" || fail "done's mean step time"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+for rank in (0, 1):
+    steps = [e["time_s"] for e in ev if e.get("event") == "step" and e["rank"] == rank]
+    done = next(e for e in ev if e.get("event") == "done" and e["rank"] == rank)
+    want = sum(steps[3:]) / len(steps[3:])
+    if len(steps) != 8 or done["warmup_steps"] != 3 or abs(done["mean_step_s"] - want) > 1e-9 * want:
+        sys.exit(f"rank {rank}: {len(steps)} steps, warmup_steps {done.get('warmup_steps')}, mean {done['mean_step_s']} != {want}")
+PY
 else fail "bf16 run: $(tail -2 "$WORK/bf.out")"; fi
 plan "$WORK/fp16.json" --model gpt-tiny --pp 1 --dp 1 --microbatches 1 --global-batch 8 --precision fp16
 launch "$WORK/fp16.json" 1 1 "$WORK/fp16.out" --device cpu

@@ -16,6 +16,7 @@
 #include "app/studio/dispatch/dispatch_ui.h"
 #include "app/studio/dispatch/run_view.h"
 #include "app/studio/main_window.h"
+#include "planners/common/warmup.h"
 #include "planners/sim/trace_json.h"
 #include "widgets/gantt/gantt_plottable.h"
 #include "widgets/gantt/schedule_view.h"
@@ -31,9 +32,12 @@ constexpr int kSteps = 200;
 constexpr int kRanks = 2;
 constexpr double kStepS = 0.05;
 
+// The warm-up steps (planners/common/warmup.h) take longer than the rest, as they do.
+double stepSeconds(int step) { return step < kWarmupSteps ? (kWarmupSteps + 1 - step) * kStepS : kStepS; }
+
 json stepEvent(int rank, int step) {
-    return {{"event", "step"}, {"rank", rank}, {"step", step}, {"time_s", step == 0 ? 4 * kStepS : kStepS},
-            {"samples_per_s", 8 / (step == 0 ? 4 * kStepS : kStepS)}, {"loss", 5.0 - step * 0.01}};
+    return {{"event", "step"}, {"rank", rank}, {"step", step}, {"time_s", stepSeconds(step)},
+            {"samples_per_s", 8 / stepSeconds(step)}, {"loss", 5.0 - step * 0.01}};
 }
 
 // A two-rank trace as the engine sends it: tiny tensors (a few hundred KiB).
@@ -81,14 +85,25 @@ private slots:
         for (int s = 0; s < kSteps; ++s) tally.add(stepEvent(0, s));
         tally.add(json{{"event", "log"}, {"rank", 0}, {"text", "x"}});  // not a step: ignored
         QCOMPARE(tally.steps(), kSteps);
-        // The first (warm-up) step is left out, as the engine's own "done" does.
+        // The warm-up steps are left out, as the engine's own "done" does.
         QVERIFY(std::abs(*tally.meanStepSeconds() - kStepS) < 1e-12);
         QVERIFY(std::abs(*tally.samplesPerSecond() - 8 / kStepS) < 1e-9);
         QVERIFY(std::abs(*tally.lastLoss() - (5.0 - (kSteps - 1) * 0.01)) < 1e-12);
         const json done = tally.asDoneEvent(0);
         QCOMPARE(done.value("event", ""), std::string("done"));
         QCOMPARE(done.value("steps", 0), kSteps);
+        QCOMPARE(done.value("warmup_steps", -1), kWarmupSteps);
         QVERIFY(dispatch::StepTally().asDoneEvent(0).is_null());
+        // A run cancelled within its warm-up keeps its last step's time: two steps, the first
+        // left out; one step, kept.
+        dispatch::StepTally two;
+        two.add(stepEvent(0, 0));
+        two.add(stepEvent(0, 1));
+        QVERIFY(std::abs(*two.meanStepSeconds() - stepSeconds(1)) < 1e-12);
+        QCOMPARE(two.asDoneEvent(0).value("warmup_steps", -1), 1);
+        dispatch::StepTally one;
+        one.add(stepEvent(0, 0));
+        QVERIFY(std::abs(*one.meanStepSeconds() - stepSeconds(0)) < 1e-12);
     }
 
     void cancelledRunIsShownWithItsStepsAndWhen() {

@@ -24,6 +24,7 @@
 #include "engine/src/runtime/executor.h"
 #include "planners/schedule/engine_support.h"
 #include "planners/common/error.h"
+#include "planners/common/warmup.h"
 #include "planners/schedule/lower.h"
 #include "planners/schedule/plan_json.h"
 #include "planners/sim/trace_json.h"
@@ -270,7 +271,7 @@ int runRank(const RunOptions& o) {
             maybeKillForTest(o.rank, step);
             if (last) comm->barrier();  // the traced step starts together on every rank
             StepResult res = ex.step(step);
-            if (step > first_step || o.steps == first_step + 1) {
+            if (step - first_step >= warmupStepsLeftOut(o.steps - first_step)) {
                 timed += res.time_s;
                 ++timed_steps;
             }
@@ -314,6 +315,7 @@ int runRank(const RunOptions& o) {
                      {"rank", o.rank},
                      {"steps", o.steps},
                      {"mean_step_s", mean},
+                     {"warmup_steps", warmupStepsLeftOut(o.steps - first_step)},
                      {"samples_per_s", plan.global_batch / mean},
                      {"peak_rss_bytes", peakRssBytes()},
                      {"peak_tracked_bytes", ex.peakTrackedBytes()},

@@ -36,7 +36,8 @@ json.dump(c, open(out, "w"))
 PY
 }
 
-# measured_step OUT: the slowest rank's mean step time of a `hippie-engine launch` output.
+# measured_step OUT: the slowest rank's mean step time of a `hippie-engine launch` output (its
+# "done" event: the steps after the first three, which warm up; planners/common/warmup.h).
 measured_step() {
     grep '"event":"done"' "$1" | grep -o '"mean_step_s":[0-9.e-]*' | cut -d: -f2 | sort -g | tail -1
 }

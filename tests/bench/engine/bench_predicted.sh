@@ -17,7 +17,7 @@ set -u
 source "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
 N="${RANKS:-4}"
 [ $((N % 2)) -eq 0 ] && [ "$N" -ge 2 ] || { echo "RANKS must be even and at least 2 (got $N)"; exit 2; }
-ENGINE="$1"; PLANNER="$2"; STEPS="${3:-6}"; GB="${4:-$((4 * N))}"
+ENGINE="$1"; PLANNER="$2"; STEPS="${3:-10}"; GB="${4:-$((4 * N))}"
 WORK="$(mktemp -d)"; trap 'rm -rf "$WORK"' EXIT
 echo "load before: $(uptime)"
 "$ENGINE" probe --seconds 6 > "$WORK/probe.json" || exit 2

@@ -10,7 +10,7 @@
 set -u
 # shellcheck source=bench_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
-ENGINE="$1"; PLANNER="$2"; STEPS="${3:-6}"; GB="${4:-16}"
+ENGINE="$1"; PLANNER="$2"; STEPS="${3:-10}"; GB="${4:-16}"
 OV="$(tp_override)"
 WORK="$(mktemp -d)"; trap 'rm -rf "$WORK"' EXIT
 # One probe; a cluster of as many devices as each plan has ranks (2 ranks share the cores

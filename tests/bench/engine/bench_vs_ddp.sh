@@ -10,13 +10,13 @@
 # time does not depend on their values). Run it on a quiet machine; it prints uptime.
 # Usage: bench_vs_ddp.sh HIPPIE_ENGINE [STEPS] [GLOBAL_BATCH] [LAYERS] [SEQ] [VOCAB] [THREADS] [OPTIMIZER]
 set -u
-ENGINE="$1"; STEPS="${2:-4}"; GB="${3:-8}"; LAYERS="${4:-2}"; SEQ="${5:-64}"; VOCAB="${6:-8192}"; THREADS="${7:-1}"; OPT="${8:-sgd}"
+ENGINE="$1"; STEPS="${2:-8}"; GB="${3:-8}"; LAYERS="${4:-2}"; SEQ="${5:-64}"; VOCAB="${6:-8192}"; THREADS="${7:-1}"; OPT="${8:-sgd}"
 D=768; HEADS=12; N=4
 OVERRIDE="layers=$LAYERS,seq_len=$SEQ,vocab=$VOCAB,positions=$SEQ"
 HERE="$(cd "$(dirname "$0")" && pwd)"
 PY=/usr/bin/python3   # Debian's python3-torch, not a python3 earlier on PATH
 WORK="$(mktemp -d)"; trap 'rm -rf "$WORK"' EXIT
-echo "model: gpt2-small --override $OVERRIDE (d_model $D, heads $HEADS); global batch $GB; $N ranks x $THREADS thread(s); $OPT; $STEPS steps (first not timed)"
+echo "model: gpt2-small --override $OVERRIDE (d_model $D, heads $HEADS); global batch $GB; $N ranks x $THREADS thread(s); $OPT; $STEPS steps (the first 3 not timed)"
 echo "DDP model parameters: $("$PY" -c "import sys; sys.path.insert(0, '$HERE'); from gpt_model import gpt
 print(sum(p.numel() for p in gpt($LAYERS, $D, $HEADS, $SEQ, $VOCAB).parameters()))") (hippie-plan show-graph --model gpt2-small --override $OVERRIDE: the same)"
 echo "load before: $(uptime)"

@@ -1,7 +1,7 @@
 """PyTorch DDP on the zoo's GPT (gpt_model.py; the position table has SEQ rows, as the engine's
 run with positions=SEQ): NPROCS ranks on 127.0.0.1 (Gloo), the same global batch
 and threads per rank as the engine run it is compared with, SGD or Adam. Prints one JSON line:
-mean step time over the steps after the first, samples/s, and each rank's peak RSS.
+mean step time over the steps after the first three (the engine's warm-up, planners/common/warmup.h), samples/s, and each rank's peak RSS.
 Usage: /usr/bin/python3 ddp_gpt.py NPROCS STEPS GLOBAL_BATCH THREADS OPTIMIZER LAYERS D HEADS SEQ VOCAB"""
 import json
 import os
@@ -58,7 +58,7 @@ if __name__ == "__main__":
     for p in procs:
         p.join()
     step_times = [max(r[1][i] for r in res) for i in range(steps)]
-    timed = step_times[1:] if steps > 1 else step_times
+    timed = step_times[min(3, steps - 1):] if steps > 1 else step_times
     mean = sum(timed) / len(timed)
     print(json.dumps({"framework": "ddp", "ranks": nprocs, "mean_step_s": mean, "samples_per_s": gb / mean,
                       "peak_rss_bytes": [r[2] for r in res], "loss": res[0][3]}))
