@@ -39,5 +39,5 @@ run t2xdp2-zero1 4 --pp 1 --dp 2 --tp 2 --microbatches 2 --schedule hippie --zer
 run t2xdp2-zero3 4 --pp 1 --dp 2 --tp 2 --microbatches 2 --schedule hippie --zero 3
 run t4 4 --pp 1 --dp 1 --tp 4 --microbatches 2 --schedule 1f1b
 run dp4 4 --pp 1 --dp 4 --microbatches 1 --schedule hippie
-echo "model gpt2-small ($OV), global batch $GB, $STEPS steps (the first untimed), one thread a rank, Adam, fp32"
+echo "model gpt2-small ($OV), global batch $GB, $STEPS steps (the first three untimed), one thread a rank, Adam, fp32"
 echo "load after: $(uptime)"
