@@ -1,6 +1,7 @@
 #include "planners/algorithms/placement/m_etf.h"
 
 #include "planners/algorithms/placement/list_scheduler.h"
+#include "planners/algorithms/placement/run_order.h"
 
 namespace hippie::placement {
 
@@ -13,7 +14,9 @@ CoreOutcome MEtfPlanner::place(const PlacementModel& model, const std::vector<in
     ScheduleOutcome s = listSchedule(model, capacity, SchedulingRule{}, context);
     if (!s.schedule) return {std::nullopt, s.reason, {}, {}};
     log.push_back("m-etf: estimated makespan " + std::to_string(s.schedule->makespan_s) + " s");
-    return {std::move(s.schedule->assignment), {}, {}, {}};
+    OrderChoice c = chooseExecutionOrder(model, std::move(s.schedule->assignment), capacity);
+    log.push_back(executionOrderLine("m-etf", c));
+    return {std::move(c.assignment), {}, {}, {}};
 }
 
 }  // namespace hippie::placement

@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "planners/algorithms/placement/list_scheduler.h"
+#include "planners/algorithms/placement/run_order.h"
 
 namespace hippie::placement {
 
@@ -191,7 +192,9 @@ CoreOutcome MSctPlanner::place(const PlacementModel& model, const std::vector<in
     if (!favourites_->solved) notes.push_back(favourites_->note + ": this is m-ETF's placement");
     if (!s.schedule) return {std::nullopt, s.reason, {}, notes};
     log.push_back("m-sct: estimated makespan " + std::to_string(s.schedule->makespan_s) + " s");
-    return {std::move(s.schedule->assignment), {}, {}, notes};
+    OrderChoice c = chooseExecutionOrder(model, std::move(s.schedule->assignment), capacity);
+    log.push_back(executionOrderLine("m-sct", c));
+    return {std::move(c.assignment), {}, {}, notes};
 }
 
 }  // namespace hippie::placement

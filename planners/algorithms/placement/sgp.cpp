@@ -4,8 +4,8 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
-#include <queue>
 
+#include "planners/algorithms/placement/run_order.h"
 #include "planners/algorithms/placement/step_estimate.h"
 
 namespace hippie::placement {
@@ -200,117 +200,6 @@ Balanced balance(const PlacementModel& m, const std::vector<int64_t>& capacity, 
         }
     }
     return b;
-}
-
-// Times of a fixed placement in one pass over `sequence` (a topological order): a unit starts
-// when its device is free and its inputs have arrived (over the actual links).
-struct Timing {
-    std::vector<double> ready;  // its producers' last finish
-    std::vector<int> remote;    // 1: that producer is on another device
-    std::vector<int> depth;     // longest path in edges from an input
-    double makespan_s = 0;
-};
-
-Timing timing(const PlacementModel& m, const std::vector<int>& device, const std::vector<int>& sequence) {
-    const auto n = static_cast<size_t>(m.units());
-    Timing t{std::vector<double>(n, 0.0), std::vector<int>(n, 0), std::vector<int>(n, 0), 0.0};
-    std::vector<double> finish(n, 0.0), free_at(static_cast<size_t>(m.devices()), 0.0);
-    for (int u : sequence) {
-        const auto uu = static_cast<size_t>(u);
-        const int d = device[uu];
-        double arrived = 0;
-        for (const Arc& p : m.preds(u)) {
-            const auto pu = static_cast<size_t>(p.unit);
-            if (finish[pu] >= t.ready[uu]) {
-                t.ready[uu] = finish[pu];
-                t.remote[uu] = device[pu] != d;
-            }
-            t.depth[uu] = std::max(t.depth[uu], t.depth[pu] + 1);
-            arrived = std::max(arrived, finish[pu] + m.commSeconds(p.bytes, device[pu], d));
-        }
-        finish[uu] = free_at[static_cast<size_t>(d)] = std::max(free_at[static_cast<size_t>(d)], arrived) + m.computeSeconds(u, d);
-        t.makespan_s = std::max(t.makespan_s, finish[uu]);
-    }
-    return t;
-}
-
-// Units by the time their inputs are ready, ties shallower first, then those on another device
-// than their last producer (so that a branch does not wait for the home branch's run): fewer
-// interleaved runs than runAwareOrder, for when that one's memory does not fit.
-std::vector<int> readyOrder(const PlacementModel& m, const Timing& t) {
-    std::vector<int> order = m.topoOrder();
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-        const auto x = static_cast<size_t>(a), y = static_cast<size_t>(b);
-        if (t.ready[x] != t.ready[y]) return t.ready[x] < t.ready[y];
-        if (t.depth[x] != t.depth[y]) return t.depth[x] < t.depth[y];
-        return t.remote[x] > t.remote[y];
-    });
-    return order;
-}
-
-// The execution order. The simulator runs each maximal run of the order on one device as a
-// whole: the run starts when all its inputs have arrived and its tensors leave when it ends.
-// So units go by the time their inputs are ready (ties: shallower first, then those on their
-// producer's device), but a unit does not join the run on its device when it has an input
-// from another device or the run feeds another device: a ready unit of another device (among
-// the next kRunBreakLookahead) goes between. The result is a topological order (Kahn's).
-constexpr int kRunBreakLookahead = 8;
-
-std::vector<int> runAwareOrder(const PlacementModel& m, const std::vector<int>& device, const Timing& t) {
-    const auto n = static_cast<size_t>(m.units());
-    std::vector<int> position(n), waiting(n);
-    for (size_t i = 0; i < n; ++i) position[static_cast<size_t>(m.topoOrder()[i])] = static_cast<int>(i);
-    auto later = [&](int a, int b) {  // priority queue: true when a goes after b
-        const auto x = static_cast<size_t>(a), y = static_cast<size_t>(b);
-        if (t.ready[x] != t.ready[y]) return t.ready[x] > t.ready[y];
-        if (t.depth[x] != t.depth[y]) return t.depth[x] > t.depth[y];
-        if (t.remote[x] != t.remote[y]) return t.remote[x] > t.remote[y];
-        return position[x] > position[y];
-    };
-    std::priority_queue<int, std::vector<int>, decltype(later)> ready(later);
-    for (size_t u = 0; u < n; ++u) {
-        waiting[u] = static_cast<int>(m.preds(static_cast<int>(u)).size());
-        if (waiting[u] == 0) ready.push(static_cast<int>(u));
-    }
-    auto remoteInput = [&](int u) {
-        for (const Arc& p : m.preds(u))
-            if (device[static_cast<size_t>(p.unit)] != device[static_cast<size_t>(u)]) return true;
-        return false;
-    };
-    auto remoteOutput = [&](int u) {
-        for (const Arc& c : m.succs(u))
-            if (device[static_cast<size_t>(c.unit)] != device[static_cast<size_t>(u)]) return true;
-        return false;
-    };
-    std::vector<int> order, held;
-    order.reserve(n);
-    int last_device = -1;
-    bool run_feeds_others = false;
-    while (!ready.empty()) {
-        int u = ready.top();
-        ready.pop();
-        if (device[static_cast<size_t>(u)] == last_device && (run_feeds_others || remoteInput(u))) {
-            held.clear();
-            while (!ready.empty() && static_cast<int>(held.size()) < kRunBreakLookahead) {
-                const int v = ready.top();
-                ready.pop();
-                if (device[static_cast<size_t>(v)] != last_device) {
-                    held.push_back(u);
-                    u = v;
-                    break;
-                }
-                held.push_back(v);
-            }
-            for (int h : held) ready.push(h);
-        }
-        if (device[static_cast<size_t>(u)] != last_device) run_feeds_others = false;
-        last_device = device[static_cast<size_t>(u)];
-        run_feeds_others = run_feeds_others || remoteOutput(u);
-        order.push_back(u);
-        for (const Arc& c : m.succs(u))
-            if (--waiting[static_cast<size_t>(c.unit)] == 0) ready.push(c.unit);
-    }
-    return order;
 }
 
 bool fitsAll(const PlacementModel& m, const std::vector<int>& device, const std::vector<int64_t>& capacity) {

@@ -1,0 +1,52 @@
+#pragma once
+// Execution orders for a fixed placement. The lowering runs each maximal run of a placement's
+// order on one device as one compute: the run starts when all its inputs have arrived, and its
+// tensors leave when it ends. A list scheduler's start-time order interleaves devices op by op,
+// as a dataflow runtime (Baechi's TensorFlow) would run them, but runs that also join a unit
+// waiting for another device make everything after it wait. These orders keep the list
+// schedule's timing in runs: SGP's own order, and the order m-ETF and m-SCT hand to the
+// lowering.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "planners/algorithms/placement/placement_common.h"
+
+namespace hippie::placement {
+
+// Times of a fixed placement in one pass over `sequence` (a topological order): a unit starts
+// when its device is free and its inputs have arrived (over the actual links).
+struct Timing {
+    std::vector<double> ready;  // its producers' last finish
+    std::vector<int> remote;    // 1: that producer is on another device
+    std::vector<int> depth;     // longest path in edges from an input
+    double makespan_s = 0;
+};
+Timing timing(const PlacementModel& m, const std::vector<int>& device, const std::vector<int>& sequence);
+
+// Units by the time their inputs are ready, ties shallower first, then those on another device
+// than their last producer (so that a branch does not wait for the home branch's run): fewer
+// interleaved runs than runAwareOrder.
+std::vector<int> readyOrder(const PlacementModel& m, const Timing& t);
+
+// Units by the time their inputs are ready (ties: shallower first, then those on their
+// producer's device), but a unit does not join the run on its device when it has an input
+// from another device or the run feeds another device: a ready unit of another device (among
+// the next few) goes between. A topological order.
+std::vector<int> runAwareOrder(const PlacementModel& m, const std::vector<int>& device, const Timing& t);
+
+// A list schedule's placement in the order, of its start-time order and the run-aware order
+// of the same placement, with the shorter step estimate (step_estimate.h, which runs the
+// order as the lowering and the simulator do) among those whose memory fits `capacity`; the
+// start-time order when neither fits (the exact memory check decides then).
+struct OrderChoice {
+    Assignment assignment;
+    double step_s = 0;        // its step estimate
+    double listed_step_s = 0;  // the start-time order's
+    bool run_aware = false;
+};
+OrderChoice chooseExecutionOrder(const PlacementModel& m, Assignment listed, const std::vector<int64_t>& capacity);
+// "m-etf: step estimate 1.88 s in start-time order, 1.60 s in runs: runs taken" (the log).
+std::string executionOrderLine(const std::string& planner, const OrderChoice& c);
+
+}  // namespace hippie::placement
