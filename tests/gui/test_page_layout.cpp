@@ -156,7 +156,8 @@ bool writeRankEvents(const QDir& dir, const Trace& predicted) {
         for (int s = 0; s < kSteps; ++s) (s < kLiveSteps ? live : end).push_back(stepEvent(r, s));
         end.push_back(json{{"event", "trace"}, {"rank", r}, {"step", kSteps - 1}, {"trace", traceToJson(rankTrace(predicted, r))}});
         end.push_back(json{{"event", "done"}, {"rank", r}, {"steps", kSteps}, {"mean_step_s", 0.1 + 0.001 * r},
-                           {"samples_per_s", 16 / (0.1 + 0.001 * r)}, {"peak_rss_bytes", 300 << 20}, {"loss", 4.8}});
+                           {"samples_per_s", 16 / (0.1 + 0.001 * r)}, {"peak_rss_bytes", 300 << 20}, {"loss", 4.8},
+                           {"warmup_steps", 3}});
         if (!writeLines(dir.filePath(QStringLiteral("rank-%1-live.jsonl").arg(r)), live) ||
             !writeLines(dir.filePath(QStringLiteral("rank-%1-end.jsonl").arg(r)), end))
             return false;
@@ -458,6 +459,8 @@ private slots:
         QCoreApplication::processEvents();
         QVERIFY2(view->stateText().contains(QStringLiteral("succeeded")), qPrintable(view->stateText()));
         QVERIFY2(view->errorText().endsWith(QStringLiteral(" · engine processes' peak RSS up to 300.0 MiB")), qPrintable(view->errorText()));
+        // The measured mean says which steps it left out, as the ranks' done events do.
+        QVERIFY2(view->errorText().contains(QStringLiteral("mean of the steps after the first 3")), qPrintable(view->errorText()));
         QCOMPARE(view->lossPoints(), kSteps * kRanks);
         checkMemoryCurvesLegend(view->measuredView(), QStringLiteral("CPU"));  // the ranks ran on CPUs
         checkRunPage(view, QStringLiteral("finished"), {.predicted = predicted, .measured = true});

@@ -168,6 +168,7 @@ void RunView::reset(const QString& title) {
     cluster_.reset();
     measured_step_s_.reset();
     predicted_step_s_.reset();
+    warmup_steps_.reset();
     failed_ranks_.clear();
     stderr_.clear();
     predicted_title_->setText(tr("Predicted"));
@@ -296,6 +297,7 @@ void RunView::feed(const json& ev) {
     } else if (kind == "done" && rank >= 0) {
         if (const auto rss = numberAt(ev, "peak_rss_bytes")) peak_rss_[rank] = *rss;
         if (const auto st = numberAt(ev, "mean_step_s"); st && (!measured_step_s_ || *st > *measured_step_s_)) measured_step_s_ = st;
+        if (const auto w = numberAt(ev, "warmup_steps")) warmup_steps_ = static_cast<int>(*w);
         updateCharts();
         updateError();
     } else if (kind == "error" && rank >= 0) {
@@ -388,16 +390,20 @@ void RunView::syncTimeAxes() {
 }
 
 void RunView::updateError() {
+    // What the measured mean leaves out: the engine's done event says; a run stored before it
+    // did (or a stored summary) says only that the warm-up is left out.
+    const QString mean = warmup_steps_ ? tr("mean of the steps after the first %n", nullptr, *warmup_steps_) : tr("mean of the steps after the warm-up");
     QString text;
     if (measured_step_s_ && predicted_step_s_ && *predicted_step_s_ > 0) {
         const double e = (*measured_step_s_ - *predicted_step_s_) / *predicted_step_s_ * 100.0;
-        text = tr("Step time: predicted %1 ms, measured %2 ms (mean of the steps after the first) — error %3%4 %")
+        text = tr("Step time: predicted %1 ms, measured %2 ms (%3) — error %4%5 %")
                    .arg(*predicted_step_s_ * 1e3, 0, 'f', 2)
                    .arg(*measured_step_s_ * 1e3, 0, 'f', 2)
+                   .arg(mean)
                    .arg(e >= 0 ? QStringLiteral("+") : QString())
                    .arg(e, 0, 'f', 1);
     } else if (measured_step_s_) {
-        text = tr("Measured %1 ms per step (mean of the steps after the first); no prediction to compare.").arg(*measured_step_s_ * 1e3, 0, 'f', 2);
+        text = tr("Measured %1 ms per step (%2); no prediction to compare.").arg(*measured_step_s_ * 1e3, 0, 'f', 2).arg(mean);
     }
     // The engine processes' RSS (LibTorch itself included) is not what the cost model predicts:
     // said here, not beside the predicted bars (in the chart's title it was cut at 1280 px).

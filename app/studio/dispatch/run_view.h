@@ -106,6 +106,7 @@ private:
     std::optional<Cluster> cluster_;
     std::optional<Plan> plan_;  // orders both Gantt charts' rows by stage, replica and tensor-parallel rank
     std::optional<double> measured_step_s_, predicted_step_s_;
+    std::optional<int> warmup_steps_;  // steps the measured mean left out, as the engine's done says
     std::vector<int> failed_ranks_;
     std::map<int, QString> stderr_;
 };
