@@ -433,7 +433,7 @@ void Executor::prefetchLayer(int layer) {
     for (int b : bucketsOfLayer(layer)) {
         ZeroBucket& z = zero_.at(b);
         if (z.gathering.valid()) continue;
-        z.gathered = torch::empty({z.shard * plan_.dp}, torch::TensorOptions().dtype(torch::kFloat).device(device_));
+        z.gathered = takeFlat(z.shard * plan_.dp);
         z.gathering = comm_.allGather(z.master.detach(), z.gathered, z.group);
     }
 }
@@ -443,6 +443,7 @@ void Executor::dropPrefetches() {
         if (!z.gathering.valid()) continue;
         z.gathering.wait();
         z.gathering = Pending();
+        giveBack(std::move(z.gathered));
         z.gathered = Tensor();
     }
 }
@@ -474,9 +475,23 @@ void Executor::buildZero(const std::map<int, std::vector<Tensor>>& params_of_buc
     }
 }
 
-Tensor Executor::flatGrads(const ZeroBucket& z) const {
+Tensor Executor::takeFlat(int64_t numel) {
+    if (auto it = spare_flats_.find(numel); it != spare_flats_.end()) {
+        Tensor t = std::move(it->second);
+        spare_flats_.erase(it);
+        return t;
+    }
+    return torch::empty({numel}, torch::TensorOptions().dtype(torch::kFloat).device(device_));
+}
+
+void Executor::giveBack(Tensor flat) {
+    if (flat.defined()) spare_flats_.emplace(flat.numel(), std::move(flat));
+}
+
+Tensor Executor::flatGrads(const ZeroBucket& z) {
     torch::NoGradGuard no_grad;
-    Tensor flat = torch::zeros({z.shard * plan_.dp}, torch::TensorOptions().dtype(torch::kFloat).device(device_));
+    Tensor flat = takeFlat(z.shard * plan_.dp);
+    flat.zero_();
     for (size_t i = 0; i < z.params.size(); ++i)
         if (z.params[i].grad().defined()) flat.narrow(0, z.offsets[i], z.params[i].numel()).copy_(z.params[i].grad().reshape({-1}));
     return flat;
@@ -488,8 +503,9 @@ void Executor::finishReduceScatter(ZeroBucket& z) {
     trace_.events[z.event].end_s = now();
     torch::NoGradGuard no_grad;
     const Tensor mine = z.reduced.narrow(0, replica_ * z.shard, z.shard) / plan_.dp;
-    z.shard_grad = z.shard_grad.defined() ? z.shard_grad + mine : mine.clone();
+    z.shard_grad = z.shard_grad.defined() ? z.shard_grad + mine : mine;  // mine is a new tensor already
     z.reducing = Pending();
+    giveBack(std::move(z.reduced));
     z.reduced = Tensor();
 }
 
@@ -515,13 +531,14 @@ void Executor::gatherBucket(ZeroBucket& z) {
         z.gathering = Pending();
         out = std::move(z.gathered);
     } else {
-        out = torch::empty({z.shard * plan_.dp}, torch::TensorOptions().dtype(torch::kFloat).device(device_));
+        out = takeFlat(z.shard * plan_.dp);
         comm_.allGather(z.master.detach(), out, z.group).wait();
     }
     // Through .data(): a copy that autograd does not count as a change of a tensor it saved
     // (the values of a parameter do not change between a forward and its backward).
     for (size_t i = 0; i < z.params.size(); ++i)
         z.params[i].data().copy_(out.narrow(0, z.offsets[i], z.params[i].numel()).view_as(z.params[i]));
+    giveBack(std::move(out));
 }
 
 void Executor::releaseBucket(ZeroBucket& z) {
@@ -550,7 +567,9 @@ void Executor::prepareShardGradients() {
     for (auto& [b, z] : zero_) {
         Tensor g;
         if (zero_stage_ == 1) {
-            g = flatGrads(z).narrow(0, base * z.shard, z.shard).clone();
+            Tensor flat = flatGrads(z);
+            g = flat.narrow(0, base * z.shard, z.shard).clone();
+            giveBack(std::move(flat));
         } else {
             g = z.shard_grad.defined() ? z.shard_grad : torch::zeros({z.shard}, z.master.options());
             // A tied weight's owner kept its whole gradient for the tied sum: its part of the
