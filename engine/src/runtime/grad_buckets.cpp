@@ -21,7 +21,6 @@ struct GradBuckets::Bucket {
     // (the kernel zeroes every new page), which on a virtual machine took longer than the
     // all-reduce itself.
     Tensor flat;
-    bool filled = false;  // flat holds this step's gradients
     Pending work;
 };
 
@@ -69,7 +68,6 @@ void GradBuckets::beginStep() {
         b->ready = 0;
         b->launched = false;
         b->end_s = -1;
-        b->filled = false;
         b->work = Pending();
     }
 }
@@ -101,10 +99,13 @@ void GradBuckets::launchReadyInOrder(int segment) {
     }
 }
 
+// Whether a launched bucket all-reduces its gradients (and so fills `flat`).
+bool GradBuckets::reduces(const Bucket& b) const { return !b.params.empty() && replicas_ >= 2; }
+
 void GradBuckets::launchLocked(Bucket& b) {
     b.launched = true;
     b.launch_s = clock_();
-    if (b.params.empty() || replicas_ < 2) return;
+    if (!reduces(b)) return;
     int64_t numel = 0;
     for (const Tensor& p : b.params) numel += p.numel();
     // The gradients' type and device (mixed precision keeps them in the parameters').
@@ -119,7 +120,6 @@ void GradBuckets::launchLocked(Bucket& b) {
         else part.zero_();
         offset += p.numel();
     }
-    b.filled = true;
     b.work = comm_.allReduceSum(b.flat, b.group);
 }
 
@@ -159,7 +159,7 @@ std::vector<std::pair<int, double>> GradBuckets::finish() {
         b->work.wait();
         if (b->end_s < 0) b->end_s = clock_();
         ends.emplace_back(id, b->end_s);
-        if (!b->filled) continue;
+        if (!reduces(*b)) continue;
         b->flat.div_(replicas_);
         int64_t offset = 0;
         for (const Tensor& p : b->params) {

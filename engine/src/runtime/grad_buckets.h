@@ -43,6 +43,7 @@ private:
     struct Bucket;
     void onGradReady(int id);
     void launchLocked(Bucket& b);
+    bool reduces(const Bucket& b) const;
     void launchReadyInOrder(int segment);
 
     class Hook;

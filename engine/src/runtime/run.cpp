@@ -262,6 +262,7 @@ int runRank(const RunOptions& o) {
               {"device", describeDevice(device)}, {"comm", comm->backend()}, {"data", data->describe()},
               {"link_order_ok", ex.linkOrderProblem().empty()}, {"threads", cpu.threads}, {"blas", cpu.blas},
               {"precision", toString(plan.model.precision)}, {"optimizer", toString(plan.optimizer)}, {"resumed_from", resumed}});
+        const int warmup = warmupStepsLeftOut(o.steps - first_step);  // steps the mean leaves out
         double timed = 0;
         int timed_steps = 0;
         std::optional<double> last_loss;
@@ -271,7 +272,7 @@ int runRank(const RunOptions& o) {
             maybeKillForTest(o.rank, step);
             if (last) comm->barrier();  // the traced step starts together on every rank
             StepResult res = ex.step(step);
-            if (step - first_step >= warmupStepsLeftOut(o.steps - first_step)) {
+            if (step - first_step >= warmup) {
                 timed += res.time_s;
                 ++timed_steps;
             }
@@ -315,7 +316,7 @@ int runRank(const RunOptions& o) {
                      {"rank", o.rank},
                      {"steps", o.steps},
                      {"mean_step_s", mean},
-                     {"warmup_steps", warmupStepsLeftOut(o.steps - first_step)},
+                     {"warmup_steps", warmup},
                      {"samples_per_s", plan.global_batch / mean},
                      {"peak_rss_bytes", peakRssBytes()},
                      {"peak_tracked_bytes", ex.peakTrackedBytes()},

@@ -223,6 +223,12 @@ std::vector<int64_t> overflow(const std::vector<int64_t>& loads, const std::vect
     return out;
 }
 
+bool fitsCapacity(const std::vector<int64_t>& loads, const std::vector<int64_t>& capacity) {
+    for (size_t d = 0; d < loads.size(); ++d)
+        if (loads[d] > capacity[d]) return false;
+    return true;
+}
+
 // --- exact memory of a plan -----------------------------------------------------------------
 
 namespace {
@@ -320,8 +326,7 @@ Plan placementPlan(const PlacementModel& model, const Assignment& a, const std::
 namespace {
 
 bool fitsExactly(const Problem& problem, const Plan& plan, const std::vector<int64_t>& capacity) {
-    const auto over = overflow(placementMemory(problem, plan), capacity);
-    return std::all_of(over.begin(), over.end(), [](int64_t b) { return b == 0; });
+    return fitsCapacity(placementMemory(problem, plan), capacity);
 }
 
 }  // namespace

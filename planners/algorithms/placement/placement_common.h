@@ -124,6 +124,8 @@ private:
 std::vector<int64_t> deviceLoads(const PlacementModel& model, const std::vector<int>& device_of);
 // Bytes by which each device exceeds `capacity` (0 where it fits).
 std::vector<int64_t> overflow(const std::vector<int64_t>& loads, const std::vector<int64_t>& capacity);
+// Whether every device's load is within its capacity (overflow all zero).
+bool fitsCapacity(const std::vector<int64_t>& loads, const std::vector<int64_t>& capacity);
 
 // Peak memory per device of a placement plan of problem.graph, counted as the simulator
 // counts a fill-drain step: parameters, gradients, master weights and optimizer state of its

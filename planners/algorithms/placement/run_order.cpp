@@ -12,11 +12,6 @@ namespace hippie::placement {
 namespace {
 // How far runAwareOrder looks among the ready units for one of another device.
 constexpr int kRunBreakLookahead = 8;
-
-bool fits(const std::vector<int64_t>& memory, const std::vector<int64_t>& capacity) {
-    const auto over = overflow(memory, capacity);
-    return std::all_of(over.begin(), over.end(), [](int64_t v) { return v == 0; });
-}
 }  // namespace
 
 Timing timing(const PlacementModel& m, const std::vector<int>& device, const std::vector<int>& sequence) {
@@ -52,7 +47,6 @@ std::vector<int> readyOrder(const PlacementModel& m, const Timing& t) {
     });
     return order;
 }
-
 
 std::vector<int> runAwareOrder(const PlacementModel& m, const std::vector<int>& device, const Timing& t) {
     const auto n = static_cast<size_t>(m.units());
@@ -117,8 +111,8 @@ OrderChoice chooseExecutionOrder(const PlacementModel& m, Assignment listed, con
     OrderChoice c{listed, as_listed.step_s, as_listed.step_s, false};
     Assignment runs{listed.device, runAwareOrder(m, listed.device, timing(m, listed.device, listed.order))};
     const StepEstimate in_runs = estimateStep(m, runs.device, runs.order);
-    const bool listed_fits = fits(as_listed.memory, capacity);
-    if (fits(in_runs.memory, capacity) && (!listed_fits || in_runs.step_s < as_listed.step_s)) {
+    const bool listed_fits = fitsCapacity(as_listed.memory, capacity);
+    if (fitsCapacity(in_runs.memory, capacity) && (!listed_fits || in_runs.step_s < as_listed.step_s)) {
         c.assignment = std::move(runs);
         c.step_s = in_runs.step_s;
         c.run_aware = true;

@@ -203,8 +203,7 @@ Balanced balance(const PlacementModel& m, const std::vector<int64_t>& capacity, 
 }
 
 bool fitsAll(const PlacementModel& m, const std::vector<int>& device, const std::vector<int64_t>& capacity) {
-    const auto over = overflow(deviceLoads(m, device), capacity);
-    return std::all_of(over.begin(), over.end(), [](int64_t x) { return x == 0; });
+    return fitsCapacity(deviceLoads(m, device), capacity);
 }
 
 }  // namespace
@@ -251,10 +250,7 @@ CoreOutcome SgpPlanner::place(const PlacementModel& model, const std::vector<int
     // with fewer runs, and then the home segments alone, are the fallbacks.
     std::vector<std::string> notes;
     Assignment a{*device, runAwareOrder(model, *device, t)};
-    auto fits = [&](const Assignment& x) {
-        const auto over = overflow(estimateStep(model, x.device, x.order).memory, capacity);
-        return std::all_of(over.begin(), over.end(), [](int64_t v) { return v == 0; });
-    };
+    auto fits = [&](const Assignment& x) { return fitsCapacity(estimateStep(model, x.device, x.order).memory, capacity); };
     if (!fits(a)) {
         const std::pair<const char*, Assignment> fallbacks[] = {{"the ready-time order", Assignment{*device, readyOrder(model, t)}},
                                                                 {"the topological order", Assignment{*device, model.topoOrder()}},

@@ -117,8 +117,8 @@ public:
     void operator()(Genes& g, Rng& rng) const {
         for (int round = 0; round < kRepairRounds; ++round) {
             const auto loads = estimateStep(m_, g, order_).memory;
+            if (fitsCapacity(loads, capacity_)) return;
             const auto over = overflow(loads, capacity_);
-            if (std::all_of(over.begin(), over.end(), [](int64_t b) { return b == 0; })) return;
             std::vector<int64_t> room(loads.size());
             for (size_t d = 0; d < room.size(); ++d) room[d] = capacity_[d] - loads[d];
             for (size_t d = 0; d < over.size(); ++d)
@@ -363,8 +363,7 @@ std::optional<Assignment> fastestEstimated(const PlacementModel& m, const std::v
     double best_s = std::numeric_limits<double>::infinity();
     for (Assignment& c : chosen) {
         const StepEstimate e = estimateStep(m, c.device, c.order);
-        const auto over = overflow(e.memory, capacity);
-        if (std::any_of(over.begin(), over.end(), [](int64_t x) { return x > 0; }) || e.step_s >= best_s) continue;
+        if (!fitsCapacity(e.memory, capacity) || e.step_s >= best_s) continue;
         best_s = e.step_s;
         best = std::move(c);
     }
