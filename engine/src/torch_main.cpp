@@ -16,6 +16,7 @@
 #include "engine/src/launch/rendezvous_env.h"
 #include "engine/src/runtime/blas_core.h"
 #include "engine/src/runtime/run.h"
+#include "planners/common/allocator.h"
 #include "planners/common/error.h"
 
 namespace he = hippie::engine;
@@ -28,6 +29,8 @@ CLI::App* addTorchCommand(CLI::App& app, const char* name) { return app.add_subc
 }  // namespace
 
 int main(int argc, char** argv) {
+    // Before any thread allocates: a thread takes its malloc arena at its first allocation.
+    hippie::shareOneMallocArena();
     // The front sets OPENBLAS_CORETYPE before it starts this binary; started on its own, set it
     // here and start again (OpenBLAS reads it only when it loads).
     const he::TorchCommand* command = argc > 1 ? he::findTorchCommand(argv[1]) : nullptr;

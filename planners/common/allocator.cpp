@@ -19,6 +19,14 @@ bool keepFreedMemoryForReuse(int64_t kept_free_bytes) {
 #endif
 }
 
+bool shareOneMallocArena() {
+#if defined(__GLIBC__)
+    return mallopt(M_ARENA_MAX, 1) == 1;
+#else
+    return false;
+#endif
+}
+
 void releaseFreedMemory() {
 #if defined(__GLIBC__)
     malloc_trim(0);

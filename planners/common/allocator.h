@@ -22,6 +22,17 @@ inline constexpr int64_t kMappedAboveBytes = int64_t{32} << 20;  // M_MMAP_THRES
 // allocator ignores mallopt).
 bool keepFreedMemoryForReuse(int64_t kept_free_bytes = kKeptFreeBytes);
 
+// Every thread allocates from the one main heap (glibc's M_ARENA_MAX 1) instead of an arena of
+// its own. Threads' arenas are heaps of at most 64 MiB that glibc maps, shrinks and drops on
+// its own terms whatever the thresholds above say, so the buffers LibTorch's autograd thread
+// and Gloo's worker threads allocate (an all-gather's flat output, each call) faulted in afresh
+// every step: ZeRO-3 on a 20M-parameter GPT, dp2, 111,000 page faults a step over the two
+// ranks, 450 with this (tests/bench/README.md). The price is one lock for every thread's
+// allocations beyond glibc's per-thread cache of small blocks: for a training rank, whose
+// threads take turns, nothing measurable; not for the studio's concurrent planner threads.
+// False off glibc and under AddressSanitizer.
+bool shareOneMallocArena();
+
 // Hands the freed memory kept so far back to the system (every malloc arena's: each planner
 // thread of the studio has its own). A long-running program calls it once planning is done,
 // so that what it keeps between plannings is what it uses. No-op off glibc.

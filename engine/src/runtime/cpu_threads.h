@@ -20,7 +20,8 @@ int threadsPerRank(int requested, int ranks_on_host);
 // Sets LibTorch's and OpenBLAS's threads and flushes denormal floats to zero: after a few
 // SGD steps a GPT's small gradients and activations turn denormal, and on x86 every operation
 // on one takes a microcode assist (a GPT backward measured 4x slower without the flush).
-// With glibc, large buffers are kept in the heap for reuse instead of mapped afresh each step.
+// With glibc, large buffers are kept in the heap for reuse instead of mapped afresh each step
+// (and main() gives every thread that one heap: shareOneMallocArena).
 CpuSetup configureCpu(int threads);
 
 }  // namespace hippie::engine

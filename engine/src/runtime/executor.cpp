@@ -509,50 +509,69 @@ void Executor::finishReduceScatter(ZeroBucket& z) {
     z.reduced = Tensor();
 }
 
-void Executor::allocateBucket(ZeroBucket& z) {
-    if (!z.released) return;
-    for (const Tensor& p : z.params) {
+namespace {
+
+// A parameter's storage as a view of `flat` from element `offset`: the DataPtr holds a reference
+// to the flat's storage, so the parameter never outlives what it points into.
+at::DataPtr viewOf(const Tensor& flat, int64_t offset) {
+    auto* owner = new c10::Storage(flat.storage());
+    return at::DataPtr(flat.data_ptr<float>() + offset, owner, [](void* o) { delete static_cast<c10::Storage*>(o); }, flat.device());
+}
+
+}  // namespace
+
+void Executor::pointInto(ZeroBucket& z, Tensor flat) {
+    for (size_t i = 0; i < z.params.size(); ++i) {
+        const Tensor& p = z.params[i];
         c10::StorageImpl* s = p.storage().unsafeGetStorageImpl();
-        const size_t bytes = static_cast<size_t>(p.numel()) * p.element_size();
-        s->set_data_ptr_noswap(s->allocator()->allocate(bytes));
-        s->set_nbytes(bytes);
+        s->set_data_ptr_noswap(viewOf(flat, z.offsets[i]));
+        s->set_nbytes(static_cast<size_t>(p.numel()) * p.element_size());
     }
+    giveBack(std::move(z.storage));  // the flat they pointed into before, if any
+    z.storage = std::move(flat);
     z.released = false;
+}
+
+void Executor::allocateBucket(ZeroBucket& z) {
+    if (z.released) pointInto(z, takeFlat(z.shard * plan_.dp));
 }
 
 void Executor::gatherBucket(ZeroBucket& z) {
     torch::NoGradGuard no_grad;
-    allocateBucket(z);
-    Tensor out;
     ++zero_gathers_run_;
+    Tensor out;
     if (z.gathering.valid()) {  // prefetched
         ++zero_gathers_prefetched_;
         z.gathering.wait();
         z.gathering = Pending();
         out = std::move(z.gathered);
+        z.gathered = Tensor();
     } else {
         out = takeFlat(z.shard * plan_.dp);
         comm_.allGather(z.master.detach(), out, z.group).wait();
     }
-    // Through .data(): a copy that autograd does not count as a change of a tensor it saved
-    // (the values of a parameter do not change between a forward and its backward).
-    for (size_t i = 0; i < z.params.size(); ++i)
-        z.params[i].data().copy_(out.narrow(0, z.offsets[i], z.params[i].numel()).view_as(z.params[i]));
-    giveBack(std::move(out));
+    // The parameters' storage becomes views of the gathered buffer, as FSDP's flat parameter:
+    // no copy. Swapping the storage's pointer under the tensors is not a change of values that
+    // autograd counts (they do not change between a forward and its backward), and its saved
+    // views of a weight see the new pointer.
+    pointInto(z, std::move(out));
 }
 
 void Executor::releaseBucket(ZeroBucket& z) {
     // The storage itself goes (autograd's saved views of a weight share it, and find it again
-    // when the all-gather reallocates it); the tensors and their shapes stay.
+    // when a gather points it into a buffer); the tensors and their shapes stay.
     if (z.released) return;
     for (const Tensor& p : z.params) {
         // Only parameters that own their storage alone (every element theirs) can go.
         TORCH_CHECK(p.storage().nbytes() == static_cast<size_t>(p.numel()) * p.element_size() && p.storage_offset() == 0,
                     "ZeRO-3: a parameter shares its storage; it cannot be released");
+        TORCH_CHECK(p.scalar_type() == torch::kFloat, "ZeRO-3: parameters are fp32 (the flat buffers' type)");
         c10::StorageImpl* s = p.storage().unsafeGetStorageImpl();
         s->set_data_ptr_noswap(at::DataPtr(nullptr, p.device()));
         s->set_nbytes(0);
     }
+    giveBack(std::move(z.storage));
+    z.storage = Tensor();
     z.released = true;
 }
 

@@ -157,6 +157,7 @@ private:
         bool released = false;              // stage 3: parameter storage released
         Pending gathering;                  // stage 3: a prefetched all-gather in flight
         torch::Tensor gathered;             // its buffer
+        torch::Tensor storage;              // stage 3, gathered: the pooled flat its parameters are views of
     };
     void buildZero(const std::map<int, std::vector<torch::Tensor>>& params_of_bucket);
     torch::Tensor flatGrads(const ZeroBucket& z);  // padded to dp x shard, from the pool below
@@ -171,6 +172,7 @@ private:
     void finishReduceScatter(ZeroBucket& z);
     void gatherBucket(ZeroBucket& z);
     void allocateBucket(ZeroBucket& z);  // stage 3: storage back for a released bucket (no values)
+    void pointInto(ZeroBucket& z, torch::Tensor flat);  // stage 3: the parameters become views of flat
     void releaseBucket(ZeroBucket& z);
     // Stage 3: the per-layer hooks of the stages (Stage::setParameterHooks).
     const std::vector<int>& bucketsOfLayer(int layer) const;  // empty when it has none
