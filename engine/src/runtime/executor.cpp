@@ -476,16 +476,25 @@ void Executor::buildZero(const std::map<int, std::vector<Tensor>>& params_of_buc
 }
 
 Tensor Executor::takeFlat(int64_t numel) {
-    if (auto it = spare_flats_.find(numel); it != spare_flats_.end()) {
+    // The smallest spare buffer that holds numel elements, as a view of its first numel.
+    if (auto it = spare_flats_.lower_bound(numel); it != spare_flats_.end()) {
         Tensor t = std::move(it->second);
         spare_flats_.erase(it);
-        return t;
+        return t.numel() == numel ? t : t.narrow(0, 0, numel);
     }
+    // None is large enough: the largest spare goes, so that the pool never holds more buffers
+    // than were out at once (a model whose layers grow, gathered in turn under ZeRO-3, would
+    // otherwise leave one buffer of each size here: its whole parameters).
+    if (!spare_flats_.empty()) spare_flats_.erase(std::prev(spare_flats_.end()));
     return torch::empty({numel}, torch::TensorOptions().dtype(torch::kFloat).device(device_));
 }
 
 void Executor::giveBack(Tensor flat) {
-    if (flat.defined()) spare_flats_.emplace(flat.numel(), std::move(flat));
+    if (!flat.defined()) return;
+    // The whole buffer goes back, also where a view of its front was handed out.
+    const auto capacity = static_cast<int64_t>(flat.storage().nbytes() / flat.element_size());
+    if (capacity != flat.numel()) flat = torch::empty({0}, flat.options()).set_(flat.storage(), 0, {capacity});
+    spare_flats_.emplace(capacity, std::move(flat));
 }
 
 Tensor Executor::flatGrads(const ZeroBucket& z) {

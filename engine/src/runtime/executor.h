@@ -161,11 +161,12 @@ private:
     };
     void buildZero(const std::map<int, std::vector<torch::Tensor>>& params_of_bucket);
     torch::Tensor flatGrads(const ZeroBucket& z);  // padded to dp x shard, from the pool below
-    // The flat fp32 buffers of ZeRO's reduces and gathers (dp x shard elements) come from this
-    // pool and go back to it when done. Fresh ones each micro-batch were faulted in a page at
-    // a time (ZeRO-2 on a 20M-parameter GPT, dp2: 26,500 faults a rank a step, ~16 us each on
-    // this project's VM). The pool keeps what was in flight at once, the peak that fresh
-    // buffers reached anyway.
+    // The flat fp32 buffers of ZeRO's reduces and gathers (dp x shard elements), and under
+    // ZeRO-3 the gathered parameters' storage, come from this pool and go back to it when done.
+    // Fresh ones each micro-batch were faulted in a page at a time (ZeRO-2 on a 20M-parameter
+    // GPT, dp2: 26,500 faults a rank a step, ~16 us each on this project's VM). A request takes
+    // the smallest spare that holds it (a view of its front), so the pool keeps no more buffers
+    // than were out at once: the peak that fresh buffers reached anyway.
     torch::Tensor takeFlat(int64_t numel);
     void giveBack(torch::Tensor flat);
     std::multimap<int64_t, torch::Tensor> spare_flats_;  // by numel
