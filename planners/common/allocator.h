@@ -26,8 +26,9 @@ bool keepFreedMemoryForReuse(int64_t kept_free_bytes = kKeptFreeBytes);
 // its own. Threads' arenas are heaps of at most 64 MiB that glibc maps, shrinks and drops on
 // its own terms whatever the thresholds above say, so the buffers LibTorch's autograd thread
 // and Gloo's worker threads allocate (an all-gather's flat output, each call) faulted in afresh
-// every step: ZeRO-3 on a 20M-parameter GPT, dp2, 111,000 page faults a step over the two
-// ranks, 450 with this (tests/bench/README.md). The price is one lock for every thread's
+// every step: ZeRO-3 on a 20M-parameter GPT, dp2 (parameters already views of the gathered
+// buffers), 93,000-111,000 page faults a step over the two ranks, 250-450 with this
+// (tests/bench/README.md). The price is one lock for every thread's
 // allocations beyond glibc's per-thread cache of small blocks: for a training rank, whose
 // threads take turns, nothing measurable; not for the studio's concurrent planner threads.
 // False off glibc and under AddressSanitizer.
