@@ -439,6 +439,7 @@ Estimator::Estimator(const Problem& problem, int tp)
     }
     fwd_prefix_s_.assign(n + 1, 0);
     bwd_prefix_s_.assign(n + 1, 0);
+    accumulation_prefix_s_.assign(n + 1, 0);
     activation_prefix_.assign(n + 1, 0);
     checkpoint_prefix_.assign(n + 1, 0);
     state_prefix_.assign(n + 1, 0);
@@ -448,6 +449,7 @@ Estimator::Estimator(const Problem& problem, int tp)
         const size_t i = static_cast<size_t>(l);
         fwd_prefix_s_[i + 1] = fwd_prefix_s_[i] + cost.fwdTime(ops, 1.0, 0);
         bwd_prefix_s_[i + 1] = bwd_prefix_s_[i] + cost.bwdTime(ops, 1.0, 0);
+        accumulation_prefix_s_[i + 1] = accumulation_prefix_s_[i] + cost.gradAccumulationTime(ops, 0);
         activation_prefix_[i + 1] = activation_prefix_[i] + costs_.activationBytes(l, g.batch_size);
         state_prefix_[i + 1] = state_prefix_[i] + costs_.layerStateBytes(l);
         for (int op : ops) layer_temp[i] = std::max(layer_temp[i], g.ops[static_cast<size_t>(op)].temp_bytes);
@@ -533,6 +535,10 @@ Estimator::StageCost Estimator::stageCost(const StageRange& r, bool recompute, i
     // Each compute with its tensor-parallel collectives, which run inside it.
     s.fwd_s = (fwd_prefix_s_[b + 1] - fwd_prefix_s_[a]) * samples + tensorParallelSeconds(r.first_layer, r.last_layer, false, samples, topology);
     s.bwd_s = (bwd_prefix_s_[b + 1] - bwd_prefix_s_[a]) * samples + tensorParallelSeconds(r.first_layer, r.last_layer, true, samples, topology);
+    // Every backward but the first of a step accumulates its weight gradients (ZeRO 2 and 3:
+    // into the shard): spread over the m backwards, as the per-micro-batch times are.
+    const double shards = shape.dp > 1 && shape.zero >= 2 ? shape.dp : 1;
+    s.bwd_s += (accumulation_prefix_s_[b + 1] - accumulation_prefix_s_[a]) / shards * (shape.m - 1) / shape.m;
     s.recompute_s = recompute ? (fwd_prefix_s_[b] - fwd_prefix_s_[a]) * samples +
                                     tensorParallelSeconds(r.first_layer, r.last_layer - 1, false, samples, topology)
                               : 0.0;

@@ -205,6 +205,7 @@ private:
     std::vector<double> tp_fwd_count_prefix_, tp_bwd_count_prefix_, tp_fwd_bytes_prefix_, tp_bwd_bytes_prefix_;
     std::vector<double> fwd_prefix_s_;          // per sample, device 0
     std::vector<double> bwd_prefix_s_;
+    std::vector<double> accumulation_prefix_s_;  // CostModel::gradAccumulationTime, whole gradients
     std::vector<int64_t> activation_prefix_;    // at the graph's batch size
     std::vector<int64_t> checkpoint_prefix_;    // outputs another layer reads (a recomputed layer's stash)
     std::vector<int64_t> state_prefix_;         // model states per layer (no buffers)

@@ -32,6 +32,10 @@ constexpr double kBackwardTrafficFactor = 2.0;
 constexpr double kOptimizerKernels = 1;
 // Ops of this kind run at DeviceSpec::conv_efficiency of the matmul rate.
 constexpr std::string_view kConvKind = "conv2d";
+// The kernel table's element-wise add: the pattern of accumulating a gradient in place.
+constexpr std::string_view kAddKind = "add";
+// grad += new: read both, write the sum.
+constexpr double kAccumulationPasses = 3;
 }  // namespace
 
 double optimizerFlopsPerParam(Optimizer o) {
@@ -221,6 +225,25 @@ double CostModel::optimizerTime(int64_t params, Optimizer o, int device) const {
     const double bytes_per_param = 2.0 * static_cast<double>(optimizerStateBytesPerParam(o) + kFp32Bytes) + kFp32Bytes;
     const double memory = d.memory_bandwidth_bytes_per_s > 0 ? n * bytes_per_param / d.memory_bandwidth_bytes_per_s : 0.0;
     return std::max(compute, memory) + kOptimizerKernels * d.launch_overhead_s;
+}
+
+double CostModel::gradAccumulationTime(std::span<const int> ops, int device, int shards) const {
+    const DeviceSpec& d = cluster_.device(device);
+    double bandwidth = d.memory_bandwidth_bytes_per_s, overhead = d.launch_overhead_s;
+    if (const auto k = d.kernels.find(std::string(kAddKind)); k != d.kernels.end()) {
+        if (k->second.forward_bytes_per_s > 0) bandwidth = k->second.forward_bytes_per_s;
+        overhead = k->second.forward_overhead_s;
+    }
+    if (bandwidth <= 0) return 0.0;
+    double bytes = 0;
+    int kernels = 0;
+    for (int op : ops) {
+        const int64_t param = rankParamBytes(op);
+        if (param <= 0) continue;
+        bytes += kAccumulationPasses * static_cast<double>(param) / std::max(shards, 1);
+        ++kernels;
+    }
+    return kernels > 0 ? bytes / bandwidth + kernels * overhead : 0.0;
 }
 
 namespace {

@@ -118,6 +118,14 @@ public:
     double bwdTime(std::span<const int> ops, double samples, int device) const;
     double bwdWeightTime(std::span<const int> ops, double samples, int device) const;
     double optimizerTime(int64_t params, Optimizer o, int device) const;
+    // Gradient accumulation: a backward after the first of the same layers in a step adds
+    // each weighted op's new weight gradient into the one already held (autograd's
+    // AccumulateGrad, `grad += new`: two reads and a write of the gradient's bytes, one add
+    // kernel per op), at the add kernel's measured rate and overhead where the device has one,
+    // else at its memory bandwidth and launch overhead. `shards`: what ZeRO 2 and 3 keep of a
+    // gradient (dp) once each micro-batch's is reduce-scattered; 1 otherwise. 0 without a
+    // memory bandwidth.
+    double gradAccumulationTime(std::span<const int> ops, int device, int shards = 1) const;
     // The engine's data-parallel gradient buckets are memory-bound copies besides their
     // collective: before it, the gradients are flattened into one buffer (a read and a write
     // of the bucket's bytes); after it, the sum is averaged in place (Gloo has no average)

@@ -150,15 +150,15 @@ public:
           opt_(opt),
           mem_(segmentMemory(prog, cost_)) {
         countPortSharing();
+        timeGradAccumulation();
     }
 
     Trace run() {
         ExecutionDurations d;
         d.compute = [this](int s, const Instr& in) {
-            const double t = computeTime(prog_.devices[static_cast<size_t>(s)], in);
-            if (compute_scale_.empty()) return t;
-            const std::vector<Instr>& stream = prog_.streams[static_cast<size_t>(s)];
-            return t * compute_scale_[static_cast<size_t>(s)][static_cast<size_t>(&in - stream.data())];
+            const auto i = static_cast<size_t>(&in - prog_.streams[static_cast<size_t>(s)].data());
+            const double t = computeTime(prog_.devices[static_cast<size_t>(s)], in) + accumulation_s_[static_cast<size_t>(s)][i];
+            return compute_scale_.empty() ? t : t * compute_scale_[static_cast<size_t>(s)][i];
         };
         d.transfer = [this](const Instr& in, int from, int to) { return cost_.p2pTime(in.bytes, from, to, sendSharing(from, to)); };
         // A bucket's collective takes the same time every micro-batch (ZeRO-2 reduce-scatters
@@ -233,6 +233,34 @@ private:
         for (size_t g = 0; g < prog_.groups.size(); ++g)
             if (nodes_of[g].size() > 1)
                 for (int n : nodes_of[g]) group_sharing_[g] = std::max(group_sharing_[g], groups_on_node[n]);
+    }
+
+    // Gradient accumulation (CostModel::gradAccumulationTime): a stream's weight-gradient
+    // computes (Backward, its bucket parts, BackwardWeight) of a segment for any micro-batch
+    // but the first whose gradients it computes add them into those already held. Under ZeRO
+    // 2 and 3 the held gradient is the replica's shard.
+    void timeGradAccumulation() {
+        accumulation_s_.resize(prog_.streams.size());
+        std::map<std::tuple<int, int, int>, double> by_ops;  // (segment, bucket, node) -> seconds
+        for (size_t s = 0; s < prog_.streams.size(); ++s) {
+            const int device = prog_.devices[s];
+            const int shards = prog_.zero_stage >= 2 ? replicasOn(device) : 1;
+            std::map<int, int> first_mb;  // segment -> micro-batch of its first weight gradients here
+            accumulation_s_[s].assign(prog_.streams[s].size(), 0.0);
+            for (size_t i = 0; i < prog_.streams[s].size(); ++i) {
+                const Instr& in = prog_.streams[s][i];
+                if (in.kind != InstrKind::Backward && in.kind != InstrKind::BackwardWeight) continue;
+                if (first_mb.try_emplace(in.segment, in.mb).first->second == in.mb) continue;
+                const int bucket = in.kind == InstrKind::Backward ? in.bucket : -1;
+                const auto key = std::make_tuple(in.segment, bucket, cost_.cluster().nodeOf(device));
+                auto it = by_ops.find(key);
+                if (it == by_ops.end()) {
+                    const auto& ops = bucket >= 0 ? prog_.buckets[static_cast<size_t>(bucket)].ops : prog_.segments[static_cast<size_t>(in.segment)].ops;
+                    it = by_ops.emplace(key, cost_.gradAccumulationTime(ops, device, shards)).first;
+                }
+                accumulation_s_[s][i] = it->second;
+            }
+        }
     }
 
     // Devices that time-share a host's cores (Node::compute_slots) compute slower while others
@@ -635,6 +663,7 @@ private:
     std::unordered_map<uint64_t, double> collective_s_;  // by (kind, group, bucket)
     std::optional<std::unordered_map<int, int64_t>> all_reduced_bytes_;  // by device (allReducedBucketBytes)
     std::vector<std::vector<double>> compute_scale_;     // [stream][instruction]: host sharing (empty: none)
+    std::vector<std::vector<double>> accumulation_s_;    // [stream][instruction]: gradient accumulation added
     std::map<std::tuple<int, int, int64_t, bool>, double> tensor_parallel_s_;  // by (group, count, bytes, sequence parallel)
     std::map<std::tuple<int, int, int, int, int>, double> zero_gather_s_;     // by (segment, compute kind, bucket, node, group)
     mutable std::map<std::tuple<int, int, int>, std::vector<int>> gathered_buckets_;  // by (segment, compute kind, bucket)

@@ -258,6 +258,36 @@ private slots:
         QVERIFY(std::abs(plain.at(InstrKind::OptimizerStep) - CostModel(g, exactCluster(1, 2, int64_t(1) << 40, 1e10, 0)).optimizerTime(params, Optimizer::SGD, 0)) < 1e-12);
     }
 
+    // A backward after the first of the step adds its weight gradients into those held: two
+    // reads and a write of the gradient at the memory bandwidth, plus one add kernel's launch
+    // (autograd's AccumulateGrad). Under ZeRO 2 only the replica's shard accumulates.
+    void laterMicroBatchesAccumulateGradients() {
+        const int64_t gib = int64_t{1} << 30;
+        const Graph g = chainGraph(1, 1, 2, gib);
+        Cluster c = exactCluster(1, 2);
+        c.nodes[0].device.memory_bandwidth_bytes_per_s = 4e9;
+        c.nodes[0].device.launch_overhead_s = 1e-3;
+        const auto backwards = [&](const Plan& plan) {
+            std::vector<double> d;
+            for (const TraceEvent& e : simulatePlan(g, c, plan).trace.events)
+                if (e.device == 0 && e.kind == InstrKind::Backward) d.push_back(e.end_s - e.start_s);
+            return d;
+        };
+        const std::vector<double> plain = backwards(pipelinePlan(1, 1, 1, 3, ScheduleKind::GPipe));
+        QCOMPARE(plain.size(), size_t{3});
+        const double accumulate = 3 * static_cast<double>(gib) / 4e9 + 1e-3;
+        QVERIFY2(std::abs(plain[1] - plain[0] - accumulate) < 1e-9, qPrintable(QString("%1 vs %2").arg(plain[1]).arg(plain[0])));
+        QVERIFY(std::abs(plain[2] - plain[1]) < 1e-12);
+        Plan sharded = pipelinePlan(1, 1, 2, 3, ScheduleKind::GPipe);
+        sharded.zero_stage = 2;
+        const std::vector<double> zero = backwards(sharded);
+        QCOMPARE(zero.size(), size_t{3});
+        QVERIFY2(std::abs(zero[1] - zero[0] - (3 * static_cast<double>(gib) / 2 / 4e9 + 1e-3)) < 1e-9, qPrintable(QString::number(zero[1] - zero[0])));
+        // One micro-batch accumulates nothing.
+        QCOMPARE(backwards(pipelinePlan(1, 1, 1, 1, ScheduleKind::GPipe)).size(), size_t{1});
+        QVERIFY(std::abs(backwards(pipelinePlan(1, 1, 1, 1, ScheduleKind::GPipe))[0] - plain[0]) < 1e-12);
+    }
+
     // Devices that time-share a host's cores (CPU ranks, Node::compute_slots) compute at
     // min(1, slots / devices computing at once) of their rate: data-parallel replicas that
     // compute together each take twice as long on one slot, pipeline stages that take turns

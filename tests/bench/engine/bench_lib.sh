@@ -36,10 +36,23 @@ json.dump(c, open(out, "w"))
 PY
 }
 
-# measured_step OUT: the slowest rank's mean step time of a `hippie-engine launch` output (its
-# "done" event: the steps after the first three, which warm up; planners/common/warmup.h).
+# measured_step OUT: the median step time of a `hippie-engine launch` output, each step's time
+# being its slowest rank's (step events), over the steps after the warm-up its "done" event
+# names (planners/common/warmup.h). The median, not the mean: this VM stalls a step by tens of
+# milliseconds now and then (a 32 ms backward among 1.7 ms ones), which the mean of 7 steps
+# takes in and a prediction cannot.
 measured_step() {
-    grep '"event":"done"' "$1" | grep -o '"mean_step_s":[0-9.e-]*' | cut -d: -f2 | sort -g | tail -1
+    python3 - "$1" <<'PY'
+import json, statistics, sys
+steps, warmup = {}, 0
+for line in open(sys.argv[1]):
+    if not line.startswith("{"): continue
+    e = json.loads(line)
+    if e.get("event") == "step": steps[e["step"]] = max(steps.get(e["step"], 0.0), e["time_s"])
+    elif e.get("event") == "done": warmup = e.get("warmup_steps", 0)
+timed = [t for s, t in sorted(steps.items()) if s >= warmup]
+if timed: print(statistics.median(timed))
+PY
 }
 
 # predicted_step PLANNER PLAN [SIMULATE ARGS...]: the simulated iteration time of the plan file.
