@@ -44,9 +44,9 @@ public:
     std::vector<PipeDreamStage> stages(int i, int j, int m) const {
         const Cell& c = cells_[index(i, j, m)];
         if (c.kind == Kind::None) return {};
-        if (c.kind == Kind::Single) return {{i, j, c.replicas}};
+        if (c.kind == Kind::Single) return {{i, j, c.replicas, {}}};
         auto out = stages(i, c.cut, c.prefix_workers);
-        out.push_back({c.cut + 1, j, c.replicas});
+        out.push_back({c.cut + 1, j, c.replicas, {}});
         return out;
     }
 
