@@ -3,6 +3,7 @@
 #include <QCryptographicHash>
 #include <QDateTime>
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
 #include <QRegularExpression>
@@ -10,6 +11,7 @@
 #include <QSqlError>
 #include <QSqlQuery>
 #include <QStandardPaths>
+#include <QThread>
 #include <QVariant>
 
 #include <algorithm>
@@ -63,6 +65,7 @@ std::optional<double> RunSummary::errorPercent() const {
 namespace {
 
 constexpr int kBusyTimeoutMs = 5000;  // wait this long for another connection's write to end
+constexpr int kWalRetryMs = 5;         // between tries to switch a new file to WAL
 constexpr const char* kMigrationsDir = ":/migrations";
 
 // SQLite primary result codes (sqlite3.h) after which the same write may succeed later.
@@ -243,8 +246,21 @@ void RunStore::open() {
 
     Sql sql(connection_, path_);
     // Reading the header first: a file that is not SQLite fails here, before anything is written.
+    // The version and the tables are read in one read transaction: another connection creating
+    // the schema (tables and version in one transaction, migrate()) is seen whole or not at all.
+    // Read apart, its commit could fall between the two reads, and a database being created was
+    // taken for another program's (version 0, tables present).
     int version = 0;
     int tables = 0;
+    struct ReadTransaction {
+        QSqlDatabase& db;
+        bool open = QSqlQuery(db).exec(QStringLiteral("BEGIN"));  // deferred: reads nothing yet
+        void end() {
+            if (open) QSqlQuery(db).exec(QStringLiteral("COMMIT"));
+            open = false;
+        }
+        ~ReadTransaction() { end(); }
+    } read{db};
     {
         QSqlQuery q(db);
         if (!q.exec(QStringLiteral("PRAGMA user_version")) || !q.next()) {
@@ -260,6 +276,7 @@ void RunStore::open() {
     tables = sql.scalar(QStringLiteral("SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'"), {},
                         "reading the schema")
                  .toInt();
+    read.end();
     if (version > latestSchemaVersion())
         throw Error(p + " has schema version " + std::to_string(version) + ", newer than this build knows (" +
                     std::to_string(latestSchemaVersion()) + "); it was left untouched. Use a newer Hippie Studio, "
@@ -271,12 +288,24 @@ void RunStore::open() {
     sql.exec(QStringLiteral("PRAGMA foreign_keys = ON"), "turning foreign keys on");
     if (sql.pragma(QStringLiteral("PRAGMA foreign_keys"), "reading foreign_keys").toInt() != 1)
         throw Error(p + ": SQLite refused to enforce foreign keys (PRAGMA foreign_keys stays off)");
+    // Switching needs the file to itself for a moment. Two connections switching at once would
+    // each wait for the other, so SQLite answers one of them "locked" at once rather than after
+    // the busy timeout: that one tries again, within the same timeout.
     QString mode;
-    try {
-        mode = sql.pragma(QStringLiteral("PRAGMA journal_mode = WAL"), "switching to WAL journal mode").toString().toLower();
-    } catch (const WriteError& e) {
-        throw Error(p + ": cannot use WAL journal mode (" + e.what() + "); the database and its folder must be "
-                    "writable and on a local disk");
+    QElapsedTimer waited;
+    waited.start();
+    for (;;) {
+        try {
+            mode = sql.pragma(QStringLiteral("PRAGMA journal_mode = WAL"), "switching to WAL journal mode").toString().toLower();
+            break;
+        } catch (const WriteError& e) {
+            if (e.transient() && waited.elapsed() < kBusyTimeoutMs) {
+                QThread::msleep(kWalRetryMs);
+                continue;
+            }
+            throw Error(p + ": cannot use WAL journal mode (" + e.what() + "); the database and its folder must be "
+                        "writable and on a local disk");
+        }
     }
     if (mode != u"wal")
         throw Error(p + ": cannot use WAL journal mode (SQLite keeps '" + str(mode) + "'); the database and its folder "

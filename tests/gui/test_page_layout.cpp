@@ -441,8 +441,20 @@ private slots:
                                                  : ui->dispatchPlan(s.plan, s.problem.graph, std::nullopt, {0}, kSteps, 0);
         QVERIFY(run);
         QSignalSpy finished(run, &dispatch::RunController::finished);
+        // What the run said, for a failure's message.
+        QStringList said;
+        QObject::connect(run, &dispatch::RunController::stateChanged, run,
+                         [&said](jobs::JobState, const QString& m) { said << QStringLiteral("state: ") + m; });
+        QObject::connect(run, &dispatch::RunController::workerStateChanged, run,
+                         [&said](int worker, const QString& t) { said << QStringLiteral("worker %1: %2").arg(worker).arg(t); });
+        QObject::connect(run, &dispatch::RunController::logReceived, run, [&said](int rank, const QString& stream, const QString& t) {
+            said << QStringLiteral("rank %1 %2: %3").arg(rank).arg(stream, t.left(300));
+        });
         RunView* view = ui->runView();
-        QTRY_COMPARE_WITH_TIMEOUT(view->lossPoints(), kLiveSteps * kRanks, kRunTimeoutMs);
+        QTRY_VERIFY2_WITH_TIMEOUT(view->lossPoints() == kLiveSteps * kRanks,
+                                  qPrintable(QStringLiteral("%1 loss points of %2; the run said:\n").arg(view->lossPoints()).arg(kLiveSteps * kRanks) +
+                                             said.join(QLatin1Char('\n'))),
+                                  kRunTimeoutMs);
         QCoreApplication::processEvents();
         QVERIFY2(view->stateText().contains(QStringLiteral("running")), qPrintable(view->stateText()));
         QCOMPARE(run->predicted().has_value(), predicted);
