@@ -441,13 +441,15 @@ private slots:
                                                  : ui->dispatchPlan(s.plan, s.problem.graph, std::nullopt, {0}, kSteps, 0);
         QVERIFY(run);
         QSignalSpy finished(run, &dispatch::RunController::finished);
-        // What the run said, for a failure's message.
+        // What the run said, for a failure's message. The connections end with `listener`,
+        // before `said` goes and before the window (and the run) close.
         QStringList said;
-        QObject::connect(run, &dispatch::RunController::stateChanged, run,
+        QObject listener;
+        QObject::connect(run, &dispatch::RunController::stateChanged, &listener,
                          [&said](jobs::JobState, const QString& m) { said << QStringLiteral("state: ") + m; });
-        QObject::connect(run, &dispatch::RunController::workerStateChanged, run,
+        QObject::connect(run, &dispatch::RunController::workerStateChanged, &listener,
                          [&said](int worker, const QString& t) { said << QStringLiteral("worker %1: %2").arg(worker).arg(t); });
-        QObject::connect(run, &dispatch::RunController::logReceived, run, [&said](int rank, const QString& stream, const QString& t) {
+        QObject::connect(run, &dispatch::RunController::logReceived, &listener, [&said](int rank, const QString& stream, const QString& t) {
             said << QStringLiteral("rank %1 %2: %3").arg(rank).arg(stream, t.left(300));
         });
         RunView* view = ui->runView();

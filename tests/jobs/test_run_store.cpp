@@ -673,8 +673,10 @@ private slots:
     // stored): one creates the schema, the other must find it created or wait, never take
     // the file for another program's. They used to read the schema version and the tables in
     // two statements, and the other's commit could fall between them (test_page_layout failed
-    // so about one run in eight on a loaded machine). A race: this passes by chance without
-    // the fix, mostly; it must never fail with it.
+    // so about one run in eight on a loaded machine). Two connections switching a new file to
+    // WAL at once: SQLite refuses one at once, which must try again. A race, so the test can
+    // pass by chance without those fixes (it failed 3 runs of 3 without the first); with them
+    // it must never fail.
     void storesOpeningANewFileAtOnceAgree() {
         for (int i = 0; i < 40; ++i) {
             const QString p = dir_.filePath(QStringLiteral("race-%1.sqlite").arg(i));
