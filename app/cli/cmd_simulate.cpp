@@ -107,6 +107,11 @@ std::vector<CLI::Option*> addShapeOptions(CLI::App& sub, SimulateCommand& cmd) {
                                  "micro-batches go round-robin over a stage's replicas, --dp is the largest")
                       ->delimiter(',')
                       ->check(positiveInt()),
+                  sub.add_option("--stage-tp", o.stage_tp,
+                                 "tensor-parallel degree of each stage, comma-separated (e.g. 2,1,2; --tp is then the largest, "
+                                 "taken from these when not given)")
+                      ->delimiter(',')
+                      ->check(positiveInt()),
                   sub.add_flag("--sp", o.sequence_parallel, "sequence parallelism over the tensor-parallel ranks (needs --tp 2 or more)"),
                   sub.add_option("--optimizer", o.optimizer, "sgd, sgd-momentum, adam or adamw")->capture_default_str()});
     return shape;

@@ -68,7 +68,9 @@ void printPlanSummary(std::ostream& out, const SimulationSetup& s) {
     std::vector<std::string> stages;
     for (const StageRange& r : p.stages) stages.push_back(layerRange(r));
     const std::string chunks = p.virtual_stages > 1 ? " x " + std::to_string(p.virtual_stages) + " chunks" : "";
-    const std::string tensor = p.tp > 1 ? " x tp " + std::to_string(p.tp) + (p.sequence_parallel ? " (sequence parallel)" : "") : "";
+    const std::string tensor = p.tp > 1 ? " x tp " + p.tpText() + (p.perStageTp() ? " (per stage)" : "") +
+                                              (p.sequence_parallel ? " (sequence parallel)" : "")
+                                        : "";
     std::string replicas = std::to_string(p.dp);
     if (p.perStageReplication()) {
         std::vector<std::string> each;
@@ -95,8 +97,9 @@ void printDeviceMapping(std::ostream& out, const SimulationSetup& s) {
     for (size_t stage = 0; stage < rows.size(); ++stage) {
         std::vector<int> nodes;
         for (int d : rows[stage]) nodes.push_back(s.cluster.nodeOf(d));
-        t.addRow({std::to_string(stage), positionLayers(p, static_cast<int>(stage)), replicaDevices(rows[stage], tp),
-                  replicaDevices(nodes, tp)});
+        const int t_stage = p.isPlacement() ? 1 : p.tpOf(static_cast<int>(stage));
+        t.addRow({std::to_string(stage), positionLayers(p, static_cast<int>(stage)), replicaDevices(rows[stage], t_stage),
+                  replicaDevices(nodes, t_stage)});
     }
     t.print(out);
     const std::vector<std::vector<int>> groups = p.stageGroups();

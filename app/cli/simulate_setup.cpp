@@ -45,7 +45,25 @@ void checkStageReplicas(const SimulateOptions& opts, const Cluster& cluster) {
                     std::to_string(cluster.deviceCount()));
 }
 
+// --stage-tp: one degree per stage, --tp the largest, and the devices the cluster has.
+int stageTpWidest(const SimulateOptions& opts, const Cluster& cluster) {
+    const auto& t = opts.stage_tp;
+    if (static_cast<int>(t.size()) != opts.pp)
+        throw Error("--stage-tp gives " + std::to_string(t.size()) + " degrees for --pp " + std::to_string(opts.pp) + " stages (one per stage)");
+    if (!opts.stage_replicas.empty()) throw Error("--stage-tp with --stage-replicas: per-stage replication runs tp 1");
+    const int widest = *std::max_element(t.begin(), t.end());
+    if (opts.tp != 1 && opts.tp != widest)
+        throw Error("--tp " + std::to_string(opts.tp) + ": with --stage-tp, tp is the widest stage's degree (" + std::to_string(widest) + ")");
+    int64_t devices = 0;
+    for (int n : t) devices += int64_t{opts.dp} * n;
+    if (devices > cluster.deviceCount())
+        throw Error("dp " + std::to_string(opts.dp) + " x --stage-tp needs " + std::to_string(devices) + " devices but cluster '" + opts.cluster +
+                    "' has " + std::to_string(cluster.deviceCount()));
+    return widest;
+}
+
 void checkTensorParallelFlags(const SimulateOptions& opts, const Graph& graph) {
+    if (!opts.stage_tp.empty()) return;  // lowering checks each stage's degree (checkPlan)
     if (opts.sequence_parallel && opts.tp == 1)
         throw Error("--sp needs --tp 2 or more: sequence parallelism splits the sequence over the tensor-parallel ranks");
     if (graph.tensorParallelFits(opts.tp)) return;
@@ -83,7 +101,11 @@ SimulationSetup setupFromFlags(const SimulateOptions& opts) {
     Cluster cluster = loadCluster(opts.cluster);
     plan.tp = opts.tp;
     plan.sequence_parallel = opts.sequence_parallel;
-    if (opts.stage_replicas.empty()) {
+    if (!opts.stage_tp.empty()) {
+        plan.tp = stageTpWidest(opts, cluster);
+        plan.stage_tp = opts.stage_tp;
+        plan.device_map = defaultDeviceMap(opts.dp, opts.stage_tp);
+    } else if (opts.stage_replicas.empty()) {
         checkDeviceCount(opts.pp, opts.dp, opts.tp, cluster, opts.cluster);
         plan.device_map = defaultDeviceMap(opts.pp, opts.dp, opts.tp);
     } else {

@@ -28,6 +28,7 @@ struct SimulateOptions {
     int zero_stage = 0;  // --zero: ZeRO sharding stage of the data-parallel groups
     int tp = 1;          // --tp: tensor-parallel degree of every stage
     std::vector<int> stage_replicas;  // --stage-replicas: replicas of each stage (PipeDream); --dp is the largest
+    std::vector<int> stage_tp;        // --stage-tp: tensor-parallel degree of each stage; --tp is the largest
     bool sequence_parallel = false;  // --sp
     // Outputs.
     std::string trace_file;

@@ -57,6 +57,7 @@ struct PlanFlags {
     int tp = 1;
     bool sequence_parallel = false;
     std::vector<int> stage_replicas;  // per-stage replication; empty: --dp for every stage
+    std::vector<int> stage_tp;        // per-stage tensor-parallel degrees; empty: --tp for every stage
 };
 
 // The layer ranges of `chunks` stages over `layers` layers: even, or cut where the user says
@@ -134,6 +135,14 @@ int makePlan(const PlanFlags& f) {
             p.stage_replicas = f.stage_replicas;
             p.dp = *std::max_element(f.stage_replicas.begin(), f.stage_replicas.end());
         }
+        if (!f.stage_tp.empty()) {
+            // Per-stage degrees: tp is the widest stage's.
+            if (static_cast<int>(f.stage_tp.size()) != f.pp)
+                return errorEvent("--stage-tp gives " + std::to_string(f.stage_tp.size()) + " degrees for --pp " + std::to_string(f.pp));
+            if (*std::min_element(f.stage_tp.begin(), f.stage_tp.end()) < 1) return errorEvent("--stage-tp must be at least 1 each");
+            p.stage_tp = f.stage_tp;
+            p.tp = *std::max_element(f.stage_tp.begin(), f.stage_tp.end());
+        }
         p.device_map = hippie::defaultDeviceMap(p);
         hippie::checkPlan(p, g, p.deviceCount());
         if (f.out.empty()) std::cout << hippie::planToJson(p).dump(2) << std::endl;
@@ -201,6 +210,8 @@ int main(int argc, char** argv) {
     plan_cmd->add_option("--zero", pf.zero_stage, "ZeRO stage of the data-parallel groups: 0 none, 1 optimizer state, 2 + gradients, 3 + parameters");
     plan_cmd->add_option("--tp", pf.tp, "tensor-parallel degree (zoo transformers: heads, MLP width and vocabulary split over tp ranks)");
     plan_cmd->add_flag("--sequence-parallel", pf.sequence_parallel, "with --tp: LayerNorms and residuals split along the sequence");
+    plan_cmd->add_option("--stage-tp", pf.stage_tp, "tensor-parallel degree of each stage, comma-separated (e.g. 1,2,1; --tp is ignored)")
+        ->delimiter(',');
     plan_cmd->add_option("--stage-replicas", pf.stage_replicas,
                          "replicas of each stage, comma-separated (PipeDream's per-stage replication; micro-batches go round-robin, --dp is ignored)")
         ->delimiter(',');

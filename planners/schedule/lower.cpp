@@ -21,6 +21,8 @@ namespace {
 
 std::string planError(const std::string& field, const std::string& what) { return "plan: field '" + field + "': " + what; }
 
+void checkStageTp(const Plan& plan, const Graph& graph);
+
 // Per-stage replication (Plan::stage_replicas): what the round-robin lowering supports.
 void checkStageReplicas(const Plan& plan, const Graph& graph) {
     const auto& r = plan.stage_replicas;
@@ -93,6 +95,7 @@ void checkPipeline(const Plan& plan, const Graph& graph, int cluster_devices) {
         throw Error(planError("virtual_stages", "only the interleaved schedule runs several chunks per device"));
     }
     if (plan.perStageReplication()) checkStageReplicas(plan, graph);
+    if (plan.perStageTp()) checkStageTp(plan, graph);
     if (!plan.device_map.empty()) {
         if (static_cast<int>(plan.device_map.size()) != pp)
             throw Error(planError("device_map", "has " + std::to_string(plan.device_map.size()) + " rows for " + std::to_string(pp) +
@@ -103,10 +106,11 @@ void checkPipeline(const Plan& plan, const Graph& graph, int cluster_devices) {
                 throw Error(planError("device_map[" + std::to_string(s) + "]", "has " + std::to_string(plan.device_map[s].size()) +
                                                                                     " devices for the stage's " +
                                                                                     std::to_string(plan.replicasOf(static_cast<int>(s))) + " replicas"));
-            if (!plan.perStageReplication() && static_cast<int64_t>(plan.device_map[s].size()) != static_cast<int64_t>(plan.dp) * plan.tp)
+            const int t = plan.tpOf(static_cast<int>(s));
+            if (!plan.perStageReplication() && static_cast<int64_t>(plan.device_map[s].size()) != static_cast<int64_t>(plan.dp) * t)
                 throw Error(planError("device_map[" + std::to_string(s) + "]",
                                       "has " + std::to_string(plan.device_map[s].size()) + " devices, dp is " + std::to_string(plan.dp) +
-                                          (plan.tp > 1 ? " and tp " + std::to_string(plan.tp) + " (dp x tp devices)" : std::string())));
+                                          (t > 1 ? " and the stage's tp " + std::to_string(t) + " (dp x tp devices)" : std::string())));
             for (int d : plan.device_map[s]) {
                 if (d < 0 || d >= cluster_devices)
                     throw Error(planError("device_map", "device " + std::to_string(d) + " is not in the cluster (0.." +
@@ -114,10 +118,11 @@ void checkPipeline(const Plan& plan, const Graph& graph, int cluster_devices) {
                 if (!seen.insert(d).second) throw Error(planError("device_map", "device " + std::to_string(d) + " is used twice"));
             }
         }
-    } else if (plan.perStageReplication() && plan.deviceCount() > cluster_devices) {
-        throw Error("plan needs " + std::to_string(plan.deviceCount()) + " devices (its stages' replicas) but the cluster has " +
-                    std::to_string(cluster_devices));
-    } else if (!plan.perStageReplication() && static_cast<int64_t>(pp) * plan.dp * plan.tp > cluster_devices) {
+    } else if ((plan.perStageReplication() || plan.perStageTp()) && plan.deviceCount() > cluster_devices) {
+        throw Error("plan needs " + std::to_string(plan.deviceCount()) + " devices (" +
+                    (plan.perStageTp() ? "dp " + std::to_string(plan.dp) + " x its stages' tp " + plan.tpText() : "its stages' replicas") +
+                    ") but the cluster has " + std::to_string(cluster_devices));
+    } else if (!plan.perStageReplication() && !plan.perStageTp() && static_cast<int64_t>(pp) * plan.dp * plan.tp > cluster_devices) {
         throw Error("plan needs " + std::to_string(static_cast<int64_t>(pp) * plan.dp * plan.tp) + " devices (pp " + std::to_string(pp) +
                     " x dp " + std::to_string(plan.dp) + (plan.tp > 1 ? " x tp " + std::to_string(plan.tp) : std::string()) +
                     ") but the cluster has " + std::to_string(cluster_devices));
@@ -279,9 +284,12 @@ public:
                 std::sort(v.begin(), v.end());
                 v.erase(std::unique(v.begin(), v.end()), v.end());
             }
+        for (size_t seg = 0; seg < prog.segment_devices.size(); ++seg)
+            for (int d : prog.segment_devices[seg]) hosted_[d].push_back(static_cast<int>(seg));
     }
 
-    std::vector<Instr> derive(const std::vector<Instr>& compute, int replica, int device, const std::vector<int>& parts_of_segment) {
+    // `lane`: the device's lane in the segments it runs (r * t + k).
+    std::vector<Instr> derive(const std::vector<Instr>& compute, int lane, int device, const std::vector<int>& parts_of_segment) {
         std::vector<Instr> out;
         out.reserve(compute.size() * 2);
         std::unordered_set<uint64_t> have_activation;         // (producer segment, mb)
@@ -293,17 +301,17 @@ public:
             const Instr& in = compute[i];
             if (in.kind == InstrKind::Forward) {
                 for (int p : producers_[static_cast<size_t>(in.segment)]) {
-                    const int from = dev(p, replica, in.mb);
+                    const int from = prog_.deviceFor(p, in.segment, lane, in.mb);
                     if (from == device || !have_activation.insert(key(p, in.mb)).second) continue;
-                    out.push_back(p2p(InstrKind::RecvActivation, p, in.mb, from, bytesTo(p, device, replica, in.mb)));
+                    out.push_back(p2p(InstrKind::RecvActivation, p, in.mb, from, bytesTo(p, device)));
                 }
             }
             const bool first_backward = startsBackward(in) && !parts_done.count(key(in.segment, in.mb));
             if (first_backward) {
                 for (int c : consumers_[static_cast<size_t>(in.segment)]) {
-                    const int from = dev(c, replica, in.mb);
+                    const int from = prog_.deviceFor(c, in.segment, lane, in.mb);
                     if (from == device || !have_grad.insert(key(in.segment, in.mb, from)).second) continue;
-                    out.push_back(p2p(InstrKind::RecvGrad, in.segment, in.mb, from, bytesTo(in.segment, from, replica, in.mb)));
+                    out.push_back(p2p(InstrKind::RecvGrad, in.segment, in.mb, from, bytesTo(in.segment, from)));
                 }
             }
             out.push_back(in);
@@ -312,24 +320,24 @@ public:
             while (i + 1 < compute.size() && isInline(compute[i + 1].kind)) out.push_back(compute[++i]);
             if (in.kind == InstrKind::Forward) {
                 targets.clear();
-                for (int c : consumers_[static_cast<size_t>(in.segment)]) targets.push_back(dev(c, replica, in.mb));
+                for (int c : consumers_[static_cast<size_t>(in.segment)])
+                    for (int to : prog_.devicesServedBy(c, in.segment, lane, in.mb)) targets.push_back(to);
                 std::sort(targets.begin(), targets.end());
                 targets.erase(std::unique(targets.begin(), targets.end()), targets.end());
                 for (int to : targets)
-                    if (to != device)
-                        out.push_back(p2p(InstrKind::SendActivation, in.segment, in.mb, to, bytesTo(in.segment, to, replica, in.mb)));
+                    if (to != device) out.push_back(p2p(InstrKind::SendActivation, in.segment, in.mb, to, bytesTo(in.segment, to)));
             }
             if (!completesInputGrad(in, parts_done, parts_of_segment)) continue;
             // This segment's input gradient for in.mb is complete: send each producer's
             // gradient once every consumer of that producer on this device is done.
-            for (int p : producers_[static_cast<size_t>(in.segment)]) {
-                const int to = dev(p, replica, in.mb);
-                if (to == device) continue;
-                int& done = consumers_done[key(p, in.mb, to)];
-                ++done;
-                if (done == consumersOn(p, device, replica, in.mb))
-                    out.push_back(p2p(InstrKind::SendGrad, p, in.mb, to, bytesTo(p, device, replica, in.mb)));
-            }
+            for (int p : producers_[static_cast<size_t>(in.segment)])
+                for (int to : prog_.devicesServedBy(p, in.segment, lane, in.mb)) {
+                    if (to == device) continue;
+                    int& done = consumers_done[key(p, in.mb, to)];
+                    ++done;
+                    if (done == consumersOn(p, device, in.segment, lane, in.mb))
+                        out.push_back(p2p(InstrKind::SendGrad, p, in.mb, to, bytesTo(p, device)));
+                }
         }
         return out;
     }
@@ -356,23 +364,29 @@ private:
         return ++parts_done[key(in.segment, in.mb)] == parts_of_segment[static_cast<size_t>(in.segment)];
     }
 
-    int dev(int segment, int lane, int mb) const { return prog_.deviceFor(segment, lane, mb); }
-
-    int consumersOn(int producer, int device, int lane, int mb) const {
+    // Consumers of `producer` that lane `lane` of `segment` (on `device`) runs micro-batch mb of.
+    int consumersOn(int producer, int device, int segment, int lane, int mb) const {
         int n = 0;
-        for (int c : consumers_[static_cast<size_t>(producer)]) n += dev(c, lane, mb) == device;
+        for (int c : consumers_[static_cast<size_t>(producer)]) n += prog_.deviceFor(c, segment, lane, mb) == device;
         return n;
     }
 
-    // Bytes a producer segment sends to `device`: one tensor per producing op, however many of
-    // the device's segments read it, times the share of it a tensor-parallel rank sends.
-    int64_t bytesTo(int producer, int device, int lane, int mb) {
+    bool hosts(int device, int segment) const {
+        const auto it = hosted_.find(device);
+        return it != hosted_.end() && std::binary_search(it->second.begin(), it->second.end(), segment);
+    }
+
+    // Bytes a producer segment sends to `device` (the segments it hosts read them): one tensor
+    // per producing op, however many of the device's segments read it, times the share of it a
+    // tensor-parallel rank sends. A device runs each segment it hosts for one lane, so this is
+    // the same for every micro-batch.
+    int64_t bytesTo(int producer, int device) {
         const uint64_t cached = key(producer, 0, device);
         if (auto it = bytes_cache_.find(cached); it != bytes_cache_.end()) return it->second;
         tensors_.clear();  // (producing op, bytes) of each edge to the device
         for (int i : out_edges_[static_cast<size_t>(producer)]) {
             const Edge& e = graph_.edges[static_cast<size_t>(i)];
-            if (dev(l_.op_segment[static_cast<size_t>(e.dst)], lane, mb) == device) tensors_.emplace_back(e.src, e.bytes);
+            if (hosts(device, l_.op_segment[static_cast<size_t>(e.dst)])) tensors_.emplace_back(e.src, e.bytes);
         }
         std::sort(tensors_.begin(), tensors_.end());
         double sum = 0;
@@ -403,6 +417,7 @@ private:
     std::vector<std::vector<int>> consumers_;
     std::vector<std::vector<int>> out_edges_;  // by segment: indices of the edges leaving it
     std::unordered_map<uint64_t, int64_t> bytes_cache_;  // key(producer, 0, device): same for every replica
+    std::unordered_map<int, std::vector<int>> hosted_;    // device -> the segments it runs, ascending
     std::vector<std::pair<int, int64_t>> tensors_;       // bytesTo's scratch
 };
 
@@ -571,11 +586,21 @@ std::vector<int> laneGroup(const std::vector<int>& lanes, int tp, int k) {
 // BackwardInput. BackwardWeight has none.
 class TensorParallelInstructions {
 public:
-    TensorParallelInstructions(const Graph& graph, const Program& prog, TensorSplit split) : prog_(prog) {
-        if (split.tp <= 1) return;
-        const std::vector<OpTensorParallelTraffic> by_op = tensorParallelTrafficByOp(graph, split, prog.micro_batch_size);
-        auto sum = [&](const std::vector<int>& ops, bool backward, bool recomputed_only) {
+    // Each segment's collectives over its own degree (Program::tpOf).
+    TensorParallelInstructions(const Graph& graph, const Program& prog) : prog_(prog) {
+        if (prog.tp <= 1) return;
+        std::map<int, std::vector<OpTensorParallelTraffic>> by_degree;  // degree -> by op
+        const auto byOp = [&](int segment) -> const std::vector<OpTensorParallelTraffic>& {
+            const int t = prog.tpOf(segment);
+            auto it = by_degree.find(t);
+            if (it == by_degree.end())
+                it = by_degree.emplace(t, tensorParallelTrafficByOp(graph, TensorSplit{t, prog.sequence_parallel}, prog.micro_batch_size)).first;
+            return it->second;
+        };
+        auto sum = [&](int segment, const std::vector<int>& ops, bool backward, bool recomputed_only) {
             std::pair<int, int64_t> t{0, 0};
+            if (prog.tpOf(segment) <= 1) return t;
+            const std::vector<OpTensorParallelTraffic>& by_op = byOp(segment);
             for (int op : ops) {
                 if (recomputed_only && !prog.recomputed(op)) continue;
                 const OpTensorParallelTraffic& o = by_op[static_cast<size_t>(op)];
@@ -584,12 +609,13 @@ public:
             }
             return t;
         };
-        for (const Segment& seg : prog.segments) {
-            forward_.push_back(sum(seg.ops, false, false));
-            backward_.push_back(sum(seg.ops, true, false));
-            recompute_.push_back(sum(seg.ops, false, true));
+        for (size_t s = 0; s < prog.segments.size(); ++s) {
+            const auto& ops = prog.segments[s].ops;
+            forward_.push_back(sum(static_cast<int>(s), ops, false, false));
+            backward_.push_back(sum(static_cast<int>(s), ops, true, false));
+            recompute_.push_back(sum(static_cast<int>(s), ops, false, true));
         }
-        for (const Bucket& b : prog.buckets) bucket_backward_.push_back(sum(b.ops, true, false));
+        for (const Bucket& b : prog.buckets) bucket_backward_.push_back(sum(b.segment, b.ops, true, false));
     }
 
     // `order` with a TensorParallel instruction of group `group` after each compute that has some.
@@ -644,13 +670,70 @@ std::string minMicroBatchText(const Graph& graph) {
 
 namespace {
 
+// The layer of each stage, by layer.
+std::vector<int> stageOfLayer(const Plan& plan, const Graph& graph) {
+    std::vector<int> stage_of_layer(static_cast<size_t>(graph.layerCount()), 0);
+    for (size_t s = 0; s < plan.stages.size(); ++s)
+        for (int l = plan.stages[s].first_layer; l <= plan.stages[s].last_layer && l < graph.layerCount(); ++l)
+            stage_of_layer[static_cast<size_t>(l)] = static_cast<int>(s);
+    return stage_of_layer;
+}
+
+// Per-stage tensor-parallel degrees (Plan::stage_tp): what their lowering supports.
+void checkStageTp(const Plan& plan, const Graph& graph) {
+    const auto& t = plan.stage_tp;
+    const std::string unsupported = " is not built with per-stage tensor-parallel degrees (stage_tp); give every stage the same tp";
+    if (plan.schedule == ScheduleKind::Interleaved) throw Error(planError("schedule", "the interleaved schedule" + unsupported));
+    if (t.size() != plan.stages.size())
+        throw Error(planError("stage_tp", "has " + std::to_string(t.size()) + " entries for " + std::to_string(plan.stages.size()) +
+                                              " stages (one tensor-parallel degree per stage)"));
+    for (size_t s = 0; s < t.size(); ++s)
+        if (t[s] < 1) throw Error(planError("stage_tp[" + std::to_string(s) + "]", "must be at least 1"));
+    const int widest = *std::max_element(t.begin(), t.end());
+    if (plan.tp != widest)
+        throw Error(planError("tp", "is " + std::to_string(plan.tp) + " but the widest stage of stage_tp has " + std::to_string(widest) +
+                                        "; with per-stage degrees tp is the widest stage's"));
+    if (plan.sequence_parallel)
+        throw Error(planError("sequence_parallel", "sequence parallelism (stage boundaries carry 1/t of the sequence)" + unsupported));
+    if (plan.perStageReplication()) throw Error(planError("stage_replicas", "per-stage replication" + unsupported));
+    for (size_t s = 0; s < t.size(); ++s)
+        if (t[s] > 1 && !graph.tensorParallelFits(t[s]))
+            throw Error(planError("stage_tp[" + std::to_string(s) + "]", "is " + std::to_string(t[s]) + " but model '" + graph.name +
+                                                                            "' splits only by divisors of " +
+                                                                            std::to_string(graph.tensor_parallel_divisor) +
+                                                                            " (its tensor_parallel_divisor: the attention heads)"));
+    const std::vector<int> stage_of_layer = stageOfLayer(plan, graph);
+    const auto stageOf = [&](int op) { return stage_of_layer[static_cast<size_t>(graph.ops[static_cast<size_t>(op)].layer)]; };
+    for (const TiedWeightUse& u : tiedWeights(graph)) {
+        const int a = stage_of_layer[static_cast<size_t>(u.owner_layer)], b = stage_of_layer[static_cast<size_t>(u.user_layer)];
+        if (t[static_cast<size_t>(a)] != t[static_cast<size_t>(b)])
+            throw Error(planError("stage_tp", "stages " + std::to_string(a) + " and " + std::to_string(b) + " share a tied weight (layer " +
+                                                  std::to_string(u.owner_layer) + "'s, reused by layer " + std::to_string(u.user_layer) +
+                                                  ", split by vocabulary over the tp ranks) but have tp " +
+                                                  std::to_string(t[static_cast<size_t>(a)]) + " and " +
+                                                  std::to_string(t[static_cast<size_t>(b)]) + "; give them the same degree"));
+    }
+    // A tensor crossing into a stage of another degree must be whole on every rank.
+    for (const Edge& e : graph.edges) {
+        const int a = stageOf(e.src), b = stageOf(e.dst);
+        if (a == b || t[static_cast<size_t>(a)] == t[static_cast<size_t>(b)]) continue;
+        const Op& producer = graph.ops[static_cast<size_t>(e.src)];
+        if (sentShare(producer, TensorSplit{t[static_cast<size_t>(a)], false}) < 1.0)
+            throw Error(planError("stage_tp", "op '" + producer.name + "' of stage " + std::to_string(a) + " (tp " +
+                                                  std::to_string(t[static_cast<size_t>(a)]) + ") splits its output over its tp ranks, and stage " +
+                                                  std::to_string(b) + " (tp " + std::to_string(t[static_cast<size_t>(b)]) +
+                                                  ") reads it; cut the stages elsewhere or give them the same degree"));
+    }
+}
+
 void checkTensorParallel(const Plan& plan, const Graph& graph) {
+    if (plan.perStageTp() && plan.isPlacement()) throw Error(planError("stage_tp", "is set but placement plans have no pipeline stages"));
     if (plan.tp < 1) throw Error(planError("tp", "is " + std::to_string(plan.tp) + "; the tensor-parallel degree must be at least 1"));
     if (plan.sequence_parallel && plan.tp == 1)
         throw Error(planError("sequence_parallel", "needs tp > 1: sequence parallelism splits over the tensor-parallel ranks"));
     if (plan.tp != 1 && plan.isPlacement())
         throw Error(planError("tp", "placement plans place whole ops on one device each; use 1"));
-    if (plan.tp == 1 || graph.tensorParallelFits(plan.tp)) return;
+    if (plan.tp == 1 || graph.tensorParallelFits(plan.tp) || plan.perStageTp()) return;
     const bool splits = std::any_of(graph.ops.begin(), graph.ops.end(), [](const Op& o) { return o.tensor_parallel != TensorParallel::Replicated; });
     if (!splits)
         throw Error(planError("tp", "is " + std::to_string(plan.tp) + " but model '" + graph.name +
@@ -716,12 +799,14 @@ Program lower(const Plan& plan, const Graph& graph) {
     const int tp = placement ? 1 : std::max(plan.tp, 1);
     prog.tp = tp;
     prog.sequence_parallel = tp > 1 && plan.sequence_parallel;
-    const TensorSplit split{tp, prog.sequence_parallel};
     const auto device_map = plan.device_map.empty() ? defaultDeviceMap(plan) : plan.device_map;
     prog.round_robin = !placement && plan.perStageReplication();
     const Layout layout = placement ? placementLayout(plan, graph) : pipelineLayout(plan, graph, device_map);
     prog.segments = layout.segments;
     prog.segment_devices = layout.devices;
+    if (!placement && plan.perStageTp()) prog.segment_tp = plan.stage_tp;
+    // Each segment's split: its own degree.
+    const auto splitOf = [&](int segment) { return TensorSplit{prog.tpOf(segment), prog.sequence_parallel}; };
 
     prog.recompute_op.assign(graph.ops.size(), false);
     std::set<int> recompute_layers(plan.recompute_layers.begin(), plan.recompute_layers.end());
@@ -742,28 +827,31 @@ Program lower(const Plan& plan, const Graph& graph) {
             }
 
     std::vector<int64_t> param_bytes(graph.ops.size());
-    for (size_t op = 0; op < graph.ops.size(); ++op) param_bytes[op] = rankParamBytes(graph, split, static_cast<int>(op));
+    for (size_t op = 0; op < graph.ops.size(); ++op) param_bytes[op] = rankParamBytes(graph, splitOf(layout.op_segment[op]), static_cast<int>(op));
     const auto buckets_of = prog.zero_stage >= 3 ? makeLayerBuckets(param_bytes, layout, graph, prog.buckets)
                                                  : makeBuckets(param_bytes, layout, plan.bucket_bytes, prog.buckets);
     std::vector<int> parts_of_segment(layout.segments.size());
     for (size_t s = 0; s < layout.segments.size(); ++s) parts_of_segment[s] = static_cast<int>(buckets_of[s].size());
-    // Data-parallel groups, one per (segment, tensor-parallel rank k): the replicas' rank k.
-    std::vector<std::vector<int>> group_of_segment(static_cast<size_t>(tp), std::vector<int>(layout.segments.size()));
+    // Data-parallel groups, one per (segment, tensor-parallel rank k): the replicas' rank k
+    // (-1 for the ranks beyond a segment's degree).
+    std::vector<std::vector<int>> group_of_segment(static_cast<size_t>(tp), std::vector<int>(layout.segments.size(), -1));
     for (size_t s = 0; s < layout.segments.size(); ++s)
-        for (int k = 0; k < tp; ++k) {
+        for (int k = 0; k < prog.tpOf(static_cast<int>(s)); ++k) {
             group_of_segment[static_cast<size_t>(k)][s] = static_cast<int>(prog.groups.size());
-            prog.groups.push_back(laneGroup(layout.devices[s], tp, k));
+            prog.groups.push_back(laneGroup(layout.devices[s], prog.tpOf(static_cast<int>(s)), k));
         }
 
     // Compute order of each pipeline position (or each device of a placement).
     std::vector<std::vector<Instr>> orders;
-    std::vector<std::vector<int>> position_devices;  // [position][replica * tp + k]
+    std::vector<std::vector<int>> position_devices;  // [position][replica * t + k]
+    std::vector<int> position_tp;                    // [position]: t, the degree of its segments
     if (placement) {
         std::map<int, std::vector<int>> segments_of_device;
         for (size_t s = 0; s < layout.segments.size(); ++s) segments_of_device[layout.devices[s][0]].push_back(static_cast<int>(s));
         for (const auto& [device, segs] : segments_of_device) {
             orders.push_back(fillDrainOrder(segs, plan.micro_batches));
             position_devices.push_back({device});
+            position_tp.push_back(1);
         }
     } else if (prog.round_robin) {
         // One order per (stage, replica), each its own position of one lane.
@@ -772,40 +860,45 @@ Program lower(const Plan& plan, const Graph& graph) {
             for (size_t j = 0; j < by_stage[s].size(); ++j) {
                 orders.push_back(by_stage[s][j]);
                 position_devices.push_back({device_map[s][j]});
+                position_tp.push_back(1);
             }
     } else {
         orders = pipelineOrders(plan.schedule, plan.pipelineDepth(), plan.virtual_stages, plan.micro_batches);
         position_devices = device_map;
+        for (size_t pos = 0; pos < position_devices.size(); ++pos) position_tp.push_back(plan.tpOf(static_cast<int>(pos)));
     }
     // Tensor-parallel groups, one per (position, replica), after the data-parallel ones.
     std::vector<std::vector<int>> tp_group_of(position_devices.size());  // [position][replica]
-    if (tp > 1)
-        for (size_t pos = 0; pos < position_devices.size(); ++pos)
-            for (size_t r = 0; r * static_cast<size_t>(tp) < position_devices[pos].size(); ++r) {
-                tp_group_of[pos].push_back(static_cast<int>(prog.groups.size()));
-                const auto first = position_devices[pos].begin() + static_cast<std::ptrdiff_t>(r) * tp;
-                prog.groups.emplace_back(first, first + tp);
-            }
-    const TensorParallelInstructions tp_instructions(graph, prog, split);
+    for (size_t pos = 0; pos < position_devices.size(); ++pos) {
+        const int t = position_tp[pos];
+        if (t <= 1) continue;
+        for (size_t r = 0; r * static_cast<size_t>(t) < position_devices[pos].size(); ++r) {
+            tp_group_of[pos].push_back(static_cast<int>(prog.groups.size()));
+            const auto first = position_devices[pos].begin() + static_cast<std::ptrdiff_t>(r) * t;
+            prog.groups.emplace_back(first, first + t);
+        }
+    }
+    const TensorParallelInstructions tp_instructions(graph, prog);
     prog.recompute_per_layer = checkpointGranularity(graph, prog, layout, orders);
 
     std::vector<double> tensor_share(graph.ops.size(), 1.0);
-    for (size_t op = 0; op < graph.ops.size(); ++op) tensor_share[op] = sentShare(graph.ops[op], split);
+    for (size_t op = 0; op < graph.ops.size(); ++op) tensor_share[op] = sentShare(graph.ops[op], splitOf(layout.op_segment[op]));
     CommunicationDeriver deriver(graph, layout, prog, prog.micro_batch_size / graph.batch_size, std::move(tensor_share));
     for (size_t pos = 0; pos < orders.size(); ++pos) {
         // Each tensor-parallel rank's order: the same instructions, with its own data-parallel groups.
-        std::vector<std::vector<Instr>> full(static_cast<size_t>(tp));
-        for (int k = 0; k < tp; ++k) {
+        const int t = position_tp[pos];
+        std::vector<std::vector<Instr>> full(static_cast<size_t>(t));
+        for (int k = 0; k < t; ++k) {
             const auto& groups = group_of_segment[static_cast<size_t>(k)];
             full[static_cast<size_t>(k)] = finishComputeOrder(orders[pos], plan, prog, buckets_of, groups, segment_recomputes);
             if (prog.zero_stage >= 3) full[static_cast<size_t>(k)] = zeroGatherInstructions(full[static_cast<size_t>(k)], prog, graph, groups);
         }
         for (size_t lane = 0; lane < position_devices[pos].size(); ++lane) {
-            const size_t r = lane / static_cast<size_t>(tp), k = lane % static_cast<size_t>(tp);
+            const size_t r = lane / static_cast<size_t>(t), k = lane % static_cast<size_t>(t);
             const int device = position_devices[pos][lane];
-            const std::vector<Instr> with_tp = tp > 1 ? tp_instructions.insert(full[k], tp_group_of[pos][r]) : std::vector<Instr>{};
+            const std::vector<Instr> with_tp = t > 1 ? tp_instructions.insert(full[k], tp_group_of[pos][r]) : std::vector<Instr>{};
             prog.devices.push_back(device);
-            prog.streams.push_back(deriver.derive(tp > 1 ? with_tp : full[k], static_cast<int>(lane), device, parts_of_segment));
+            prog.streams.push_back(deriver.derive(t > 1 ? with_tp : full[k], static_cast<int>(lane), device, parts_of_segment));
         }
     }
     if (!placement) addTiedWeightReductions(prog, graph);

@@ -96,7 +96,24 @@ int Plan::deviceCount() const {
         for (int r : stage_replicas) n += std::max(r, 0);
         return static_cast<int>(std::min<int64_t>(n, std::numeric_limits<int>::max()));
     }
+    if (perStageTp()) {
+        int64_t n = 0;
+        for (int s = 0; s < pipelineDepth(); ++s) n += int64_t{dp} * std::max(tpOf(s), 0);
+        return static_cast<int>(std::min<int64_t>(n, std::numeric_limits<int>::max()));
+    }
     return pipelineDepth() * dp * tp;
+}
+
+int Plan::tpOf(int stage) const {
+    if (stage >= 0 && static_cast<size_t>(stage) < stage_tp.size()) return stage_tp[static_cast<size_t>(stage)];
+    return tp;
+}
+
+std::string Plan::tpText() const {
+    if (!perStageTp()) return std::to_string(tp);
+    std::string s;
+    for (int t : stage_tp) s += (s.empty() ? "(" : ",") + std::to_string(t);
+    return s + ")";
 }
 
 std::string Plan::dpText() const {
@@ -128,11 +145,7 @@ int rowDevice(const std::vector<int>& row, size_t replica, size_t rank, size_t t
     return i < row.size() ? row[i] : -1;
 }
 
-size_t replicasIn(const std::vector<std::vector<int>>& map, size_t tp) {
-    size_t cells = 0;
-    for (const auto& row : map) cells = std::max(cells, row.size());
-    return (cells + tp - 1) / tp;
-}
+size_t replicasIn(const std::vector<int>& row, size_t tp) { return (row.size() + tp - 1) / tp; }
 
 void appendIfSet(std::vector<int>& group, int device) {
     if (device >= 0) group.push_back(device);
@@ -162,12 +175,15 @@ std::vector<std::vector<int>> Plan::pipelineGroups() const {
     if (isPlacement() && device_map.empty()) return {distinctPlacementDevices(placement)};
     const auto map = pipelineMap();
     if (perStageReplication()) return roundRobinPaths(map);
-    const size_t t = static_cast<size_t>(std::max(tp, 1)), replicas = replicasIn(map, t);
+    // One per (replica, tp rank k of the widest stage): rank k meets rank k mod t of each stage.
+    const size_t widest = static_cast<size_t>(std::max(tp, 1));
+    size_t replicas = 0;
+    for (size_t s = 0; s < map.size(); ++s) replicas = std::max(replicas, replicasIn(map[s], rowTp(s)));
     std::vector<std::vector<int>> groups;
     for (size_t r = 0; r < replicas; ++r)
-        for (size_t k = 0; k < t; ++k) {
+        for (size_t k = 0; k < widest; ++k) {
             std::vector<int> group;
-            for (const auto& row : map) appendIfSet(group, rowDevice(row, r, k, t));
+            for (size_t s = 0; s < map.size(); ++s) appendIfSet(group, rowDevice(map[s], r, k % rowTp(s), rowTp(s)));
             groups.push_back(std::move(group));
         }
     return groups;
@@ -180,30 +196,34 @@ std::vector<std::vector<int>> Plan::stageGroups() const {
         return groups;
     }
     const auto map = pipelineMap();
-    const size_t t = static_cast<size_t>(std::max(tp, 1));
     std::vector<std::vector<int>> groups;
-    for (const auto& row : map)
+    for (size_t s = 0; s < map.size(); ++s) {
+        const size_t t = rowTp(s);
         for (size_t k = 0; k < t; ++k) {
             std::vector<int> group;
-            for (size_t r = 0; r * t < row.size(); ++r) appendIfSet(group, rowDevice(row, r, k, t));
+            for (size_t r = 0; r * t < map[s].size(); ++r) appendIfSet(group, rowDevice(map[s], r, k, t));
             groups.push_back(std::move(group));
         }
+    }
     return groups;
 }
 
 std::vector<std::vector<int>> Plan::tpGroups() const {
     if (isPlacement()) return {};
     const auto map = pipelineMap();
-    const size_t t = static_cast<size_t>(std::max(tp, 1));
     std::vector<std::vector<int>> groups;
-    for (const auto& row : map)
-        for (size_t r = 0; r * t < row.size(); ++r) {
+    for (size_t s = 0; s < map.size(); ++s) {
+        const size_t t = rowTp(s);
+        for (size_t r = 0; r * t < map[s].size(); ++r) {
             std::vector<int> group;
-            for (size_t k = 0; k < t; ++k) appendIfSet(group, rowDevice(row, r, k, t));
+            for (size_t k = 0; k < t; ++k) appendIfSet(group, rowDevice(map[s], r, k, t));
             groups.push_back(std::move(group));
         }
+    }
     return groups;
 }
+
+size_t Plan::rowTp(size_t row) const { return static_cast<size_t>(std::max(tpOf(static_cast<int>(row)), 1)); }
 
 std::vector<std::vector<int>> defaultDeviceMap(int pp, int dp, int tp) {
     std::vector<std::vector<int>> map(static_cast<size_t>(std::max(pp, 0)));
@@ -221,8 +241,25 @@ std::vector<std::vector<int>> defaultDeviceMap(const std::vector<int>& replicas)
     return map;
 }
 
+std::vector<std::vector<int>> defaultDeviceMap(int dp, const std::vector<int>& stage_tp) {
+    int per_replica = 0;
+    for (int t : stage_tp) per_replica += std::max(t, 0);
+    std::vector<std::vector<int>> map(stage_tp.size());
+    for (int r = 0; r < dp; ++r) {
+        int next = r * per_replica;
+        for (size_t s = 0; s < stage_tp.size(); ++s)
+            for (int k = 0; k < stage_tp[s]; ++k) map[s].push_back(next++);
+    }
+    return map;
+}
+
 std::vector<std::vector<int>> defaultDeviceMap(const Plan& plan) {
     if (plan.perStageReplication()) return defaultDeviceMap(plan.stage_replicas);
+    if (plan.perStageTp()) {
+        std::vector<int> t(static_cast<size_t>(std::max(plan.pipelineDepth(), 0)));
+        for (size_t s = 0; s < t.size(); ++s) t[s] = plan.tpOf(static_cast<int>(s));
+        return defaultDeviceMap(plan.dp, t);
+    }
     return defaultDeviceMap(plan.pipelineDepth(), plan.dp, plan.tp);
 }
 

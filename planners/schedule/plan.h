@@ -71,31 +71,44 @@ struct Plan {
     int zero_stage = 0;  // ZeRO sharding over each stage's dp replicas (0..kMaxZeroStage); pipeline plans only
     // Tensor parallelism (Megatron-LM, Shoeybi et al. 2019): each replica of a stage runs on
     // `tp` devices that split the graph's splittable ops (Op::tensor_parallel) between them.
-    // One degree for every pipeline stage: per-stage degrees are not built. Pipeline plans only.
+    // With stage_tp, the widest stage's degree. Pipeline plans only.
     int tp = 1;
+    // Per-stage tensor-parallel degrees: each replica of stage s runs on stage_tp[s] devices.
+    // Where two adjacent stages differ, rank k of a stage receives its input (activations
+    // forward, gradients backward) from rank k mod t of the other stage, and so sends to every
+    // rank of the other whose k' mod (its own t) is k (the boundary tensors are whole on every
+    // tp rank). Empty: every stage has tp. Only with 1f1b, gpipe, hippie or zb-h1, without
+    // sequence parallelism or per-stage replication, and with equal degrees on stages that
+    // share a tied weight.
+    std::vector<int> stage_tp;
     // Sequence parallelism (Korthikanti et al. 2022): the ops tensor parallelism replicates
     // (LayerNorm, dropout, residual adds) split the sequence over the tp ranks instead, and
     // each all-reduce of tensor parallelism becomes a reduce-scatter plus an all-gather.
     // Only meaningful with tp > 1.
     bool sequence_parallel = false;
 
-    // device_map[pipeline stage][r * tp + k] = global device id of tensor-parallel rank k of
-    // replica r (with tp = 1: device_map[stage][replica]). For interleaved plans the pipeline
+    // device_map[pipeline stage][r * t + k] = global device id of tensor-parallel rank k of
+    // replica r, t the stage's degree (with t = 1: device_map[stage][replica]). For interleaved plans the pipeline
     // stages are the first pp entries of `stages`; chunk c of device position i is
     // stages[c * pp + i].
     std::vector<std::vector<int>> device_map;
 
     bool isPlacement() const { return !placement.empty(); }
     int pipelineDepth() const;   // pp: devices in one pipeline
-    int deviceCount() const;     // pp * dp * tp (the stages' replicas summed), or distinct devices of a placement
+    int deviceCount() const;     // pp * dp * tp (the stages' replicas and tp ranks summed), or distinct devices of a placement
     // Whether stages have replica counts of their own (stage_replicas set).
     bool perStageReplication() const { return !stage_replicas.empty(); }
     int replicasOf(int stage) const;  // stage_replicas[stage], or dp
     std::string dpText() const;       // "8", or per stage "(3,1)"
+    // Whether stages have tensor-parallel degrees of their own (stage_tp set).
+    bool perStageTp() const { return !stage_tp.empty(); }
+    int tpOf(int stage) const;   // stage_tp[stage] (a pipeline position's for interleaved), or tp
+    std::string tpText() const;  // "2", or per stage "(2,1,2)"
     double microBatchSize() const;  // global_batch / (dp * micro_batches): tp ranks share a micro-batch
 
     // Process groups the engine creates, derived from device_map.
-    // One per (replica, tp rank), replica-major: its devices in stage order.
+    // One per (replica, tp rank k of the widest stage), replica-major: its devices in stage
+    // order, rank k mod t of each stage (the ranks that pass k's tensors along).
     std::vector<std::vector<int>> pipelineGroups() const;
     // Data-parallel groups, one per (pipeline stage, tp rank), stage-major: the replicas.
     std::vector<std::vector<int>> stageGroups() const;
@@ -105,6 +118,7 @@ struct Plan {
 
 private:
     std::vector<std::vector<int>> pipelineMap() const;  // device_map, or the default one when empty
+    size_t rowTp(size_t row) const;                     // tpOf(row), at least 1
 };
 
 // Default device map: rank k of replica r of stage s on device (r * pp + s) * tp + k: a
@@ -112,6 +126,9 @@ private:
 // and pipelines are packed inside nodes after it. Planners replace it with a
 // topology-aware one.
 std::vector<std::vector<int>> defaultDeviceMap(int pp, int dp, int tp = 1);
+// Per-stage tensor-parallel degrees: the same packing, replica r's pipeline on the devices
+// r * sum(t) onwards, stage s's ranks after the stages before it.
+std::vector<std::vector<int>> defaultDeviceMap(int dp, const std::vector<int>& stage_tp);
 // Per-stage replication: stage s on the next replicas[s] devices, stage after stage, so that a
 // stage's replicas share a node where they fit.
 std::vector<std::vector<int>> defaultDeviceMap(const std::vector<int>& replicas);

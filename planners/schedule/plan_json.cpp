@@ -19,9 +19,11 @@ namespace {
 
 constexpr const char* kFormat = "hippie-plan";
 // Version 2 adds model.overrides, version 3 zero_stage, version 4 tp and sequence_parallel,
-// version 5 selective_recompute, version 6 stage_replicas (written only when set); a plan
-// without them is still written with the lowest version that holds it, so older readers read it.
-constexpr int kVersion = 6;
+// version 5 selective_recompute, version 6 stage_replicas, version 7 stage_tp (both written only
+// when set); a plan without them is still written with the lowest version that holds it, so
+// older readers read it.
+constexpr int kVersion = 7;
+constexpr int kStageTpVersion = 7;
 constexpr int kStageReplicasVersion = 6;
 constexpr int kZeroStageVersion = 3;
 constexpr int kTensorParallelVersion = 4;
@@ -46,6 +48,10 @@ void checkCounts(const Plan& p, const std::string& where) {
     if (p.perStageReplication()) {
         devices = 0;
         for (int r : p.stage_replicas) devices += r;
+    }
+    if (p.perStageTp()) {
+        devices = 0;
+        for (int t : p.stage_tp) devices += int64_t{p.dp} * t;
     }
     if (devices > kMaxDevices) {
         const char* field = p.tp > 1 ? "tp" : "dp";
@@ -174,20 +180,22 @@ void checkDeviceMap(const Plan& p, const std::string& where) {
     // Device -> the cell (stage, lane) that first used it. A plan may hold hundreds of
     // thousands of cells (dp 355,584 passed the fuzzer): no string per cell, only for the one
     // reported.
-    const size_t widest = static_cast<size_t>(p.dp) * static_cast<size_t>(p.tp);
+    const size_t widest = static_cast<size_t>(p.dp) * static_cast<size_t>(p.tp);  // tp: the widest stage's
     std::unordered_map<int, std::pair<size_t, size_t>> seen;
     seen.reserve(std::min<size_t>(pp * widest, size_t{1} << 20));
     const auto cell = [](size_t s, size_t r) { return "device_map[" + std::to_string(s) + "][" + std::to_string(r) + "]"; };
     for (size_t s = 0; s < pp; ++s) {
-        const size_t expected = static_cast<size_t>(p.replicasOf(static_cast<int>(s))) * static_cast<size_t>(p.tp);
+        const int t = p.tpOf(static_cast<int>(s));
+        const size_t expected = static_cast<size_t>(p.replicasOf(static_cast<int>(s))) * static_cast<size_t>(t);
         if (p.perStageReplication() && p.device_map[s].size() != expected)
             fail(at(where, "device_map", s), "has " + std::to_string(p.device_map[s].size()) + " devices but 'stage_replicas' gives stage " +
                                                  std::to_string(s) + " " + std::to_string(expected));
         if (p.device_map[s].size() != expected)
             fail(at(where, "device_map", s),
                  "has " + std::to_string(p.device_map[s].size()) + " devices but 'dp' is " + std::to_string(p.dp) +
-                     (p.tp > 1 ? " and 'tp' " + std::to_string(p.tp) + " (tp devices per replica, " + std::to_string(expected) + " in all)"
-                               : std::string(" (one device per replica)")));
+                     (t > 1 ? std::string(p.perStageTp() ? " and 'stage_tp' " : " and 'tp' ") + std::to_string(t) + " (tp devices per replica, " +
+                                  std::to_string(expected) + " in all)"
+                            : std::string(" (one device per replica)")));
         for (size_t r = 0; r < p.device_map[s].size(); ++r) {
             const int d = p.device_map[s][r];
             const auto [it, inserted] = seen.emplace(d, std::make_pair(s, r));
@@ -213,8 +221,26 @@ void readStageReplicas(const json& j, const std::string& where, Plan& p) {
                                    " replicas; with per-stage replication dp is the widest stage's");
 }
 
+// "stage_tp": one positive degree per stage; "tp" is then the largest (taken from them when
+// the plan does not give it). Lowering checks what else they need (checkPlan).
+void readStageTp(const json& j, const std::string& where, Plan& p) {
+    p.stage_tp = readIntArray(j, "stage_tp", where, Bound::Positive);
+    if (!p.perStageTp()) return;
+    if (p.isPlacement()) failField(where, "stage_tp", "is set but placement plans have no pipeline stages");
+    if (p.stage_tp.size() != p.stages.size())
+        failField(where, "stage_tp", "has " + std::to_string(p.stage_tp.size()) + " entries for " + std::to_string(p.stages.size()) +
+                                         " stages (one tensor-parallel degree per stage)");
+    if (p.perStageReplication()) failField(where, "stage_tp", "is set with 'stage_replicas'; per-stage replication runs tp 1");
+    const int widest = *std::max_element(p.stage_tp.begin(), p.stage_tp.end());
+    if (!j.contains("tp")) p.tp = widest;
+    if (p.tp != widest)
+        failField(where, "tp", "is " + std::to_string(p.tp) + " but the widest stage of 'stage_tp' has " + std::to_string(widest) +
+                                   "; with per-stage degrees tp is the widest stage's");
+}
+
 // The lowest format version that holds every field the plan sets.
 int formatVersion(const Plan& p) {
+    if (p.perStageTp()) return kStageTpVersion;
     if (p.perStageReplication()) return kStageReplicasVersion;
     if (p.selective_recompute) return kSelectiveRecomputeVersion;
     if (p.tp != 1 || p.sequence_parallel) return kTensorParallelVersion;
@@ -254,6 +280,7 @@ json planToJson(const Plan& p) {
             {"device_map", p.device_map},
             {"groups", {{"pipelines", p.pipelineGroups()}, {"stages", p.stageGroups()}, {"tensor", p.tpGroups()}}}};
     if (p.perStageReplication()) j["stage_replicas"] = p.stage_replicas;
+    if (p.perStageTp()) j["stage_tp"] = p.stage_tp;
     return j;
 }
 
@@ -261,7 +288,8 @@ Plan planFromJson(const json& j, const std::string& where) {
     requireFormat(j, kFormat, kVersion, where);
     requireKnownFields(j, {"format", "version", "model", "cluster", "planner", "stages", "dp", "placement", "placement_order",
                            "micro_batches", "global_batch", "schedule", "virtual_stages", "optimizer", "recompute_layers",
-                           "selective_recompute", "bucket_bytes", "zero_stage", "tp", "sequence_parallel", "device_map", "groups", "stage_replicas"},
+                           "selective_recompute", "bucket_bytes", "zero_stage", "tp", "sequence_parallel", "device_map", "groups", "stage_replicas",
+                           "stage_tp"},
                        where);
     checkGroups(j, where);
     Plan p;
@@ -287,6 +315,7 @@ Plan planFromJson(const json& j, const std::string& where) {
     p.tp = optionalInt(j, "tp", where, Bound::Positive).value_or(1);
     p.sequence_parallel = optionalBool(j, "sequence_parallel", where).value_or(false);
     readStageReplicas(j, where, p);
+    readStageTp(j, where, p);
     checkShape(p, where);
     checkCounts(p, where);
     p.device_map = readDeviceMap(j, where);

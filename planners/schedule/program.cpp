@@ -80,14 +80,32 @@ std::string Instr::str() const {
     return "?";
 }
 
-int Program::replicasOf(int segment) const {
-    return static_cast<int>(segment_devices[static_cast<size_t>(segment)].size()) / std::max(tp, 1);
+int Program::tpOf(int segment) const {
+    if (segment >= 0 && static_cast<size_t>(segment) < segment_tp.size()) return std::max(segment_tp[static_cast<size_t>(segment)], 1);
+    return std::max(tp, 1);
 }
 
-int Program::deviceFor(int segment, int lane, int mb) const {
+int Program::replicasOf(int segment) const {
+    return static_cast<int>(segment_devices[static_cast<size_t>(segment)].size()) / tpOf(segment);
+}
+
+int Program::deviceFor(int segment, int from, int lane, int mb) const {
     const auto& devs = segment_devices[static_cast<size_t>(segment)];
-    if (!round_robin) return devs[static_cast<size_t>(lane)];
-    return devs[static_cast<size_t>(mb) % devs.size()];
+    if (round_robin) return devs[static_cast<size_t>(mb) % devs.size()];
+    const int t_from = tpOf(from), t = tpOf(segment);
+    if (t_from == t) return devs[static_cast<size_t>(lane)];
+    return devs[static_cast<size_t>((lane / t_from) * t + (lane % t_from) % t)];
+}
+
+std::vector<int> Program::devicesServedBy(int segment, int from, int lane, int mb) const {
+    const int t_from = tpOf(from), t = tpOf(segment);
+    if (round_robin || t_from == t) return {deviceFor(segment, from, lane, mb)};
+    const auto& devs = segment_devices[static_cast<size_t>(segment)];
+    const int r = lane / t_from, k = lane % t_from;
+    std::vector<int> out;
+    for (int k2 = k; k2 < t; k2 += t_from) out.push_back(devs[static_cast<size_t>(r * t + k2)]);
+    std::sort(out.begin(), out.end());
+    return out;
 }
 
 std::vector<int> Program::microBatchesOf(int segment, int lane) const {

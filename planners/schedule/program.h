@@ -135,14 +135,18 @@ struct Program {
     int micro_batches = 1;         // per pipeline
     int pipelines = 1;             // data-parallel replicas
     int zero_stage = 0;            // Plan::zero_stage as lowered (0 when pipelines == 1)
-    int tp = 1;                    // Plan::tp: devices of one tensor-parallel group
+    int tp = 1;                    // Plan::tp: devices of one tensor-parallel group (the widest segment's)
+    // Plan::stage_tp by segment (empty: every segment has tp). A segment's lanes are r * t + k
+    // with t its own degree; where two segments differ, lane (r, k) of one exchanges tensors
+    // with lane (r, k mod t') of the other (deviceFor, devicesServedBy).
+    std::vector<int> segment_tp;
     bool sequence_parallel = false;  // TensorParallel instructions are reduce-scatter + all-gather pairs
     std::vector<Segment> segments;
     std::vector<Bucket> buckets;
     std::vector<std::vector<int>> groups;        // all-reduce groups of global device ids
     std::vector<int> devices;                    // global device id of stream i
     std::vector<std::vector<Instr>> streams;     // streams[i] runs on devices[i]
-    std::vector<std::vector<int>> segment_devices;  // devices holding each segment (one per replica and tp rank: lane r * tp + k)
+    std::vector<std::vector<int>> segment_devices;  // devices holding each segment (one per replica and tp rank: lane r * t + k)
     // Per-stage replication (Plan::stage_replicas; tp 1): segments have replica counts of their
     // own, micro-batch numbers are the iteration's (0 .. pipelines x micro_batches - 1, pipelines
     // being the widest segment's replicas), and micro-batch m of segment s runs on its replica
@@ -186,10 +190,17 @@ struct Program {
         return recompute_per_layer.empty() || recompute_per_layer[static_cast<size_t>(segment)];
     }
 
-    int replicasOf(int segment) const;  // segment_devices[segment].size() / tp
-    // The device that runs micro-batch `mb` of `segment` for lane `lane` of another segment: the
-    // same lane, or with round_robin the micro-batch's replica of `segment`.
-    int deviceFor(int segment, int lane, int mb) const;
+    int tpOf(int segment) const;        // segment_tp[segment], or tp
+    int replicasOf(int segment) const;  // segment_devices[segment].size() / tpOf(segment)
+    // The device of `segment` that lane `lane` of segment `from` takes micro-batch `mb`'s
+    // tensors from (its input activations, or its output gradients): the same replica's tp
+    // rank k mod t (k the lane's rank in `from`, t the segment's degree), which with equal
+    // degrees is the same lane; with round_robin the micro-batch's replica of `segment`.
+    int deviceFor(int segment, int from, int lane, int mb) const;
+    // The devices of `segment` that take micro-batch `mb`'s tensors from lane `lane` of `from`
+    // (those whose deviceFor(from, segment, ...) is it), ascending: one with equal degrees,
+    // several where `segment` has more tp ranks, none from ranks beyond its degree.
+    std::vector<int> devicesServedBy(int segment, int from, int lane, int mb) const;
     // The micro-batches lane `lane` of `segment` runs, in order.
     std::vector<int> microBatchesOf(int segment, int lane) const;
 

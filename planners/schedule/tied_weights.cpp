@@ -47,8 +47,9 @@ void addTiedWeightReductions(Program& program, const Graph& graph) {
         const auto& users = program.segment_devices[static_cast<size_t>(user_segment)];
         if (owners == users) continue;  // one device holds both: the layers share the tensor
         // Tensor parallelism splits the table and the head alike (by vocabulary): rank k's
-        // copies are summed among the rank-k devices, one group per rank.
-        const int tp = std::max(program.tp, 1);
+        // copies are summed among the rank-k devices, one group per rank (lowering refuses
+        // different degrees on the two segments).
+        const int tp = program.tpOf(owner_segment);
         for (int k = 0; k < tp; ++k) {
             Bucket b;
             b.segment = owner_segment;

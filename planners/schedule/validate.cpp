@@ -82,9 +82,12 @@ private:
                             std::to_string(lanes));
             return;
         }
-        for (const auto& devs : p_.segment_devices)
-            if (static_cast<int>(devs.size()) != lanes)
-                problem("a segment is not placed once per pipeline" + std::string(p_.tp > 1 ? " and tensor-parallel rank" : ""));
+        if (!p_.segment_tp.empty() && p_.segment_tp.size() != p_.segments.size())
+            problem("segment_tp has " + std::to_string(p_.segment_tp.size()) + " degrees for " + std::to_string(p_.segments.size()) + " segments");
+        for (size_t seg = 0; seg < p_.segment_devices.size(); ++seg)
+            if (static_cast<int>(p_.segment_devices[seg].size()) != p_.pipelines * p_.tpOf(static_cast<int>(seg)))
+                problem("segment " + std::to_string(seg) + " is not placed once per pipeline" +
+                        std::string(p_.tp > 1 ? " and tensor-parallel rank" : ""));
     }
 
     void checkSegmentsCoverOps() {
@@ -185,7 +188,7 @@ private:
             case InstrKind::Forward:
                 if (!forwarded.insert(key).second) problem(at(s, i) + ": forward runs twice");
                 for (int prod : producers_[static_cast<size_t>(in.segment)]) {
-                    const int from = p_.deviceFor(prod, r, in.mb);
+                    const int from = p_.deviceFor(prod, in.segment, r, in.mb);
                     const bool have = from == dev ? forwarded.count({prod, in.mb}) > 0 : received.count({false, prod, in.mb, from, dev}) > 0;
                     if (!have) problem(at(s, i) + ": input from segment " + std::to_string(prod) + " is not there yet");
                 }
@@ -198,7 +201,7 @@ private:
                 if (!forwarded.count(key)) problem(at(s, i) + ": backward before forward");
                 if (!parts.count(key)) {
                     for (int cons : consumers_[static_cast<size_t>(in.segment)]) {
-                        const int from = p_.deviceFor(cons, r, in.mb);
+                        const int from = p_.deviceFor(cons, in.segment, r, in.mb);
                         const bool have = from == dev ? input_grad_done.count({cons, in.mb}) > 0
                                                       : received.count({true, in.segment, in.mb, from, dev}) > 0;
                         if (!have) problem(at(s, i) + ": output gradient from segment " + std::to_string(cons) + " is not there yet");
@@ -248,7 +251,12 @@ private:
     // The tensor-parallel collectives a compute instruction runs, from the graph: (count, bytes).
     std::pair<int, int64_t> expectedTensorParallel(const Instr& in) {
         if (p_.tp <= 1 || in.segment < 0 || in.segment >= static_cast<int>(p_.segments.size())) return {0, 0};
-        if (tp_by_op_.empty()) tp_by_op_ = tensorParallelTrafficByOp(g_, TensorSplit{p_.tp, p_.sequence_parallel}, p_.micro_batch_size);
+        const int degree = p_.tpOf(in.segment);
+        if (degree <= 1) return {0, 0};
+        auto found = tp_by_op_.find(degree);
+        if (found == tp_by_op_.end())
+            found = tp_by_op_.emplace(degree, tensorParallelTrafficByOp(g_, TensorSplit{degree, p_.sequence_parallel}, p_.micro_batch_size)).first;
+        const std::vector<OpTensorParallelTraffic>& by_op = found->second;
         const std::vector<int>* ops = &p_.segments[static_cast<size_t>(in.segment)].ops;
         if (in.kind == InstrKind::Backward && in.bucket >= 0 && in.bucket < static_cast<int>(p_.buckets.size()))
             ops = &p_.buckets[static_cast<size_t>(in.bucket)].ops;
@@ -256,10 +264,10 @@ private:
         if (!backward && in.kind != InstrKind::Forward && in.kind != InstrKind::Recompute) return {0, 0};
         std::pair<int, int64_t> t{0, 0};
         for (int op : *ops) {
-            if (op < 0 || static_cast<size_t>(op) >= tp_by_op_.size()) continue;
+            if (op < 0 || static_cast<size_t>(op) >= by_op.size()) continue;
             if (in.kind == InstrKind::Recompute && !p_.recomputed(op))
                 continue;
-            const OpTensorParallelTraffic& o = tp_by_op_[static_cast<size_t>(op)];
+            const OpTensorParallelTraffic& o = by_op[static_cast<size_t>(op)];
             t.first += backward ? o.backward : o.forward;
             t.second += backward ? o.backward_bytes : o.forward_bytes;
         }
@@ -309,9 +317,10 @@ private:
             return;
         }
         const auto& group = p_.groups[static_cast<size_t>(in.group)];
-        if (static_cast<int>(group.size()) != p_.tp || std::find(group.begin(), group.end(), dev) == group.end())
+        const int t = in.segment >= 0 && in.segment < static_cast<int>(p_.segments.size()) ? p_.tpOf(in.segment) : p_.tp;
+        if (static_cast<int>(group.size()) != t || std::find(group.begin(), group.end(), dev) == group.end())
             problem(at(s, i) + ": group " + std::to_string(in.group) + " is not a tensor-parallel group of this device (" +
-                    std::to_string(p_.tp) + " devices including " + std::to_string(dev) + ")");
+                    std::to_string(t) + " devices including " + std::to_string(dev) + ")");
     }
 
     // ZeRO-3: a compute instruction that uses parameters is followed (after its tensor-parallel
@@ -488,7 +497,7 @@ private:
     ValidationResult r_;
     std::vector<int> op_segment_;
     std::vector<std::set<int>> producers_, consumers_;
-    std::vector<OpTensorParallelTraffic> tp_by_op_;  // computed on first use (tp > 1)
+    std::map<int, std::vector<OpTensorParallelTraffic>> tp_by_op_;  // by degree, computed on first use (tp > 1)
 };
 
 }  // namespace

@@ -76,8 +76,9 @@ int64_t largestLayer(const std::map<int, RankBytes>& by_layer, const CostModel& 
     return most;
 }
 
-std::vector<SegmentMemory> segmentMemory(const Program& prog, const CostModel& cost) {
-    const Graph& g = cost.graph();
+// `cost_of(segment)`: the cost model of that segment's tensor-parallel split.
+template <class CostOf>
+std::vector<SegmentMemory> segmentMemory(const Program& prog, const Graph& g, CostOf cost_of) {
     std::vector<int> seg_of(g.ops.size(), -1);
     for (size_t s = 0; s < prog.segments.size(); ++s)
         for (int op : prog.segments[s].ops) seg_of[static_cast<size_t>(op)] = static_cast<int>(s);
@@ -96,13 +97,15 @@ std::vector<SegmentMemory> segmentMemory(const Program& prog, const CostModel& c
         (a == b ? read_inside : read_outside)[static_cast<size_t>(e.src)] = true;
         // A rank holds what it received from another stage as it was sent (sentShare), and its
         // own ops' outputs as the cost model splits them (rankShare).
-        const double share = a == b ? cost.rankShare(e.src) : sentShare(g.ops[static_cast<size_t>(e.src)], cost.split());
+        const CostModel& producer = cost_of(a);
+        const double share = a == b ? producer.rankShare(e.src) : sentShare(g.ops[static_cast<size_t>(e.src)], producer.split());
         if (a != b && inputs_from_outside[static_cast<size_t>(b)].insert(e.src).second) kept[static_cast<size_t>(b)].add(e.bytes, share);
         input_bytes_of_op[static_cast<size_t>(e.dst)].add(e.bytes, share);
     }
     const double b = prog.micro_batch_size;
     for (size_t s = 0; s < prog.segments.size(); ++s) {
         SegmentMemory& m = out[s];
+        const CostModel& cost = cost_of(static_cast<int>(s));
         const bool per_layer = prog.recomputesPerLayer(static_cast<int>(s));
         std::map<int, RankBytes> selective, rebuilt;  // by layer: attention cores, wholly recomputed layers
         for (int op : prog.segments[s].ops) {
@@ -141,14 +144,13 @@ std::vector<SegmentMemory> segmentMemory(const Program& prog, const CostModel& c
 
 class Simulation {
 public:
-    // The costs are those of one rank of the program's tensor parallelism, whatever split
-    // the caller's cost model was made for.
+    // The costs are those of one rank of each segment's tensor parallelism (Program::tpOf),
+    // whatever split the caller's cost model was made for.
     Simulation(const Program& prog, const Plan& plan, const CostModel& cost, const SimOptions& opt)
-        : prog_(prog),
-          plan_(plan),
-          cost_(cost.graph(), cost.cluster(), TensorSplit{std::max(prog.tp, 1), prog.tp > 1 && prog.sequence_parallel}),
-          opt_(opt),
-          mem_(segmentMemory(prog, cost_)) {
+        : prog_(prog), plan_(plan), cost_(splitCost(cost, prog.tp)), opt_(opt) {
+        for (size_t seg = 0; seg < prog.segments.size(); ++seg)
+            for (int d : prog.segment_devices[seg]) segment_of_device_.emplace(d, static_cast<int>(seg));
+        mem_ = segmentMemory(prog, cost.graph(), [this](int segment) -> const CostModel& { return segmentCost(segment); });
         countPortSharing();
         timeGradAccumulation();
     }
@@ -256,7 +258,7 @@ private:
                 auto it = by_ops.find(key);
                 if (it == by_ops.end()) {
                     const auto& ops = bucket >= 0 ? prog_.buckets[static_cast<size_t>(bucket)].ops : prog_.segments[static_cast<size_t>(in.segment)].ops;
-                    it = by_ops.emplace(key, cost_.gradAccumulationTime(ops, device, shards)).first;
+                    it = by_ops.emplace(key, segmentCost(in.segment).gradAccumulationTime(ops, device, shards)).first;
                 }
                 accumulation_s_[s][i] = it->second;
             }
@@ -357,29 +359,30 @@ private:
 
     double computeTime(int device, const Instr& in) {
         const Segment& seg = prog_.segments[static_cast<size_t>(std::max(in.segment, 0))];
+        const CostModel& cost = in.segment >= 0 ? segmentCost(in.segment) : deviceCost(device);
         const double b = prog_.micro_batch_size;
         switch (in.kind) {
-        case InstrKind::Forward: return cached(fwd_, in.segment, device, [&] { return cost_.fwdTime(seg.ops, b, device); });
+        case InstrKind::Forward: return cached(fwd_, in.segment, device, [&] { return cost.fwdTime(seg.ops, b, device); });
         case InstrKind::Backward:
             if (in.bucket >= 0)
-                return cached(bwd_bucket_, in.bucket, device, [&] { return cost_.bwdTime(prog_.buckets[static_cast<size_t>(in.bucket)].ops, b, device); });
-            return cached(bwd_, in.segment, device, [&] { return cost_.bwdTime(seg.ops, b, device); });
+                return cached(bwd_bucket_, in.bucket, device, [&] { return cost.bwdTime(prog_.buckets[static_cast<size_t>(in.bucket)].ops, b, device); });
+            return cached(bwd_, in.segment, device, [&] { return cost.bwdTime(seg.ops, b, device); });
         case InstrKind::BackwardWeight:
-            return cached(bwd_w_, in.segment, device, [&] { return cost_.bwdWeightTime(seg.ops, b, device); });
+            return cached(bwd_w_, in.segment, device, [&] { return cost.bwdWeightTime(seg.ops, b, device); });
         case InstrKind::BackwardInput:
-            return cached(bwd_, in.segment, device, [&] { return cost_.bwdTime(seg.ops, b, device); }) -
-                   cached(bwd_w_, in.segment, device, [&] { return cost_.bwdWeightTime(seg.ops, b, device); });
+            return cached(bwd_, in.segment, device, [&] { return cost.bwdTime(seg.ops, b, device); }) -
+                   cached(bwd_w_, in.segment, device, [&] { return cost.bwdWeightTime(seg.ops, b, device); });
         case InstrKind::Recompute:
             return cached(recompute_, in.segment, device, [&] {
                 std::vector<int> ops;
                 for (int op : seg.ops)
                     if (prog_.recomputed(op)) ops.push_back(op);
-                return cost_.fwdTime(ops, b, device);
+                return cost.fwdTime(ops, b, device);
             });
         case InstrKind::OptimizerStep:
             // The step first averages its data-parallel buckets and copies them back.
-            return cost_.optimizerTime(paramCount(device), plan_.optimizer, device) +
-                   cost_.bucketUnpackTime(allReducedBucketBytes(device), device);
+            return cost.optimizerTime(paramCount(device), plan_.optimizer, device) +
+                   cost.bucketUnpackTime(allReducedBucketBytes(device), device);
         default: return 0.0;
         }
     }
@@ -436,7 +439,7 @@ private:
     // its shard only.
     int64_t paramCount(int device) const {
         int64_t bytes = 0;
-        for (int op : hostedOps(device)) bytes += cost_.rankParamBytes(op);
+        for (int op : hostedOps(device)) bytes += deviceCost(device).rankParamBytes(op);
         const int64_t count = bytes / activationElementBytes(cost_.precision());
         return prog_.zero_stage > 0 ? (count + prog_.pipelines - 1) / prog_.pipelines : count;
     }
@@ -483,9 +486,11 @@ private:
             double c = 0;
             switch (in.of) {
             case InstrKind::Forward:
-            case InstrKind::Recompute: c = cost_.fwdTime(ops, b, device); break;
-            case InstrKind::BackwardInput: c = cost_.bwdTime(ops, b, device) - cost_.bwdWeightTime(ops, b, device); break;
-            default: c = cost_.bwdTime(ops, b, device); break;
+            case InstrKind::Recompute: c = segmentCost(in.segment).fwdTime(ops, b, device); break;
+            case InstrKind::BackwardInput:
+                c = segmentCost(in.segment).bwdTime(ops, b, device) - segmentCost(in.segment).bwdWeightTime(ops, b, device);
+                break;
+            default: c = segmentCost(in.segment).bwdTime(ops, b, device); break;
             }
             const double g = cost_.allGatherTime(bk.bytes, group, sharing);
             gather_end = std::max(gather_end, compute_before) + g;
@@ -529,7 +534,7 @@ private:
             for (const Instr& in : prog_.streams[s])
                 if (in.kind == InstrKind::RecvGrad) grad_recv_buffer = std::max(grad_recv_buffer, in.bytes);
             const auto ops = hostedOps(dev);
-            deltas.emplace_back(0.0, cost_.staticMemory(ops, plan_.optimizer, replicasOn(dev), plan_.bucket_bytes, grad_recv_buffer,
+            deltas.emplace_back(0.0, deviceCost(dev).staticMemory(ops, plan_.optimizer, replicasOn(dev), plan_.bucket_bytes, grad_recv_buffer,
                                                         prog_.zero_stage, gatheredBytes(s))
                                          .total());
             // By (segment of this stream, micro-batch): backward parts done, end of the latest send.
@@ -652,9 +657,30 @@ private:
         return sum;
     }
 
+    // The cost model of a tensor-parallel degree (made on first use; std::map keeps each in place).
+    static CostModel splitCost(const CostModel& base, int tp, bool sequence_parallel) {
+        return CostModel(base.graph(), base.cluster(), TensorSplit{std::max(tp, 1), tp > 1 && sequence_parallel});
+    }
+    CostModel splitCost(const CostModel& base, int tp) const { return splitCost(base, tp, prog_.sequence_parallel); }
+    const CostModel& segmentCost(int segment) const {
+        const int t = prog_.tpOf(segment);
+        if (t == std::max(prog_.tp, 1)) return cost_;
+        auto it = degree_costs_.find(t);
+        if (it == degree_costs_.end())
+            it = degree_costs_.try_emplace(t, cost_.graph(), cost_.cluster(), TensorSplit{t, t > 1 && prog_.sequence_parallel}).first;
+        return it->second;
+    }
+    // The device's segments share one degree (lowering refuses more with per-stage degrees).
+    const CostModel& deviceCost(int device) const {
+        const auto it = segment_of_device_.find(device);
+        return it == segment_of_device_.end() ? cost_ : segmentCost(it->second);
+    }
+
     const Program& prog_;
     const Plan& plan_;
-    const CostModel cost_;
+    const CostModel cost_;  // the widest degree's (every segment's without per-stage degrees)
+    mutable std::map<int, CostModel> degree_costs_;  // by tensor-parallel degree, the others
+    std::unordered_map<int, int> segment_of_device_;  // a segment each device runs
     const SimOptions& opt_;
     std::vector<SegmentMemory> mem_;
     std::map<std::pair<int, int>, int> send_sharing_;  // cross-node (from, to) pairs: flows sharing their ports

@@ -360,7 +360,7 @@ private slots:
 
     void rejectsInvalidFields() {
         expectRejected("format", [](json& j) { j["format"] = "hippie-trace"; }, {"'format'", "hippie-plan"});
-        expectRejected("version", [](json& j) { j["version"] = 7; }, {"'version'", "up to version 6"});
+        expectRejected("version", [](json& j) { j["version"] = 8; }, {"'version'", "up to version 7"});
         expectRejected("zero stage", [](json& j) { j["zero_stage"] = 4; }, {"'zero_stage'", "0 (none)", "3 (+ parameters)"});
         expectRejected("negative zero stage", [](json& j) { j["zero_stage"] = -1; }, {"'zero_stage'"});
         expectRejected("zero on a placement", [](json& j) { j["zero_stage"] = 1; }, {"'zero_stage'", "placement"}, placementPlan());

@@ -182,14 +182,17 @@ Executor::Executor(const Plan& plan, const Graph& graph, const Program& program,
         const auto& devs = program.segment_devices[s];
         const auto it = std::find(devs.begin(), devs.end(), rank_);
         if (it == devs.end()) continue;
-        const int64_t expected = program.round_robin ? int64_t{plan.replicasOf(static_cast<int>(s))} : int64_t{plan.dp} * plan.tp;
+        const int t = program.tpOf(static_cast<int>(s));
+        const int64_t expected = program.round_robin ? int64_t{plan.replicasOf(static_cast<int>(s))} : int64_t{plan.dp} * t;
         if (static_cast<int64_t>(devs.size()) != expected)
             throw Error("the program gives segment " + std::to_string(s) + " " + std::to_string(devs.size()) + " devices, not " +
                         (program.round_robin ? "its stage's " + std::to_string(expected) + " replicas"
-                                             : "dp " + std::to_string(plan.dp) + " x tp " + std::to_string(plan.tp)));
+                                             : "dp " + std::to_string(plan.dp) + " x tp " + std::to_string(t)));
         pipe_ = static_cast<int>(it - devs.begin());
-        replica_ = pipe_ / plan.tp;
-        tp_rank_ = pipe_ % plan.tp;
+        own_segment_ = static_cast<int>(s);
+        stage_tp_ = t;
+        replica_ = pipe_ / t;
+        tp_rank_ = pipe_ % t;
         stage_replicas_ = program.replicasOf(static_cast<int>(s));
         break;
     }
@@ -198,6 +201,9 @@ Executor::Executor(const Plan& plan, const Graph& graph, const Program& program,
     if (int64_t{static_cast<int64_t>(program.segments.size())} * tag_stride_ * 2 >= kConnectTag)
         throw Error("the plan's " + std::to_string(program.segments.size()) + " segments x " + std::to_string(tag_stride_) +
                     " micro-batches leave no room for point-to-point tags; use fewer micro-batches");
+    if (const int stream = program.streamOf(rank_); stream >= 0)
+        for (const Instr& x : program.streams[static_cast<size_t>(stream)])
+            if (x.kind == InstrKind::SendGrad) ++grad_sends_[{x.segment, x.mb}];
     createGroups();
     buildStages(graph);
     connectLinks();
@@ -215,7 +221,7 @@ void Executor::createGroups() {
         if (members.size() > 1 && std::find(members.begin(), members.end(), rank_) != members.end())
             comm_.addGroup(static_cast<int>(g), members);
     }
-    if (plan_.tp > 1) {
+    if (stage_tp_ > 1) {
         // The tp group of this rank's (stage, replica), its members in tp-rank order
         // (Plan::tpGroups()), as the Program lists it for its TensorParallel instructions.
         std::vector<int> mine;
@@ -226,7 +232,7 @@ void Executor::createGroups() {
             throw Error("rank " + std::to_string(rank_) + " (tp rank " + std::to_string(tp_rank_) +
                         ") finds no tensor-parallel group of the plan holding it among the program's groups");
         tp_group_ = static_cast<int>(found - program_.groups.begin());
-        tp_ = TpContext{std::make_shared<CommTpGroup>(comm_, tp_group_, tp_rank_, plan_.tp), plan_.sequence_parallel};
+        tp_ = TpContext{std::make_shared<CommTpGroup>(comm_, tp_group_, tp_rank_, stage_tp_), plan_.sequence_parallel};
     }
     // One more group of every rank, after the Program's (same id everywhere): the global
     // gradient norm and the fp16 overflow check are sums over all stages, replicas and tp ranks.
@@ -242,7 +248,8 @@ int Executor::dpGroup(int segment) const {
     // The replicas of this tp rank: segment_devices rows are ordered replica * tp + tp rank.
     const auto& devs = program_.segment_devices[static_cast<size_t>(segment)];
     std::vector<int> members;
-    for (int r = 0; r < program_.replicasOf(segment); ++r) members.push_back(devs[static_cast<size_t>(r * plan_.tp + tp_rank_)]);
+    const int t = program_.tpOf(segment);
+    for (int r = 0; r < program_.replicasOf(segment); ++r) members.push_back(devs[static_cast<size_t>(r * t + tp_rank_)]);
     for (size_t g = 0; g < program_.groups.size(); ++g)
         if (program_.groups[g] == members) return static_cast<int>(g);
     return -1;
@@ -355,8 +362,9 @@ void Executor::agreeShapes() {
                 inputs[key] = torch::zeros_like(probe.inputs).to(device_);
                 continue;
             }
-            // Replicas agree on shapes: with per-stage replication, read the producer's first one.
-            const int lane = program_.round_robin ? 0 : pipe_;
+            // Replicas agree on shapes: with per-stage replication, read the producer's first one;
+            // else the one this rank receives from (its rank k mod t with per-stage degrees).
+            const int lane = program_.round_robin ? 0 : laneOf(producer, deviceOf(producer, 0));
             if (!out_shapes_.count(producer)) out_shapes_[producer] = shapesFromString(comm_.storeGet(shapeKey(producer, lane)));
             inputs[key] = torch::zeros(out_shapes_[producer].at(key), torch::TensorOptions().device(device_));
         }
@@ -678,7 +686,7 @@ bool Executor::prepareGradients(StepResult& r) {
     } else {
         for (const Tensor& p : params)
             if (p.grad().defined())
-                squares += p.grad().to(torch::kDouble).square().sum().item<double>() / (wholeOnEveryTpRank(p) ? plan_.tp : 1);
+                squares += p.grad().to(torch::kDouble).square().sum().item<double>() / (wholeOnEveryTpRank(p) ? stage_tp_ : 1);
     }
     double local[2] = {squares / (zero() ? 1 : stage_replicas_), 0};
     if (scaler_.enabled())
@@ -704,7 +712,12 @@ Stage& Executor::stage(int segment) {
     return *it->second;
 }
 
-int Executor::deviceOf(int segment, int mb) const { return program_.deviceFor(segment, pipe_, mb); }
+int Executor::deviceOf(int segment, int mb) const { return program_.deviceFor(segment, own_segment_, pipe_, mb); }
+
+int Executor::laneOf(int segment, int device) const {
+    const auto& devs = program_.segment_devices[static_cast<size_t>(segment)];
+    return static_cast<int>(std::find(devs.begin(), devs.end(), device) - devs.begin());
+}
 
 int Executor::tagOf(bool grad, int segment, int mb) const { return (segment * tag_stride_ + mb) * 2 + (grad ? 1 : 0); }
 
@@ -835,8 +848,7 @@ void Executor::storeInputGrad(const Stage& st, int mb, const Live& grads) {
 std::vector<std::string> Executor::keysTo(int producer, int device) const {
     std::set<int> readers;
     for (size_t s = 0; s < program_.segment_devices.size(); ++s)
-        if (program_.round_robin ? std::count(program_.segment_devices[s].begin(), program_.segment_devices[s].end(), device) > 0
-                                 : program_.segment_devices[s][static_cast<size_t>(pipe_)] == device)
+        if (std::count(program_.segment_devices[s].begin(), program_.segment_devices[s].end(), device) > 0)
             readers.insert(static_cast<int>(s));
     return keysFor(io_[static_cast<size_t>(producer)], readers);
 }
@@ -1036,7 +1048,7 @@ Tensor Executor::tpNormWeights(const ZeroBucket& z) const {
     for (size_t i = 0; i < z.params.size(); ++i) {
         if (!wholeOnEveryTpRank(z.params[i])) continue;
         const int64_t lo = std::max(z.offsets[i], base), hi = std::min(z.offsets[i] + z.params[i].numel(), base + z.shard);
-        if (lo < hi) w.narrow(0, lo - base, hi - lo).fill_(1.0 / plan_.tp);
+        if (lo < hi) w.narrow(0, lo - base, hi - lo).fill_(1.0 / stage_tp_);
     }
     return w;
 }
@@ -1095,7 +1107,8 @@ void Executor::onSendActivation(const Instr& in) {
     std::set<int> readers;
     for (const auto& [key, segments] : st.io().consumers) readers.insert(segments.begin(), segments.end());
     std::set<int> devices;
-    for (int r : readers) devices.insert(deviceOf(r, in.mb));
+    for (int r : readers)
+        for (int d : program_.devicesServedBy(r, own_segment_, pipe_, in.mb)) devices.insert(d);
     if (devices.size() == 1 && !devices.count(rank_)) st.releaseOutput(in.mb);
 }
 
@@ -1105,7 +1118,12 @@ void Executor::onSendGrad(const Instr& in) {
     const size_t ev = record(in, now(), -1);
     const Tensor flat = pack(in.segment, keysTo(in.segment, rank_), it->second);
     posted_sends_.push_back({comm_.send(flat, in.peer, tagOf(true, in.segment, in.mb)), ev});
-    input_grad_.erase(it);
+    // The last of its sends lets the gradient go (each send holds what it packed).
+    const std::pair<int, int> key{in.segment, in.mb};
+    if (++grad_sends_done_[key] >= grad_sends_[key]) {
+        grad_sends_done_.erase(key);
+        input_grad_.erase(it);
+    }
 }
 
 void Executor::onRecvActivation(const Instr& in) {
@@ -1272,6 +1290,7 @@ StepResult Executor::step(int index) {
     recv_grad_.clear();
     posted_ahead_.clear();
     input_grad_.clear();
+    grad_sends_done_.clear();
     backward_started_.clear();
     recomputed_.clear();
     weight_done_.clear();

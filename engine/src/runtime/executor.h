@@ -198,7 +198,8 @@ private:
 
     Stage& stage(int segment);
     bool hosts(int segment) const { return stages_.count(segment) > 0; }
-    int deviceOf(int segment, int mb) const;  // the device of `segment` that micro-batch mb meets
+    int deviceOf(int segment, int mb) const;  // the device of `segment` this rank takes micro-batch mb's tensors from
+    int laneOf(int segment, int device) const;  // the device's index in segment_devices[segment]
     // First row of micro-batch mb in inputs_ and targets_.
     int64_t firstRow(int mb) const;
     int tagOf(bool grad, int segment, int mb) const;
@@ -234,7 +235,9 @@ private:
     int rank_;
     int replica_ = 0;   // data-parallel replica: which samples of the step
     int tp_rank_ = 0;   // tensor-parallel rank within the replica
-    int pipe_ = 0;      // index of this rank in Program::segment_devices rows: replica * tp + tp rank
+    int pipe_ = 0;      // index of this rank in Program::segment_devices rows: replica * t + tp rank
+    int own_segment_ = 0;  // a segment this rank runs (all of its segments share their degree t)
+    int stage_tp_ = 1;     // t: its stage's tensor-parallel degree (Program::tpOf)
     // Replicas of this rank's stages: dp, or with per-stage replication (Program::round_robin)
     // its stage's. Its gradients are summed over them and averaged over the iteration's dp x
     // micro_batches micro-batches.
@@ -281,6 +284,10 @@ private:
     std::map<std::pair<int, int>, Live> recv_activation_;          // (producer segment, mb)
     std::map<std::pair<int, int>, std::vector<Live>> recv_grad_;   // (segment, mb): gradients of its outputs, by reader
     std::map<std::pair<int, int>, Live> input_grad_;               // (producer segment, mb): to send
+    // (producer segment, mb) -> SendGrad instructions of this rank's stream for it: more than
+    // one where the producer's stage has more tp ranks (Program::devicesServedBy).
+    std::map<std::pair<int, int>, int> grad_sends_;
+    std::map<std::pair<int, int>, int> grad_sends_done_;  // of those, posted this step
     std::vector<torch::Tensor> tied_replicas_;  // replicas of weights owned on another rank
     std::map<int, torch::Tensor> tied_tensor_;  // tied-weight bucket -> the copy this rank holds
     struct TiedReduction {

@@ -201,8 +201,11 @@ int runRank(const RunOptions& o) {
                 throw Error(o.plan_file + ": the graph has " + std::to_string(rm.graph.layerCount()) + " layers but '" + rm.script_file +
                             "' has " + std::to_string(model->layerCount()) + " top-level children");
         }
-        if (const std::string why = model->tensorParallelProblem(plan.tp, plan.sequence_parallel); !why.empty())
-            throw Error(o.plan_file + ": " + why);
+        std::set<int> degrees{plan.tp};
+        for (int s = 0; s < plan.pipelineDepth(); ++s) degrees.insert(plan.tpOf(s));
+        for (int t : degrees)
+            if (const std::string why = model->tensorParallelProblem(t, plan.sequence_parallel); !why.empty())
+                throw Error(o.plan_file + ": " + why);
         graph = rm.graph;
         if (token_file) data = std::make_unique<DataSource>(*model, o.seed, std::make_unique<TokenFile>(o.data_file, o.token_dtype, model->vocabSize()), plan.global_batch);
         else data = std::make_unique<DataSource>(*model, o.seed, file, plan.global_batch);
@@ -216,7 +219,7 @@ int runRank(const RunOptions& o) {
         if (plan.deviceCount() != o.world_size)
             throw Error(o.plan_file + ": the plan needs " + std::to_string(plan.deviceCount()) + " ranks (pp " +
                         std::to_string(plan.pipelineDepth()) + " x dp " + (plan.perStageReplication() ? "per stage" : std::to_string(plan.dp)) +
-                        (plan.tp > 1 ? " x tp " + std::to_string(plan.tp) : std::string()) + ") but --world-size is " +
+                        (plan.tp > 1 ? " x tp " + plan.tpText() : std::string()) + ") but --world-size is " +
                         std::to_string(o.world_size));
         program = lower(plan, graph);
         useDevice(device);
