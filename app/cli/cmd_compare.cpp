@@ -60,7 +60,7 @@ std::string shape(const PlannerResult& r) {
 // The tensor-parallel degree, sequence parallelism and ZeRO stage columns of a pipeline plan.
 std::vector<std::string> parallelism(const Plan& p) {
     if (p.isPlacement()) return {"-", "-", "-"};
-    return {std::to_string(p.tp), p.sequence_parallel ? "yes" : "-", std::to_string(p.zero_stage)};
+    return {p.tpText(), p.sequence_parallel ? "yes" : "-", std::to_string(p.zero_stage)};
 }
 
 std::string stages(const Plan& p) {

@@ -75,7 +75,7 @@ void SchedulePage::showTrace(const Plan& plan, const Trace& trace, const Cluster
                              .arg(QString::fromStdString(plan.planner))
                              .arg(plan.isPlacement() ? tr("placement")
                                                      : QStringLiteral("pp %1 × dp %2").arg(plan.pipelineDepth()).arg(QString::fromStdString(plan.dpText())) +
-                                                           (plan.tp > 1 ? QStringLiteral(" × tp %1").arg(plan.tp) : QString()) +
+                                                           (plan.tp > 1 ? QStringLiteral(" × tp %1").arg(QString::fromStdString(plan.tpText())) : QString()) +
                                                            (plan.sequence_parallel ? tr(" · sequence parallel") : QString()) +
                                                            (plan.zero_stage > 0 ? tr(" · ZeRO-%1").arg(plan.zero_stage) : QString()))
                              .arg(widgets::formatSeconds(m.iteration_time_s))

@@ -399,7 +399,7 @@ private slots:
         QCOMPARE(errorOf([&] { hippie::planFromJson(j, "p.json"); }),
                  std::string("p.json: unknown field \"zero_stge\" (known fields: format, version, model, cluster, planner, stages, "
                              "dp, placement, placement_order, micro_batches, global_batch, schedule, virtual_stages, optimizer, "
-                             "recompute_layers, selective_recompute, bucket_bytes, zero_stage, tp, sequence_parallel, device_map, groups, stage_replicas); is it misspelt, or from a newer version?"));
+                             "recompute_layers, selective_recompute, bucket_bytes, zero_stage, tp, sequence_parallel, device_map, groups, stage_replicas, stage_tp); is it misspelt, or from a newer version?"));
         expectRejected("model", [](json& p) { p["model"]["seqlen"] = 64; }, {"p.json: model: unknown field \"seqlen\" (known fields: zoo,"});
         expectRejected("stage", [](json& p) { p["stages"][1]["tp"] = 2; }, {"p.json: stages[1]: unknown field \"tp\""});
         expectRejected("groups", [](json& p) { p["groups"]["x"] = json::array({json::array()}); },

@@ -8,7 +8,8 @@
 # scores and probabilities recomputed inside backward: t2, and t2 x pp2 beside a block
 # recomputed whole; and in one process against the same process without it), with 2 data-parallel replicas under ZeRO 1, 2 and
 # 3 (t2 x dp2, hippie: the last backward runs in bucket parts), and with sequence parallelism
-# (alone and with 2 stages: the stage boundary carries each rank's half of the sequence), gives
+# (alone and with 2 stages: the stage boundary carries each rank's half of the sequence), and with per-stage
+# degrees (t(1,2,1) and t(2,1,2) over 3 stages, and t(1,2,1) x dp2 under ZeRO-1), gives
 # the losses and the final parameters of one process (fp32, SGD with momentum, 1e-5), the ranks'
 # slices gathered into whole tensors by --dump-params. With gradient clipping (sequence parallel,
 # and ZeRO-2), the global gradient norm is one process's too (whole parameters counted once over
@@ -101,6 +102,12 @@ for zero in 1 2 3; do
 done
 run "t2 sequence parallel" gpt gpt2-small "$GPT" 2 --pp 1 --dp 1 --tp 2 --sequence-parallel --microbatches 2 --schedule 1f1b
 run "t2 sequence parallel x pp2" gpt gpt2-small "$GPT" 4 --pp 2 --dp 1 --tp 2 --sequence-parallel --microbatches 4 --schedule 1f1b
+# Per-stage degrees (stage_tp): rank k of a stage takes its input from rank k mod t of the
+# other, so a one-rank stage sends each activation (and each gradient) to both ranks of a
+# two-rank one. The embedding and the LM head share their table: the same degree on both.
+run "t(1,2,1) x pp3 (1f1b)" gpt gpt2-small "$GPT" 4 --pp 3 --stage-tp 1,2,1 --microbatches 4 --schedule 1f1b
+run "t(2,1,2) x pp3 (zb-h1)" gpt gpt2-small "$GPT" 5 --pp 3 --stage-tp 2,1,2 --microbatches 4 --schedule zb-h1
+run "t(1,2,1) x pp3 x dp2 ZeRO-1 (hippie)" gpt gpt2-small "$GPT" 8 --pp 3 --dp 2 --stage-tp 1,2,1 --microbatches 2 --schedule hippie --zero 1
 
 reference bert bert-base "$BERT"
 run "t2" bert bert-base "$BERT" 2 --pp 1 --dp 1 --tp 2 --microbatches 2 --schedule 1f1b
@@ -137,7 +144,15 @@ else
     fail "t2 checkpoint/resume runs: $(grep -h '"event":"error"' "$WORK"/c[123].out | head -1)"
 fi
 
-# Refusals. The planner: tp 3 does not divide 4 heads.
+# Refusals. Per-stage degrees that split the tied embedding and LM head differently.
+if "$ENGINE" plan --out "$WORK/bad.json" --model gpt2-small --override "$GPT" "${common[@]}" --pp 2 --stage-tp 2,1 > "$WORK/bad.out" 2>&1; then
+    fail "a plan of stage_tp 2,1 splitting the tied embedding and head differently was written"
+else
+    grep -q "share a tied weight" "$WORK/bad.out" \
+        && pass "stage_tp 2,1 across the tied embedding and head refused at plan time: $(grep -o '"message":"[^"]*' "$WORK/bad.out" | cut -c12-220)" \
+        || fail "stage_tp 2,1: unclear message $(cat "$WORK/bad.out")"
+fi
+# The planner: tp 3 does not divide 4 heads.
 if "$ENGINE" plan --out "$WORK/bad.json" --model gpt2-small --override "$GPT" "${common[@]}" --pp 1 --tp 3 > "$WORK/bad.out" 2>&1; then
     fail "a plan of tp 3 over 4 heads was written"
 else

@@ -58,10 +58,10 @@ double GanttRowLayout::bottom() const { return rows.empty() ? 1.0 : rows.back().
 std::map<int, DeviceRole> deviceRoles(const Plan& plan) {
     std::map<int, DeviceRole> roles;
     if (plan.isPlacement() || (plan.tp <= 1 && plan.dp <= 1)) return roles;
-    const int tp = std::max(plan.tp, 1);
     const auto map = plan.device_map.empty() ? defaultDeviceMap(plan) : plan.device_map;
     for (size_t s = 0; s < map.size(); ++s)
         for (size_t i = 0; i < map[s].size(); ++i) {
+            const int tp = std::max(plan.tpOf(static_cast<int>(s)), 1);
             const int device = map[s][i];
             if (device < 0 || roles.contains(device)) continue;  // interleaved chunks repeat a device
             roles[device] = {static_cast<int>(s), static_cast<int>(i) / tp, static_cast<int>(i) % tp};
