@@ -46,6 +46,9 @@ done
 "$build/bin/hippie-plan" simulate --model vgg16 --cluster v100-4x4 --pp 2 --dp 3 --stage-replicas 3,1 \
     --microbatches 2 --global-batch 48 --schedule 1f1b --save-plan "$tmp/rr.json" >/dev/null
 "$studio" --plan "$tmp/rr.json" --view gantt --screenshot-size 1280x800 --screenshot "$out/gantt-stage-replicas.png" && echo "$out/gantt-stage-replicas.png"
+"$build/bin/hippie-plan" simulate --model gpt2-medium --cluster dgx-a100-1x8 --pp 3 --dp 1 --stage-tp 2,4,2 --global-batch 32 \
+    --microbatches 8 --precision fp16 --schedule 1f1b --save-plan "$tmp/ptp.json" > /dev/null
+"$studio" --plan "$tmp/ptp.json" --view gantt --screenshot-size 1280x800 --screenshot "$out/gantt-stage-tp.png" && echo "$out/gantt-stage-tp.png"
 shoot run-empty.png runs 1600x1000
 shoot run-empty-1280.png runs 1280x800
 shoot run-history-empty-1280.png history 1280x800

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Benchmark of issue 15 (not a CTest test): measured against predicted step time of tensor-
 # parallel plans of a small GPT on this host's CPU ranks: t2 alone, t2 with sequence
-# parallelism, t2 x dp2 without ZeRO and with ZeRO 1 and 3, t4, and dp4 (no tp) beside them.
+# parallelism, t2 x dp2 without ZeRO and with ZeRO 1 and 3, t4, and dp4 (no tp) beside them;
+# pp3 with per-stage degrees t(1,2,1) beside pp3 alone.
 # The prediction is `hippie-plan simulate` of the very plan file the ranks ran, on the plan's
 # cluster (cpu-local, a preset of rough figures: 4 CPU ranks over loopback) and on this host
 # as `hippie-engine probe` measures it before the runs (one device per rank of the plan, each
@@ -16,7 +17,7 @@ WORK="$(mktemp -d)"; trap 'rm -rf "$WORK"' EXIT
 # One probe; a cluster of as many devices as each plan has ranks (2 ranks share the cores
 # differently from 4).
 probe_host "$ENGINE" "$WORK/probe.json" || exit 2
-for n in 2 4; do rank_cluster "$WORK/probe.json" "$WORK/probe-$n.json" $n || exit 2; done
+for n in 2 3 4; do rank_cluster "$WORK/probe.json" "$WORK/probe-$n.json" $n || exit 2; done
 printf "%-26s %5s %12s %14s %9s %14s %9s\n" plan ranks "measured s" "cpu-local s" error "probed s" error
 run() {  # NAME RANKS PLAN_ARGS...
     local name="$1" n="$2"; shift 2
@@ -39,5 +40,8 @@ run t2xdp2-zero1 4 --pp 1 --dp 2 --tp 2 --microbatches 2 --schedule hippie --zer
 run t2xdp2-zero3 4 --pp 1 --dp 2 --tp 2 --microbatches 2 --schedule hippie --zero 3
 run t4 4 --pp 1 --dp 1 --tp 4 --microbatches 2 --schedule 1f1b
 run dp4 4 --pp 1 --dp 4 --microbatches 1 --schedule hippie
+# Per-stage degrees (stage_tp): the middle stage of three split over 2 ranks, beside pp3 alone.
+run pp3 3 --pp 3 --dp 1 --microbatches 4 --schedule 1f1b
+run pp3-t121 4 --pp 3 --dp 1 --stage-tp 1,2,1 --microbatches 4 --schedule 1f1b
 echo "model gpt2-small ($OV), global batch $GB, $STEPS steps (the first three untimed), one thread a rank, Adam, fp32"
 echo "load after: $(uptime)"
