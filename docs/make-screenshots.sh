@@ -38,6 +38,7 @@ done
 "$studio" --no-run --lesson 13 --screenshot-size 1280x800 --screenshot "$out/teaching-zero3.png" && echo "$out/teaching-zero3.png"
 "$studio" --no-run --lesson 16 --screenshot-size 1280x800 --screenshot "$out/teaching-recompute.png" && echo "$out/teaching-recompute.png"
 "$studio" --no-run --lesson 17 --screenshot-size 1280x800 --screenshot "$out/teaching-pipedream.png" && echo "$out/teaching-pipedream.png"
+"$studio" --no-run --lesson 19 --screenshot-size 1280x800 --screenshot "$out/teaching-stage-tp.png" && echo "$out/teaching-stage-tp.png"
 # A t2 x pp2 x dp2 ZeRO-1 plan of GPT-2 small: its Gantt chart with rows grouped by stage, replica and rank.
 "$build/bin/hippie-plan" simulate --model gpt2-small --precision fp16 --cluster dgx-a100-1x8 --pp 2 --dp 2 --tp 2 --zero 1 \
     --microbatches 4 --global-batch 16 --schedule 1f1b --save-plan "$tmp/tp.json" >/dev/null

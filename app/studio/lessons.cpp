@@ -1,5 +1,6 @@
 #include "app/studio/lessons.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "planners/algorithms/evaluate.h"
@@ -95,11 +96,12 @@ constexpr int kZeroSamples = kZeroReplicas;  // one sample a GPU
 constexpr int kRecomputeStages = 4;
 constexpr int kRecomputeMicroBatches = 8;
 constexpr int kRecomputeSamples = 4 * kRecomputeMicroBatches;  // micro-batches of four samples
+constexpr int kStageTpStages = 3;  // three stages do not divide the node's 8 GPUs
 constexpr const char* kFourServers = "v100-4x4";  // PipeDream's Cluster-A: PCIe inside a server, 10 Gb/s Ethernet between
 constexpr int kPerStageSamples = 384;              // 12 micro-batches of 32 images
 // Lessons others are compared with, by their index in the list below.
 constexpr int kGpipe = 1, kOneFOneB = 2, kTpInNode = 6, kZero0 = 9, kZero1 = 10, kZero2 = 11, kNoRecompute = 13,
-              kFullRecompute = 14;
+              kFullRecompute = 14, kOneDegree = 17;
 // The t8 group over two nodes: ranks 0-3 on node 0, ranks 4-7 on node 1 (devices 8-11).
 const std::vector<std::vector<int>> kTpAcrossNodes = {{0, 1, 2, 3, 8, 9, 10, 11}};
 // One lesson's schedule and claims (the tensor-parallel and ZeRO settings left at none).
@@ -130,6 +132,14 @@ Lesson tensorParallel(Lesson l, int tp, bool sequence_parallel, std::vector<std:
 
 Lesson sharded(Lesson l, int zero_stage) {
     l.zero_stage = zero_stage;
+    return l;
+}
+
+// Stages cut before the layers `starts`, each stage with its own tensor-parallel degree.
+Lesson tensorParallelPerStage(Lesson l, std::vector<int> starts, std::vector<int> degrees) {
+    l.stage_starts = std::move(starts);
+    l.stage_tp = std::move(degrees);
+    l.tp = *std::max_element(l.stage_tp.begin(), l.stage_tp.end());
     return l;
 }
 
@@ -288,6 +298,26 @@ const std::vector<Lesson>& lessons() {
                    "layers have a single copy and synchronise nothing.",
                    vgg16(), kFourServers, 2, 3, 1, 4, kPerStageSamples, ScheduleKind::OneFOneB, -1, {E::BalancedStages}),
             {9}, {3, 1}),
+        // Per-stage tensor-parallel degrees: three stages on one node of eight GPUs.
+        tensorParallel(lesson("Three stages, one tensor-parallel degree",
+                              "GPT-2 medium (24 blocks) on a 3-stage 1F1B pipeline, each stage split over 2 GPUs by tensor "
+                              "parallelism, 8 micro-batches of four samples. That is 6 of the node's 8 GPUs: with one degree "
+                              "for every stage, three stages use 3, 6 or 12 GPUs, never 8, and two GPUs stay idle. The next "
+                              "lesson gives each stage a degree of its own.",
+                              gptMedium(), kCluster, kStageTpStages, 1, 1, kRecomputeMicroBatches, kRecomputeSamples,
+                              ScheduleKind::OneFOneB, -1, {E::BalancedStages}),
+                       2, false),
+        tensorParallelPerStage(
+            lesson("A tensor-parallel degree per stage",
+                   "The same GPT on all 8 GPUs: the middle stage split over 4 (rows S1 t0 to t3), the first and the last "
+                   "over 2 each (the embedding and the LM head share one table, so their stages need one degree). The "
+                   "middle stage takes twice the blocks, 12 against 6 and 6, for twice the GPUs, so every GPU has about "
+                   "the same work and the iteration is shorter. Rank k of a stage takes its activations from rank k mod t "
+                   "of the stage before: each of stage 0's two ranks feeds two of stage 1's four, and stage 2's ranks take "
+                   "from stage 1's ranks 0 and 1, while ranks 2 and 3 send nothing on; the gradients come back the same way.",
+                   gptMedium(), kCluster, kStageTpStages, 1, 1, kRecomputeMicroBatches, kRecomputeSamples, ScheduleKind::OneFOneB,
+                   kOneDegree, {E::ShorterIteration, E::BalancedStages}),
+            {7, 19}, {2, 4, 2}),
     };
     return all;
 }
@@ -315,6 +345,7 @@ LessonSetup setupLesson(const Lesson& lesson) {
     s.plan.micro_batches = lesson.micro_batches;
     s.plan.schedule = lesson.schedule;
     s.plan.tp = lesson.tp;
+    s.plan.stage_tp = lesson.stage_tp;
     s.plan.sequence_parallel = lesson.sequence_parallel;
     s.plan.zero_stage = lesson.zero_stage;
     s.plan.device_map = !lesson.device_map.empty() ? lesson.device_map : defaultDeviceMap(s.plan);

@@ -40,6 +40,8 @@ struct Lesson {
     // and where the stages after the first begin (empty: stages balanced by FLOPs).
     std::vector<int> stage_replicas;
     std::vector<int> stage_starts;
+    // Per-stage tensor-parallel degrees (Plan::stage_tp; tp is then the largest); empty: tp.
+    std::vector<int> stage_tp;
 };
 
 const std::vector<Lesson>& lessons();

@@ -122,7 +122,13 @@ bool TeachingPage::loadLesson(int index) {
                        .arg(QString::fromStdString(lesson.title), QString::fromStdString(lesson.idea),
                             QString::fromStdString(claimsText(claims_)).toHtmlEscaped()));
     // Tensor parallelism, sequence parallelism and ZeRO only where the lesson uses them.
-    const QString extras = (lesson.tp > 1 ? tr(" × tp %1").arg(lesson.tp) : QString()) +
+    QString degrees = QString::number(lesson.tp);
+    if (!lesson.stage_tp.empty()) {
+        QStringList each;
+        for (int t : lesson.stage_tp) each << QString::number(t);
+        degrees = QStringLiteral("(%1) per stage").arg(each.join(QLatin1Char(',')));
+    }
+    const QString extras = (lesson.tp > 1 ? tr(" × tp %1").arg(degrees) : QString()) +
                            (lesson.sequence_parallel ? tr(" with sequence parallelism") : QString()) +
                            (lesson.zero_stage > 0 ? tr(", ZeRO-%1").arg(lesson.zero_stage) : QString());
     message_->showInfo(tr("%1 on %2: pp %3 × dp %4%5, %6 micro-batches, %7 schedule")

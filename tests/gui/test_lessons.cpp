@@ -166,7 +166,7 @@ private slots:
         int in_node = -1, across = -1, sp = -1;
         for (int i = 0; i < int(lessons().size()); ++i) {
             const Lesson& l = lessons()[size_t(i)];
-            if (l.tp <= 1) continue;
+            if (l.tp <= 1 || l.pp > 1) continue;  // the tensor-parallel lessons (not the per-stage ones' pipelines)
             if (l.sequence_parallel) sp = i;
             else if (l.device_map.empty()) in_node = i;
             else across = i;
