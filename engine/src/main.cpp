@@ -127,19 +127,20 @@ int makePlan(const PlanFlags& f) {
             return errorEvent("--pp x --virtual-stages must be between 1 and the model's " + std::to_string(layers) + " layers");
         p.stages = stageRanges(layers, chunks, f.stage_starts);
         if (f.tp < 1) return errorEvent("--tp must be at least 1");
+        // Per-stage replica counts or degrees: one per stage, at least 1 each; dp (tp) is the widest stage's.
+        const auto perStage = [&](const char* flag, const char* what, const std::vector<int>& v) -> std::string {
+            if (static_cast<int>(v.size()) != f.pp)
+                return std::string(flag) + " gives " + std::to_string(v.size()) + " " + what + " for --pp " + std::to_string(f.pp);
+            if (*std::min_element(v.begin(), v.end()) < 1) return std::string(flag) + " must be at least 1 each";
+            return "";
+        };
         if (!f.stage_replicas.empty()) {
-            // Per-stage replication: dp is the widest stage's replicas.
-            if (static_cast<int>(f.stage_replicas.size()) != f.pp)
-                return errorEvent("--stage-replicas gives " + std::to_string(f.stage_replicas.size()) + " counts for --pp " + std::to_string(f.pp));
-            if (*std::min_element(f.stage_replicas.begin(), f.stage_replicas.end()) < 1) return errorEvent("--stage-replicas must be at least 1 each");
+            if (const std::string bad = perStage("--stage-replicas", "counts", f.stage_replicas); !bad.empty()) return errorEvent(bad);
             p.stage_replicas = f.stage_replicas;
             p.dp = *std::max_element(f.stage_replicas.begin(), f.stage_replicas.end());
         }
         if (!f.stage_tp.empty()) {
-            // Per-stage degrees: tp is the widest stage's.
-            if (static_cast<int>(f.stage_tp.size()) != f.pp)
-                return errorEvent("--stage-tp gives " + std::to_string(f.stage_tp.size()) + " degrees for --pp " + std::to_string(f.pp));
-            if (*std::min_element(f.stage_tp.begin(), f.stage_tp.end()) < 1) return errorEvent("--stage-tp must be at least 1 each");
+            if (const std::string bad = perStage("--stage-tp", "degrees", f.stage_tp); !bad.empty()) return errorEvent(bad);
             p.stage_tp = f.stage_tp;
             p.tp = *std::max_element(f.stage_tp.begin(), f.stage_tp.end());
         }

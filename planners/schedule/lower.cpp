@@ -23,6 +23,17 @@ std::string planError(const std::string& field, const std::string& what) { retur
 
 void checkStageTp(const Plan& plan, const Graph& graph);
 
+// A per-stage list (stage_replicas, stage_tp): one count of at least 1 for each stage. Returns
+// the largest.
+int widestOfStages(const Plan& plan, const std::vector<int>& counts, const std::string& field, const std::string& each) {
+    if (counts.size() != plan.stages.size())
+        throw Error(planError(field, "has " + std::to_string(counts.size()) + " entries for " + std::to_string(plan.stages.size()) +
+                                         " stages (one " + each + " per stage)"));
+    for (size_t s = 0; s < counts.size(); ++s)
+        if (counts[s] < 1) throw Error(planError(field + "[" + std::to_string(s) + "]", "must be at least 1"));
+    return *std::max_element(counts.begin(), counts.end());
+}
+
 // Per-stage replication (Plan::stage_replicas): what the round-robin lowering supports.
 void checkStageReplicas(const Plan& plan, const Graph& graph) {
     const auto& r = plan.stage_replicas;
@@ -32,12 +43,7 @@ void checkStageReplicas(const Plan& plan, const Graph& graph) {
     if (plan.schedule != ScheduleKind::GPipe && plan.schedule != ScheduleKind::OneFOneB && plan.schedule != ScheduleKind::Hippie)
         throw Error(planError("schedule", std::string("the ") + toString(plan.schedule) + " schedule" + unsupported +
                                               ", or use gpipe, 1f1b or hippie"));
-    if (r.size() != plan.stages.size())
-        throw Error(planError("stage_replicas", "has " + std::to_string(r.size()) + " entries for " + std::to_string(plan.stages.size()) +
-                                                    " stages (one replica count per stage)"));
-    for (size_t s = 0; s < r.size(); ++s)
-        if (r[s] < 1) throw Error(planError("stage_replicas[" + std::to_string(s) + "]", "must be at least 1"));
-    const int widest = *std::max_element(r.begin(), r.end());
+    const int widest = widestOfStages(plan, r, "stage_replicas", "replica count");
     if (plan.dp != widest)
         throw Error(planError("dp", "is " + std::to_string(plan.dp) + " but the widest stage has " + std::to_string(widest) +
                                         " replicas; with per-stage replication dp is the widest stage's"));
@@ -684,12 +690,7 @@ void checkStageTp(const Plan& plan, const Graph& graph) {
     const auto& t = plan.stage_tp;
     const std::string unsupported = " is not built with per-stage tensor-parallel degrees (stage_tp); give every stage the same tp";
     if (plan.schedule == ScheduleKind::Interleaved) throw Error(planError("schedule", "the interleaved schedule" + unsupported));
-    if (t.size() != plan.stages.size())
-        throw Error(planError("stage_tp", "has " + std::to_string(t.size()) + " entries for " + std::to_string(plan.stages.size()) +
-                                              " stages (one tensor-parallel degree per stage)"));
-    for (size_t s = 0; s < t.size(); ++s)
-        if (t[s] < 1) throw Error(planError("stage_tp[" + std::to_string(s) + "]", "must be at least 1"));
-    const int widest = *std::max_element(t.begin(), t.end());
+    const int widest = widestOfStages(plan, t, "stage_tp", "tensor-parallel degree");
     if (plan.tp != widest)
         throw Error(planError("tp", "is " + std::to_string(plan.tp) + " but the widest stage of stage_tp has " + std::to_string(widest) +
                                         "; with per-stage degrees tp is the widest stage's"));
