@@ -120,7 +120,8 @@ SimulationSetup setupFromFlags(const SimulateOptions& opts) {
     if (int64_t{opts.pp} * opts.virtual_stages > graph.layerCount())
         throw Error("pp " + std::to_string(opts.pp) + " x " + std::to_string(opts.virtual_stages) + " virtual stages is more stages than the " +
                     std::to_string(graph.layerCount()) + " layers of '" + graph.name + "'");
-    plan.stages = balancedStages(graph, opts.pp * opts.virtual_stages);
+    // Per-stage degrees: a stage of more ranks takes more of the work.
+    plan.stages = opts.stage_tp.empty() ? balancedStages(graph, opts.pp * opts.virtual_stages) : balancedStages(graph, opts.stage_tp);
     if (opts.recompute.empty() || opts.recompute == "full") plan.recompute_layers = recomputeAllButLast(plan.stages);
     plan.selective_recompute = opts.recompute == "selective";
     plan.zero_stage = opts.zero_stage;

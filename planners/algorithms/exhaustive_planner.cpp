@@ -65,7 +65,7 @@ PlannerResult ExhaustivePlanner::plan(const Problem& problem, PlanContext& conte
     hybrid::Incumbents found(problem);
     const std::vector<hybrid::Shape> shapes = hybrid::searchShapes(problem);
     const int layers = problem.graph.layerCount();
-    int64_t simulated = 0;
+    int64_t simulated = 0, variants = 0;
     std::vector<StageRange> prefix;
     for (size_t i = 0; i < shapes.size(); ++i) {
         const hybrid::Shape& shape = shapes[i];
@@ -78,13 +78,20 @@ PlannerResult ExhaustivePlanner::plan(const Problem& problem, PlanContext& conte
                 const Plan plan = hybrid::candidatePlan(problem, kName, hybrid::Candidate{shape, stages, recompute});
                 found.offer(plan, evaluateCandidate(problem, plan));
                 ++simulated;
+                // Per-stage degrees on the devices the plan leaves idle (the space's last dimension).
+                for (const Plan& variant : hybrid::perStageDegreeVariants(problem, plan)) {
+                    if (context.shouldStop()) return false;
+                    found.offer(variant, evaluateCandidate(problem, variant));
+                    ++variants;
+                }
                 return true;
             });
         });
         if (!finished) break;
     }
     std::vector<std::string> log{"simulated " + std::to_string(simulated) + " plans over " + std::to_string(shapes.size()) +
-                                 " (tp, pp, dp, m, ZeRO stage) shapes"};
+                                 " (tp, pp, dp, m, ZeRO stage) shapes, and " + std::to_string(variants) +
+                                 " variants of those with per-stage tensor-parallel degrees on the devices they leave idle"};
     context.progress(1.0, "done");
     return hybrid::searchOutcome(kName, problem, found, context, std::move(log), stopReason(context));
 }

@@ -307,6 +307,7 @@ public:
         }
         if (!context_.cancelled() && found_.best() == nullptr && simulated_.empty()) simulateFallback();
         offerSelectiveRecomputation();
+        offerPerStageDegrees();
         log_.push_back("estimated " + std::to_string(estimated_) + " candidates over " + std::to_string(shapes_.size()) +
                        " (tp, pp, dp, m, ZeRO stage) shapes; pruned " + std::to_string(pruned_) + " of the " + std::to_string(pooled_) +
                        " seeded and refined ones without simulating them; simulated " + std::to_string(simulated_.size()) + " (" +
@@ -647,6 +648,26 @@ private:
         }
         log_.push_back("selective recomputation tried on " + std::to_string(twins.size()) + " plans of the front (" + std::to_string(instead) +
                        " instead of whole layers): " + std::to_string(kept) + " joined it");
+    }
+
+    // Per-stage tensor-parallel degrees: a plan of the front that leaves devices idle (a
+    // pipeline depth that does not divide the cluster) may give them to some of its stages,
+    // cut again so that a stage of more ranks takes more of the work
+    // (hybrid::perStageDegreeVariants). The estimate does not model per-stage degrees: the
+    // variants of the front's plans are simulated and kept if they are better.
+    void offerPerStageDegrees() {
+        if (context_.shouldStop()) return;
+        std::vector<Plan> variants;
+        for (const hybrid::Incumbents::Entry& e : found_.front())
+            for (Plan& v : hybrid::perStageDegreeVariants(problem_, e.plan)) variants.push_back(std::move(v));
+        if (variants.empty()) return;
+        int kept = 0;
+        for (const Plan& plan : variants) {
+            if (context_.shouldStop()) break;
+            kept += found_.offer(plan, evaluate(problem_, plan)) ? 1 : 0;
+        }
+        log_.push_back("per-stage tensor-parallel degrees tried on the idle devices of the front's plans: " +
+                       std::to_string(variants.size()) + " variants, " + std::to_string(kept) + " joined the front");
     }
 
     // Out of time before anything was simulated: the best estimate is still worth a plan.

@@ -6,6 +6,9 @@
 #include "planners/algorithms/device_mapping.h"
 #include "planners/algorithms/evaluate.h"
 #include "planners/algorithms/pipeline_search.h"
+#include "planners/common/error.h"
+#include "planners/schedule/balanced_stages.h"
+#include "planners/schedule/lower.h"
 
 namespace hippie::hybrid {
 
@@ -113,6 +116,98 @@ Plan candidatePlan(const Problem& problem, const std::string& planner, const Can
     plan.recompute_layers = recomputeLayers(c);
     plan.device_map = mapDevices(problem, plan);
     return plan;
+}
+
+std::vector<Plan> perStageDegreeVariants(const Problem& problem, const Plan& plan) {
+    const int pp = plan.pipelineDepth(), devices = problem.cluster.deviceCount();
+    if (plan.isPlacement() || pp < 2 || plan.sequence_parallel || plan.perStageReplication() || plan.perStageTp() ||
+        plan.schedule == ScheduleKind::Interleaved || plan.device_map.size() != static_cast<size_t>(pp))
+        return {};
+    const int t = std::max(plan.tp, 1), unit = plan.dp * t;  // devices one doubled stage adds
+    std::vector<bool> used(static_cast<size_t>(devices), false);
+    for (const auto& row : plan.device_map)
+        for (int d : row)
+            if (d >= 0 && d < devices) used[static_cast<size_t>(d)] = true;
+    const int idle = static_cast<int>(std::count(used.begin(), used.end(), false));
+    if (idle < unit) return {};
+    std::vector<std::vector<bool>> doubled_sets;
+    for (int s = 0; s < pp; ++s) {
+        doubled_sets.emplace_back(static_cast<size_t>(pp), false);
+        doubled_sets.back()[static_cast<size_t>(s)] = true;
+    }
+    if (pp > 2 && 2 * unit <= idle) {
+        std::vector<bool> ends(static_cast<size_t>(pp), false);
+        ends.front() = ends.back() = true;
+        doubled_sets.push_back(ends);
+    }
+    if (pp > 3 && (pp - 2) * unit <= idle) {
+        std::vector<bool> inner(static_cast<size_t>(pp), true);
+        inner.front() = inner.back() = false;
+        doubled_sets.push_back(inner);
+    }
+    // Which old stages recompute (every layer but the last), to keep that per stage.
+    std::vector<bool> recomputes(static_cast<size_t>(pp), false);
+    for (int layer : plan.recompute_layers)
+        for (int s = 0; s < pp; ++s)
+            if (layer >= plan.stages[static_cast<size_t>(s)].first_layer && layer <= plan.stages[static_cast<size_t>(s)].last_layer)
+                recomputes[static_cast<size_t>(s)] = true;
+    std::vector<Plan> out;
+    for (const std::vector<bool>& doubled : doubled_sets) {
+        Plan v = plan;
+        v.stage_tp.assign(static_cast<size_t>(pp), t);
+        for (int s = 0; s < pp; ++s)
+            if (doubled[static_cast<size_t>(s)]) v.stage_tp[static_cast<size_t>(s)] = 2 * t;
+        v.tp = *std::max_element(v.stage_tp.begin(), v.stage_tp.end());
+        if (!problem.graph.tensorParallelFits(v.tp)) continue;
+        try {
+            v.stages = balancedStages(problem.graph, v.stage_tp);
+        } catch (const Error&) {
+            continue;
+        }
+        v.recompute_layers.clear();
+        for (int s = 0; s < pp; ++s)
+            if (recomputes[static_cast<size_t>(s)])
+                for (int l = v.stages[static_cast<size_t>(s)].first_layer; l < v.stages[static_cast<size_t>(s)].last_layer; ++l)
+                    v.recompute_layers.push_back(l);
+        // The old ranks keep their devices; a doubled stage's new ranks take idle ones, its
+        // node's first.
+        std::vector<bool> taken = used;
+        const auto idleOn = [&](int node) {
+            for (int d = 0; d < devices; ++d)
+                if (!taken[static_cast<size_t>(d)] && (node < 0 || problem.cluster.nodeOf(d) == node)) return d;
+            return -1;
+        };
+        bool placed = true;
+        for (int s = 0; s < pp && placed; ++s) {
+            const auto& old_row = plan.device_map[static_cast<size_t>(s)];
+            const int t_new = v.stage_tp[static_cast<size_t>(s)];
+            std::vector<int> row;
+            for (int r = 0; r < plan.dp && placed; ++r) {
+                const auto first = old_row.begin() + static_cast<std::ptrdiff_t>(r) * t;
+                row.insert(row.end(), first, first + t);
+                const int node = problem.cluster.nodeOf(*first);
+                for (int k = t; k < t_new; ++k) {
+                    int d = idleOn(node);
+                    if (d < 0) d = idleOn(-1);
+                    if (d < 0) {
+                        placed = false;
+                        break;
+                    }
+                    taken[static_cast<size_t>(d)] = true;
+                    row.push_back(d);
+                }
+            }
+            v.device_map[static_cast<size_t>(s)] = std::move(row);
+        }
+        if (!placed) continue;
+        try {
+            checkPlan(v, problem.graph, devices);
+        } catch (const Error&) {
+            continue;
+        }
+        out.push_back(std::move(v));
+    }
+    return out;
 }
 
 double throughputFloor(const Problem& problem) { return std::clamp(problem.throughput_floor, 0.0, 1.0); }

@@ -14,7 +14,9 @@
 // a power of two up to the smallest node's devices that the model splits by
 // (Graph::tensorParallelFits), with sequence parallelism when tp > 1 (it moves the same bytes
 // as tp alone and splits more compute and activations), pp * dp * tp <= devices; the `hippie`
-// schedule; the default gradient bucket; the device map from mapDevices().
+// schedule; the default gradient bucket; the device map from mapDevices(). And, for a plan
+// that leaves devices idle, its per-stage tensor-parallel variants (perStageDegreeVariants):
+// `exhaustive` simulates those of every plan, `hippie` those of its front's.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -64,6 +66,16 @@ std::string describe(const Candidate& c);       // "pp 2 x dp 4 t2 z1, m 8, stag
 
 // The candidate as a Plan under the hippie schedule, with its topology-aware device map.
 Plan candidatePlan(const Problem& problem, const std::string& planner, const Candidate& c);
+
+// Per-stage tensor-parallel degrees (Plan::stage_tp) for a pipeline plan that leaves devices
+// idle: the plan with idle devices given to some of its stages, each of those splitting over
+// twice its ranks, and the stages cut again by the degrees (balancedStages) so that every
+// device has about the same work. The variants: each stage alone doubled, the first and last
+// together (GPT's embedding and LM head share one table), and every stage but those two. A
+// new rank takes an idle device of its stage's node where there is one. Only variants that
+// checkPlan accepts; none for plans with one stage, sequence parallelism, per-stage
+// replication, the interleaved schedule, or fewer idle devices than a stage's dp x t.
+std::vector<Plan> perStageDegreeVariants(const Problem& problem, const Plan& plan);
 // Problem::throughput_floor within [0, 1]: a floor above the best throughput would exclude
 // every plan.
 double throughputFloor(const Problem& problem);

@@ -75,6 +75,8 @@ private slots:
         QVERIFY(r.feasible);
         const std::string expected = "simulated " + std::to_string(spaceSize(layers, devices, batch)) + " plans";
         QVERIFY2(contains(r.log.front(), expected), (r.log.front() + " / expected " + expected).c_str());
+        // Its layers do not split: no per-stage tensor-parallel variant.
+        QVERIFY2(contains(r.log.front(), "and 0 variants"), r.log.front().c_str());
     }
 
     // With layers tensor parallelism splits, the space has every power-of-two degree up to a
@@ -86,6 +88,8 @@ private slots:
         QVERIFY(r.feasible);
         std::string expected = "simulated " + std::to_string(spaceSize(5, 4, 4, {1, 2, 4})) + " plans";
         QVERIFY2(contains(r.log.front(), expected), (r.log.front() + " / expected " + expected).c_str());
+        // Plans on fewer than 4 devices also run with per-stage degrees on the idle ones.
+        QVERIFY2(!contains(r.log.front(), "and 0 variants"), r.log.front().c_str());
         r = run(makeProblem(g, exactCluster(2, 2), 4));
         expected = "simulated " + std::to_string(spaceSize(5, 4, 4, {1, 2})) + " plans";
         QVERIFY2(contains(r.log.front(), expected), (r.log.front() + " / expected " + expected).c_str());

@@ -9,11 +9,14 @@
 #include "planners/common/error.h"
 #include "planners/cost/cost_model.h"
 #include "planners/model/zoo.h"
+#include "planners/algorithms/hybrid_candidates.h"
+#include "planners/schedule/balanced_stages.h"
 #include "planners/schedule/lower.h"
 #include "planners/schedule/plan_json.h"
 #include "planners/schedule/validate.h"
 #include "planners/sim/simulator.h"
 #include "error_of.h"
+#include "planner_fixtures.h"
 #include "synthetic.h"
 
 using namespace hippie;
@@ -39,6 +42,13 @@ std::string peers(const Program& p, size_t stream) {
 }
 
 std::string firstProblem(const ValidationResult& r) { return r.problems.empty() ? std::string() : r.problems.front(); }
+
+// Stages as "0-1 2-5 6-7".
+std::string ranges(const std::vector<StageRange>& stages) {
+    std::string out;
+    for (const StageRange& r : stages) out += (out.empty() ? "" : " ") + std::to_string(r.first_layer) + "-" + std::to_string(r.last_layer);
+    return out;
+}
 
 }  // namespace
 
@@ -183,6 +193,41 @@ private slots:
                          "'stage_tp': stages 0 and 2 share a tied weight (layer 0's, reused by layer 2, split by vocabulary over the tp "
                          "ranks) but have tp 2 and 1; give them the same degree"));
         QCOMPARE(message(stageTpPlan({1, 2, 1}, 1, 2, ScheduleKind::OneFOneB), gpt), std::string());
+    }
+
+    // Stages cut by the degrees: a stage of 2 ranks takes twice the work of one of 1.
+    void stagesCutByTheDegrees() {
+        const Graph g = chainGraph(8);
+        QCOMPARE(ranges(balancedStages(g, std::vector<int>{1, 2, 1})), std::string("0-1 2-5 6-7"));
+        QCOMPARE(ranges(balancedStages(g, std::vector<int>{2, 1, 1})), std::string("0-3 4-5 6-7"));
+        QCOMPARE(ranges(balancedStages(g, std::vector<int>{1, 1})), ranges(balancedStages(g, 2)));
+        QVERIFY(contains(errorOf([&] { balancedStages(g, std::vector<int>{1, 0}); }), "0 shares"));
+    }
+
+    // The planners' variants of a plan that leaves devices idle: pp 3 on 3 of 4 devices gives
+    // each stage in turn the fourth device, the stages cut again by the degrees; the old ranks
+    // keep their devices. With no device idle, none.
+    void idleDevicesGoToOneStage() {
+        const Graph g = tensorParallelChain(6);
+        Problem problem = makeProblem(g, exactCluster(1, 4), 4, Optimizer::SGD);
+        Plan p = pipelinePlan(6, 3, 1, 4, ScheduleKind::Hippie);
+        p.device_map = defaultDeviceMap(p);
+        const std::vector<Plan> variants = hybrid::perStageDegreeVariants(problem, p);
+        QCOMPARE(variants.size(), size_t(3));
+        QCOMPARE(variants[1].stage_tp, (std::vector<int>{1, 2, 1}));
+        QCOMPARE(variants[1].tp, 2);
+        QCOMPARE(ranges(variants[1].stages), std::string("0-0 1-3 4-5"));  // a quarter, a half, a quarter of 6 layers (ties stay short)
+        QCOMPARE(variants[1].device_map, (std::vector<std::vector<int>>{{0}, {1, 3}, {2}}));
+        QCOMPARE(variants[0].device_map, (std::vector<std::vector<int>>{{0, 3}, {1}, {2}}));
+        QCOMPARE(variants[2].stage_tp, (std::vector<int>{1, 1, 2}));
+        for (const Plan& v : variants) QVERIFY(validate(lower(v, g), g).ok);
+        Plan full = pipelinePlan(6, 4, 1, 4, ScheduleKind::Hippie);
+        full.device_map = defaultDeviceMap(full);
+        QVERIFY(hybrid::perStageDegreeVariants(problem, full).empty());
+        Plan sp = p;
+        sp.tp = 1;
+        sp.sequence_parallel = true;
+        QVERIFY(hybrid::perStageDegreeVariants(problem, sp).empty());
     }
 
     void planFileKeepsStageTp() {
