@@ -238,6 +238,22 @@ private slots:
             }
             QCOMPARE(view.scene()->splitTag(i), expected);
         }
+        // Per-stage degrees: a layer is marked with its own stage's degree, none on a stage of 1.
+        s.plan.stage_tp = {1, 2};
+        s.plan.device_map = defaultDeviceMap(1, s.plan.stage_tp);
+        view.setPlan(&s.plan);
+        int marked = 0;
+        for (int i = 0; i < view.scene()->nodeItemCount(); ++i) {
+            const int layer = view.layoutInput().nodes[size_t(i)].layer;
+            const QString tag = view.scene()->splitTag(i);
+            if (layer <= s.plan.stages[0].last_layer) QVERIFY2(tag.isEmpty(), qPrintable(tag));
+            else if (!tag.isEmpty()) {
+                QVERIFY2(tag.startsWith(QStringLiteral("t2:")), qPrintable(tag));
+                ++marked;
+            }
+        }
+        QVERIFY(marked > 0);
+        s.plan.stage_tp.clear();
         // Without tensor parallelism nothing is marked.
         s.plan.tp = 1;
         s.plan.device_map = defaultDeviceMap(2, 1, 1);

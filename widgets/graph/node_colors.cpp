@@ -62,7 +62,12 @@ std::vector<int> nodeCategories(const Graph& graph, const LayoutInput& input, co
 std::vector<std::string> nodeSplitTags(const Graph& graph, const LayoutInput& input, const Plan* plan) {
     std::vector<std::string> tags(input.nodes.size());
     if (!plan || plan->isPlacement() || plan->tp <= 1) return tags;
-    const std::string t = "t" + std::to_string(plan->tp);
+    // Each node's stage's degree (Plan::stage_tp, or tp for every stage); none on a stage of 1.
+    const auto degreeText = [&](int layer) -> std::string {
+        const int stage = stageOfLayer(*plan, layer);
+        const int t = stage < 0 ? plan->tp : plan->tpOf(stage % std::max(plan->pipelineDepth(), 1));
+        return t > 1 ? "t" + std::to_string(t) : std::string();
+    };
     // Split ops per layer, for the collapsed layers' boxes.
     std::vector<std::pair<int, int>> per_layer(static_cast<size_t>(std::max(graph.layerCount(), 0)));  // (column, row)
     for (const Op& op : graph.ops) {
@@ -74,12 +79,15 @@ std::vector<std::string> nodeSplitTags(const Graph& graph, const LayoutInput& in
     for (size_t i = 0; i < input.nodes.size(); ++i) {
         const LayoutNode& n = input.nodes[i];
         if (n.op >= 0) {
-            const TensorParallel split = graph.ops[static_cast<size_t>(n.op)].tensor_parallel;
-            if (split == TensorParallel::Column) tags[i] = "col/" + t;
-            if (split == TensorParallel::Row) tags[i] = "row/" + t;
+            const Op& op = graph.ops[static_cast<size_t>(n.op)];
+            const std::string t = degreeText(op.layer);
+            if (t.empty()) continue;
+            if (op.tensor_parallel == TensorParallel::Column) tags[i] = "col/" + t;
+            if (op.tensor_parallel == TensorParallel::Row) tags[i] = "row/" + t;
         } else if (n.layer >= 0 && static_cast<size_t>(n.layer) < per_layer.size()) {
             const auto [col, row] = per_layer[static_cast<size_t>(n.layer)];
-            if (col + row == 0) continue;
+            const std::string t = degreeText(n.layer);
+            if (col + row == 0 || t.empty()) continue;
             tags[i] = t + ":";
             if (col > 0) tags[i] += " " + std::to_string(col) + " col";
             if (row > 0) tags[i] += " " + std::to_string(row) + " row";
@@ -90,7 +98,9 @@ std::vector<std::string> nodeSplitTags(const Graph& graph, const LayoutInput& in
 
 std::string splitTooltip(const std::string& tag, const Plan* plan) {
     if (tag.empty() || !plan) return {};
-    const std::string ranks = std::to_string(plan->tp) + " tensor-parallel ranks";
+    // The tag names its stage's degree: "col/t4", "row/t2", "t2: 1 col 1 row".
+    const size_t at = tag.starts_with("col/") || tag.starts_with("row/") ? 5 : 1;
+    const std::string ranks = tag.substr(at, tag.find_first_not_of("0123456789", at) - at) + " tensor-parallel ranks";
     if (tag.starts_with("col/")) return "tensor parallel: column-parallel, output split over " + ranks + " (no collective after it)";
     if (tag.starts_with("row/")) return "tensor parallel: row-parallel, input split over " + ranks + ", outputs all-reduced";
     return "tensor parallel: " + tag.substr(tag.find(':') + 2) + " ops split over " + ranks;
