@@ -7,7 +7,8 @@
 #      sums in another order);
 #   3. a 2-stage pipeline with both ranks on cuda:0 (Gloo through host copies) equals the CPU;
 #   4. with 2 or more GPUs, the same pipeline over NCCL (one GPU per rank), and 2 x 2 over
-#      NCCL with 4 or more;
+#      NCCL with 4 or more; with 4 or more, a GPT at t2 x pp2 and at per-stage degrees
+#      t(1,2,1) x pp3 over NCCL, equal to one process on the CPU;
 #   5. profile --device cuda writes a graph with measured times and memory;
 #   6. the CPU equivalence tests pass with the CUDA-built binary on --device cpu.
 # Usage: tests/engine/gpu_check.sh [LIBTORCH_PREFIX]   (default: $LIBTORCH, else the Python torch's
@@ -72,6 +73,26 @@ for model in mlp-tiny gpt-tiny; do
         done
     else echo "skip: NCCL pipelines need 2 GPUs (this host has $GPUS)"; fi
 done
+
+# 4b. tensor parallelism over NCCL, one GPU per rank: a GPT at the tp equivalence test's size,
+# t2 x pp2, and per-stage degrees t(1,2,1) x pp3 (a stage of one rank sends each activation to
+# both ranks of the next), each ending with the parameters of one process on the CPU
+TP_GPT="layers=2,d_model=64,heads=4,vocab=96,seq_len=16"
+if [ "$GPUS" -ge 4 ]; then
+    plan "$WORK/tref.json" --model gpt2-small --override "$TP_GPT" --pp 1 --dp 1 --microbatches 1 --global-batch 8 --optimizer sgd
+    launch "$WORK/tref.json" 1 $STEPS "$WORK/tcpu.out" --device cpu --dump-params "$WORK/tcpu.params.json" \
+        || fail "gpt reference on cpu: $(tail -2 "$WORK/tcpu.out")"
+    for shape in "--pp 2 --tp 2" "--pp 3 --stage-tp 1,2,1"; do
+        # shellcheck disable=SC2086  # the shape is several arguments
+        plan "$WORK/t.json" --model gpt2-small --override "$TP_GPT" --dp 1 --microbatches 4 --global-batch 8 --schedule 1f1b \
+            --optimizer sgd $shape
+        rm -f "$WORK"/t.*.json
+        if launch "$WORK/t.json" 4 $STEPS "$WORK/t.out" --device cuda --comm nccl --dump-params "$WORK/t.{rank}.json"; then
+            grep -q '"comm":"nccl"' "$WORK/t.out" || fail "gpt $shape: the ranks did not use NCCL: $(head -1 "$WORK/t.out")"
+            same "$WORK/tcpu.params.json" "$WORK"/t.*.json "gpt $shape (1f1b) over NCCL equals cpu"
+        else fail "gpt $shape over NCCL: $(grep -h '"event":"error"' "$WORK/t.out" | head -1) $(tail -2 "$WORK/t.out.err")"; fi
+    done
+else echo "skip: tensor parallelism over NCCL needs 4 GPUs (this host has $GPUS)"; fi
 
 # 5. profile on the GPU
 if timeout 120 "$ENGINE" profile --model gpt-tiny --batch-size 8 --device cuda --out "$WORK/prof.json" > "$WORK/prof.out"; then
