@@ -253,6 +253,7 @@ private slots:
             }
         }
         QVERIFY(marked > 0);
+        QVERIFY2(view.legendText().contains(QStringLiteral("per&nbsp;stage (1,2)")), qPrintable(view.legendText()));
         s.plan.stage_tp.clear();
         // Without tensor parallelism nothing is marked.
         s.plan.tp = 1;

@@ -225,11 +225,17 @@ void GraphView::updateLegend() {
     }
     if (plan_->tp > 1 && !plan_->isPlacement()) {
         const std::vector<QString> tags = splitTags();
-        if (std::any_of(tags.begin(), tags.end(), [](const QString& t) { return !t.isEmpty(); }))
+        if (std::any_of(tags.begin(), tags.end(), [](const QString& t) { return !t.isEmpty(); })) {
+            // With per-stage degrees each badge names its stage's: n stands for it.
+            const QString t = plan_->perStageTp() ? QStringLiteral("<i>n</i>") : QString::number(plan_->tp);
+            const QString over = plan_->perStageTp() ? tr("its&nbsp;stage's&nbsp;<i>n</i>&nbsp;tensor-parallel&nbsp;ranks (per&nbsp;stage %1)")
+                                                         .arg(QString::fromStdString(plan_->tpText()))
+                                                   : tr("the&nbsp;%1&nbsp;tensor-parallel&nbsp;ranks").arg(plan_->tp);
             html += tr("<span style='border:2px double #202020'>&nbsp;&#9553;&nbsp;</span>&nbsp;double&nbsp;border: split&nbsp;over "
-                       "the&nbsp;%1&nbsp;tensor-parallel&nbsp;ranks, <b>col/t%1</b>&nbsp;column-parallel (output split), "
-                       "<b>row/t%1</b>&nbsp;row-parallel (input split, outputs all-reduced)")
-                        .arg(plan_->tp);
+                       "%1, <b>col/t%2</b>&nbsp;column-parallel (output split), "
+                       "<b>row/t%2</b>&nbsp;row-parallel (input split, outputs all-reduced)")
+                        .arg(over, t);
+        }
     }
     legend_->setText(html);
 }
