@@ -146,11 +146,11 @@ std::vector<Plan> perStageDegreeVariants(const Problem& problem, const Plan& pla
         doubled_sets.push_back(inner);
     }
     // Which old stages recompute (every layer but the last), to keep that per stage.
-    std::vector<bool> recomputes(static_cast<size_t>(pp), false);
+    std::vector<char> recomputes(static_cast<size_t>(pp), 0);
     for (int layer : plan.recompute_layers)
         for (int s = 0; s < pp; ++s)
             if (layer >= plan.stages[static_cast<size_t>(s)].first_layer && layer <= plan.stages[static_cast<size_t>(s)].last_layer)
-                recomputes[static_cast<size_t>(s)] = true;
+                recomputes[static_cast<size_t>(s)] = 1;
     std::vector<Plan> out;
     for (const std::vector<bool>& doubled : doubled_sets) {
         Plan v = plan;
@@ -164,11 +164,7 @@ std::vector<Plan> perStageDegreeVariants(const Problem& problem, const Plan& pla
         } catch (const Error&) {
             continue;
         }
-        v.recompute_layers.clear();
-        for (int s = 0; s < pp; ++s)
-            if (recomputes[static_cast<size_t>(s)])
-                for (int l = v.stages[static_cast<size_t>(s)].first_layer; l < v.stages[static_cast<size_t>(s)].last_layer; ++l)
-                    v.recompute_layers.push_back(l);
+        v.recompute_layers = recomputeLayers(Candidate{Shape{}, v.stages, recomputes});
         // The old ranks keep their devices; a doubled stage's new ranks take idle ones, its
         // node's first.
         std::vector<bool> taken = used;

@@ -108,6 +108,13 @@ TensorParallelTraffic tensorParallelTraffic(const Graph& graph, TensorSplit spli
     return t;
 }
 
+const std::vector<OpTensorParallelTraffic>& TensorParallelTrafficByDegree::of(int tp) {
+    auto it = by_degree_.find(tp);
+    if (it == by_degree_.end())
+        it = by_degree_.emplace(tp, tensorParallelTrafficByOp(graph_, TensorSplit{tp, sequence_parallel_}, samples_)).first;
+    return it->second;
+}
+
 std::vector<OpTensorParallelTraffic> tensorParallelTrafficByOp(const Graph& graph, TensorSplit split, double samples) {
     std::vector<OpTensorParallelTraffic> out(graph.ops.size());
     if (split.tp <= 1) return out;

@@ -2,6 +2,7 @@
 // Cost model: compute time of ops on devices, alpha-beta point-to-point and ring
 // collectives, and the memory a device needs for a set of ops.
 #include <cstdint>
+#include <map>
 #include <span>
 #include <vector>
 
@@ -69,6 +70,20 @@ KernelPassFit fitKernelPass(const KernelPassTime& small, const KernelPassTime& l
 double rankShare(const Op& op, TensorSplit split);
 TensorParallelTraffic tensorParallelTraffic(const Graph& graph, TensorSplit split, std::span<const int> ops, double samples);
 std::vector<OpTensorParallelTraffic> tensorParallelTrafficByOp(const Graph& graph, TensorSplit split, double samples);
+// tensorParallelTrafficByOp for each degree asked for (a program's segments may have degrees of
+// their own: Plan::stage_tp), computed once per degree.
+class TensorParallelTrafficByDegree {
+public:
+    TensorParallelTrafficByDegree(const Graph& graph, bool sequence_parallel, double samples)
+        : graph_(graph), sequence_parallel_(sequence_parallel), samples_(samples) {}
+    const std::vector<OpTensorParallelTraffic>& of(int tp);
+
+private:
+    const Graph& graph_;
+    bool sequence_parallel_;
+    double samples_;
+    std::map<int, std::vector<OpTensorParallelTraffic>> by_degree_;
+};
 // Share of an op's output a tensor-parallel rank holds when it leaves for another pipeline
 // stage: a column-split output is 1/tp on each rank; any other output is whole on each rank
 // (each rank sends it whole, as Megatron does without its scatter-gather of pipeline

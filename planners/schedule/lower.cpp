@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <unordered_map>
@@ -22,6 +23,30 @@ namespace {
 std::string planError(const std::string& field, const std::string& what) { return "plan: field '" + field + "': " + what; }
 
 void checkStageTp(const Plan& plan, const Graph& graph);
+
+// The stage of each layer, by layer.
+std::vector<int> stageOfLayer(const Plan& plan, const Graph& graph) {
+    std::vector<int> stage_of_layer(static_cast<size_t>(graph.layerCount()), 0);
+    for (size_t s = 0; s < plan.stages.size(); ++s)
+        for (int l = plan.stages[s].first_layer; l <= plan.stages[s].last_layer && l < graph.layerCount(); ++l)
+            stage_of_layer[static_cast<size_t>(l)] = static_cast<int>(s);
+    return stage_of_layer;
+}
+
+// A tied weight whose owner's and user's stages differ in a per-stage list (stage_replicas,
+// stage_tp), and those two stages; the first found, if any.
+struct TiedStages {
+    TiedWeightUse use;
+    int owner_stage = 0, user_stage = 0;
+};
+std::optional<TiedStages> tiedStagesThatDiffer(const Plan& plan, const Graph& graph, const std::vector<int>& per_stage) {
+    const std::vector<int> stage_of_layer = stageOfLayer(plan, graph);
+    for (const TiedWeightUse& u : tiedWeights(graph)) {
+        const int a = stage_of_layer[static_cast<size_t>(u.owner_layer)], b = stage_of_layer[static_cast<size_t>(u.user_layer)];
+        if (per_stage[static_cast<size_t>(a)] != per_stage[static_cast<size_t>(b)]) return TiedStages{u, a, b};
+    }
+    return std::nullopt;
+}
 
 // A per-stage list (stage_replicas, stage_tp): one count of at least 1 for each stage. Returns
 // the largest.
@@ -55,18 +80,12 @@ void checkStageReplicas(const Plan& plan, const Graph& graph) {
                                                        std::to_string(r[s]) + " replicas; use a multiple of " +
                                                        std::to_string(r[s] / std::gcd(r[s], plan.dp)) +
                                                        " micro-batches"));
-    const int layers = graph.layerCount();
-    std::vector<int> stage_of_layer(static_cast<size_t>(layers), 0);
-    for (size_t s = 0; s < plan.stages.size(); ++s)
-        for (int l = plan.stages[s].first_layer; l <= plan.stages[s].last_layer && l < layers; ++l)
-            stage_of_layer[static_cast<size_t>(l)] = static_cast<int>(s);
-    for (const TiedWeightUse& t : tiedWeights(graph)) {
-        const int a = stage_of_layer[static_cast<size_t>(t.owner_layer)], b = stage_of_layer[static_cast<size_t>(t.user_layer)];
-        if (r[static_cast<size_t>(a)] != r[static_cast<size_t>(b)])
-            throw Error(planError("stage_replicas", "stages " + std::to_string(a) + " and " + std::to_string(b) + " share a tied weight (layer " +
-                                                        std::to_string(t.owner_layer) + "'s, reused by layer " + std::to_string(t.user_layer) +
-                                                        ") but have " + std::to_string(r[static_cast<size_t>(a)]) + " and " +
-                                                        std::to_string(r[static_cast<size_t>(b)]) + " replicas; give them the same count"));
+    if (const auto tied = tiedStagesThatDiffer(plan, graph, r)) {
+        const auto [t, a, b] = *tied;
+        throw Error(planError("stage_replicas", "stages " + std::to_string(a) + " and " + std::to_string(b) + " share a tied weight (layer " +
+                                                    std::to_string(t.owner_layer) + "'s, reused by layer " + std::to_string(t.user_layer) +
+                                                    ") but have " + std::to_string(r[static_cast<size_t>(a)]) + " and " +
+                                                    std::to_string(r[static_cast<size_t>(b)]) + " replicas; give them the same count"));
     }
 }
 
@@ -183,10 +202,8 @@ Layout pipelineLayout(const Plan& plan, const Graph& graph, const std::vector<st
     l.segments.resize(plan.stages.size());
     l.devices.resize(plan.stages.size());
     l.op_segment.assign(graph.ops.size(), -1);
-    std::vector<int> stage_of_layer(static_cast<size_t>(graph.layerCount()));
+    const std::vector<int> stage_of_layer = stageOfLayer(plan, graph);
     for (size_t s = 0; s < plan.stages.size(); ++s) {
-        for (int layer = plan.stages[s].first_layer; layer <= plan.stages[s].last_layer; ++layer)
-            stage_of_layer[static_cast<size_t>(layer)] = static_cast<int>(s);
         l.segments[s].stage = static_cast<int>(s);
         l.devices[s] = device_map[s % static_cast<size_t>(pp)];
     }
@@ -595,18 +612,11 @@ public:
     // Each segment's collectives over its own degree (Program::tpOf).
     TensorParallelInstructions(const Graph& graph, const Program& prog) : prog_(prog) {
         if (prog.tp <= 1) return;
-        std::map<int, std::vector<OpTensorParallelTraffic>> by_degree;  // degree -> by op
-        const auto byOp = [&](int segment) -> const std::vector<OpTensorParallelTraffic>& {
-            const int t = prog.tpOf(segment);
-            auto it = by_degree.find(t);
-            if (it == by_degree.end())
-                it = by_degree.emplace(t, tensorParallelTrafficByOp(graph, TensorSplit{t, prog.sequence_parallel}, prog.micro_batch_size)).first;
-            return it->second;
-        };
+        TensorParallelTrafficByDegree traffic(graph, prog.sequence_parallel, prog.micro_batch_size);
         auto sum = [&](int segment, const std::vector<int>& ops, bool backward, bool recomputed_only) {
             std::pair<int, int64_t> t{0, 0};
             if (prog.tpOf(segment) <= 1) return t;
-            const std::vector<OpTensorParallelTraffic>& by_op = byOp(segment);
+            const std::vector<OpTensorParallelTraffic>& by_op = traffic.of(prog.tpOf(segment));
             for (int op : ops) {
                 if (recomputed_only && !prog.recomputed(op)) continue;
                 const OpTensorParallelTraffic& o = by_op[static_cast<size_t>(op)];
@@ -676,15 +686,6 @@ std::string minMicroBatchText(const Graph& graph) {
 
 namespace {
 
-// The layer of each stage, by layer.
-std::vector<int> stageOfLayer(const Plan& plan, const Graph& graph) {
-    std::vector<int> stage_of_layer(static_cast<size_t>(graph.layerCount()), 0);
-    for (size_t s = 0; s < plan.stages.size(); ++s)
-        for (int l = plan.stages[s].first_layer; l <= plan.stages[s].last_layer && l < graph.layerCount(); ++l)
-            stage_of_layer[static_cast<size_t>(l)] = static_cast<int>(s);
-    return stage_of_layer;
-}
-
 // Per-stage tensor-parallel degrees (Plan::stage_tp): what their lowering supports.
 void checkStageTp(const Plan& plan, const Graph& graph) {
     const auto& t = plan.stage_tp;
@@ -703,17 +704,15 @@ void checkStageTp(const Plan& plan, const Graph& graph) {
                                                                             "' splits only by divisors of " +
                                                                             std::to_string(graph.tensor_parallel_divisor) +
                                                                             " (its tensor_parallel_divisor: the attention heads)"));
+    if (const auto tied = tiedStagesThatDiffer(plan, graph, t)) {
+        const auto [u, a, b] = *tied;
+        throw Error(planError("stage_tp", "stages " + std::to_string(a) + " and " + std::to_string(b) + " share a tied weight (layer " +
+                                              std::to_string(u.owner_layer) + "'s, reused by layer " + std::to_string(u.user_layer) +
+                                              ", split by vocabulary over the tp ranks) but have tp " + std::to_string(t[static_cast<size_t>(a)]) +
+                                              " and " + std::to_string(t[static_cast<size_t>(b)]) + "; give them the same degree"));
+    }
     const std::vector<int> stage_of_layer = stageOfLayer(plan, graph);
     const auto stageOf = [&](int op) { return stage_of_layer[static_cast<size_t>(graph.ops[static_cast<size_t>(op)].layer)]; };
-    for (const TiedWeightUse& u : tiedWeights(graph)) {
-        const int a = stage_of_layer[static_cast<size_t>(u.owner_layer)], b = stage_of_layer[static_cast<size_t>(u.user_layer)];
-        if (t[static_cast<size_t>(a)] != t[static_cast<size_t>(b)])
-            throw Error(planError("stage_tp", "stages " + std::to_string(a) + " and " + std::to_string(b) + " share a tied weight (layer " +
-                                                  std::to_string(u.owner_layer) + "'s, reused by layer " + std::to_string(u.user_layer) +
-                                                  ", split by vocabulary over the tp ranks) but have tp " +
-                                                  std::to_string(t[static_cast<size_t>(a)]) + " and " +
-                                                  std::to_string(t[static_cast<size_t>(b)]) + "; give them the same degree"));
-    }
     // A tensor crossing into a stage of another degree must be whole on every rank.
     for (const Edge& e : graph.edges) {
         const int a = stageOf(e.src), b = stageOf(e.dst);

@@ -205,37 +205,45 @@ void checkDeviceMap(const Plan& p, const std::string& where) {
     }
 }
 
-// "stage_replicas": one positive count per stage; "dp" is then the largest (taken from them
-// when the plan does not give it).
-void readStageReplicas(const json& j, const std::string& where, Plan& p) {
-    p.stage_replicas = readIntArray(j, "stage_replicas", where, Bound::Positive);
-    if (!p.perStageReplication()) return;
-    if (p.isPlacement()) failField(where, "stage_replicas", "is set but placement plans have no pipeline stages to replicate");
-    if (p.stage_replicas.size() != p.stages.size())
-        failField(where, "stage_replicas", "has " + std::to_string(p.stage_replicas.size()) + " entries for " +
-                                               std::to_string(p.stages.size()) + " stages (one replica count per stage)");
-    const int widest = *std::max_element(p.stage_replicas.begin(), p.stage_replicas.end());
-    if (!j.contains("dp")) p.dp = widest;
-    if (p.dp != widest)
-        failField(where, "dp", "is " + std::to_string(p.dp) + " but the widest stage of 'stage_replicas' has " + std::to_string(widest) +
-                                   " replicas; with per-stage replication dp is the widest stage's");
+// What a per-stage list is called in the messages of readPerStage.
+struct PerStageList {
+    const char* field;       // "stage_replicas"
+    const char* placement;   // what a placement plan lacks: "no pipeline stages to replicate"
+    const char* each;        // "replica count"
+    const char* whole;       // the plan-wide field the list sets: "dp"
+    const char* unit;        // after the widest stage's value: " replicas", or ""
+    const char* what;        // "per-stage replication"
+};
+
+// A per-stage list of `p` (stage_replicas, stage_tp): one positive value per stage; `whole` is
+// then the largest, taken from the list when the plan does not give the field. Empty when the
+// plan has no such list. `refusal`, when not empty, is the list's message if it is set at all
+// (after its length is checked).
+std::vector<int> readPerStage(const json& j, const std::string& where, const Plan& p, const PerStageList& l, int& whole,
+                              const std::string& refusal = "") {
+    std::vector<int> v = readIntArray(j, l.field, where, Bound::Positive);
+    if (v.empty()) return v;
+    if (p.isPlacement()) failField(where, l.field, std::string("is set but placement plans have ") + l.placement);
+    if (v.size() != p.stages.size())
+        failField(where, l.field, "has " + std::to_string(v.size()) + " entries for " + std::to_string(p.stages.size()) + " stages (one " +
+                                      l.each + " per stage)");
+    if (!refusal.empty()) failField(where, l.field, refusal);
+    const int widest = *std::max_element(v.begin(), v.end());
+    if (!j.contains(l.whole)) whole = widest;
+    if (whole != widest)
+        failField(where, l.whole, "is " + std::to_string(whole) + " but the widest stage of '" + l.field + "' has " + std::to_string(widest) +
+                                      l.unit + "; with " + l.what + " " + l.whole + " is the widest stage's");
+    return v;
 }
 
-// "stage_tp": one positive degree per stage; "tp" is then the largest (taken from them when
-// the plan does not give it). Lowering checks what else they need (checkPlan).
-void readStageTp(const json& j, const std::string& where, Plan& p) {
-    p.stage_tp = readIntArray(j, "stage_tp", where, Bound::Positive);
-    if (!p.perStageTp()) return;
-    if (p.isPlacement()) failField(where, "stage_tp", "is set but placement plans have no pipeline stages");
-    if (p.stage_tp.size() != p.stages.size())
-        failField(where, "stage_tp", "has " + std::to_string(p.stage_tp.size()) + " entries for " + std::to_string(p.stages.size()) +
-                                         " stages (one tensor-parallel degree per stage)");
-    if (p.perStageReplication()) failField(where, "stage_tp", "is set with 'stage_replicas'; per-stage replication runs tp 1");
-    const int widest = *std::max_element(p.stage_tp.begin(), p.stage_tp.end());
-    if (!j.contains("tp")) p.tp = widest;
-    if (p.tp != widest)
-        failField(where, "tp", "is " + std::to_string(p.tp) + " but the widest stage of 'stage_tp' has " + std::to_string(widest) +
-                                   "; with per-stage degrees tp is the widest stage's");
+// "stage_replicas" (dp the largest) and "stage_tp" (tp the largest). Lowering checks what else
+// they need (checkPlan).
+void readPerStageLists(const json& j, const std::string& where, Plan& p) {
+    p.stage_replicas = readPerStage(j, where, p,
+                                    {"stage_replicas", "no pipeline stages to replicate", "replica count", "dp", " replicas", "per-stage replication"},
+                                    p.dp);
+    p.stage_tp = readPerStage(j, where, p, {"stage_tp", "no pipeline stages", "tensor-parallel degree", "tp", "", "per-stage degrees"}, p.tp,
+                              p.perStageReplication() ? "is set with 'stage_replicas'; per-stage replication runs tp 1" : "");
 }
 
 // The lowest format version that holds every field the plan sets.
@@ -314,8 +322,7 @@ Plan planFromJson(const json& j, const std::string& where) {
                                        "and 3 (+ parameters)");
     p.tp = optionalInt(j, "tp", where, Bound::Positive).value_or(1);
     p.sequence_parallel = optionalBool(j, "sequence_parallel", where).value_or(false);
-    readStageReplicas(j, where, p);
-    readStageTp(j, where, p);
+    readPerStageLists(j, where, p);
     checkShape(p, where);
     checkCounts(p, where);
     p.device_map = readDeviceMap(j, where);

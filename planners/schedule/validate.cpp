@@ -253,10 +253,7 @@ private:
         if (p_.tp <= 1 || in.segment < 0 || in.segment >= static_cast<int>(p_.segments.size())) return {0, 0};
         const int degree = p_.tpOf(in.segment);
         if (degree <= 1) return {0, 0};
-        auto found = tp_by_op_.find(degree);
-        if (found == tp_by_op_.end())
-            found = tp_by_op_.emplace(degree, tensorParallelTrafficByOp(g_, TensorSplit{degree, p_.sequence_parallel}, p_.micro_batch_size)).first;
-        const std::vector<OpTensorParallelTraffic>& by_op = found->second;
+        const std::vector<OpTensorParallelTraffic>& by_op = tp_traffic_.of(degree);
         const std::vector<int>* ops = &p_.segments[static_cast<size_t>(in.segment)].ops;
         if (in.kind == InstrKind::Backward && in.bucket >= 0 && in.bucket < static_cast<int>(p_.buckets.size()))
             ops = &p_.buckets[static_cast<size_t>(in.bucket)].ops;
@@ -497,7 +494,7 @@ private:
     ValidationResult r_;
     std::vector<int> op_segment_;
     std::vector<std::set<int>> producers_, consumers_;
-    std::map<int, std::vector<OpTensorParallelTraffic>> tp_by_op_;  // by degree, computed on first use (tp > 1)
+    TensorParallelTrafficByDegree tp_traffic_{g_, p_.sequence_parallel, p_.micro_batch_size};  // computed on first use (tp > 1)
 };
 
 }  // namespace

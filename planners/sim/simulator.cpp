@@ -147,7 +147,7 @@ public:
     // The costs are those of one rank of each segment's tensor parallelism (Program::tpOf),
     // whatever split the caller's cost model was made for.
     Simulation(const Program& prog, const Plan& plan, const CostModel& cost, const SimOptions& opt)
-        : prog_(prog), plan_(plan), cost_(splitCost(cost, prog.tp)), opt_(opt) {
+        : prog_(prog), plan_(plan), cost_(cost.graph(), cost.cluster(), splitOf(prog, prog.tp)), opt_(opt) {
         for (size_t seg = 0; seg < prog.segments.size(); ++seg)
             for (int d : prog.segment_devices[seg]) segment_of_device_.emplace(d, static_cast<int>(seg));
         mem_ = segmentMemory(prog, cost.graph(), [this](int segment) -> const CostModel& { return segmentCost(segment); });
@@ -439,7 +439,8 @@ private:
     // its shard only.
     int64_t paramCount(int device) const {
         int64_t bytes = 0;
-        for (int op : hostedOps(device)) bytes += deviceCost(device).rankParamBytes(op);
+        const CostModel& cost = deviceCost(device);
+        for (int op : hostedOps(device)) bytes += cost.rankParamBytes(op);
         const int64_t count = bytes / activationElementBytes(cost_.precision());
         return prog_.zero_stage > 0 ? (count + prog_.pipelines - 1) / prog_.pipelines : count;
     }
@@ -657,17 +658,14 @@ private:
         return sum;
     }
 
-    // The cost model of a tensor-parallel degree (made on first use; std::map keeps each in place).
-    static CostModel splitCost(const CostModel& base, int tp, bool sequence_parallel) {
-        return CostModel(base.graph(), base.cluster(), TensorSplit{std::max(tp, 1), tp > 1 && sequence_parallel});
-    }
-    CostModel splitCost(const CostModel& base, int tp) const { return splitCost(base, tp, prog_.sequence_parallel); }
+    // One rank's split at tensor-parallel degree `tp` of the program.
+    static TensorSplit splitOf(const Program& prog, int tp) { return TensorSplit{std::max(tp, 1), tp > 1 && prog.sequence_parallel}; }
+    // The cost model of a segment's degree (made on first use; std::map keeps each in place).
     const CostModel& segmentCost(int segment) const {
         const int t = prog_.tpOf(segment);
         if (t == std::max(prog_.tp, 1)) return cost_;
         auto it = degree_costs_.find(t);
-        if (it == degree_costs_.end())
-            it = degree_costs_.try_emplace(t, cost_.graph(), cost_.cluster(), TensorSplit{t, t > 1 && prog_.sequence_parallel}).first;
+        if (it == degree_costs_.end()) it = degree_costs_.try_emplace(t, cost_.graph(), cost_.cluster(), splitOf(prog_, t)).first;
         return it->second;
     }
     // The device's segments share one degree (lowering refuses more with per-stage degrees).

@@ -247,6 +247,24 @@ private slots:
                  qPrintable(QString("%1 samples/s, best %2").arg(recommended.metrics.throughput_samples_per_s).arg(best)));
     }
 
+    // A plan of hippie's front that leaves GPUs idle (bert-large on v100-4x4 at batch 64: 7 x 2
+    // of the 16) is simulated again with per-stage tensor-parallel degrees on them
+    // (hybrid::perStageDegreeVariants); the log says how many. None joins the front here: each
+    // would split a stage over the servers' 10 Gb/s Ethernet, except the last, whose LM head is
+    // tied to the first stage's embedding.
+    void triesPerStageDegreesOnIdleDevices() {
+        Problem problem = zooProblem("bert-large", "v100-4x4", 64);
+        problem.objective = Objective::MemoryEfficiencyWithThroughputFloor;
+        const PlannerResult r = run("hippie", problem);
+        QVERIFY2(r.feasible, r.reason.c_str());
+        const std::string marker = "per-stage tensor-parallel degrees tried on the idle devices of the front's plans: ";
+        const auto line = std::find_if(r.log.begin(), r.log.end(), [&](const std::string& l) { return l.starts_with(marker); });
+        QVERIFY2(line != r.log.end(), "no per-stage variants in hippie's log");
+        QVERIFY2(std::stoi(line->substr(marker.size())) > 0, line->c_str());
+        QVERIFY2(contains(*line, " variants, 0 joined the front"), line->c_str());
+        QVERIFY(!r.plan.perStageTp());
+    }
+
     // Every model that can be planned can be trained: on two DGX A100 every planner that
     // tensor-parallelises gives BERT and the Transformer a plan the engine trains (hippie's
     // for bert-large is t2 with sequence parallelism, which the engine once refused).
