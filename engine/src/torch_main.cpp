@@ -88,16 +88,15 @@ int main(int argc, char** argv) {
     probe_cmd->add_flag("--no-loopback", no_loopback, "skip the loopback and all-reduce measurements");
     probe_cmd->add_option("--transport-peer", probe.transport_peer_port, "internal: the Gloo measurement's second rank")->group("");
 
-    std::string prof_model, prof_out;
-    int prof_batch = 8, prof_seq = 0, prof_repeats = 5;
+    he::ProfileOptions prof;
     auto* prof_cmd = addTorchCommand(app, "profile");
-    prof_cmd->add_option("--model", prof_model, "tiny model")->required();
-    prof_cmd->add_option("--batch-size", prof_batch, "samples the graph is for");
-    prof_cmd->add_option("--seq-len", prof_seq, "sequence length (0: the model's)");
-    prof_cmd->add_option("--repeats", prof_repeats, "timed repetitions (median)");
-    prof_cmd->add_option("--out", prof_out, "graph JSON file (default: stdout)");
-    std::string prof_device = "cpu";
-    prof_cmd->add_option("--device", prof_device, "cpu, cuda or auto");
+    prof_cmd->add_option("--model", prof.model, "zoo model (hippie-plan models) or tiny model")->required();
+    prof_cmd->add_option("--override", prof.overrides, "zoo models: size overrides KEY=VALUE,... (hippie-plan models --json lists the keys)");
+    prof_cmd->add_option("--batch-size", prof.batch_size, "samples the graph is for");
+    prof_cmd->add_option("--seq-len", prof.seq_len, "sequence length (0: the model's)");
+    prof_cmd->add_option("--repeats", prof.repeats, "timed repetitions (median)");
+    prof_cmd->add_option("--out", prof.out_file, "graph JSON file (default: stdout)");
+    prof_cmd->add_option("--device", prof.device, "cpu, cuda or auto");
 
     std::string insp_file, insp_out, insp_dtype = "float";
     std::vector<long long> insp_shape;
@@ -150,7 +149,7 @@ int main(int argc, char** argv) {
         probe.loopback_bandwidth = !no_loopback;
         return he::probeCommand(probe);
     }
-    if (*prof_cmd) return he::profileCommand(prof_model, prof_batch, prof_seq, prof_repeats, prof_out, prof_device);
+    if (*prof_cmd) return he::profileCommand(prof);
     if (*insp_cmd) return he::inspectCommand(insp_file, insp_shape, insp_dtype, insp_repeats, insp_out);
     if (*exp_cmd) return he::exportScriptCommand(exp_model, exp_out, exp_seed);
     if (*md_cmd) return he::makeDataCommand(md_model, md_samples, md_seq, md_seed, md_out);

@@ -11,4 +11,7 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+// The first line of a message (LibTorch's errors go on with a C++ backtrace).
+inline std::string firstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
+
 }  // namespace hippie

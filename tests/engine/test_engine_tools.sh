@@ -41,6 +41,36 @@ for g, p in ((graph, mlp), (gpt_graph, gpt)):
         assert all("fwd_time_s" in o and "bwd_time_s" in o for o in ops)
 open(sys.argv[1] + ".summary", "w").write("mlp layer 0 %s; gpt block 1 %s" % (m0, block))
 PY
+# A zoo model at a size override is profiled layer by layer as the engine builds it: its graph
+# keeps the override, every layer and op gets a time, the layers' times add up to the whole
+# model's pass (measured too), and a plan of the profiled graph trains. A GPT (token ids in, a
+# tied LM head) and a ResNet (skip connections cross layers). A tiny model takes no override.
+timeout 120 "$ENGINE" profile --model resnet50 --override blocks1=1,blocks2=1,blocks3=1,blocks4=1,width_mult=0.25,image_size=32,classes=10 \
+    --batch-size 2 --repeats 1 --out "$WORK/rn.prof.json" > "$WORK/prn" || fail "profile resnet50: $(cat "$WORK/prn")"
+timeout 120 "$ENGINE" profile --model gpt2-small --override layers=2,d_model=64,heads=2,seq_len=16,vocab=256,positions=16 \
+    --batch-size 2 --repeats 1 --out "$WORK/gpt.prof.json" > "$WORK/pgpt" || fail "profile gpt2-small: $(cat "$WORK/pgpt")"
+python3 - "$WORK/prn" "$WORK/rn.prof.json" "$WORK/pgpt" "$WORK/gpt.prof.json" <<'PY' && pass "profile zoo models: $(head -c 200 "$WORK/prn.summary")" || fail "profile zoo models: $(tail -c 600 "$WORK/prn") $(tail -c 600 "$WORK/pgpt")"
+import json, sys
+summaries = []
+for out, graph_file, zoo, key in ((sys.argv[1], sys.argv[2], "resnet50", "width_mult"), (sys.argv[3], sys.argv[4], "gpt2-small", "d_model")):
+    summary = json.loads(open(out).read().splitlines()[-1])
+    g = json.load(open(graph_file))
+    assert g["source"]["zoo"] == zoo and key in g["source"]["overrides"], g["source"]
+    layers = summary["layers"]
+    assert layers == len(summary["layer_names"]) == len(summary["fwd_time_s"]) == len(summary["memory"]) == 1 + max(o["layer"] for o in g["ops"]), summary
+    assert all(t > 0 for t in summary["fwd_time_s"] + summary["bwd_time_s"]), summary
+    assert summary["model_fwd_time_s"] > 0 and summary["model_bwd_time_s"] > 0, summary
+    fwd = sum(o["fwd_time_s"] for o in g["ops"])
+    bwd = sum(o["bwd_time_s"] for o in g["ops"])
+    assert abs(fwd - summary["model_fwd_time_s"]) <= 1e-6 * fwd and abs(bwd - summary["model_bwd_time_s"]) <= 1e-6 * bwd, (fwd, bwd, summary)
+    summaries.append("%s: %d layers, a pass %.2f + %.2f ms" % (zoo, layers, 1e3 * summary["model_fwd_time_s"], 1e3 * summary["model_bwd_time_s"]))
+open(sys.argv[1] + ".summary", "w").write("; ".join(summaries))
+PY
+"$ENGINE" plan --graph "$WORK/gpt.prof.json" --pp 2 --global-batch 4 --microbatches 2 --out "$WORK/gpt.prof.plan.json" > /dev/null \
+    && launch "$WORK/gpt.prof.plan.json" 2 2 "$WORK/gpt.prof.run" > /dev/null 2>&1 && grep -q '"event":"done"' "$WORK/gpt.prof.run" \
+    && pass "a plan of the profiled gpt2-small graph trains on 2 ranks" || fail "training the profiled graph: $(grep '"event":"error"' "$WORK/gpt.prof.run" | head -2)"
+"$ENGINE" profile --model mlp-tiny --override layers=2 > "$WORK/pt"; code=$?
+[ $code -eq 2 ] && grep -q "override applies to the zoo's models" "$WORK/pt" && pass "profile: a tiny model takes no override" || fail "profile mlp-tiny --override: exit $code $(cat "$WORK/pt")"
 # The planners' cost model prefers the profiled times: simulating the profiled graph and the
 # same graph without times gives different iteration times.
 HIPPIE_PLAN="$(dirname "$ENGINE")/hippie-plan"
@@ -97,7 +127,9 @@ for kind, k in device["kernels"].items():
     assert 0 <= k["forward_overhead_s"] <= 1 and 0 <= k["backward_overhead_s"] <= 1, (kind, k)
     assert k["forward_bytes_per_s"] == 0 or k["forward_bytes_per_s"] >= 1, (kind, k)
 samples = p["kernel_samples"]
-assert len(samples) == 2 * len(kinds) and all(s["forward_s"] > 0 and s["backward_s"] > 0 for s in samples), samples
+# Two sizes a kind, and three small CNN convolutions more for the convolution's half-rate size.
+assert len(samples) == 2 * len(kinds) + 3 and all(s["forward_s"] > 0 and s["backward_s"] > 0 for s in samples), samples
+assert [s["kind"] for s in samples].count("conv2d") == 5, [s["kind"] for s in samples]
 PY2
 if [ -x "$HIPPIE_PLAN" ]; then
     "$HIPPIE_PLAN" simulate --cluster "$WORK/probe" --model resnet50 --override blocks1=1,blocks2=1,blocks3=1,blocks4=1,width_mult=0.25,image_size=64 \

@@ -1,6 +1,7 @@
 #include "engine/src/inspect/kernel_probe.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 
 #include "engine/src/device/device.h"
@@ -29,8 +30,9 @@ struct Case {
     double activation_elements = 0;  // inputs + outputs (+ kept state), as zoo.cpp's GraphBuilder::add
     double param_elements = 0;
     double forward_flops = 0, backward_flops = 0;  // only where they matter: matmuls, convolutions
-    std::vector<Tensor> leaves;
+    std::vector<Tensor> leaves;  // the inputs first, then the weights (param_elements > 0)
     std::function<Tensor()> forward;
+    bool weighted() const { return param_elements > 0; }
 };
 
 using Options = torch::TensorOptions;
@@ -49,6 +51,25 @@ Case unary(bool large, const Options& o, std::function<Tensor(const Tensor&)> f)
     c.forward = [x = c.leaves[0], f] { return f(x); };
     return c;
 }
+
+// A 3x3 convolution without bias, `ch` channels in and out on `side` x `side` images.
+Case convCase(const Options& o, int64_t b, int64_t ch, int64_t side) {
+    Case c;
+    c.leaves = {leaf({b, ch, side, side}, o), leaf({ch, ch, 3, 3}, o)};
+    c.activation_elements = 2.0 * static_cast<double>(b * ch * side * side);
+    c.param_elements = static_cast<double>(ch * ch * 9);
+    c.forward_flops = 2.0 * static_cast<double>(b * 9 * ch * ch * side * side);
+    c.backward_flops = 2 * c.forward_flops;
+    c.forward = [x = c.leaves[0], w = c.leaves[1]] { return torch::conv2d(x, w, {}, 1, 1); };
+    return c;
+}
+
+// Small CNNs' convolutions besides the table's large size, for the half-rate size: the
+// channels and image sides of a ResNet or VGG at a quarter width on 32-64 pixel images.
+struct ConvShape {
+    int64_t batch, channels, side;
+};
+constexpr ConvShape kSmallConvs[] = {{4, 8, 32}, {4, 32, 16}, {4, 64, 8}};
 
 // The kinds and their two sizes. Each mirrors how the engine's layers call LibTorch
 // (engine/src/models): GELU's tanh form, training-mode batch norm, ResNet's 3x3 stride-2
@@ -144,25 +165,41 @@ std::vector<std::pair<std::string, std::function<Case(bool)>>> kinds(const Optio
              c.forward = [q = c.leaves[0], k = c.leaves[1]] { return torch::matmul(q, k.transpose(-2, -1)); };
              return c;
          }},
-        {kConvKind, [o](bool large) {
-             const int64_t b = large ? 4 : 1, ch = large ? 16 : 4, side = large ? 32 : 8;
-             Case c;
-             c.leaves = {leaf({b, ch, side, side}, o), leaf({ch, ch, 3, 3}, o)};
-             c.activation_elements = 2.0 * static_cast<double>(b * ch * side * side);
-             c.param_elements = static_cast<double>(ch * ch * 9);
-             c.forward_flops = 2.0 * static_cast<double>(b * 9 * ch * ch * side * side);
-             c.backward_flops = 2 * c.forward_flops;
-             c.forward = [x = c.leaves[0], w = c.leaves[1]] { return torch::conv2d(x, w, {}, 1, 1); };
-             return c;
-         }},
+        {kConvKind, [o](bool large) { return large ? convCase(o, 4, 16, 32) : convCase(o, 1, 4, 8); }},
     };
 }
 
-// Median forward and backward seconds of `c` over about `seconds` (at least kMinRepeats).
-std::pair<double, double> timePasses(const torch::Device& device, Case& c, double seconds) {
+// A weighted kind is timed over copies of its case taking this many bytes in all (at most
+// kMaxCopies), used in turn: more than any CPU's last-level cache slice a rank sees, or a
+// GPU's L2.
+constexpr double kColdBytes = 128.0 * (1 << 20);
+constexpr int kMaxCopies = 64;
+
+int copiesOf(const Case& c) {
+    if (!c.weighted()) return 1;
+    const double bytes = (c.activation_elements + c.param_elements) * kFp32Bytes;
+    return static_cast<int>(std::clamp(std::ceil(kColdBytes / bytes), 1.0, static_cast<double>(kMaxCopies)));
+}
+
+// Forward and backward seconds of each group of cases, the groups run in turn for about
+// `seconds` (at least kMinRepeats rounds), each group's copies in turn (copiesOf), after one
+// untimed pass of every case (allocations, the library's choice of kernel). In turn, so that
+// a stall of the host (this VM stops a process for 10-80 ms now and then) costs each kind a
+// pass, not one kind its every pass. Copies of a weighted case meet their weights and saved
+// inputs out of the caches, as a training step does: a layer's weights were last used a
+// whole pass earlier, and the model's other layers streamed through the caches meanwhile.
+// Timed on one copy, a 4 x 1024 linear streams its 4 MiB weight from the cache, and a small
+// MLP's step ran 1.5 times what that table predicted here. A copy's input, as if just
+// written by the op before it, is read into the cache first.
+struct PassTimes {
     std::vector<double> forward, backward;
-    const auto pass = [&](bool record) {
+};
+std::vector<PassTimes> timeInTurn(const torch::Device& device, std::vector<std::vector<Case>>& groups, double seconds) {
+    std::vector<PassTimes> times(groups.size());
+    const auto pass = [&](size_t g, size_t k, bool record) {
+        Case& c = groups[g][k];
         for (Tensor& l : c.leaves) l.mutable_grad().reset();
+        if (groups[g].size() > 1) (void)c.leaves[0].detach().sum().item<float>();
         synchronizeDevice(device);
         const auto t0 = Clock::now();
         const Tensor y = c.forward();
@@ -175,13 +212,22 @@ std::pair<double, double> timePasses(const torch::Device& device, Case& c, doubl
         synchronizeDevice(device);
         const double b = secondsSince(t1);
         if (!record) return;
-        forward.push_back(f);
-        backward.push_back(b);
+        times[g].forward.push_back(f);
+        times[g].backward.push_back(b);
     };
-    pass(false);  // warm-up: allocations, the library's choice of kernel
+    for (size_t g = 0; g < groups.size(); ++g)
+        for (size_t k = 0; k < groups[g].size(); ++k) pass(g, k, false);
     const auto start = Clock::now();
-    while (secondsSince(start) < seconds || forward.size() < kMinRepeats) pass(true);
-    return {median(forward), median(backward)};
+    for (size_t round = 0; secondsSince(start) < seconds || round < kMinRepeats; ++round)
+        for (size_t g = 0; g < groups.size(); ++g) pass(g, round % groups[g].size(), true);
+    return times;
+}
+
+// `make`'s case and its copies (copiesOf).
+std::vector<Case> withCopies(const std::function<Case()>& make) {
+    std::vector<Case> copies{make()};
+    for (int k = copiesOf(copies[0]); k > 1; --k) copies.push_back(make());
+    return copies;
 }
 
 }  // namespace
@@ -189,34 +235,71 @@ std::pair<double, double> timePasses(const torch::Device& device, Case& c, doubl
 KernelProbe probeKernels(const torch::Device& device, const ComputeRates& rates, double seconds) {
     const Options o = Options().device(device);
     const auto table = kinds(o);
-    const double share = seconds / static_cast<double>(2 * table.size());
-    KernelProbe probe;
+    const double half = seconds / 2;
+    // The small sizes, whose time is the kinds' overheads, run in turn as a model's ops do, not
+    // each over and over: here each then costs 1-3.5 us more a pass (the dispatcher's code and
+    // the kernels' set-up no longer hot), which a small CNN's 170 ops a pass add up to.
+    // The large sizes run one kind at a time, in two sweeps over the kinds: a kind's input is
+    // in the cache as the op before it leaves it (timed in turn with the others, every kind's
+    // input came from memory, and a small CNN's predicted pass rose 1.7 times above its
+    // measured one), and each kind keeps the sweep that ran faster, so that a slow spell of
+    // the host (one probe here timed the large add's backward at a twentieth of its rate)
+    // costs one sweep, not the kind.
+    std::vector<std::vector<Case>> small;
+    std::vector<std::function<Case()>> large;
     for (const auto& [kind, make] : table) {
-        KernelSample sizes[2];
-        for (int large = 0; large < 2; ++large) {
-            Case c = make(large == 1);
-            const auto [f, b] = timePasses(device, c, share);
-            sizes[large] = {kind, c.activation_elements * kFp32Bytes, c.param_elements * kFp32Bytes, c.forward_flops, c.backward_flops, f, b};
-            probe.samples.push_back(sizes[large]);
+        small.push_back({make(false)});
+        large.push_back([&, make = make] { return make(true); });
+    }
+    for (const ConvShape& shape : kSmallConvs) large.push_back([&, shape] { return convCase(o, shape.batch, shape.channels, shape.side); });
+    const std::vector<PassTimes> small_times = timeInTurn(device, small, half);
+    std::vector<PassTimes> large_times(large.size());
+    std::vector<Case> large_cases(large.size());
+    const double sweep = half / 2 / static_cast<double>(large.size());
+    for (int round = 0; round < 2; ++round)
+        for (size_t i = 0; i < large.size(); ++i) {
+            std::vector<std::vector<Case>> copies{withCopies(large[i])};
+            const PassTimes t = timeInTurn(device, copies, sweep).front();
+            const auto total = [](const PassTimes& p) { return p.forward.empty() ? INFINITY : median(p.forward) + median(p.backward); };
+            if (total(t) < total(large_times[i])) large_times[i] = t;
+            large_cases[i] = copies[0][0];
         }
-        const double flops = rates.matmul_flops_per_s * (kind == kConvKind ? rates.conv_efficiency : 1.0);
+    KernelProbe probe;
+    const auto sample = [&](const std::string& kind, const Case& c, const PassTimes& t) {
+        probe.samples.push_back({kind, c.activation_elements * kFp32Bytes, c.param_elements * kFp32Bytes, c.forward_flops, c.backward_flops,
+                                 median(t.forward), median(t.backward)});
+        return probe.samples.back();
+    };
+    for (size_t i = 0; i < table.size(); ++i) {
+        const std::string& kind = table[i].first;
+        const KernelSample small_sample = sample(kind, small[i][0], small_times[i]);
+        const KernelSample large_sample = sample(kind, large_cases[i], large_times[i]);
+        std::vector<KernelSample> small_convs{large_sample};
+        if (kind == kConvKind)
+            for (size_t j = table.size(); j < large.size(); ++j) small_convs.push_back(sample(kind, large_cases[j], large_times[j]));
+        const double matmul = kind == kConvKind && rates.matmul_flops_now ? rates.matmul_flops_now() : rates.matmul_flops_per_s;
+        const double flops = matmul * (kind == kConvKind ? rates.conv_efficiency : 1.0);
         KernelTiming k;
         for (const bool backward : {false, true}) {
-            KernelPassTime p[2];
-            for (int i = 0; i < 2; ++i)
-                p[i] = {passBytes(sizes[i].activation_bytes, sizes[i].param_bytes, backward), backward ? sizes[i].backward_flops : sizes[i].forward_flops,
-                        backward ? sizes[i].backward_s : sizes[i].forward_s};
-            const KernelPassFit fit = fitKernelPass(p[0], p[1], flops, kind != kConvKind);
+            const auto pass = [&](const KernelSample& s) {
+                return KernelPassTime{passBytes(s.activation_bytes, s.param_bytes, backward), backward ? s.backward_flops : s.forward_flops,
+                                      backward ? s.backward_s : s.forward_s};
+            };
+            const KernelPassFit fit = fitKernelPass(pass(small_sample), pass(large_sample), flops, kind != kConvKind);
             (backward ? k.backward_bytes_per_s : k.forward_bytes_per_s) = fit.bytes_per_s;
             (backward ? k.backward_overhead_s : k.forward_overhead_s) = fit.overhead_s;
         }
-        // conv_efficiency is measured at CNN sizes; the large size here is a small convolution,
-        // slower per FLOP: the half-rate size that explains its time beyond the overheads,
-        // (F + h) / rate forward plus (F_b + 2 h) / rate backward (two kernels).
+        // conv_efficiency is measured at CNN sizes; the large size here and kSmallConvs are small
+        // convolutions, slower per FLOP: each gives the half-rate size that explains its time
+        // beyond the overheads, (F + h) / rate forward plus (F_b + 2 h) / rate backward (two
+        // kernels), and the kind takes their median (one size alone swung it 4x between probes).
         if (kind == kConvKind && flops > 0) {
-            const KernelSample& l = sizes[1];
-            const double busy = (l.forward_s - k.forward_overhead_s) + (l.backward_s - k.backward_overhead_s);
-            k.half_rate_flops = std::max(0.0, (busy * flops - l.forward_flops - l.backward_flops) / 3.0);
+            std::vector<double> half_rates;
+            for (const KernelSample& l : small_convs) {
+                const double busy = (l.forward_s - k.forward_overhead_s) + (l.backward_s - k.backward_overhead_s);
+                half_rates.push_back(std::max(0.0, (busy * flops - l.forward_flops - l.backward_flops) / 3.0));
+            }
+            k.half_rate_flops = median(half_rates);
         }
         probe.kernels.emplace(kind, k);
     }

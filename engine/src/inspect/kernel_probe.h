@@ -2,6 +2,7 @@
 // The probe's kernel table (DeviceSpec::kernels): the op kinds the zoo's graphs use, each run
 // forward and backward through autograd on its device as the engine runs it, at a size where
 // the kernel's own work is negligible (its overhead) and at one where it dominates (its rate).
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -16,6 +17,9 @@ namespace hippie::engine {
 struct ComputeRates {
     double matmul_flops_per_s = 0;
     double conv_efficiency = 1.0;
+    // The matmul rate at this moment, measured again (the host's speed drifts): a kind judged
+    // against a rate it must share a moment with (the convolution's half-rate size) uses it.
+    std::function<double()> matmul_flops_now;
 };
 
 // One kind at one size: what the cost model counts for it (planners/model/zoo*.cpp's bytes
@@ -30,7 +34,7 @@ struct KernelSample {
 
 struct KernelProbe {
     std::map<std::string, KernelTiming> kernels;
-    std::vector<KernelSample> samples;  // two per kind: small, then large
+    std::vector<KernelSample> samples;  // two per kind, small then large (conv2d: then kSmallConvs)
 };
 
 // About `seconds` in all. Each pass's overhead and rate come from its two sizes with the cost

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <csignal>
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -29,12 +30,16 @@
 #include "engine/src/inspect/timing.h"
 #include "engine/src/inspect/tools.h"
 #include "engine/src/launch/ports.h"
+#include "engine/src/models/tiny_graphs.h"
 #include "engine/src/models/tiny_models.h"
+#include "engine/src/models/trainable.h"
 #include "engine/src/runtime/cpu_threads.h"
 #include "engine/src/runtime/data.h"
 #include "planners/cluster/cluster_json.h"
 #include "planners/common/error.h"
 #include "planners/model/graph_json.h"
+#include "planners/model/overrides.h"
+#include "planners/model/zoo.h"
 
 namespace hippie::engine {
 
@@ -394,15 +399,19 @@ int transportPeer(int port) {
 }
 
 // 3x3 convolutions (and one 1x1) of the sizes CNN training runs, forward and backward (input
-// and weight gradients), against the matmul curve at the same FLOPs: the device's convolution
-// kernels (im2col or implicit GEMM, layout reorders) reach this fraction of its matmul rate.
+// and weight gradients), against square matmuls of the same FLOPs timed in turn with them:
+// the device's convolution kernels (im2col or implicit GEMM, layout reorders) reach this
+// fraction of its matmul rate (on this project's AVX-512 VMs oneDNN's convolutions outrun
+// OpenBLAS's AVX2 sgemm by half again). Timed in turn, not against the FLOP curve measured
+// seconds earlier: this VM's speed drifts by a third within minutes, and a ratio of two
+// moments' rates gave 1.2 to 2.5 from one probe to the next.
 // Returns the median ratio over the shapes and each shape's (FLOPs, seconds).
 struct ConvProbe {
     double efficiency = 1.0;
     std::vector<std::pair<double, double>> samples;
 };
 
-ConvProbe probeConvolutions(const torch::Device& device, const ComputeProbe& matmul, double seconds) {
+ConvProbe probeConvolutions(const torch::Device& device, double seconds) {
     struct Shape {
         int64_t batch, in, out, side, kernel;
     };
@@ -410,29 +419,37 @@ ConvProbe probeConvolutions(const torch::Device& device, const ComputeProbe& mat
     ConvProbe p;
     std::vector<double> ratios;
     const double share = seconds / static_cast<double>(std::size(kShapes));
+    const auto opts = torch::TensorOptions().device(device);
+    const auto timed = [&](const std::function<void()>& f) {
+        const auto t0 = Clock::now();
+        f();
+        synchronizeDevice(device);
+        return secondsSince(t0);
+    };
     for (const Shape& s : kShapes) {
-        const auto opts = torch::TensorOptions().device(device);
         const Tensor x = torch::randn({s.batch, s.in, s.side, s.side}, opts).requires_grad_(true);
         const Tensor w = torch::randn({s.out, s.in, s.kernel, s.kernel}, opts).requires_grad_(true);
-        const auto pass = [&] {
+        const auto conv = [&] {
             const Tensor y = torch::conv2d(x, w, {}, 1, s.kernel / 2);
             y.backward(torch::ones_like(y));
-            if (device.is_cuda()) torch::cuda::synchronize();
         };
-        pass();  // warm-up: the library picks its algorithm
-        std::vector<double> times;
-        const auto start = Clock::now();
-        while (secondsSince(start) < share || times.size() < 3) {
-            const auto t0 = Clock::now();
-            pass();
-            times.push_back(secondsSince(t0));
-        }
-        const double t = median(times);
-        // Forward, input gradient and weight gradient: three kernels of the forward's FLOPs.
+        // Forward, input gradient and weight gradient: three kernels of the forward's FLOPs;
+        // the matmul does them as one (at these sizes the FLOP curve is flat).
         const double f = 2.0 * static_cast<double>(s.batch * s.out * s.in * s.kernel * s.kernel * s.side * s.side);
-        const double as_matmul = 3.0 * ((f + matmul.half_rate_flops) / matmul.rate_flops + matmul.launch_s);
+        const auto n = static_cast<int64_t>(std::llround(std::cbrt(3.0 * f / 2.0)));
+        const Tensor a = torch::randn({n, n}, opts), b = torch::randn({n, n}, opts);
+        const auto matmul = [&] { (void)torch::matmul(a, b); };
+        timed(conv);  // warm-up: the library picks its algorithm
+        timed(matmul);
+        std::vector<double> conv_times, matmul_times;
+        const auto start = Clock::now();
+        while (secondsSince(start) < share || conv_times.size() < 3) {
+            conv_times.push_back(timed(conv));
+            matmul_times.push_back(timed(matmul));
+        }
+        const double t = median(conv_times);
         p.samples.emplace_back(3.0 * f, t);
-        if (t > 0) ratios.push_back(as_matmul / t);
+        if (t > 0) ratios.push_back(median(matmul_times) * 3.0 * f / (2.0 * static_cast<double>(n * n * n)) / t);
     }
     if (!ratios.empty()) p.efficiency = median(ratios);
     return p;
@@ -466,9 +483,13 @@ int probeCommand(const ProbeOptions& o) {
     node.device.efficiency = 1.0;  // the measurement is what real kernels reach
     node.device.half_rate_flops = compute.half_rate_flops;  // fp16 peak = fp32 here, so no rescaling
     node.device.launch_overhead_s = compute.launch_s;
-    const ConvProbe convs = probeConvolutions(device, compute, slot);
+    const ConvProbe convs = probeConvolutions(device, slot);
     node.device.conv_efficiency = convs.efficiency;
-    const KernelProbe kernels = probeKernels(device, {compute.rate_flops, convs.efficiency}, 2 * slot);
+    const auto matmul_now = [&] {
+        constexpr int64_t kSide = 512;
+        return 2.0 * static_cast<double>(kSide * kSide * kSide) / matmulSeconds(device, kSide, slot / 8);
+    };
+    const KernelProbe kernels = probeKernels(device, {compute.rate_flops, convs.efficiency, matmul_now}, 2 * slot);
     node.device.kernels = kernels.kernels;
     node.device.memory_bandwidth_bytes_per_s = copyBytesPerSecond(device, slot);
     node.device.memory_bytes = deviceMemoryBytes(device).value_or(static_cast<int64_t>(pages) * page);
@@ -560,43 +581,93 @@ private:
 };
 
 struct LayerMemory {
-    int64_t output_bytes = 0;    // the layer's output tensor
+    int64_t output_bytes = 0;    // the layer's output tensors
     int64_t saved_bytes = 0;     // more bytes the forward leaves allocated: tensors saved for backward
     int64_t fwd_temp_bytes = 0;  // forward's transient peak above what it leaves allocated
     int64_t bwd_temp_bytes = 0;  // backward's peak above what it started with, less the weight gradients
 };
 
-// One forward and backward of `layer` on `in`, measured by the allocator. The backward starts
-// from `loss` of the output (last layer) or from `out_grad`, allocated before the measurement.
-LayerMemory measureLayerMemory(LayerModule& layer, const Tensor& in, const std::function<Tensor(const Tensor&)>& loss,
-                               const Tensor& out_grad, const torch::Device& device) {
-    int64_t param_bytes = 0;
-    for (Tensor& p : layer.parameters()) {
-        p.mutable_grad() = Tensor();
-        param_bytes += static_cast<int64_t>(p.nbytes());
+// One layer of a model being profiled: it reads `in` (the live tensors before it, the float
+// ones detached and requiring grad so its backward stops at its inputs) and adds its outputs.
+// The last layer's pass ends in the model's loss; every other's backward starts from a
+// gradient of ones / numel on each of its float outputs.
+class LayerPass {
+public:
+    LayerPass(LayerModule& layer, const Live& before, const Trainable& model, const Tensor& targets, bool last)
+        : layer_(layer), model_(model), targets_(targets), last_(last) {
+        // The step's input samples need no gradient (the engine asks none of the first layer).
+        for (const auto& [key, t] : before) in_[key] = t.is_floating_point() && key != kDataKey ? t.detach().requires_grad_(true) : t;
     }
-    in.mutable_grad() = Tensor();
+    // Runs the forward; returns the tensors backward starts from (the loss, or the outputs).
+    std::vector<Tensor> forward() {
+        out_ = in_;
+        layer_.run(out_);
+        if (last_) return {model_.loss(out_, targets_)};
+        std::vector<Tensor> roots;
+        for (const auto& [key, t] : out_)
+            if (const auto was = in_.find(key); (was == in_.end() || !was->second.is_same(t)) && t.requires_grad()) roots.push_back(t);
+        return roots;
+    }
+    static std::vector<Tensor> seeds(const std::vector<Tensor>& roots, bool last) {
+        std::vector<Tensor> g;
+        for (const Tensor& r : roots) g.push_back(last ? torch::ones_like(r) : torch::ones_like(r) / r.numel());
+        return g;
+    }
+    bool last() const { return last_; }
+    // What the next layer reads: every live tensor, this layer's outputs detached.
+    Live next() const {
+        Live n;
+        for (const auto& [key, t] : out_) n[key] = t.detach();
+        return n;
+    }
+    int64_t outputBytes() const {
+        int64_t b = 0;
+        for (const auto& [key, t] : out_)
+            if (const auto was = in_.find(key); was == in_.end() || !was->second.is_same(t)) b += static_cast<int64_t>(t.nbytes());
+        return b;
+    }
+    void clearGrads() {
+        for (Tensor& p : layer_.parameters()) p.mutable_grad() = Tensor();
+        for (auto& [key, t] : in_)
+            if (t.requires_grad()) t.mutable_grad() = Tensor();
+    }
+    int64_t paramBytes() {
+        int64_t b = 0;
+        for (const Tensor& p : layer_.parameters()) b += static_cast<int64_t>(p.nbytes());
+        return b;
+    }
+
+private:
+    LayerModule& layer_;
+    const Trainable& model_;
+    const Tensor& targets_;
+    bool last_;
+    Live in_, out_;
+};
+
+// One forward and backward of a layer, measured by the allocator.
+LayerMemory measureLayerMemory(LayerPass& pass, const torch::Device& device) {
+    pass.clearGrads();
+    const int64_t param_bytes = pass.paramBytes();
     synchronizeDevice(device);
     auto tracker = std::make_shared<AllocationTracker>(device.type());
     c10::DebugInfoGuard guard(c10::DebugInfoKind::PROFILER_STATE, tracker);
     LayerMemory m;
     {
-        Tensor y = layer.forward(in);
-        Tensor root = loss ? loss(y) : y;
+        const std::vector<Tensor> roots = pass.forward();
         synchronizeDevice(device);
         const int64_t kept = tracker->current();
-        m.output_bytes = static_cast<int64_t>(y.nbytes());
+        m.output_bytes = pass.outputBytes();
         m.saved_bytes = std::max<int64_t>(0, kept - m.output_bytes);
         m.fwd_temp_bytes = std::max<int64_t>(0, tracker->peak() - kept);
-        const Tensor grad = loss ? torch::ones_like(root) : out_grad;
+        const std::vector<Tensor> grads = LayerPass::seeds(roots, pass.last());
         tracker->resetPeak();
         const int64_t before = tracker->current();
-        root.backward(grad);
+        torch::autograd::backward(roots, grads);
         synchronizeDevice(device);
         m.bwd_temp_bytes = std::max<int64_t>(0, tracker->peak() - before - param_bytes);
     }
-    for (Tensor& p : layer.parameters()) p.mutable_grad() = Tensor();
-    in.mutable_grad() = Tensor();
+    pass.clearGrads();
     return m;
 }
 
@@ -619,58 +690,83 @@ void share(Graph& g, const Layer& l, int64_t total, const std::function<int64_t(
 
 }  // namespace
 
-int profileCommand(const std::string& model, int batch_size, int seq_len, int repeats, const std::string& out_file,
-                   const std::string& device_name) {
-    const TinyConfig* cfg = findTinyModel(model);
-    if (!cfg) return fail("unknown model '" + model + "'; the engine profiles " + tinyModelNames());
-    if (batch_size < 1 || repeats < 1) return fail("--batch-size and --repeats must be positive");
+int profileCommand(const ProfileOptions& o) {
+    const bool zoo = findZooModel(o.model) != nullptr;
+    const TinyConfig* cfg = zoo ? nullptr : findTinyModel(o.model);
+    if (!zoo && !cfg) return fail("unknown model '" + o.model + "'; the engine profiles the zoo's models (hippie-plan models) and " + tinyModelNames());
+    if (!zoo && !o.overrides.empty()) return fail("--override applies to the zoo's models, not '" + o.model + "'");
+    if (o.batch_size < 1 || o.repeats < 1) return fail("--batch-size and --repeats must be positive");
     try {
-        const torch::Device device = resolveDevice(device_name, 0);
+        ModelSpec spec;
+        spec.zoo = o.model;
+        spec.batch_size = o.batch_size;
+        spec.seq_len = o.seq_len;
+        if (zoo) applyOverrideText(spec, o.overrides);
+        Graph g = zoo ? buildZooModel(spec) : buildTinyGraph(*cfg, spec);
+        const std::unique_ptr<Trainable> model = zoo ? makeZooTrainable(spec) : makeTinyTrainable(*cfg, o.seq_len);
+        const torch::Device device = resolveDevice(o.device, 0);
         useDevice(device);
         // On the CPU, the times of one rank of one thread, like the probe's device (left alone,
         // OpenBLAS's own pool would run the matmuls on every core and the rest on one).
         if (!device.is_cuda()) configureCpu(1);
-        ModelSpec spec;
-        spec.zoo = model;
-        spec.batch_size = batch_size;
-        spec.seq_len = seq_len;
-        Graph g = buildTinyGraph(*cfg, spec);
         const int layers = g.layerCount();
-        auto modules = buildTinyLayers(*cfg, seq_len, 0, layers - 1, 0);
-        for (const LayerPtr& l : modules) l->to(device);
-        const Batch batch = syntheticBatch(*cfg, seq_len, batch_size, 0, 0);
+        if (model->layerCount() != layers)
+            throw Error(o.model + ": the engine builds " + std::to_string(model->layerCount()) + " layers, the graph has " + std::to_string(layers));
+        const std::vector<LayerPtr> modules = model->layers(0, layers - 1, 0, device);
+        for (const LayerPtr& l : modules)
+            if (const auto tied = l->tiedWeight()) l->setTied(*modules.at(static_cast<size_t>(tied->owner_layer))->named_parameters().find(tied->owner_param));
+        const Batch batch = model->synthetic(o.batch_size, 0, 0);
         const Tensor targets = batch.targets.to(device);
         std::vector<double> fwd(static_cast<size_t>(layers)), bwd(static_cast<size_t>(layers));
         std::vector<LayerMemory> mem(static_cast<size_t>(layers));
-        Tensor x = batch.inputs.to(device);
+        Live live{{kDataKey, batch.inputs.to(device)}};
         for (int i = 0; i < layers; ++i) {
-            LayerModule& layer = *modules[static_cast<size_t>(i)];
-            const Tensor in = x.is_floating_point() ? x.detach().requires_grad_(true) : x;
-            const bool last = i + 1 == layers;
+            LayerPass pass(*modules[static_cast<size_t>(i)], live, *model, targets, i + 1 == layers);
             std::vector<double> tf, tb;
-            Tensor y;
-            for (int r = 0; r < repeats + 1; ++r) {
+            for (int r = 0; r < o.repeats + 1; ++r) {  // the first pass warms up
+                pass.clearGrads();
                 synchronizeDevice(device);
                 auto t0 = Clock::now();
-                y = layer.forward(in);
-                Tensor root = last ? tinyLoss(*cfg, seq_len, y, targets) : y;
+                const std::vector<Tensor> roots = pass.forward();
                 synchronizeDevice(device);
                 if (r > 0) tf.push_back(secondsSince(t0));
-                const Tensor grad = last ? torch::ones_like(root) : torch::ones_like(root) / root.numel();
+                const std::vector<Tensor> grads = LayerPass::seeds(roots, pass.last());
                 t0 = Clock::now();
-                root.backward(grad);
+                torch::autograd::backward(roots, grads);
                 synchronizeDevice(device);
                 if (r > 0) tb.push_back(secondsSince(t0));
             }
             fwd[static_cast<size_t>(i)] = median(tf);
             bwd[static_cast<size_t>(i)] = median(tb);
-            // Backward from the loss on the last layer, else from an output gradient of ones / n.
-            std::function<Tensor(const Tensor&)> loss;
-            if (last) loss = [&](const Tensor& out) { return tinyLoss(*cfg, seq_len, out, targets); };
-            const Tensor out_grad = last ? Tensor() : torch::ones_like(y) / y.numel();
-            mem[static_cast<size_t>(i)] = measureLayerMemory(layer, in, loss, out_grad, device);
-            x = y.detach();
+            mem[static_cast<size_t>(i)] = measureLayerMemory(pass, device);
+            live = pass.next();
         }
+        // The whole model's pass, layer after layer in one autograd graph as a one-stage step
+        // runs it: what the layers cost together, their weights no longer warm in the cache
+        // and each op's dispatch no longer hot (a small MLP's pass here: 1.3-1.5 times its
+        // layers' sum; a small ResNet's 1.2 times).
+        std::vector<double> whole_fwd, whole_bwd;
+        for (int r = 0; r < o.repeats + 1; ++r) {
+            for (const LayerPtr& l : modules)
+                for (Tensor& p : l->parameters()) p.mutable_grad() = Tensor();
+            synchronizeDevice(device);
+            auto t0 = Clock::now();
+            Live x{{kDataKey, batch.inputs.to(device)}};
+            for (const LayerPtr& l : modules) l->run(x);
+            const Tensor loss = model->loss(x, targets);
+            synchronizeDevice(device);
+            if (r > 0) whole_fwd.push_back(secondsSince(t0));
+            t0 = Clock::now();
+            loss.backward();
+            synchronizeDevice(device);
+            if (r > 0) whole_bwd.push_back(secondsSince(t0));
+        }
+        // The layers' times, each measured on its own (its weights warm in the cache), scaled to
+        // add up to the whole model's pass: what a step of the model costs, shared among its
+        // layers as they measured alone.
+        const auto sum = [](const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0); };
+        const double fwd_scale = sum(fwd) > 0 ? median(whole_fwd) / sum(fwd) : 1.0;
+        const double bwd_scale = sum(bwd) > 0 ? median(whole_bwd) / sum(bwd) : 1.0;
         // A layer's time is shared among its ops in proportion to their FLOPs; its measured
         // activation (output + saved for backward) in proportion to the ops' modelled outputs,
         // and every op's workspace is the layer's measured transient peak.
@@ -678,27 +774,30 @@ int profileCommand(const std::string& model, int batch_size, int seq_len, int re
         for (const Layer& l : view) {
             const double fl = std::max(l.fwd_flops, 1.0), bl = std::max(l.bwd_flops, 1.0);
             for (int op : l.ops) {
-                Op& o = g.ops[static_cast<size_t>(op)];
-                const double fshare = l.fwd_flops > 0 ? o.fwd_flops / fl : 1.0 / static_cast<double>(l.ops.size());
-                const double bshare = l.bwd_flops > 0 ? o.bwd_flops / bl : 1.0 / static_cast<double>(l.ops.size());
-                o.fwd_time_s = fwd[static_cast<size_t>(l.index)] * fshare;
-                o.bwd_time_s = bwd[static_cast<size_t>(l.index)] * bshare;
+                Op& op_ = g.ops[static_cast<size_t>(op)];
+                const double fshare = l.fwd_flops > 0 ? op_.fwd_flops / fl : 1.0 / static_cast<double>(l.ops.size());
+                const double bshare = l.bwd_flops > 0 ? op_.bwd_flops / bl : 1.0 / static_cast<double>(l.ops.size());
+                op_.fwd_time_s = fwd[static_cast<size_t>(l.index)] * fwd_scale * fshare;
+                op_.bwd_time_s = bwd[static_cast<size_t>(l.index)] * bwd_scale * bshare;
             }
             const LayerMemory& m = mem[static_cast<size_t>(l.index)];
-            share(g, l, m.output_bytes + m.saved_bytes, [](const Op& o) { return o.output_bytes; }, &Op::output_bytes);
+            share(g, l, m.output_bytes + m.saved_bytes, [](const Op& op_) { return op_.output_bytes; }, &Op::output_bytes);
             for (int op : l.ops) g.ops[static_cast<size_t>(op)].temp_bytes = std::max(m.fwd_temp_bytes, m.bwd_temp_bytes);
         }
-        if (out_file.empty()) std::cout << graphToJson(g).dump(2) << std::endl;
-        else saveGraphFile(g, out_file);
+        if (o.out_file.empty()) std::cout << graphToJson(g).dump(2) << std::endl;
+        else saveGraphFile(g, o.out_file);
         json memory = json::array();
         for (const LayerMemory& m : mem)
             memory.push_back({{"output_bytes", m.output_bytes}, {"saved_bytes", m.saved_bytes}, {"fwd_temp_bytes", m.fwd_temp_bytes},
                               {"bwd_temp_bytes", m.bwd_temp_bytes}});
-        json summary = {{"event", "profile"}, {"model", model}, {"batch_size", batch_size}, {"layers", layers}, {"device", describeDevice(device)},
-                        {"fwd_time_s", fwd}, {"bwd_time_s", bwd}, {"memory", memory}};
-        if (!out_file.empty()) std::cout << summary.dump() << std::endl;
-    } catch (const Error& e) {
-        return fail(e.what());
+        json names = json::array();
+        for (const Layer& l : view) names.push_back(l.name);
+        json summary = {{"event", "profile"}, {"model", o.model}, {"batch_size", o.batch_size}, {"layers", layers}, {"layer_names", names},
+                        {"device", describeDevice(device)}, {"fwd_time_s", fwd}, {"bwd_time_s", bwd}, {"memory", memory},
+                        {"model_fwd_time_s", median(whole_fwd)}, {"model_bwd_time_s", median(whole_bwd)}};
+        if (!o.out_file.empty()) std::cout << summary.dump() << std::endl;
+    } catch (const std::exception& e) {
+        return fail(firstLine(e.what()));
     }
     return 0;
 }

@@ -1,6 +1,6 @@
 #pragma once
-// Measuring commands: `probe` (this host as Cluster JSON), `profile` (a tiny model's graph
-// with measured per-layer times), `inspect` (TorchScript -> graph JSON with measured times)
+// Measuring commands: `probe` (this host as Cluster JSON), `profile` (a model's graph with
+// measured per-layer times), `inspect` (TorchScript -> graph JSON with measured times)
 // and `export-script` (a tiny model as a TorchScript file, for inspect and its tests).
 // Each returns the process exit code and prints JSON on stdout or an error event.
 #include <string>
@@ -19,10 +19,20 @@ struct ProbeOptions {
 };
 int probeCommand(const ProbeOptions& o);
 
-// profile: per layer, the median forward and backward time and the measured memory (output
-// bytes, bytes autograd keeps for backward, transient peaks); see measure.cpp.
-int profileCommand(const std::string& model, int batch_size, int seq_len, int repeats, const std::string& out_file,
-                   const std::string& device = "cpu");
+// profile: a zoo model (at its size overrides) or a tiny model, layer by layer as the engine
+// builds it: the median forward and backward time of each layer and its measured memory
+// (output bytes, bytes autograd keeps for backward, transient peaks), written into the
+// model's graph (a layer's time shared among its ops by FLOPs); see measure.cpp.
+struct ProfileOptions {
+    std::string model;
+    std::string overrides;  // zoo models: "layers=2,seq_len=64"
+    int batch_size = 8;
+    int seq_len = 0;  // 0: the model's
+    int repeats = 5;
+    std::string out_file;  // empty: stdout
+    std::string device = "cpu";
+};
+int profileCommand(const ProfileOptions& o);
 
 // make-data: `samples` samples of a tiny model's synthetic data (seed) as a tensor data file.
 int makeDataCommand(const std::string& model, int samples, int seq_len, unsigned long long seed, const std::string& out_file);

@@ -32,8 +32,6 @@ int fail(const std::string& message) {
     return 2;
 }
 
-std::string firstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
-
 struct Child {
     std::string name;
     torch::jit::Module module;

@@ -22,8 +22,6 @@ std::string shapeString(c10::IntArrayRef s) {
     return out + "]";
 }
 
-std::string firstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
-
 class TinyTrainable : public Trainable {
 public:
     TinyTrainable(const TinyConfig& cfg, int seq_len) : cfg_(cfg), seq_len_(seq_len) {}

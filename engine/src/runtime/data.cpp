@@ -29,8 +29,6 @@ std::string shapeString(c10::IntArrayRef s) {
 
 std::string describeTensor(const Tensor& t) { return shapeString(t.sizes()) + " " + std::string(c10::toString(t.scalar_type())); }
 
-std::string firstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
-
 }  // namespace
 
 TensorFile loadTensorFile(const std::string& path) {

@@ -201,9 +201,8 @@ Executor::Executor(const Plan& plan, const Graph& graph, const Program& program,
     if (int64_t{static_cast<int64_t>(program.segments.size())} * tag_stride_ * 2 >= kConnectTag)
         throw Error("the plan's " + std::to_string(program.segments.size()) + " segments x " + std::to_string(tag_stride_) +
                     " micro-batches leave no room for point-to-point tags; use fewer micro-batches");
-    if (const int stream = program.streamOf(rank_); stream >= 0)
-        for (const Instr& x : program.streams[static_cast<size_t>(stream)])
-            if (x.kind == InstrKind::SendGrad) ++grad_sends_[{x.segment, x.mb}];
+    for (const Instr& x : *stream_)
+        if (x.kind == InstrKind::SendGrad) ++grad_sends_[{x.segment, x.mb}];
     createGroups();
     buildStages(graph);
     connectLinks();

@@ -4,7 +4,10 @@
 # second to seconds a step here) on this host's CPU ranks. The cluster is `hippie-engine
 # probe` of this host (one thread's matmul curve, its kernel table of the zoo's op kinds,
 # memory bandwidth, the Gloo link, the cores' compute slots), one device per rank
-# (bench_lib.sh's rank_cluster), measured before the runs and not fitted to them; the
+# (bench_lib.sh's rank_cluster), measured right before each plan's run and not fitted to it
+# (this VM's speed drifts within minutes: three probes in a row here gave a matmul rate of 68,
+# 101 and 100 GFLOP/s and a copy bandwidth of 27 to 44 GB/s, so one probe for all the runs
+# mispredicts the later ones by whatever the host did meanwhile; PROBE_ONCE=1 does that); the
 # prediction is `hippie-plan simulate` of the very plan file the ranks ran (the zoo's Graph:
 # FLOPs and bytes, no measured layer times).
 # Prints the error of each plan and the median |error|.
@@ -17,17 +20,20 @@ set -u
 source "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
 N="${RANKS:-4}"
 [ $((N % 2)) -eq 0 ] && [ "$N" -ge 2 ] || { echo "RANKS must be even and at least 2 (got $N)"; exit 2; }
-ENGINE="$1"; PLANNER="$2"; STEPS="${3:-10}"; GB="${4:-$((4 * N))}"
+ENGINE="$1"; PLANNER="$2"; STEPS="${3:-30}"; GB="${4:-$((4 * N))}"
 WORK="$(mktemp -d)"; trap 'rm -rf "$WORK"' EXIT
 echo "load before: $(uptime)"
-"$ENGINE" probe --seconds 6 > "$WORK/probe.json" || exit 2
-rank_cluster "$WORK/probe.json" "$WORK/probe.json" $N || exit 2
-echo "probe: $(grep -o '"matmul_flops_per_s":[^,]*' "$WORK/probe.json"), $(grep -o '"loopback_bytes_per_s":[^,]*' "$WORK/probe.json")"
+probe() {  # the host as it is now, as N rank devices, in $WORK/probe.json
+    "$ENGINE" probe --seconds 6 > "$WORK/probe.json" || exit 2
+    rank_cluster "$WORK/probe.json" "$WORK/probe.json" $N > "$WORK/probe.txt" || exit 2
+}
+probe; cat "$WORK/probe.txt"
 errors=()
 run() {  # run MODEL OVERRIDE NAME PLAN_ARGS...
     local model="$1" ov="$2" name="$3"; shift 3
     "$ENGINE" plan --model "$model" --override "$ov" --global-batch "$GB" --optimizer sgd --out "$WORK/$name.json" "$@" > /dev/null \
         || { echo "$name: plan failed"; return; }
+    [ "${PROBE_ONCE:-0}" = 1 ] || probe
     timeout 900 "$ENGINE" launch --plan "$WORK/$name.json" --nprocs $N --steps "$STEPS" --rank-args "--threads 1" > "$WORK/$name.out" 2>&1 \
         || { echo "$name: run failed: $(tail -1 "$WORK/$name.out")"; return; }
     local measured predicted
@@ -36,7 +42,8 @@ run() {  # run MODEL OVERRIDE NAME PLAN_ARGS...
     [ -n "$predicted" ] || { echo "$name: no prediction"; return; }
     local err; err=$(awk -v m="$measured" -v p="$predicted" 'BEGIN { printf "%.1f", 100 * (p - m) / m }')
     errors+=("${err#-}")
-    printf "%-12s %-22s measured %8.4f s  predicted %8.4f s  error %+6.1f%%\n" "$model" "$name" "$measured" "$predicted" "$err"
+    printf "%-12s %-22s measured %8.4f s  predicted %8.4f s  error %+6.1f%%  (probe: %s GFLOP/s)\n" "$model" "$name" "$measured" "$predicted" "$err" \
+        "$(python3 -c 'import json,sys; print("%.0f" % (json.load(open(sys.argv[1]))["probe"]["matmul_flops_per_s"] / 1e9))' "$WORK/probe.json")"
 }
 declare -A OVERRIDE=(
     [gpt2-small]="layers=2,seq_len=64,vocab=8192,positions=64"
