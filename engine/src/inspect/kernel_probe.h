@@ -35,6 +35,7 @@ struct KernelSample {
 struct KernelProbe {
     std::map<std::string, KernelTiming> kernels;
     std::vector<KernelSample> samples;  // two per kind, small then large (conv2d: then kSmallConvs)
+    std::vector<std::string> warnings;  // kinds whose cold timing the host disturbed
 };
 
 // About `seconds` in all. Each pass's overhead and rate come from its two sizes with the cost

@@ -537,6 +537,7 @@ int probeCommand(const ProbeOptions& o) {
         kernel_samples.push_back({{"kind", k.kind}, {"activation_bytes", k.activation_bytes}, {"param_bytes", k.param_bytes},
                                   {"forward_s", k.forward_s}, {"backward_s", k.backward_s}});
     out["probe"]["kernel_samples"] = kernel_samples;
+    if (!kernels.warnings.empty()) out["probe"]["kernel_warnings"] = kernels.warnings;
     out["probe"]["launch_s"] = compute.launch_s;
     out["probe"]["memory_bytes_per_s"] = node.device.memory_bandwidth_bytes_per_s;
     std::cout << out.dump(2) << std::endl;
