@@ -609,12 +609,12 @@ public:
             if (const auto was = in_.find(key); (was == in_.end() || !was->second.is_same(t)) && t.requires_grad()) roots.push_back(t);
         return roots;
     }
-    static std::vector<Tensor> seeds(const std::vector<Tensor>& roots, bool last) {
+    // The gradients backward starts from: ones on the loss, ones / numel on each output.
+    std::vector<Tensor> seeds(const std::vector<Tensor>& roots) const {
         std::vector<Tensor> g;
-        for (const Tensor& r : roots) g.push_back(last ? torch::ones_like(r) : torch::ones_like(r) / r.numel());
+        for (const Tensor& r : roots) g.push_back(last_ ? torch::ones_like(r) : torch::ones_like(r) / r.numel());
         return g;
     }
-    bool last() const { return last_; }
     // What the next layer reads: every live tensor, this layer's outputs detached.
     Live next() const {
         Live n;
@@ -632,7 +632,7 @@ public:
         for (auto& [key, t] : in_)
             if (t.requires_grad()) t.mutable_grad() = Tensor();
     }
-    int64_t paramBytes() {
+    int64_t paramBytes() const {
         int64_t b = 0;
         for (const Tensor& p : layer_.parameters()) b += static_cast<int64_t>(p.nbytes());
         return b;
@@ -661,7 +661,7 @@ LayerMemory measureLayerMemory(LayerPass& pass, const torch::Device& device) {
         m.output_bytes = pass.outputBytes();
         m.saved_bytes = std::max<int64_t>(0, kept - m.output_bytes);
         m.fwd_temp_bytes = std::max<int64_t>(0, tracker->peak() - kept);
-        const std::vector<Tensor> grads = LayerPass::seeds(roots, pass.last());
+        const std::vector<Tensor> grads = pass.seeds(roots);
         tracker->resetPeak();
         const int64_t before = tracker->current();
         torch::autograd::backward(roots, grads);
@@ -714,13 +714,12 @@ int profileCommand(const ProfileOptions& o) {
         if (model->layerCount() != layers)
             throw Error(o.model + ": the engine builds " + std::to_string(model->layerCount()) + " layers, the graph has " + std::to_string(layers));
         const std::vector<LayerPtr> modules = model->layers(0, layers - 1, 0, device);
-        for (const LayerPtr& l : modules)
-            if (const auto tied = l->tiedWeight()) l->setTied(*modules.at(static_cast<size_t>(tied->owner_layer))->named_parameters().find(tied->owner_param));
+        tieWeightsInPlace(modules);
         const Batch batch = model->synthetic(o.batch_size, 0, 0);
-        const Tensor targets = batch.targets.to(device);
+        const Tensor inputs = batch.inputs.to(device), targets = batch.targets.to(device);
         std::vector<double> fwd(static_cast<size_t>(layers)), bwd(static_cast<size_t>(layers));
         std::vector<LayerMemory> mem(static_cast<size_t>(layers));
-        Live live{{kDataKey, batch.inputs.to(device)}};
+        Live live{{kDataKey, inputs}};
         for (int i = 0; i < layers; ++i) {
             LayerPass pass(*modules[static_cast<size_t>(i)], live, *model, targets, i + 1 == layers);
             std::vector<double> tf, tb;
@@ -731,7 +730,7 @@ int profileCommand(const ProfileOptions& o) {
                 const std::vector<Tensor> roots = pass.forward();
                 synchronizeDevice(device);
                 if (r > 0) tf.push_back(secondsSince(t0));
-                const std::vector<Tensor> grads = LayerPass::seeds(roots, pass.last());
+                const std::vector<Tensor> grads = pass.seeds(roots);
                 t0 = Clock::now();
                 torch::autograd::backward(roots, grads);
                 synchronizeDevice(device);
@@ -752,7 +751,7 @@ int profileCommand(const ProfileOptions& o) {
                 for (Tensor& p : l->parameters()) p.mutable_grad() = Tensor();
             synchronizeDevice(device);
             auto t0 = Clock::now();
-            Live x{{kDataKey, batch.inputs.to(device)}};
+            Live x{{kDataKey, inputs}};
             for (const LayerPtr& l : modules) l->run(x);
             const Tensor loss = model->loss(x, targets);
             synchronizeDevice(device);
@@ -775,14 +774,14 @@ int profileCommand(const ProfileOptions& o) {
         for (const Layer& l : view) {
             const double fl = std::max(l.fwd_flops, 1.0), bl = std::max(l.bwd_flops, 1.0);
             for (int op : l.ops) {
-                Op& op_ = g.ops[static_cast<size_t>(op)];
-                const double fshare = l.fwd_flops > 0 ? op_.fwd_flops / fl : 1.0 / static_cast<double>(l.ops.size());
-                const double bshare = l.bwd_flops > 0 ? op_.bwd_flops / bl : 1.0 / static_cast<double>(l.ops.size());
-                op_.fwd_time_s = fwd[static_cast<size_t>(l.index)] * fwd_scale * fshare;
-                op_.bwd_time_s = bwd[static_cast<size_t>(l.index)] * bwd_scale * bshare;
+                Op& graph_op = g.ops[static_cast<size_t>(op)];
+                const double fshare = l.fwd_flops > 0 ? graph_op.fwd_flops / fl : 1.0 / static_cast<double>(l.ops.size());
+                const double bshare = l.bwd_flops > 0 ? graph_op.bwd_flops / bl : 1.0 / static_cast<double>(l.ops.size());
+                graph_op.fwd_time_s = fwd[static_cast<size_t>(l.index)] * fwd_scale * fshare;
+                graph_op.bwd_time_s = bwd[static_cast<size_t>(l.index)] * bwd_scale * bshare;
             }
             const LayerMemory& m = mem[static_cast<size_t>(l.index)];
-            share(g, l, m.output_bytes + m.saved_bytes, [](const Op& op_) { return op_.output_bytes; }, &Op::output_bytes);
+            share(g, l, m.output_bytes + m.saved_bytes, [](const Op& x) { return x.output_bytes; }, &Op::output_bytes);
             for (int op : l.ops) g.ops[static_cast<size_t>(op)].temp_bytes = std::max(m.fwd_temp_bytes, m.bwd_temp_bytes);
         }
         if (o.out_file.empty()) std::cout << graphToJson(g).dump(2) << std::endl;

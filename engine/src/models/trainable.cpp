@@ -165,6 +165,11 @@ private:
 
 }  // namespace
 
+void tieWeightsInPlace(const std::vector<LayerPtr>& layers) {
+    for (const LayerPtr& l : layers)
+        if (const auto tied = l->tiedWeight()) l->setTied(*layers.at(static_cast<size_t>(tied->owner_layer))->named_parameters().find(tied->owner_param));
+}
+
 std::unique_ptr<Trainable> makeTinyTrainable(const TinyConfig& cfg, int seq_len) { return std::make_unique<TinyTrainable>(cfg, seq_len); }
 
 std::unique_ptr<Trainable> makeScriptTrainable(const std::string& pt_file, const std::vector<int64_t>& sample_shape,

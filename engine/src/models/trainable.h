@@ -64,6 +64,10 @@ public:
     }
 };
 
+// Hands each layer that reuses another's weight (tiedWeight) that layer's tensor, where
+// `layers` is the whole model (layer i at index i), as one process holds it.
+void tieWeightsInPlace(const std::vector<LayerPtr>& layers);
+
 // A zoo model at the architecture `spec` resolves to (its overrides applied).
 std::unique_ptr<Trainable> makeZooTrainable(const ModelSpec& spec);
 

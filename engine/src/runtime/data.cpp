@@ -206,10 +206,10 @@ void DataSource::checkFitsModel(int samples) const {
     try {
         torch::NoGradGuard no_grad;
         auto layers = model_.layers(0, model_.layerCount() - 1, seed_, torch::Device(torch::kCPU));
+        tieWeightsInPlace(layers);
         Live x{{kDataKey, b.inputs}};
         for (const LayerPtr& l : layers) {
             l->eval();  // batch-norm running statistics stay untouched
-            if (const auto tied = l->tiedWeight()) l->setTied(*layers.at(static_cast<size_t>(tied->owner_layer))->named_parameters().find(tied->owner_param));
             l->run(x);
         }
         (void)model_.loss(x, b.targets);
