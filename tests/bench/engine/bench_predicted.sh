@@ -6,7 +6,7 @@
 # memory bandwidth, the Gloo link, the cores' compute slots), one device per rank
 # (bench_lib.sh's rank_cluster), measured right before each plan's run and not fitted to it
 # (this VM's speed drifts within minutes: three probes in a row here gave a matmul rate of 68,
-# 101 and 100 GFLOP/s and a copy bandwidth of 27 to 44 GB/s, so one probe for all the runs
+# 101 and 100 GFLOP/s, and the copy bandwidth ranged 27-45 GB/s over a day's probes, so one probe for all the runs
 # mispredicts the later ones by whatever the host did meanwhile; PROBE_ONCE=1 does that); the
 # prediction is `hippie-plan simulate` of the very plan file the ranks ran (the zoo's Graph:
 # FLOPs and bytes, no measured layer times).
