@@ -75,6 +75,11 @@ OpCost linearCost(int64_t rows, int64_t in, int64_t out, bool bias, bool owns_we
     return c;
 }
 
+OpCost withoutInputGradient(OpCost c) {
+    c.bwd_flops = c.fwd_flops;
+    return c;
+}
+
 OpCost activationMatmulCost(double fwd_flops, int64_t output_elements) {
     OpCost c;
     c.kind = "attention";
@@ -127,7 +132,7 @@ void buildMlp(GraphBuilder& g, const MlpArch& a) {
         const bool hidden = i < a.hidden_layers;
         g.beginLayer("fc" + std::to_string(i));
         const OpCost fc = linearCost(b, i == 0 ? a.inputs : a.hidden, hidden ? a.hidden : a.classes, true);
-        x = i == 0 ? g.add("linear", fc) : g.add("linear", fc, {x});
+        x = i == 0 ? g.add("linear", withoutInputGradient(fc)) : g.add("linear", fc, {x});
         if (hidden) x = g.add("relu", elementwiseCost("relu", x.elements, kReluFlopsPerElement), {x});
     }
     g.add("loss", crossEntropyCost(b, a.classes), {x});

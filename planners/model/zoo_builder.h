@@ -73,6 +73,10 @@ private:
 // the weight gradient, twice forward. A tied weight (an LM head sharing the embedding)
 // still gets a gradient but is counted where it is owned: owns_weight = false.
 OpCost linearCost(int64_t rows, int64_t in, int64_t out, bool bias, bool owns_weight = true);
+// A weighted op that reads only the step's data (a CNN's first convolution, an MLP's first
+// linear) computes no input gradient: its backward is the weight gradient alone, as many
+// FLOPs as forward. The engine asks none (the data needs no gradient), nor does PyTorch.
+OpCost withoutInputGradient(OpCost c);
 // Product of two activations (attention scores and context): both operands get a gradient,
 // so backward is twice forward although the op has no weights.
 OpCost activationMatmulCost(double fwd_flops, int64_t output_elements);

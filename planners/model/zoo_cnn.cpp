@@ -42,7 +42,7 @@ ConvShape square(int64_t out, int64_t kernel, int64_t stride = 1, int64_t pad = 
 int64_t outSide(int64_t in, int64_t kernel, int64_t stride, int64_t pad) { return (in + 2 * pad - kernel) / stride + 1; }
 
 // 2*K*K*Cin*Cout*Hout*Wout FLOPs a sample forward; backward computes the input and the weight
-// gradient, twice forward.
+// gradient, twice forward, or the weight gradient alone on the image.
 FeatureMap conv(GraphBuilder& g, const std::string& name, const FeatureMap& x, const ConvShape& s) {
     const int64_t b = g.batch();
     const int64_t h = outSide(x.height, s.kernel_h, s.stride, s.pad_h);
@@ -52,6 +52,7 @@ FeatureMap conv(GraphBuilder& g, const std::string& name, const FeatureMap& x, c
     c.kind = "conv2d";
     c.fwd_flops = 2.0 * static_cast<double>(b * window * s.out_channels * h * w);
     c.bwd_flops = 2 * c.fwd_flops;
+    if (x.tensor.op < 0) c = withoutInputGradient(c);
     c.params = window * s.out_channels + (s.bias ? s.out_channels : 0);
     c.output_elements = b * s.out_channels * h * w;
     // im2col turns a KxK convolution into one matmul over a (window x Hout*Wout) matrix per

@@ -1,5 +1,6 @@
 // The model zoo: parameter counts against the published figures, FLOPs against the 6*N*tokens
 // rule, batch scaling, graph shape (a DAG with real branches) and the layer view.
+#include <algorithm>
 #include <QtTest>
 
 #include <cmath>
@@ -348,7 +349,31 @@ private slots:
         QCOMPARE(conv.name, std::string("conv1_1.conv"));
         QCOMPARE(conv.temp_bytes, int64_t{3} * 3 * 3 * 224 * 224 * 4);
         QCOMPARE(conv.fwd_flops, 2.0 * 3 * 3 * 3 * 64 * 224 * 224);
-        QCOMPARE(conv.bwd_flops, 2 * conv.fwd_flops);
+        // On the image there is no input gradient to compute: the weight gradient alone.
+        QCOMPARE(conv.bwd_flops, conv.fwd_flops);
+        const Op& second = *std::find_if(g.ops.begin(), g.ops.end(), [](const Op& o) { return o.name == "conv1_2.conv"; });
+        QCOMPARE(second.name, std::string("conv1_2.conv"));
+        QCOMPARE(second.fwd_flops, 2.0 * 3 * 3 * 64 * 64 * 224 * 224);
+        QCOMPARE(second.bwd_flops, 2 * second.fwd_flops);
+    }
+
+    // The first weighted op of every CNN and of the MLP reads only the step's data: its
+    // backward is forward's FLOPs (weight gradient); every later conv or linear's is twice.
+    void opsOnTheDataComputeNoInputGradient() {
+        for (const char* name : {"resnet50", "vgg16", "inception-v3", "mlp"}) {
+            const Graph g = build(name);
+            std::vector<bool> consumes(g.ops.size(), false);
+            for (const Edge& e : g.edges) consumes[static_cast<size_t>(e.dst)] = true;
+            int on_data = 0;
+            for (size_t i = 0; i < g.ops.size(); ++i) {
+                const Op& op = g.ops[i];
+                if (op.kind != "conv2d" && op.kind != "matmul") continue;
+                const bool first = !consumes[i];
+                on_data += first;
+                QVERIFY2(op.bwd_flops == (first ? 1.0 : 2.0) * op.fwd_flops, (std::string(name) + ": " + op.name).c_str());
+            }
+            QVERIFY2(on_data == 1, name);
+        }
     }
 
     void unknownModelNamesTheKnownOnes() {
