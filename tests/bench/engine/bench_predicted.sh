@@ -10,16 +10,22 @@
 # mispredicts the later ones by whatever the host did meanwhile; PROBE_ONCE=1 does that); the
 # prediction is `hippie-plan simulate` of the very plan file the ranks ran (the zoo's Graph:
 # FLOPs and bytes, no measured layer times).
-# Prints the error of each plan and the median |error|.
+# Prints the error of each run and the median |error|.
 # RANKS=N (default 4, even) runs N ranks of one thread: data parallel over all N, and two
 # pipeline stages of N/2 replicas each; 4 on this project's 2-core hosts time-share the
 # cores, 2 give each rank its own.
-# Usage: [RANKS=N] bench_predicted.sh HIPPIE_ENGINE HIPPIE_PLAN [STEPS] [GLOBAL_BATCH (default 4 x N)]
+# REPEATS=R (default 1) runs the whole list R times over (plan 1..8, then again), each run
+# with its own probe, and then gives each plan's median error over its R runs, the spread of
+# its measured step times (the same plan's step took 11-19 ms on two ranks here within ten
+# minutes), and the median |error| over the plans of those medians: one run of each plan is
+# one draw of the host's noise.
+# Usage: [RANKS=N] [REPEATS=R] bench_predicted.sh HIPPIE_ENGINE HIPPIE_PLAN [STEPS] [GLOBAL_BATCH (default 4 x N)]
 set -u
 # shellcheck source=bench_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
 N="${RANKS:-4}"
 [ $((N % 2)) -eq 0 ] && [ "$N" -ge 2 ] || { echo "RANKS must be even and at least 2 (got $N)"; exit 2; }
+R="${REPEATS:-1}"
 ENGINE="$1"; PLANNER="$2"; STEPS="${3:-30}"; GB="${4:-$((4 * N))}"
 WORK="$(mktemp -d)"; trap 'rm -rf "$WORK"' EXIT
 echo "load before: $(uptime)"
@@ -42,6 +48,7 @@ run() {  # run MODEL OVERRIDE NAME PLAN_ARGS...
     [ -n "$predicted" ] || { echo "$name: no prediction"; return; }
     local err; err=$(awk -v m="$measured" -v p="$predicted" 'BEGIN { printf "%.1f", 100 * (p - m) / m }')
     errors+=("${err#-}")
+    echo "$name $measured $predicted $err" >> "$WORK/runs.txt"
     printf "%-12s %-22s measured %8.4f s  predicted %8.4f s  error %+6.1f%%  (probe: %s GFLOP/s)\n" "$model" "$name" "$measured" "$predicted" "$err" \
         "$(python3 -c 'import json,sys; print("%.0f" % (json.load(open(sys.argv[1]))["probe"]["matmul_flops_per_s"] / 1e9))' "$WORK/probe.json")"
 }
@@ -51,9 +58,29 @@ declare -A OVERRIDE=(
     [vgg16]="width_mult=0.25,fc_width=512,image_size=32,classes=10"
     [mlp]="layers=4,hidden=1024,inputs=1024,classes=10"
 )
-for m in gpt2-small resnet50 vgg16 mlp; do
-    run "$m" "${OVERRIDE[$m]}" "$m-dp$N" --pp 1 --dp "$N" --microbatches 1 --schedule 1f1b
-    run "$m" "${OVERRIDE[$m]}" "$m-pp2dp$((N / 2))-hippie" --pp 2 --dp $((N / 2)) --microbatches 2 --schedule hippie
+for r in $(seq 1 "$R"); do
+    [ "$R" -gt 1 ] && echo "-- repeat $r of $R"
+    for m in gpt2-small resnet50 vgg16 mlp; do
+        run "$m" "${OVERRIDE[$m]}" "$m-dp$N" --pp 1 --dp "$N" --microbatches 1 --schedule 1f1b
+        run "$m" "${OVERRIDE[$m]}" "$m-pp2dp$((N / 2))-hippie" --pp 2 --dp $((N / 2)) --microbatches 2 --schedule hippie
+    done
 done
-printf "%s\n" "${errors[@]}" | sort -g | awk '{ a[NR] = $1 } END { if (NR) printf "plans: %d, median |error| %.1f%%\n", NR, (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2) }'
+printf "%s\n" "${errors[@]}" | sort -g | awk '{ a[NR] = $1 } END { if (NR) printf "runs: %d, median |error| %.1f%%\n", NR, (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2) }'
+if [ "$R" -gt 1 ] && [ -s "$WORK/runs.txt" ]; then
+    python3 - "$WORK/runs.txt" <<'PY'
+import statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    name, measured, predicted, err = line.split()
+    runs.setdefault(name, []).append((float(measured), float(predicted), float(err)))
+print(f"{'plan':24s} {'runs':>4s} {'measured ms (min-max)':>24s} {'predicted ms':>13s} {'median error':>13s}")
+medians = []
+for name, rs in runs.items():
+    m = [x[0] * 1e3 for x in rs]
+    e = statistics.median(x[2] for x in rs)
+    medians.append(abs(e))
+    print(f"{name:24s} {len(rs):4d} {statistics.median(m):9.2f} ({min(m):.2f}-{max(m):.2f}) {statistics.median(x[1] * 1e3 for x in rs):13.2f} {e:+12.1f}%")
+print(f"plans: {len(medians)}, median over plans of each plan's median |error|: {statistics.median(medians):.1f}%")
+PY
+fi
 echo "load after: $(uptime)"
