@@ -304,6 +304,9 @@ struct Transport {
 };
 
 constexpr int64_t kTransportFloats[] = {1, int64_t{16} << 10, int64_t{256} << 10, int64_t{4} << 20};  // 4 B .. 16 MiB
+// The compute before each timed all-reduce: 8 matmuls of 256 x 256 (2.7 ms at 100 GFLOP/s).
+constexpr int64_t kBurstSide = 256;
+constexpr int kBurstMatmuls = 8;
 
 // One rank of the transport measurement; rank 0 returns each size's times (rank 1 its own).
 // Throws where the group cannot be set up or an all-reduce fails.
@@ -316,6 +319,16 @@ std::vector<TransportSample> transportRank(int r, int port, double seconds) {
     rv.op_timeout = std::chrono::milliseconds(20000);
     Comm comm(rv);
     comm.addGroup(0, {0, 1});
+    // A training step's collective follows compute on both ranks: each timed all-reduce comes
+    // after the same burst of matmuls on both (about 3 ms here), the transport's threads idle
+    // meanwhile, as a bucket's all-reduce after a backward or a stage's send after its
+    // forward meets them. Back to back they ran faster (512 KB: a mean 2.5 ms against 3.5 ms
+    // after 5 ms of matmuls, stop 33), and the ranks' pipelines and all-reduces paid the
+    // slower figure.
+    const Tensor a = torch::randn({kBurstSide, kBurstSide}), b = torch::randn({kBurstSide, kBurstSide});
+    const auto burst = [&] {
+        for (int i = 0; i < kBurstMatmuls; ++i) (void)torch::matmul(a, b);
+    };
     std::vector<TransportSample> out;
     for (int64_t floats : kTransportFloats) {
         // Zeros: repeated sums of ones would overflow to inf within the big tensor's reps.
@@ -323,6 +336,7 @@ std::vector<TransportSample> transportRank(int r, int port, double seconds) {
         comm.allReduceSum(t, 0).wait();  // warm-up
         // Both ranks run the same count: rank 0 decides it and tells rank 1.
         const auto t0 = Clock::now();
+        burst();
         comm.allReduceSum(t, 0).wait();
         const double once = std::max(secondsSince(t0), 1e-7);
         Tensor n = torch::full({1}, std::clamp(seconds / std::size(kTransportFloats) / once, 5.0, 2000.0));
@@ -331,6 +345,7 @@ std::vector<TransportSample> transportRank(int r, int port, double seconds) {
         const int reps = static_cast<int>(n.item<float>());
         std::vector<double> times;
         for (int i = 0; i < reps; ++i) {
+            burst();
             const auto t1 = Clock::now();
             comm.allReduceSum(t, 0).wait();
             times.push_back(secondsSince(t1));
@@ -463,7 +478,7 @@ int probeCommand(const ProbeOptions& o) {
     cluster.name = "probed";
     cluster.source = "hippie-engine probe: measured fp32 matmul FLOP/s at sides 64-1024 (rate, half-rate size, launch), "
                      "convolutions against that curve, the zoo's op kinds forward and backward at two sizes (kernels), "
-                     "a 64 MiB copy (memory bandwidth), TCP loopback and the engine's Gloo all-reduce between two rank processes "
+                     "a 64 MiB copy (memory bandwidth), TCP loopback and the engine's Gloo all-reduce between two rank processes, each after compute on both "
                      "(the CPU ranks' link) on this host";
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
     Node node;
