@@ -19,7 +19,10 @@
 # its measured step times (the same plan's step took 11-19 ms on two ranks here within ten
 # minutes), and the median |error| over the plans of those medians: one run of each plan is
 # one draw of the host's noise.
-# Usage: [RANKS=N] [REPEATS=R] bench_predicted.sh HIPPIE_ENGINE HIPPIE_PLAN [STEPS] [GLOBAL_BATCH (default 4 x N)]
+# PROBE_B=ENGINE2 (an A/B of a probe change) also probes with that engine's binary right
+# before each run (after the first engine's probe) and predicts the same run on it: the runs
+# are the same, only the probes differ; the summary gives both.
+# Usage: [RANKS=N] [REPEATS=R] [PROBE_B=ENGINE2] bench_predicted.sh HIPPIE_ENGINE HIPPIE_PLAN [STEPS] [GLOBAL_BATCH (default 4 x N)]
 set -u
 # shellcheck source=bench_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
@@ -34,12 +37,17 @@ probe() {  # the host as it is now, as N rank devices, in $WORK/probe.json
     rank_cluster "$WORK/probe.json" "$WORK/probe.json" $N > "$WORK/probe.txt" || exit 2
 }
 probe; cat "$WORK/probe.txt"
+probe_b() {  # PROBE_B's probe of the host as it is now, in $WORK/probe_b.json
+    "$PROBE_B" probe --seconds 6 > "$WORK/probe_b.json" || exit 2
+    rank_cluster "$WORK/probe_b.json" "$WORK/probe_b.json" $N > /dev/null || exit 2
+}
+[ -z "${PROBE_B:-}" ] || probe_b
 errors=()
 run() {  # run MODEL OVERRIDE NAME PLAN_ARGS...
     local model="$1" ov="$2" name="$3"; shift 3
     "$ENGINE" plan --model "$model" --override "$ov" --global-batch "$GB" --optimizer sgd --out "$WORK/$name.json" "$@" > /dev/null \
         || { echo "$name: plan failed"; return; }
-    [ "${PROBE_ONCE:-0}" = 1 ] || probe
+    [ "${PROBE_ONCE:-0}" = 1 ] || { probe; [ -z "${PROBE_B:-}" ] || probe_b; }
     timeout 900 "$ENGINE" launch --plan "$WORK/$name.json" --nprocs $N --steps "$STEPS" --rank-args "--threads 1" > "$WORK/$name.out" 2>&1 \
         || { echo "$name: run failed: $(tail -1 "$WORK/$name.out")"; return; }
     local measured predicted
@@ -48,9 +56,15 @@ run() {  # run MODEL OVERRIDE NAME PLAN_ARGS...
     [ -n "$predicted" ] || { echo "$name: no prediction"; return; }
     local err; err=$(awk -v m="$measured" -v p="$predicted" 'BEGIN { printf "%.1f", 100 * (p - m) / m }')
     errors+=("${err#-}")
-    echo "$name $measured $predicted $err" >> "$WORK/runs.txt"
     printf "%-12s %-22s measured %8.4f s  predicted %8.4f s  error %+6.1f%%  (probe: %s GFLOP/s)\n" "$model" "$name" "$measured" "$predicted" "$err" \
         "$(python3 -c 'import json,sys; print("%.0f" % (json.load(open(sys.argv[1]))["probe"]["matmul_flops_per_s"] / 1e9))' "$WORK/probe.json")"
+    local predicted_b="$predicted"
+    if [ -n "${PROBE_B:-}" ]; then
+        predicted_b=$(predicted_step "$PLANNER" "$WORK/$name.json" -c "$WORK/probe_b.json")
+        [ -n "$predicted_b" ] || { echo "$name: no prediction on PROBE_B's probe"; return; }
+        awk -v m="$measured" -v p="$predicted_b" 'BEGIN { printf "%-36s predicted %8.4f s  error %+6.1f%%  (PROBE_B)\n", "", p, 100 * (p - m) / m }'
+    fi
+    echo "$name $measured $predicted $err $predicted_b" >> "$WORK/runs.txt"
 }
 declare -A OVERRIDE=(
     [gpt2-small]="layers=2,seq_len=64,vocab=8192,positions=64"
@@ -66,21 +80,26 @@ for r in $(seq 1 "$R"); do
     done
 done
 printf "%s\n" "${errors[@]}" | sort -g | awk '{ a[NR] = $1 } END { if (NR) printf "runs: %d, median |error| %.1f%%\n", NR, (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2) }'
-if [ "$R" -gt 1 ] && [ -s "$WORK/runs.txt" ]; then
-    python3 - "$WORK/runs.txt" <<'PY'
+if { [ "$R" -gt 1 ] || [ -n "${PROBE_B:-}" ]; } && [ -s "$WORK/runs.txt" ]; then
+    python3 - "$WORK/runs.txt" "${PROBE_B:+b}" <<'PY'
 import statistics, sys
+ab = len(sys.argv) > 2 and sys.argv[2] == "b"
 runs = {}
 for line in open(sys.argv[1]):
-    name, measured, predicted, err = line.split()
-    runs.setdefault(name, []).append((float(measured), float(predicted), float(err)))
-print(f"{'plan':24s} {'runs':>4s} {'measured ms (min-max)':>24s} {'predicted ms':>13s} {'median error':>13s}")
-medians = []
+    name, measured, predicted, err, predicted_b = line.split()
+    m, p, q = float(measured), float(predicted), float(predicted_b)
+    runs.setdefault(name, []).append((m, p, float(err), q, 100 * (q - m) / m))
+print(f"{'plan':24s} {'runs':>4s} {'measured ms (min-max)':>24s} {'predicted ms':>13s} {'median error':>13s}" + ("  PROBE_B: predicted ms, median error" if ab else ""))
+medians, medians_b = [], []
 for name, rs in runs.items():
     m = [x[0] * 1e3 for x in rs]
-    e = statistics.median(x[2] for x in rs)
+    e, f = statistics.median(x[2] for x in rs), statistics.median(x[4] for x in rs)
     medians.append(abs(e))
-    print(f"{name:24s} {len(rs):4d} {statistics.median(m):9.2f} ({min(m):.2f}-{max(m):.2f}) {statistics.median(x[1] * 1e3 for x in rs):13.2f} {e:+12.1f}%")
-print(f"plans: {len(medians)}, median over plans of each plan's median |error|: {statistics.median(medians):.1f}%")
+    medians_b.append(abs(f))
+    print(f"{name:24s} {len(rs):4d} {statistics.median(m):9.2f} ({min(m):.2f}-{max(m):.2f}) {statistics.median(x[1] * 1e3 for x in rs):13.2f} {e:+12.1f}%"
+          + (f"  {statistics.median(x[3] * 1e3 for x in rs):10.2f} {f:+7.1f}%" if ab else ""))
+print(f"plans: {len(medians)}, median over plans of each plan's median |error|: {statistics.median(medians):.1f}%"
+      + (f"; on PROBE_B's probes: {statistics.median(medians_b):.1f}%" if ab else ""))
 PY
 fi
 echo "load after: $(uptime)"
