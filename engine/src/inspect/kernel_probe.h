@@ -39,10 +39,11 @@ struct KernelProbe {
 };
 
 // About `seconds` of timed passes, besides one untimed pass of every copy (copies of a weighted
-// kind exceed the caches), the weighted kinds' warm timings and any sweep timed again. Each pass's overhead and rate come from its two sizes with the cost
-// model's formula, time = overhead + max(FLOPs / the curve's rate, bytes / rate); where the
-// large size is compute bound, the rate is left 0 (the device's bandwidth). A convolution
-// gets no bytes rate but a half-rate size of its own (a small one runs below the curve).
+// kind exceed the caches), the weighted kinds' warm timings and any sweep timed again. Each
+// pass's overhead and rate come from its two sizes with the cost model's formula, time =
+// overhead + max(FLOPs / the curve's rate, bytes / rate); where the large size is compute
+// bound, the rate is left 0 (the device's bandwidth). A convolution gets no bytes rate but a
+// half-rate size of its own (a small one runs below the curve).
 KernelProbe probeKernels(const torch::Device& device, const ComputeRates& rates, double seconds);
 
 }  // namespace hippie::engine

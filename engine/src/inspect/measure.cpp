@@ -478,8 +478,8 @@ int probeCommand(const ProbeOptions& o) {
     cluster.name = "probed";
     cluster.source = "hippie-engine probe: measured fp32 matmul FLOP/s at sides 64-1024 (rate, half-rate size, launch), "
                      "convolutions against that curve, the zoo's op kinds forward and backward at two sizes (kernels), "
-                     "a 64 MiB copy (memory bandwidth), TCP loopback and the engine's Gloo all-reduce between two rank processes, each after compute on both "
-                     "(the CPU ranks' link) on this host";
+                     "a 64 MiB copy (memory bandwidth), TCP loopback and the engine's Gloo all-reduce between two rank processes, "
+                     "each after compute on both (the CPU ranks' link) on this host";
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
     Node node;
     const bool cuda = builtWithCuda() && torch::cuda::is_available();

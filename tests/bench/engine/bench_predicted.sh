@@ -6,8 +6,8 @@
 # memory bandwidth, the Gloo link, the cores' compute slots), one device per rank
 # (bench_lib.sh's rank_cluster), measured right before each plan's run and not fitted to it
 # (this VM's speed drifts within minutes: three probes in a row here gave a matmul rate of 68,
-# 101 and 100 GFLOP/s, and the copy bandwidth ranged 27-45 GB/s over a day's probes, so one probe for all the runs
-# mispredicts the later ones by whatever the host did meanwhile; PROBE_ONCE=1 does that); the
+# 101 and 100 GFLOP/s, and the copy bandwidth ranged 27-45 GB/s over a day's probes, so one
+# probe for all the runs mispredicts the later ones by whatever the host did meanwhile; PROBE_ONCE=1 does that); the
 # prediction is `hippie-plan simulate` of the very plan file the ranks ran (the zoo's Graph:
 # FLOPs and bytes, no measured layer times).
 # Prints the error of each run and the median |error|.
@@ -41,7 +41,7 @@ probe_b() {  # PROBE_B's probe of the host as it is now, in $WORK/probe_b.json
     "$PROBE_B" probe --seconds 6 > "$WORK/probe_b.json" || exit 2
     rank_cluster "$WORK/probe_b.json" "$WORK/probe_b.json" $N > /dev/null || exit 2
 }
-[ -z "${PROBE_B:-}" ] || probe_b
+[ -z "${PROBE_B:-}" ] || [ "${PROBE_ONCE:-0}" != 1 ] || probe_b  # otherwise each run probes
 errors=()
 run() {  # run MODEL OVERRIDE NAME PLAN_ARGS...
     local model="$1" ov="$2" name="$3"; shift 3
@@ -64,7 +64,7 @@ run() {  # run MODEL OVERRIDE NAME PLAN_ARGS...
         [ -n "$predicted_b" ] || { echo "$name: no prediction on PROBE_B's probe"; return; }
         awk -v m="$measured" -v p="$predicted_b" 'BEGIN { printf "%-36s predicted %8.4f s  error %+6.1f%%  (PROBE_B)\n", "", p, 100 * (p - m) / m }'
     fi
-    echo "$name $measured $predicted $err $predicted_b" >> "$WORK/runs.txt"
+    echo "$name $measured $predicted $predicted_b" >> "$WORK/runs.txt"
 }
 declare -A OVERRIDE=(
     [gpt2-small]="layers=2,seq_len=64,vocab=8192,positions=64"
@@ -86,9 +86,9 @@ import statistics, sys
 ab = len(sys.argv) > 2 and sys.argv[2] == "b"
 runs = {}
 for line in open(sys.argv[1]):
-    name, measured, predicted, err, predicted_b = line.split()
+    name, measured, predicted, predicted_b = line.split()
     m, p, q = float(measured), float(predicted), float(predicted_b)
-    runs.setdefault(name, []).append((m, p, float(err), q, 100 * (q - m) / m))
+    runs.setdefault(name, []).append((m, p, 100 * (p - m) / m, q, 100 * (q - m) / m))
 print(f"{'plan':24s} {'runs':>4s} {'measured ms (min-max)':>24s} {'predicted ms':>13s} {'median error':>13s}" + ("  PROBE_B: predicted ms, median error" if ab else ""))
 medians, medians_b = [], []
 for name, rs in runs.items():
