@@ -62,6 +62,8 @@ int main(int argc, char** argv) {
     run_cmd->add_option("--decay-steps", run.training.decay_steps, "cosine: steps to decay over (default: the rest of the run)");
     run_cmd->add_option("--min-lr", run.training.min_lr, "cosine: the final learning rate");
     run_cmd->add_option("--clip-grad-norm", run.training.clip_grad_norm, "clip gradients to this global norm (0: off)");
+    run_cmd->add_option("--loss-scale", run.training.loss_scale,
+                        "dynamic loss scaling from this scale on any precision (fp16 plans: on, from 65536)");
     run_cmd->add_option("--threads", run.threads, "CPU threads of this rank (default: the host's cores / its ranks)");
     run_cmd->add_option("--checkpoint-dir", run.checkpoint_dir, "directory of this run's checkpoints");
     run_cmd->add_option("--checkpoint-every", run.checkpoint_every, "write a checkpoint every N steps (and after the last)");

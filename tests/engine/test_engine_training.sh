@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Training for real: optimizers with weight decay, warm-up and cosine decay and global-norm
 # clipping give one process's parameters on pp2 x dp2; bf16 mixed precision trains on a CPU
-# with fp32 master weights; token-id files (uint16/uint32) with a vocabulary check, sharded
+# with fp32 master weights; token-id files (uint16/uint32, tiny and zoo GPT/BERT) with a vocabulary check, sharded
 # over replicas so that one epoch sees every sample once (with per-stage replication 3-1
 # too); checkpoints, and a run with a rank killed between checkpoints resumes to the
 # uninterrupted run's losses and parameters.
@@ -38,6 +38,34 @@ done
 # Learning rates: warm-up 0.005, 0.01, then cosine over the 2 remaining steps: 0.01, 0.005.
 lrs=$(field "$WORK/ref.out" step lr | tr '\n' ' ')
 [ "$lrs" = "0.005 0.01 0.01 0.005 " ] && pass "learning rates follow warm-up + cosine: $lrs" || fail "learning rates $lrs"
+
+# ---- dynamic loss scaling (fp16's, asked for here on fp32: no CPU runs fp16) ------------------
+# A power-of-two scale is exact in fp32: from 2^127 (gradients of this model do not overflow
+# it) pp2 x dp2 ends with one process's parameters, and the losses reported are unscaled. An
+# overflow on one rank (HIPPIE_ENGINE_TEST_OVERFLOW, as fp16 would find one) skips that step on
+# every rank and halves the scale everywhere.
+plan "$WORK/ls1.json" --model gpt-tiny --pp 1 --dp 1 --microbatches 2 --global-batch 16 --optimizer sgd
+plan "$WORK/ls4.json" --model gpt-tiny --pp 2 --dp 2 --microbatches 2 --global-batch 16 --schedule 1f1b --optimizer sgd
+if launch "$WORK/ls1.json" 1 4 "$WORK/ls1.out" --loss-scale 1.7014118346046923e38 --dump-params "$WORK/ls1.params.json" \
+    && launch "$WORK/ls4.json" 4 4 "$WORK/ls4.out" --loss-scale 1.7014118346046923e38 --dump-params "$WORK/ls4.{rank}.json"; then
+    "$ENGINE" compare-params --reference "$WORK/ls1.params.json" --tol 1e-5 "$WORK"/ls4.*.json > "$WORK/lscmp.out" \
+        && pass "loss scale 2^127: pp2 x dp2 parameters = one process's ($(grep -o '"max_abs_diff":[^,]*' "$WORK/lscmp.out"))" \
+        || fail "loss scaling parameters: $(cat "$WORK/lscmp.out")"
+    awk -v l="$(field "$WORK/ls1.out" done loss)" 'BEGIN { exit !(l > 0 && l < 10) }' \
+        && pass "loss scaling: the losses reported are unscaled ($(field "$WORK/ls1.out" done loss))" || fail "scaled loss reported: $(field "$WORK/ls1.out" done loss)"
+else fail "loss scaling runs: $(tail -2 "$WORK/ls4.out")"; fi
+if HIPPIE_ENGINE_TEST_OVERFLOW=2:1 launch "$WORK/ls4.json" 4 4 "$WORK/lsi.out" --loss-scale 1024 --dump-params "$WORK/lsi.{rank}.json"; then
+    /usr/bin/python3 - "$WORK/lsi.out" <<'PY' && pass "an overflow on rank 2 in step 1: $(cat "$WORK/ls.msg")" || fail "overflow: $(cat "$WORK/ls.msg")"
+import json, sys
+ranks = {}
+for e in (json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")):
+    if e.get("event") == "step": ranks.setdefault(e["rank"], []).append((e["loss_scale"], e["skipped"]))
+want = [(1024, False), (1024, True), (512, False), (512, False)]
+ok = sorted(ranks) == [0, 1, 2, 3] and all(v == want for v in ranks.values())
+open(sys.argv[1].rsplit("/", 1)[0] + "/ls.msg", "w").write("every rank skipped it and went on at scale 512" if ok else f"(scale, skipped) by rank {ranks}")
+sys.exit(0 if ok else 1)
+PY
+else fail "overflow run: $(tail -2 "$WORK/lsi.out")"; fi
 
 # ---- bf16 mixed precision on a CPU ------------------------------------------------------------
 plan "$WORK/bf.json" --model gpt-tiny --pp 2 --dp 1 --microbatches 2 --global-batch 8 --optimizer adam --precision bf16
@@ -95,6 +123,28 @@ if launch "$WORK/t.json" 2 4 "$WORK/t.out" --data "$WORK/tok16.bin" --log-sample
     [ "$(field "$WORK/t32.out" done loss | grep -v null)" = "$(field "$WORK/t.out" done loss | grep -v null)" ] \
         && pass "uint32 ids train as the same uint16 ids" || fail "uint32 file: $(tail -1 "$WORK/t32.out")"
 else fail "token file run: $(tail -2 "$WORK/t.out")"; fi
+# The zoo's GPT and BERT read the same files (vocabulary 64, 16 tokens a sample): gpt2-small
+# on pp2 x dp2 (one epoch's two steps take all 32 samples over the two replicas), and both models train on
+# the file's ids, not on their synthetic data (a different first loss).
+ZGPT=layers=2,d_model=32,heads=2,seq_len=16,positions=16,vocab=64
+plan "$WORK/zt.json" --model gpt2-small --override "$ZGPT" --pp 2 --dp 2 --microbatches 2 --global-batch 16 --schedule 1f1b
+if launch "$WORK/zt.json" 4 2 "$WORK/zt.out" --data "$WORK/tok16.bin" --log-samples; then
+    got=$(grep '"event":"step"' "$WORK/zt.out" | grep -o '"samples":\[[^]]*\]' | tr -d '"samples:[]' | tr ',' '\n' | sort -nu | tr '\n' ' ')
+    [ "$got" = "$(seq 0 31 | tr '\n' ' ')" ] && pass "zoo gpt2-small pp2 x dp2 on a token file: the epoch's two steps take all 32 samples" \
+        || fail "zoo gpt2-small token samples: $got"
+else fail "zoo gpt2-small token file run: $(tail -2 "$WORK/zt.out")"; fi
+for zoo in "gpt2-small $ZGPT" "bert-base layers=2,d_model=32,heads=2,seq_len=16,positions=16,vocab=64"; do
+    set -- $zoo
+    plan "$WORK/z1.json" --model "$1" --override "$2" --pp 1 --dp 1 --microbatches 1 --global-batch 16
+    launch "$WORK/z1.json" 1 1 "$WORK/z1.out" --data "$WORK/tok16.bin" && launch "$WORK/z1.json" 1 1 "$WORK/z1s.out" \
+        || { fail "zoo $1 token file: $(tail -2 "$WORK/z1.out")"; continue; }
+    file_loss=$(field "$WORK/z1.out" done loss | grep -v null); syn_loss=$(field "$WORK/z1s.out" done loss | grep -v null)
+    [ -n "$file_loss" ] && [ "$file_loss" != "$syn_loss" ] && pass "zoo $1 trains on the token file (loss $file_loss, synthetic $syn_loss)" \
+        || fail "zoo $1: token-file loss '$file_loss', synthetic '$syn_loss'"
+done
+launch "$WORK/z1.json" 1 1 "$WORK/zbad.out" --data "$WORK/bad.bin"
+grep -q "bad.bin': token id 64 at offset 100 (byte 200) is not below the model's vocabulary of 64" "$WORK/zbad.out" \
+    && pass "zoo bert-base: an id beyond its vocabulary is named" || fail "zoo bad id: $(grep -o '"message":"[^"]*' "$WORK/zbad.out" | head -1)"
 # Per-stage replication (3-1): micro-batch m runs on replica m mod 3 of stage 0, and the
 # one-device stage 1 runs all of them: over an epoch (24 samples, 2 steps of 12) the three
 # replicas' samples are a permutation of 0..23, and stage 1's each step are the step's 12.

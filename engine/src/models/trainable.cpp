@@ -42,19 +42,7 @@ public:
     Tensor loss(const Tensor& output, const Tensor& targets) const override { return tinyLoss(cfg_, seq_len_, output, targets); }
     int64_t vocabSize() const override { return cfg_.family == "gpt" || cfg_.family == "bert" ? cfg_.vocab : 0; }
     int64_t sequenceLength() const override { return seq_len_ > 0 ? seq_len_ : cfg_.default_seq_len; }
-    Batch tokenBatch(const Tensor& windows) const override {
-        const int64_t s = sequenceLength();
-        Batch b;
-        b.inputs = windows.narrow(1, 0, s).contiguous();
-        if (cfg_.family == "gpt") {
-            b.targets = windows.narrow(1, 1, s).contiguous();
-        } else {
-            // bert-tiny's loss: reproduce the tokens (MLM head) and a sentence label (NSP head)
-            // taken, as in its synthetic data, from the first token's parity.
-            b.targets = torch::cat({b.inputs, b.inputs.select(1, 0).remainder(2).unsqueeze(1)}, 1);
-        }
-        return b;
-    }
+    Batch tokenBatch(const Tensor& windows) const override { return tokenWindowBatch(windows, sequenceLength(), cfg_.family == "gpt"); }
 
 private:
     const TinyConfig& cfg_;
@@ -164,6 +152,15 @@ private:
 };
 
 }  // namespace
+
+Tensor bertTargets(const Tensor& inputs) { return torch::cat({inputs, inputs.select(1, 0).remainder(2).unsqueeze(1)}, 1); }
+
+Batch tokenWindowBatch(const Tensor& windows, int64_t s, bool next_token) {
+    Batch b;
+    b.inputs = windows.narrow(1, 0, s).contiguous();
+    b.targets = next_token ? windows.narrow(1, 1, s).contiguous() : bertTargets(b.inputs);
+    return b;
+}
 
 void tieWeightsInPlace(const std::vector<LayerPtr>& layers) {
     for (const LayerPtr& l : layers)

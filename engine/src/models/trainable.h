@@ -64,6 +64,13 @@ public:
     }
 };
 
+// A token model's batch from `windows` [samples, s + 1] of consecutive token ids: a GPT
+// (next_token) predicts each next token; a BERT's targets are bertTargets of its s tokens.
+Batch tokenWindowBatch(const torch::Tensor& windows, int64_t s, bool next_token);
+// A BERT's targets for its inputs [samples, s]: the tokens again (the MLM head), then a
+// sentence label from the first token's parity (the NSP head).
+torch::Tensor bertTargets(const torch::Tensor& inputs);
+
 // Hands each layer that reuses another's weight (tiedWeight) that layer's tensor, where
 // `layers` is the whole model (layer i at index i), as one process holds it.
 void tieWeightsInPlace(const std::vector<LayerPtr>& layers);

@@ -97,8 +97,7 @@ public:
                        [&](const BertArch& a) {
                            Batch b;
                            b.inputs = torch::randint(0, a.vocab, {n, a.seq_len}, torch::kLong);
-                           const Tensor nsp = b.inputs.select(1, 0).remainder(2).unsqueeze(1);
-                           b.targets = torch::cat({b.inputs, nsp}, 1);  // MLM targets, then the NSP label
+                           b.targets = bertTargets(b.inputs);
                            return b;
                        },
                        [&](const TransformerArch& a) { return translation(n, a.seq_len, a.vocab); },
@@ -110,6 +109,21 @@ public:
                        },
                        [&](const MlpArch& a) { return classification(torch::randn({n, a.inputs}), a.classes); }},
             arch_);
+    }
+    // GPT and BERT read token-id files (data.h); the other models read no token ids.
+    int64_t vocabSize() const override {
+        return std::visit(Overloaded{[](const GptArch& a) { return a.vocab; }, [](const BertArch& a) { return a.vocab; },
+                                     [](const auto&) { return int64_t{0}; }},
+                          arch_);
+    }
+    int64_t sequenceLength() const override {
+        return std::visit(Overloaded{[](const GptArch& a) { return a.seq_len; }, [](const BertArch& a) { return a.seq_len; },
+                                     [](const auto&) { return int64_t{0}; }},
+                          arch_);
+    }
+    Batch tokenBatch(const Tensor& windows) const override {
+        if (vocabSize() == 0) return Trainable::tokenBatch(windows);
+        return tokenWindowBatch(windows, sequenceLength(), std::holds_alternative<GptArch>(arch_));
     }
     Tensor loss(const Tensor&, const Tensor&) const override {
         TORCH_CHECK(false, "zoo model ", name_, ": the loss reads the live tensors of the head");

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 #include "engine/src/device/device.h"
 #include "planners/common/error.h"
@@ -149,7 +151,8 @@ Executor::Executor(const Plan& plan, const Graph& graph, const Program& program,
       training_(training),
       total_steps_(total_steps),
       precision_(plan.model.precision),
-      scaler_(plan.model.precision == Precision::FP16),
+      scaler_(plan.model.precision == Precision::FP16 || training.loss_scale > 0,
+              training.loss_scale > 0 ? training.loss_scale : LossScaler::kInitialScale),
       zero_stage_(program.zero_stage) {
     checkPrecision(precision_, device_);
     const int stream = program.streamOf(rank_);
@@ -650,6 +653,17 @@ void Executor::buildOptimizer() {
     static_bytes_ = param_bytes + grads + (zero() ? shard_bytes : 0) + states;
 }
 
+namespace {
+// Test hook: HIPPIE_ENGINE_TEST_OVERFLOW="RANK:STEP" makes that rank find an inf gradient in
+// that step, as an fp16 overflow on one rank would (no CPU runs fp16, and fp32 gradients do not
+// overflow on a small model even at the largest loss scale).
+bool overflowInjectedForTest(int rank, int step) {
+    const char* v = std::getenv("HIPPIE_ENGINE_TEST_OVERFLOW");
+    int r = -1, s = -1;
+    return v && std::sscanf(v, "%d:%d", &r, &s) == 2 && r == rank && s == step;
+}
+}  // namespace
+
 bool Executor::prepareGradients(StepResult& r) {
     // The norm counts each parameter once (a tied replica holds its owner's summed gradient, so
     // it is left out of the norm); unscaling and clipping apply to the replicas too.
@@ -688,6 +702,7 @@ bool Executor::prepareGradients(StepResult& r) {
                 squares += p.grad().to(torch::kDouble).square().sum().item<double>() / (wholeOnEveryTpRank(p) ? stage_tp_ : 1);
     }
     double local[2] = {squares / (zero() ? 1 : stage_replicas_), 0};
+    if (scaler_.enabled() && overflowInjectedForTest(rank_, step_index_)) local[1] = 1;
     if (scaler_.enabled())
         for (const Tensor& p : params)
             if (p.grad().defined() && !torch::isfinite(p.grad()).all().item<bool>()) local[1] = 1;
@@ -810,7 +825,11 @@ void Executor::pollSends() {
 Stage::LossFn Executor::lossFor(int mb) {
     const Tensor targets = targets_.narrow(0, firstRow(mb), micro_batch_size_);
     const double scale = scaler_.scale() / plan_.micro_batches;  // fp16: the loss scale rides on the loss
-    return [this, targets, scale](const Live& live) { return model_.tensorParallelLoss(live, targets, tp_) * scale; };
+    return [this, targets, scale](const Live& live) {
+        const Tensor loss = model_.tensorParallelLoss(live, targets, tp_);
+        last_loss_ = loss.detach();  // the scaled value may overflow where the loss itself does not
+        return loss * scale;
+    };
 }
 
 Live Executor::outputGrad(int segment, int mb) {
@@ -900,7 +919,7 @@ void Executor::onForward(const Instr& in) {
         AutocastScope autocast(precision_, device_);
         st.forward(in.mb, x, lossFor(in.mb));
     }
-    if (st.computesLoss()) loss_sum_ += st.lossValue(in.mb) / scaler_.scale();
+    if (st.computesLoss()) loss_sum_ += last_loss_.item<double>() / plan_.micro_batches;
 }
 
 void Executor::onRecompute(const Instr& in) {
@@ -1435,7 +1454,7 @@ void Executor::saveState(torch::serialize::OutputArchive& a) const {
     torch::serialize::OutputArchive opt;
     optimizer_->save(opt);
     a.write("optimizer", opt);
-    a.write("loss_scale", torch::tensor({scaler_.scale()}, torch::kDouble));
+    a.write("loss_scale", torch::tensor({scaler_.scale(), static_cast<double>(scaler_.goodSteps())}, torch::kDouble));
 }
 
 void Executor::loadState(torch::serialize::InputArchive& a) {
@@ -1464,7 +1483,9 @@ void Executor::loadState(torch::serialize::InputArchive& a) {
     if (!a.try_read("optimizer", opt)) throw Error("the checkpoint has no optimizer state");
     optimizer_->load(opt);
     Tensor scale;
-    if (a.try_read("loss_scale", scale)) scaler_.setScale(scale.item<double>());
+    // [scale, good steps]; checkpoints before the good steps were kept hold the scale alone.
+    if (a.try_read("loss_scale", scale))
+        scaler_.restore(scale[0].item<double>(), scale.numel() > 1 ? static_cast<int>(scale[1].item<double>()) : 0);
 }
 
 std::string Executor::streamString() const {

@@ -346,6 +346,7 @@ private:
     // Recompute's events are placed at the backward's start, `start` moved past them.
     void settleRebuilds(const Instr& backward, double& start);
     double loss_sum_ = 0;
+    torch::Tensor last_loss_;  // the last loss computed here, unscaled (lossFor)
     bool noop_ = false;  // the handler found its work already done
     std::chrono::steady_clock::time_point step_start_;
     Trace trace_;

@@ -34,20 +34,27 @@ private:
 
 class LossScaler {
 public:
-    explicit LossScaler(bool enabled) : enabled_(enabled) {}
+    static constexpr double kInitialScale = 65536.0;  // GradScaler's
+    static constexpr int kGrowthInterval = 2000;
+
+    explicit LossScaler(bool enabled, double initial_scale = kInitialScale) : enabled_(enabled), scale_(initial_scale) {}
     bool enabled() const { return enabled_; }
     double scale() const { return enabled_ ? scale_ : 1.0; }
-    void setScale(double s) { scale_ = s; }
+    // Good steps since the scale last changed: a checkpoint keeps them with the scale, so
+    // that a resumed run grows its scale at the step the uninterrupted run does.
+    int goodSteps() const { return good_steps_; }
+    void restore(double scale, int good_steps) {
+        scale_ = scale;
+        good_steps_ = good_steps;
+    }
     // After the gradients of a step are known: whether the step may be taken (no inf/NaN
     // anywhere), and the scale for the next step.
     bool update(bool found_inf);
     int skippedSteps() const { return skipped_; }
 
 private:
-    static constexpr double kInitialScale = 65536.0;  // GradScaler's
-    static constexpr int kGrowthInterval = 2000;
     bool enabled_;
-    double scale_ = kInitialScale;
+    double scale_;
     int good_steps_ = 0;
     int skipped_ = 0;
 };

@@ -285,7 +285,7 @@ int runRank(const RunOptions& o) {
             ev["loss"] = res.loss ? json(*res.loss) : json(nullptr);
             ev["lr"] = res.lr;
             if (res.grad_norm) ev["grad_norm"] = *res.grad_norm;
-            if (plan.model.precision == Precision::FP16) {
+            if (plan.model.precision == Precision::FP16 || o.training.loss_scale > 0) {
                 ev["loss_scale"] = res.loss_scale;
                 ev["skipped"] = res.skipped;
             }

@@ -286,11 +286,6 @@ void Stage::releaseOutput(int mb) {
     st.output_released = true;
 }
 
-double Stage::lossValue(int mb) const {
-    auto it = stash_.find(mb);
-    return it == stash_.end() || !it->second.loss.defined() ? 0.0 : it->second.loss.item<double>();
-}
-
 int64_t Stage::stashedBytes() const {
     // A piece's inputs are the views of the previous piece's outputs: each storage counts once.
     std::set<const void*> seen;

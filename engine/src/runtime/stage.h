@@ -107,7 +107,6 @@ public:
     const Live& output(int mb) const;
     // The outputs have been sent downstream: drop their storage (their autograd nodes stay).
     void releaseOutput(int mb);
-    double lossValue(int mb) const;
     bool holds(int mb) const { return stash_.count(mb) > 0; }
     int stashedMicroBatches() const { return static_cast<int>(stash_.size()); }
     int64_t stashedBytes() const;

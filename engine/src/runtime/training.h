@@ -22,6 +22,9 @@ struct TrainingOptions {
     int decay_steps = 0;        // cosine: steps from the end of warm-up to min_lr; 0: the run's steps
     double min_lr = 0;          // cosine floor
     double clip_grad_norm = 0;  // 0: no clipping
+    // > 0: dynamic loss scaling (precision.h) from this scale on any precision; fp16 plans scale
+    // from LossScaler::kInitialScale without it.
+    double loss_scale = 0;
 };
 
 // Throws Error naming the flag for a value out of range.
