@@ -128,6 +128,8 @@ QString RunController::slurmScript() const {
         in.checkpoint_dir = checkpoint_dir_;
         in.checkpoint_every = request_.checkpoint_every;
         in.resume = request_.resume_run > 0;
+        in.data_file = request_.data_file;
+        in.token_dtype = request_.token_dtype;
         SlurmTarget t = *w.slurm;
         // Tasks start in the job's directory: an engine path relative to here would not be found.
         if (t.login_host.isEmpty() && t.engine.contains(QLatin1Char('/')) && QDir::isRelativePath(t.engine))
@@ -194,6 +196,14 @@ void RunController::start() {
                      .arg(request_.engine.isEmpty() ? tr("none next to this program or on PATH (build with LibTorch, install the "
                                                          "hippie-engine package, or set HIPPIE_ENGINE)")
                                                     : tr("'%1' is not an executable file").arg(request_.engine)));
+            return;
+        }
+    }
+    if (any_local && !request_.data_file.isEmpty()) {
+        // Local ranks start in their job's directory: a relative path is this process's.
+        request_.data_file = QFileInfo(request_.data_file).absoluteFilePath();
+        if (!QFileInfo(request_.data_file).isFile()) {
+            fail(tr("the training data %1: no such file on this machine (its local ranks read it)").arg(request_.data_file));
             return;
         }
     }
@@ -500,6 +510,8 @@ jobs::JobSpec RunController::specFor(int worker) const {
         s.checkpoint_key = QFileInfo(checkpoint_dir_).fileName().toStdString();
         s.resume = request_.resume_run > 0;
     }
+    s.data_file = request_.data_file.toStdString();
+    s.token_dtype = request_.token_dtype.toStdString();
     return s;
 }
 

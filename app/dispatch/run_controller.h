@@ -80,6 +80,10 @@ struct RunRequest {
     int checkpoint_every = 0;  // > 0: every rank writes a checkpoint every N steps and after the last
     qint64 resume_run = 0;     // > 0: start this stored run's next attempt from its checkpoints
     QString checkpoint_dir;    // with resume_run: the run's (as stored); otherwise chosen by start()
+    // Training data for every rank (hippie-engine run --data): a path as the workers see it
+    // (local workers: this machine's; agents: their hosts'; Slurm: the nodes'); empty: synthetic.
+    QString data_file;
+    QString token_dtype;       // token-id files (*.bin): uint16 or uint32; empty: the engine's default
 };
 
 class RunController : public QObject {

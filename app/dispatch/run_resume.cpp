@@ -101,6 +101,8 @@ bool seesCheckpointFiles(const std::vector<WorkerTarget>& workers) {
 json runOptionsJson(const RunRequest& request, const QString& local_engine) {
     json o = {{"seed", request.seed}, {"trace_every_step", request.trace_every_step}, {"work_root", str(request.work_root)}};
     if (!local_engine.isEmpty()) o["engine"] = str(local_engine);
+    if (!request.data_file.isEmpty()) o["data_file"] = str(request.data_file);
+    if (!request.token_dtype.isEmpty()) o["token_dtype"] = str(request.token_dtype);
     for (const WorkerTarget& w : request.workers)
         if (w.slurm) o["slurm"] = slurmTargetJson(*w.slurm);
     return o;
@@ -162,6 +164,8 @@ RunRequest resumeRequest(const QString& db_path, qint64 run_id, const ResumeOver
     req.seed = run.options.value("seed", 0ULL);
     req.trace_every_step = run.options.value("trace_every_step", false);
     req.work_root = qstr(run.options.value("work_root", std::string()));
+    req.data_file = qstr(run.options.value("data_file", std::string()));  // the data it trained on
+    req.token_dtype = qstr(run.options.value("token_dtype", std::string()));
     // The engine the run used when it is still there, else the one found as for a new run.
     const QString used = qstr(run.options.value("engine", std::string()));
     req.engine = !overrides.engine.isEmpty() ? overrides.engine : QFileInfo(used).isExecutable() ? used : QString();

@@ -92,6 +92,8 @@ QString slurmBatchScript(const SlurmTarget& t, const SlurmScriptInput& in) {
         if (in.checkpoint_every > 0) run += QStringLiteral(" --checkpoint-every %1").arg(in.checkpoint_every);
         if (in.resume) run += QStringLiteral(" --resume");
     }
+    if (!in.data_file.isEmpty()) run += QStringLiteral(" \\\n    --data %1").arg(shellQuote(in.data_file));
+    if (!in.token_dtype.isEmpty()) run += QStringLiteral(" --token-dtype %1").arg(shellQuote(in.token_dtype));
     s << run;
     return s.join(QLatin1Char('\n')) + QLatin1Char('\n');
 }

@@ -50,6 +50,8 @@ struct SlurmScriptInput {
     QString checkpoint_dir;    // empty: none; relative: to the login host's home (the tasks start in the job's directory)
     int checkpoint_every = 0;
     bool resume = false;
+    QString data_file;    // --data as the nodes see it; empty: synthetic data
+    QString token_dtype;  // --token-dtype; empty: the engine's default
 };
 
 QString slurmBatchScript(const SlurmTarget& target, const SlurmScriptInput& in);

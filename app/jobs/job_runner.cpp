@@ -166,6 +166,8 @@ void JobRunner::start() {
     ls.checkpoint_dir = options_.checkpoint_dir;
     ls.checkpoint_every = options_.checkpoint_every;
     ls.resume = options_.resume;
+    ls.data_file = QString::fromStdString(spec_.data_file);
+    ls.token_dtype = QString::fromStdString(spec_.token_dtype);
     ls.grace_ms = options_.grace_ms;
     ls.kill_ms = options_.kill_ms;
 

@@ -35,6 +35,8 @@ QStringList LaunchSpec::arguments(int rank) const {
     if (!checkpoint_dir.isEmpty()) a << QStringLiteral("--checkpoint-dir") << checkpoint_dir;
     if (!checkpoint_dir.isEmpty() && checkpoint_every > 0) a << QStringLiteral("--checkpoint-every") << QString::number(checkpoint_every);
     if (!checkpoint_dir.isEmpty() && resume) a << QStringLiteral("--resume");
+    if (!data_file.isEmpty()) a << QStringLiteral("--data") << data_file;
+    if (!token_dtype.isEmpty()) a << QStringLiteral("--token-dtype") << token_dtype;
     return a;
 }
 

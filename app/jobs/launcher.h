@@ -39,6 +39,8 @@ struct LaunchSpec {
     QString checkpoint_dir;    // absolute; empty: no checkpoints
     int checkpoint_every = 0;  // steps between checkpoints (with checkpoint_dir)
     bool resume = false;       // continue from the newest checkpoint every rank has in checkpoint_dir
+    QString data_file;         // --data; empty: synthetic data
+    QString token_dtype;       // --token-dtype; empty: the engine's default
     int grace_ms = 5000;  // after a rank fails, time the others get to report
     int kill_ms = 3000;   // after SIGTERM, time before SIGKILL
 

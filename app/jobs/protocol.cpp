@@ -85,6 +85,8 @@ json jobToJson(const JobSpec& j) {
     if (j.checkpoint_every > 0) out["checkpoint_every"] = j.checkpoint_every;
     if (!j.checkpoint_key.empty()) out["checkpoint_key"] = j.checkpoint_key;
     if (j.resume) out["resume"] = true;
+    if (!j.data_file.empty()) out["data_file"] = j.data_file;
+    if (!j.token_dtype.empty()) out["token_dtype"] = j.token_dtype;
     return out;
 }
 
@@ -98,7 +100,7 @@ JobSpec jobFromJson(const json& j) {
     const std::string job_where = "job '" + s.id + "'";
     jr::requireKnownFields(j, {"id", "plan", "steps", "seed", "world_size", "first_rank", "rank_count", "master_addr", "master_port",
                                "lr", "op_timeout_s", "trace_every_step", "dump_params", "graph", "checkpoint_every",
-                               "checkpoint_key", "resume"},
+                               "checkpoint_key", "resume", "data_file", "token_dtype"},
                            job_where);
     // Kept as read back (the reader refuses unknown fields), so the job never holds more than a
     // plan says, whatever the message carried.
@@ -150,6 +152,15 @@ JobSpec jobFromJson(const json& j) {
     if ((s.checkpoint_every > 0 || s.resume) && s.checkpoint_key.empty())
         jr::failField(job_where, "checkpoint_key", "is needed with " + std::string(s.resume ? "resume" : "checkpoint_every") +
                                                        ": it names the checkpoints on the agent");
+    if (const auto v = jr::optionalString(j, "data_file", job_where)) {
+        if (v->empty() || v->find('\0') != std::string::npos)
+            jr::failField(job_where, "data_file", "must be a file path without NUL characters (got " + jr::describe(j.at("data_file")) + ")");
+        s.data_file = *v;
+    }
+    if (const auto v = jr::optionalString(j, "token_dtype", job_where)) {
+        if (*v != "uint16" && *v != "uint32") jr::failField(job_where, "token_dtype", "must be uint16 or uint32 (got " + jr::describe(j.at("token_dtype")) + ")");
+        s.token_dtype = *v;
+    }
     return s;
 }
 

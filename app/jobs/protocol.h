@@ -84,6 +84,9 @@ struct JobSpec {
     int checkpoint_every = 0;    // > 0: each rank writes a checkpoint every N steps and after the last
     std::string checkpoint_key;  // job-id characters; required with checkpoint_every or resume
     bool resume = false;         // start from the newest checkpoint every rank of this agent has under the key
+    // Training data (hippie-engine run --data): a path on the agent's host; empty: synthetic.
+    std::string data_file;
+    std::string token_dtype;     // token-id files (*.bin): uint16 or uint32; empty: the engine's default
 };
 
 // Field-by-field reading; throws hippie::Error naming the field that is missing or wrong.

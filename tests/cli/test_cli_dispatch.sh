@@ -65,6 +65,23 @@ if "$BIN" runs --help >/dev/null 2>&1; then
         && pass "run listed by hippie-plan runs" || fail "runs: $(cat "$WORK/runs.json")"
 fi
 
+# Real data: every rank reads the token-id file given with --data (gpt-tiny: vocabulary 64, 16
+# tokens a sample), so the run's losses differ from the synthetic run's; the run keeps the path
+# for a resume; a file that is not there is named before anything starts.
+/usr/bin/python3 -c "
+import random, struct; random.seed(3); n = 16 * 16 + 1
+open('$WORK/tok.bin', 'wb').write(struct.pack('<%dH' % n, *[random.randrange(64) for _ in range(n)]))"
+done_loss() { grep '"event":"done"' "$1" | grep -o '"loss":[0-9][0-9.e+-]*' | head -1 | cut -d: -f2; }
+timeout 300 "$BIN" dispatch --plan "$WORK/plan.json" --worker local --engine "$ENGINE" --db "$WORK/runs.sqlite" \
+    --work-dir "$WORK/work" --steps 3 --seed 1 --data "$WORK/tok.bin" >"$WORK/data.out" 2>"$WORK/err"; rc=$?
+DATA_LOSS=$(done_loss "$WORK/data.out"); SYN_LOSS=$(done_loss "$WORK/out")
+[ $rc -eq 0 ] && [ -n "$DATA_LOSS" ] && [ -n "$SYN_LOSS" ] && [ "$DATA_LOSS" != "$SYN_LOSS" ] \
+    && pass "local run on --data tok.bin (loss $DATA_LOSS, synthetic $SYN_LOSS)" || fail "--data run: rc $rc '$DATA_LOSS' '$SYN_LOSS' $(tail -2 "$WORK/data.out") $(cat "$WORK/err")"
+"$BIN" runs --db "$WORK/runs.sqlite" --json 2>&1 | grep -q "\"data_file\": *\"$WORK/tok.bin\"" && pass "the run stores its --data file" \
+    || fail "--data not stored: $("$BIN" runs --db "$WORK/runs.sqlite" --json 2>&1 | head -c 600)"
+"$BIN" dispatch --plan "$WORK/plan.json" --worker local --engine "$ENGINE" --db "$WORK/runs.sqlite" --data "$WORK/nothere.bin" 2>"$WORK/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "nothere.bin: no such file" "$WORK/err" && pass "--data of a missing file refused" || fail "missing --data: rc $rc $(cat "$WORK/err")"
+
 # Progress lines instead of JSON.
 timeout 300 "$BIN" dispatch --plan "$WORK/plan.json" --worker local --engine "$ENGINE" --db "$WORK/runs.sqlite" \
     --work-dir "$WORK/work" --steps 2 --progress >"$WORK/out" 2>"$WORK/err"; rc=$?
@@ -91,6 +108,10 @@ timeout 300 "$BIN" dispatch --plan "$WORK/plan.json" --worker "127.0.0.1:$PORT" 
     --db "$WORK/runs.sqlite" --steps 3 >"$WORK/out" 2>"$WORK/err"; rc=$?
 [ $rc -eq 0 ] && tail -1 "$WORK/out" | grep -q '"state":"succeeded"' && pass "agent run" \
     || fail "agent run: rc $rc $(tail -3 "$WORK/out") $(cat "$WORK/err")"
+timeout 300 "$BIN" dispatch --plan "$WORK/plan.json" --worker "127.0.0.1:$PORT" --token-file "$WORK/token" \
+    --db "$WORK/runs.sqlite" --steps 3 --seed 1 --data "$WORK/tok.bin" >"$WORK/out" 2>"$WORK/err"; rc=$?
+[ $rc -eq 0 ] && [ "$(done_loss "$WORK/out")" = "$DATA_LOSS" ] && pass "agent run on --data: the local run's loss $DATA_LOSS" \
+    || fail "agent --data run: rc $rc loss '$(done_loss "$WORK/out")' (local '$DATA_LOSS') $(tail -2 "$WORK/out") $(cat "$WORK/err")"
 timeout 60 "$BIN" dispatch --plan "$WORK/plan.json" --worker "127.0.0.1:$PORT" --token-file "$WORK/wrong" \
     --db "$WORK/runs.sqlite" --steps 3 >"$WORK/out" 2>"$WORK/err"; rc=$?
 [ $rc -eq 3 ] && grep -qi "refused" "$WORK/err" && ! grep -q '"event":"step"' "$WORK/out" && pass "wrong token refused" \

@@ -20,11 +20,13 @@
 #include <QTcpServer>
 #include <QTimer>
 #include <QTemporaryDir>
+#include <QtEndian>
 #include <QtTest>
 #include <qcustomplot.h>
 
 #include "app/dispatch/run_controller.h"
 #include "app/store/run_store.h"
+#include "app/studio/dispatch/dispatch_dialog.h"
 #include "app/studio/dispatch/dispatch_ui.h"
 #include "app/studio/dispatch/history_page.h"
 #include "app/studio/dispatch/run_view.h"
@@ -260,6 +262,30 @@ private slots:
         QCOMPARE(waitFinished(run), JobState::Succeeded);
         checkSucceededInStore(run);
         QVERIFY(run->measured().has_value());
+
+        // The same plan on a token-id file, as the dialog's Training data gives it: every rank
+        // reads the file (another loss than the synthetic data's) and the run keeps its path.
+        const QString tokens = dir_.filePath(QStringLiteral("tokens.bin"));
+        {
+            QFile f(tokens);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            for (int i = 0; i < 2 * 8 * 16 + 1; ++i) {
+                const quint16 id = qToLittleEndian(static_cast<quint16>((i * 37 + 11) % 128));
+                f.write(reinterpret_cast<const char*>(&id), sizeof id);
+            }
+        }
+        DispatchDialog dialog(plan, std::nullopt, w->dispatchUi()->workers(), w.get());
+        QVERIFY(dialog.dataFile().isEmpty());  // synthetic unless asked
+        dialog.setDataFile(QStringLiteral("  %1 ").arg(tokens));
+        dispatch::RunController* on_file =
+            w->dispatchUi()->dispatchPlan(plan, std::nullopt, std::nullopt, {0}, 3, 1, false, 0, dialog.dataFile());
+        QCOMPARE(waitFinished(on_file), JobState::Succeeded);
+        const store::RunStore s(db());
+        const store::RunSummary synthetic = s.runDetails(run->runId()).summary, on_tokens = s.runDetails(on_file->runId()).summary;
+        QCOMPARE(QString::fromStdString(on_tokens.options.value("data_file", std::string())), tokens);
+        QVERIFY(!synthetic.options.contains("data_file"));
+        QVERIFY(synthetic.final_loss && on_tokens.final_loss);
+        QVERIFY2(*synthetic.final_loss != *on_tokens.final_loss, qPrintable(QString::number(*on_tokens.final_loss)));
     }
 
     void wrongTokenIsRefused() {

@@ -47,6 +47,8 @@ hj::JobSpec sampleJob() {
     s.checkpoint_every = 3;
     s.checkpoint_key = "run-first-attempt";
     s.resume = true;
+    s.data_file = "/data/tokens.bin";
+    s.token_dtype = "uint32";
     return s;
 }
 
@@ -95,6 +97,8 @@ private slots:
         QCOMPARE(b.checkpoint_every, a.checkpoint_every);
         QCOMPARE(b.checkpoint_key, a.checkpoint_key);
         QCOMPARE(b.resume, a.resume);
+        QCOMPARE(b.data_file, a.data_file);
+        QCOMPARE(b.token_dtype, a.token_dtype);
         QVERIFY(b.graph.is_null());
         QVERIFY(hj::jobToJson(b) == j);
     }
@@ -108,6 +112,8 @@ private slots:
         QCOMPARE(s.checkpoint_every, 0);
         QVERIFY(s.checkpoint_key.empty());
         QVERIFY(!s.resume);
+        QVERIFY(s.data_file.empty());    // synthetic data
+        QVERIFY(s.token_dtype.empty());  // the engine's default
     }
 
     void badFieldIsNamed_data() {
@@ -139,6 +145,9 @@ private slots:
         QTest::newRow("checkpoint_key empty") << "checkpoint_key" << R"("")";
         QTest::newRow("checkpoint_key missing with resume") << "checkpoint_key" << "absent";
         QTest::newRow("resume text") << "resume" << R"("yes")";
+        QTest::newRow("data_file empty") << "data_file" << R"("")";
+        QTest::newRow("data_file number") << "data_file" << "7";
+        QTest::newRow("token_dtype int8") << "token_dtype" << R"("int8")";
     }
     void badFieldIsNamed() {
         QFETCH(QString, field);

@@ -72,6 +72,9 @@ grep -q '^#SBATCH --ntasks=4$' "$WORK/script.txt" && grep -q '^#SBATCH --nodes=1
     && grep -q '^#SBATCH --overcommit$' "$WORK/script.txt" && grep -q '^srun --kill-on-bad-exit=1' "$WORK/script.txt" \
     && [ -z "$(squeue -h)" ] && pass "--show-script: $(grep -c '^#SBATCH' "$WORK/script.txt") #SBATCH lines, nothing submitted" \
     || fail "--show-script: $(cat "$WORK/script.txt")"
+dispatch --show-script --data "/shared/my data/tok.bin" --token-dtype uint32 > "$WORK/script.txt" 2>&1
+grep -q -- "--data '/shared/my data/tok.bin' --token-dtype 'uint32'" "$WORK/script.txt" \
+    && pass "--show-script --data: every task reads the file (quoted)" || fail "--show-script --data: $(cat "$WORK/script.txt")"
 
 # 1. Pending behind a job that holds every CPU, then running, then succeeded. The blocker stays
 # until the run reports pending with a reason (however long planning and submitting take).

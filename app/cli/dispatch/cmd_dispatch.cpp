@@ -1,5 +1,5 @@
 // hippie-plan dispatch --plan FILE --worker HOST:PORT|local [--worker ...] [--token-file F] [--db FILE]
-//                      [--steps N] [--seed S] [--checkpoint-every N] [--progress]
+//                      [--steps N] [--seed S] [--checkpoint-every N] [--data FILE [--token-dtype T]] [--progress]
 // hippie-plan dispatch --resume RUN [--db FILE] [--engine PATH] [--token-file F] [--progress]
 // hippie-plan dispatch --plan FILE --slurm [--login HOST] [--partition P --account A --time T
 //                      --extra-sbatch '...'] [--show-script]
@@ -7,6 +7,7 @@
 
 #include <QCoreApplication>
 #include <QFile>
+#include <QFileInfo>
 
 #include <algorithm>
 #include <csignal>
@@ -49,6 +50,7 @@ struct DispatchOptions {
     unsigned long long seed = 0;
     int checkpoint_every = 0;
     long long resume_run = 0;
+    std::string data_file, token_dtype;
     bool progress = false;
     // A Slurm cluster instead of workers.
     bool slurm = false;
@@ -152,6 +154,13 @@ dispatch::RunRequest newRunRequest(const DispatchOptions& o) {
         w.address.token = QString::fromStdString(readToken(o.token_file));
     }
     req.checkpoint_every = o.checkpoint_every;
+    if (!o.data_file.empty()) {
+        // A relative path is this directory's: local ranks start in their job directory, and
+        // agents and Slurm nodes see the same absolute path on a shared file system.
+        req.data_file = QFileInfo(QString::fromStdString(o.data_file)).absoluteFilePath();
+    }
+    if (!o.token_dtype.empty() && o.data_file.empty()) throw Error("--token-dtype is for a token-id --data file");
+    req.token_dtype = QString::fromStdString(o.token_dtype);
     return req;
 }
 
@@ -288,6 +297,10 @@ Command addDispatchCommand(CLI::App& app) {
                                           "continue failed/cancelled/lost run RUN from the newest checkpoint every rank has, "
                                           "with its stored plan, steps, options and workers (agents: give --token-file again)")
                               ->check(CLI::Range(1LL, std::numeric_limits<long long>::max()));
+    cmd->add_option("--data", opts->data_file,
+                    "training data for every rank (hippie-engine run --data: token ids *.bin for GPT/BERT, or a tensor file), "
+                    "as the workers see it; default: synthetic");
+    cmd->add_option("--token-dtype", opts->token_dtype, "token-id files: uint16 (nanoGPT) or uint32")->check(CLI::IsMember({"uint16", "uint32"}));
     cmd->add_flag("--progress", opts->progress, "one line per step instead of JSON lines");
     cmd->add_flag("--slurm", opts->slurm, "run on a Slurm cluster (sbatch here, or on --login through ssh) instead of --worker");
     cmd->add_option("--login", opts->login, "Slurm: login host to run sbatch/squeue/scancel on through ssh (your ssh config and keys)");
@@ -309,7 +322,8 @@ Command addDispatchCommand(CLI::App& app) {
                            cmd->get_option("--work-dir"), cmd->get_option("--login"), cmd->get_option("--slurm-dir"),
                            cmd->get_option("--slurm-engine"), cmd->get_option("--partition"), cmd->get_option("--account"),
                            cmd->get_option("--time"), cmd->get_option("--extra-sbatch"), cmd->get_option("--nodes"),
-                           cmd->get_option("--tasks-per-node"), cmd->get_option("--gpus-per-node")})
+                           cmd->get_option("--tasks-per-node"), cmd->get_option("--gpus-per-node"), cmd->get_option("--data"),
+                           cmd->get_option("--token-dtype")})
         resume->excludes(o);  // a resumed run keeps what is stored for it
     cmd->footer("Exit status: 0 the run succeeded, 2 bad arguments or a run that could not start, 3 the run failed, was "
                 "cancelled or lost (the message is on stderr).");

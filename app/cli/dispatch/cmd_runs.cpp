@@ -107,6 +107,7 @@ json summaryJson(const RunSummary& r) {
             {"attempt", r.attempt},
             {"checkpoint_every", r.checkpoint_every},
             {"checkpoint_dir", r.checkpoint_dir.isEmpty() ? json(nullptr) : json(str(r.checkpoint_dir))},
+            {"data_file", r.options.value("data_file", json(nullptr))},  // null: synthetic data
             {"predicted_step_s", optionalJson(r.predicted_step_s)},
             {"measured_step_s", optionalJson(r.measured_step_s)},
             {"measured_samples_per_s", optionalJson(r.measured_samples_per_s)},

@@ -2,8 +2,11 @@
 
 #include <QCheckBox>
 #include <QDialogButtonBox>
+#include <QFileDialog>
 #include <QFormLayout>
+#include <QHBoxLayout>
 #include <QLabel>
+#include <QLineEdit>
 #include <QListWidget>
 #include <QPushButton>
 #include <QSpinBox>
@@ -21,7 +24,8 @@ constexpr int kMaxSteps = 100000;
 DispatchDialog::DispatchDialog(const Plan& plan, const std::optional<Graph>& graph, const WorkersPanel* workers, QWidget* parent)
     : QDialog(parent), plan_(plan), graph_(graph), engine_(askEngine(workers->engine())),
       share_(new QCheckBox(tr("Let ranks share devices"))), run_(nullptr), workers_(workers), list_(new QListWidget),
-      steps_(new QSpinBox), seed_(new QSpinBox), checkpoint_every_(new QSpinBox), split_(new QLabel) {
+      steps_(new QSpinBox), seed_(new QSpinBox), checkpoint_every_(new QSpinBox), data_(new QLineEdit),
+      split_(new QLabel) {
     setWindowTitle(tr("Run on workers"));
     auto* what = new QLabel(tr("<b>%1</b> plan of <b>%2</b>: %3 ranks (pp %4 × dp %5), %6 schedule, %7 micro-batches")
                                 .arg(QString::fromStdString(plan.planner),
@@ -52,6 +56,20 @@ DispatchDialog::DispatchDialog(const Plan& plan, const std::optional<Graph>& gra
     form->addRow(tr("Steps"), steps_);
     form->addRow(tr("Seed"), seed_);
     form->addRow(tr("Checkpoint every"), checkpoint_every_);
+    data_->setPlaceholderText(tr("synthetic (seeded)"));
+    data_->setClearButtonEnabled(true);
+    data_->setToolTip(tr("A file every rank trains on, as the workers see it: token ids (*.bin, uint16) for GPT and BERT "
+                         "models, or a tensor file (inputs, targets) for the others; empty: seeded synthetic data"));
+    auto* browse = new QPushButton(tr("Browse…"));
+    connect(browse, &QPushButton::clicked, this, [this] {
+        const QString f = QFileDialog::getOpenFileName(this, tr("Training data"), data_->text(),
+                                                       tr("Token ids (*.bin);;Tensor files (*.pt);;All files (*)"));
+        if (!f.isEmpty()) data_->setText(f);
+    });
+    auto* data_row = new QHBoxLayout;
+    data_row->addWidget(data_, 1);
+    data_row->addWidget(browse);
+    form->addRow(tr("Training data"), data_row);
     auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
     run_ = buttons->button(QDialogButtonBox::Ok);
     run_->setText(tr("Run"));
@@ -84,6 +102,8 @@ std::vector<int> DispatchDialog::chosenWorkers() const {
 int DispatchDialog::steps() const { return steps_->value(); }
 unsigned long long DispatchDialog::seed() const { return static_cast<unsigned long long>(seed_->value()); }
 int DispatchDialog::checkpointEvery() const { return checkpoint_every_->value(); }
+QString DispatchDialog::dataFile() const { return data_->text().trimmed(); }
+void DispatchDialog::setDataFile(const QString& path) { data_->setText(path); }
 
 void DispatchDialog::setChecked(int row, bool checked) { list_->item(row)->setCheckState(checked ? Qt::Checked : Qt::Unchecked); }
 void DispatchDialog::setAcceptSharing(bool accept) { share_->setChecked(accept); }

@@ -1,5 +1,6 @@
 #pragma once
-// "Run on workers…": which workers take part (rank 0 on the first ticked), steps and seed, and
+// "Run on workers…": which workers take part (rank 0 on the first ticked), steps, seed, checkpoints
+// and the training data (synthetic, or a file every rank reads), and
 // what will happen: how the plan's ranks are split among them, checked against their devices
 // and the engine (see dispatch_check.h). Run stays disabled while something blocks.
 #include <QDialog>
@@ -13,6 +14,7 @@
 
 class QCheckBox;
 class QLabel;
+class QLineEdit;
 class QPushButton;
 class QListWidget;
 class QSpinBox;
@@ -31,6 +33,8 @@ public:
     int steps() const;
     unsigned long long seed() const;
     int checkpointEvery() const;  // 0: no checkpoints
+    QString dataFile() const;     // empty: synthetic data
+    void setDataFile(const QString& path);
     const DispatchCheck& check() const { return check_; }
     QString whatWillHappen() const;  // the text shown: problems first, then the steps
     bool canRun() const;             // what the Run button says
@@ -51,6 +55,7 @@ private:
     QSpinBox* steps_;
     QSpinBox* seed_;
     QSpinBox* checkpoint_every_;
+    QLineEdit* data_;
     QLabel* split_;
 };
 

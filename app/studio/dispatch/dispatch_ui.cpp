@@ -61,7 +61,7 @@ void DispatchUi::setDbPath(const QString& path) {
 
 dispatch::RunController* DispatchUi::dispatchPlan(const Plan& plan, const std::optional<Graph>& graph, const std::optional<Cluster>& cluster,
                                                   const std::vector<int>& workers, int steps, unsigned long long seed,
-                                                  bool confirm_scripts, int checkpoint_every) {
+                                                  bool confirm_scripts, int checkpoint_every, const QString& data_file) {
     dispatch::RunRequest req;
     req.plan = plan;
     req.graph = graph;
@@ -69,6 +69,7 @@ dispatch::RunController* DispatchUi::dispatchPlan(const Plan& plan, const std::o
     req.steps = steps;
     req.seed = seed;
     req.checkpoint_every = checkpoint_every;
+    req.data_file = data_file;
     for (int w : workers) req.workers.push_back(workers_->target(w));
     req.engine = workers_->engineForRuns();
     req.work_root = work_root_;
@@ -129,7 +130,7 @@ dispatch::RunController* DispatchUi::startRun(dispatch::RunController* run) {
 void DispatchUi::askAndRun(const Plan& plan, const std::optional<Graph>& graph, const std::optional<Cluster>& cluster) {
     DispatchDialog d(plan, graph, workers_, window_);
     if (d.exec() != QDialog::Accepted) return;
-    dispatchPlan(plan, graph, cluster, d.chosenWorkers(), d.steps(), d.seed(), /*confirm_scripts=*/true, d.checkpointEvery());
+    dispatchPlan(plan, graph, cluster, d.chosenWorkers(), d.steps(), d.seed(), /*confirm_scripts=*/true, d.checkpointEvery(), d.dataFile());
 }
 
 void DispatchUi::runSelectedPlan() {

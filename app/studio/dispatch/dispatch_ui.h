@@ -49,10 +49,10 @@ public:
     // shows it. `graph` and `cluster` are for the prediction (see RunController). With
     // confirm_scripts, a Slurm run's batch script is shown first and nothing starts (nullptr)
     // unless the user submits it. checkpoint_every > 0: the ranks write checkpoints, so that the
-    // run can be resumed (resumeRun).
+    // run can be resumed (resumeRun). `data_file`: what every rank trains on (empty: synthetic).
     dispatch::RunController* dispatchPlan(const Plan& plan, const std::optional<Graph>& graph, const std::optional<Cluster>& cluster,
                                           const std::vector<int>& workers, int steps, unsigned long long seed,
-                                          bool confirm_scripts = false, int checkpoint_every = 0);
+                                          bool confirm_scripts = false, int checkpoint_every = 0, const QString& data_file = {});
     // Starts the next attempt of stored run `run_id` from its checkpoints, as `hippie-plan dispatch
     // --resume` does, and shows it; nullptr (after saying why) when it cannot be resumed.
     dispatch::RunController* resumeRun(qint64 run_id);
