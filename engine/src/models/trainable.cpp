@@ -153,15 +153,6 @@ private:
 
 }  // namespace
 
-Tensor bertTargets(const Tensor& inputs) { return torch::cat({inputs, inputs.select(1, 0).remainder(2).unsqueeze(1)}, 1); }
-
-Batch tokenWindowBatch(const Tensor& windows, int64_t s, bool next_token) {
-    Batch b;
-    b.inputs = windows.narrow(1, 0, s).contiguous();
-    b.targets = next_token ? windows.narrow(1, 1, s).contiguous() : bertTargets(b.inputs);
-    return b;
-}
-
 void tieWeightsInPlace(const std::vector<LayerPtr>& layers) {
     for (const LayerPtr& l : layers)
         if (const auto tied = l->tiedWeight()) l->setTied(*layers.at(static_cast<size_t>(tied->owner_layer))->named_parameters().find(tied->owner_param));

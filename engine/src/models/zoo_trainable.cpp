@@ -159,6 +159,15 @@ private:
 
 }  // namespace
 
+Tensor bertTargets(const Tensor& inputs) { return torch::cat({inputs, inputs.select(1, 0).remainder(2).unsqueeze(1)}, 1); }
+
+Batch tokenWindowBatch(const Tensor& windows, int64_t s, bool next_token) {
+    Batch b;
+    b.inputs = windows.narrow(1, 0, s).contiguous();
+    b.targets = next_token ? windows.narrow(1, 1, s).contiguous() : bertTargets(b.inputs);
+    return b;
+}
+
 std::unique_ptr<Trainable> makeZooTrainable(const ModelSpec& spec) { return std::make_unique<ZooTrainable>(spec); }
 
 }  // namespace hippie::engine
