@@ -18,7 +18,9 @@
 #include "planners/algorithms/deepspeed_3d.h"
 #include "planners/algorithms/device_mapping.h"
 #include "planners/algorithms/equal_params.h"
+#include "planners/algorithms/gpipe_balance.h"
 #include "planners/algorithms/megatron_planner.h"
+#include "planners/algorithms/pipedream.h"
 #include "planners/algorithms/uniform.h"
 #include "planners/algorithms/zero_planner.h"
 #include "planners/algorithms/evaluate.h"
@@ -323,15 +325,21 @@ private:
     // The search seeds from the baselines' partitions; so that it never ends below a baseline
     // on its own objective, the baselines' own plans (each with its micro-batch sweep under
     // the same objective) join the incumbents before it starts. They cost a few simulations.
+    // Every hybrid baseline is offered: pipedream's plan may replicate stages unevenly
+    // (Plan::stage_replicas), which the search itself does not build, and gpipe-balance's runs
+    // GPipe; the incumbents hold any plan, and the front's later variants (selective
+    // recomputation) keep its replication and schedule.
     void offerBaselines() {
         DataParallelPlanner data_parallel;
         UniformPlanner uniform;
         EqualParamsPlanner equal_params;
+        PipeDreamPlanner pipedream;
+        GPipeBalancePlanner gpipe_balance;
         ZeroPlanner zero;
         MegatronPlanner megatron;
         DeepSpeed3DPlanner deepspeed;
-        for (Planner* baseline :
-             std::initializer_list<Planner*>{&data_parallel, &uniform, &equal_params, &zero, &megatron, &deepspeed}) {
+        for (Planner* baseline : std::initializer_list<Planner*>{&data_parallel, &uniform, &equal_params, &pipedream, &gpipe_balance,
+                                                                 &zero, &megatron, &deepspeed}) {
             if (context_.shouldStop()) return;
             PlanContext own(problem_.time_budget_s);
             // The baseline reports to its own context (its progress is not ours); a cancel or

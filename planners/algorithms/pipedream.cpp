@@ -16,6 +16,11 @@ namespace hippie {
 
 namespace {
 
+// 1F1B with the gradient all-reduce overlapping the last backward, bucket by bucket, as the
+// other baselines and hippie run it; lowering, the simulator and the engine build it with
+// per-stage replication too (a stage's buckets are all-reduced over its own replicas).
+constexpr ScheduleKind kSchedule = ScheduleKind::Hippie;
+
 // Samples per micro-batch assumed by the memory constraint: the default micro-batch count
 // (4 per stage) over all devices gives global batch / (4 x devices); halved down to the
 // model's smallest micro-batch (one sample unless BatchNorm needs more) while nothing fits.
@@ -58,7 +63,7 @@ PipeDreamConfig bestUniform(const Problem& problem, const LayerCosts& costs, dou
 
 Plan planOf(const Problem& problem, const PipeDreamConfig& c) {
     Plan p = basePlan(problem, PipeDreamPlanner::kName);
-    p.schedule = ScheduleKind::OneFOneB;
+    p.schedule = kSchedule;
     p.dp = c.stages.front().replicas;
     for (const PipeDreamStage& s : c.stages) p.stages.push_back({s.first_layer, s.last_layer});
     return p;
@@ -84,13 +89,15 @@ bool dealsRoundRobin(const Problem& problem, const PipeDreamConfig& c) {
 }
 
 // The program's configuration as it is: each stage with its own replicas on the GPUs the
-// program gave it (Plan::stage_replicas), micro-batches round-robin over them, 1F1B; the
-// fewest micro-batches, from the size the memory constraint assumed, that fit memory. nullopt
-// when none fits or the plan cannot be built (a tied weight across stages of different widths).
+// program gave it (Plan::stage_replicas), micro-batches round-robin over them; every
+// micro-batch count from the size the memory constraint assumed down to the model's smallest
+// micro-batch whose dp x m micro-batches go round-robin evenly over every stage's replicas,
+// simulated, and the best that fits under the problem's objective. nullopt when none fits or
+// the plan cannot be built (a tied weight across stages of different widths).
 std::optional<Candidate> perStageCandidate(const Problem& problem, const PipeDreamConfig& c, double b, const PlanContext& context,
                                            SearchLog& log) {
     Plan plan = basePlan(problem, PipeDreamPlanner::kName);
-    plan.schedule = ScheduleKind::OneFOneB;
+    plan.schedule = kSchedule;
     for (const PipeDreamStage& s : c.stages) {
         plan.stages.push_back({s.first_layer, s.last_layer});
         plan.stage_replicas.push_back(s.replicas);
@@ -103,11 +110,12 @@ std::optional<Candidate> perStageCandidate(const Problem& problem, const PipeDre
         return std::nullopt;
     }
     const int wanted = static_cast<int>(std::ceil(problem.global_batch / plan.dp / b));
+    std::vector<Candidate> fits;
     for (int m : microBatchCounts(problem, plan.dp)) {
         const int64_t total = int64_t{plan.dp} * m;
         if (m < wanted || std::any_of(plan.stage_replicas.begin(), plan.stage_replicas.end(), [&](int r) { return total % r != 0; }))
             continue;
-        if (context.shouldStop()) return std::nullopt;
+        if (context.shouldStop()) break;
         plan.micro_batches = m;
         try {
             checkPlan(plan, problem.graph, problem.cluster.deviceCount());
@@ -117,13 +125,14 @@ std::optional<Candidate> perStageCandidate(const Problem& problem, const PipeDre
         }
         const TraceMetrics metrics = evaluateCandidate(problem, plan);
         log.tried(plan, metrics);
-        if (metrics.fits_memory) return Candidate{plan, metrics};
+        if (metrics.fits_memory) fits.push_back({plan, metrics});
     }
-    return std::nullopt;
+    return bestByObjective(problem, fits);
 }
 
-// The first plan that fits of each kind, over the micro-batch sizes the memory constraint
-// assumes (largest first): the program's optimum as it is (per-stage replication), and its
+// The best plan of each kind under the objective, each from the first micro-batch size the
+// memory constraint assumes (largest first) at which one fits, with its micro-batch count
+// swept from that size down: the program's optimum as it is (per-stage replication), and its
 // best configuration with one replication for every stage.
 struct Found {
     std::optional<Candidate> per_stage, uniform;
@@ -158,7 +167,7 @@ void tryMicroBatchSize(const Problem& problem, const LayerCosts& costs, double b
     const std::vector<StageRange> stages = plan.stages;
     const StagesFn fixed = [stages](int, double) { return stages; };
     const int first_m = microBatchesFor(problem.global_batch / plan.dp, b);
-    found.uniform = fitMicroBatches(problem, plan, static_cast<int>(stages.size()), fixed, first_m, context, log);
+    found.uniform = sweepMicroBatches(problem, plan, static_cast<int>(stages.size()), fixed, first_m, context, log);
 }
 
 }  // namespace

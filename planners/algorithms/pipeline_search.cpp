@@ -132,23 +132,6 @@ std::string SearchLog::noFitReason(const std::string& what) const {
     return r;
 }
 
-std::optional<Candidate> fitMicroBatches(const Problem& problem, Plan plan, int pp, const StagesFn& stages, int first_m,
-                                         const PlanContext& context, SearchLog& log) {
-    const std::vector<int> counts = microBatchCounts(problem, plan.dp);
-    if (!counts.empty()) first_m = std::min(first_m, counts.back());  // the model's smallest micro-batch caps the count
-    for (int m : counts) {
-        if (m < first_m || !scheduleTakes(plan, pp, m)) continue;
-        if (context.shouldStop()) return std::nullopt;
-        plan.micro_batches = m;
-        plan.stages = stages(pp, plan.microBatchSize());
-        plan.device_map = mapDevices(problem, plan);
-        const TraceMetrics metrics = evaluateCandidate(problem, plan);
-        log.tried(plan, metrics);
-        if (metrics.fits_memory) return Candidate{plan, metrics};
-    }
-    return std::nullopt;
-}
-
 namespace {
 
 // The highest throughput of a fitting candidate, or of the plans one was chosen from.

@@ -74,12 +74,6 @@ private:
 // Stage boundaries for a pipeline depth and micro-batch size (samples).
 using StagesFn = std::function<std::vector<StageRange>(int pp, double micro_batch_size)>;
 
-// Tries micro-batch counts from `first_m` upwards (the divisors of the per-replica batch)
-// for `plan` (dp, schedule set) with `pp` stages from `stages`, each with its topology-aware
-// device map, and returns the first that fits memory.
-std::optional<Candidate> fitMicroBatches(const Problem& problem, Plan plan, int pp, const StagesFn& stages, int first_m,
-                                         const PlanContext& context, SearchLog& log);
-
 // Of the candidates that fit, the best under the problem's objective: the most throughput,
 // the most ME, or (me-floor) the most ME among those within the floor of the best
 // throughput among them (kept in its fastest_throughput). nullopt when none fits.
@@ -90,8 +84,9 @@ std::optional<Candidate> bestByObjective(const Problem& problem, const std::vect
 Candidate chosenAmong(const std::vector<Candidate>& candidates, size_t i);
 
 // Every micro-batch count from `first_m` upwards (the divisors of the per-replica batch) for
-// `plan` with `pp` stages from `stages`, simulated; the best that fits under the problem's
-// objective (bestByObjective). A baseline sweeps its micro-batch count as hippie does.
+// `plan` (dp, schedule set) with `pp` stages from `stages`, each with its topology-aware
+// device map, simulated; the best that fits under the problem's objective (bestByObjective).
+// A baseline sweeps its micro-batch count as hippie does.
 std::optional<Candidate> sweepMicroBatches(const Problem& problem, Plan plan, int pp, const StagesFn& stages, int first_m,
                                            const PlanContext& context, SearchLog& log);
 

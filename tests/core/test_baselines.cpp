@@ -112,7 +112,29 @@ private slots:
         QVERIFY2(r.feasible, r.reason.c_str());
         QCOMPARE(ranges(r.plan), (Ranges{{0, 2}, {3, 3}}));
         QCOMPARE(r.plan.dp, 1);
-        QCOMPARE(r.plan.schedule, ScheduleKind::OneFOneB);
+        QCOMPARE(r.plan.schedule, ScheduleKind::Hippie);  // 1F1B with the all-reduce overlapped, as the other baselines
+        QCOMPARE(checkFeasiblePlan(problem, r), std::string());
+    }
+
+    // The chain above with 8 GiB of weights a layer and 16 samples: replicating the model
+    // costs 80 s and a 34 s all-reduce, the [0-2 | 3] pipeline 96 s. The memory constraint
+    // assumes micro-batches of 16 / (4 x 2) = 2 samples, 8 micro-batches, which fit; on this
+    // cluster (compute linear in samples) 16 of one sample shrink the pipeline's fill and
+    // drain: swept under the throughput objective, the plan takes 16 (it used to stop at the
+    // first count that fits, 8).
+    void pipeDreamSweepsItsMicroBatchCount() {
+        const std::vector<double> fwd{1.0 / 3, 2.0 / 3, 1.0, 4.0 / 3};
+        Problem problem = makeProblem(layeredChain(fwd, std::vector<int64_t>(4, 8 * kGiB), 1 << 10),
+                                      exactCluster(1, 2, int64_t(1) << 40, 1e9), 16);
+        problem.objective = Objective::Throughput;
+        const PlannerResult r = run("pipedream", problem);
+        QVERIFY2(r.feasible, r.reason.c_str());
+        QCOMPARE(ranges(r.plan), (Ranges{{0, 2}, {3, 3}}));
+        QCOMPARE(r.plan.micro_batches, 16);
+        QVERIFY2(contains(joined(r.log), ", m 8,"), joined(r.log).c_str());
+        Plan fewer = r.plan;
+        fewer.micro_batches = 8;
+        QVERIFY(r.metrics.throughput_samples_per_s > evaluate(problem, fewer).throughput_samples_per_s);
         QCOMPARE(checkFeasiblePlan(problem, r), std::string());
     }
 
@@ -164,6 +186,22 @@ private slots:
         QCOMPARE(r.plan.device_map, (std::vector<std::vector<int>>{{0, 1}, {2}}));
         QVERIFY2(std::abs(r.metrics.iteration_time_s - 14.0) < 1e-3, std::to_string(r.metrics.iteration_time_s).c_str());
         QVERIFY2(contains(joined(r.log), "per-stage replication is the better"), joined(r.log).c_str());
+        QCOMPARE(checkFeasiblePlan(problem, r), std::string());
+    }
+
+    // The same plan with 24 samples: the memory constraint assumes micro-batches of 2
+    // samples, 6 per replica of the widest stage; swept under the throughput objective the
+    // per-stage plan takes 12 of one sample, which shorten the fill and drain (it used to
+    // stop at 6).
+    void pipeDreamSweepsPerStageReplication() {
+        Problem problem = makeProblem(layeredChain({2.0 / 3, 1.0 / 3}, {0, 10'000'000'000}, 1 << 10),
+                                      exactCluster(1, 3, int64_t(1) << 40, 1e9), 24);
+        problem.objective = Objective::Throughput;
+        const PlannerResult r = run("pipedream", problem);
+        QVERIFY2(r.feasible, r.reason.c_str());
+        QCOMPARE(r.plan.stage_replicas, (std::vector<int>{2, 1}));
+        QCOMPARE(r.plan.micro_batches, 12);
+        QVERIFY2(contains(joined(r.log), "(2,1), m 6,"), joined(r.log).c_str());
         QCOMPARE(checkFeasiblePlan(problem, r), std::string());
     }
 

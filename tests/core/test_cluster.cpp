@@ -164,6 +164,34 @@ private slots:
         QVERIFY(contains(cpu.source, "rough"));
     }
 
+    // Every transfer and collective leaving a node shares its network ports: a DGX has one
+    // InfiniBand compute port per GPU, PipeDream's Cluster-A one 10 Gb/s Ethernet port per
+    // server, which its four GPUs share (a quarter of the egress a port per GPU would give).
+    void presetsHaveTheirNetworkPorts_data() {
+        QTest::addColumn<QString>("name");
+        QTest::addColumn<int>("ports");
+        QTest::addColumn<double>("port_bytes_per_s");
+        QTest::newRow("dgx-a100-1x8") << "dgx-a100-1x8" << 8 << 25e9;
+        QTest::newRow("dgx-a100-2x8") << "dgx-a100-2x8" << 8 << 25e9;
+        QTest::newRow("dgx-a100-4x8") << "dgx-a100-4x8" << 8 << 25e9;
+        QTest::newRow("dgx-h100-2x8") << "dgx-h100-2x8" << 8 << 50e9;
+        QTest::newRow("v100-4x4") << "v100-4x4" << 1 << 1.25e9;
+    }
+
+    void presetsHaveTheirNetworkPorts() {
+        QFETCH(QString, name);
+        QFETCH(int, ports);
+        QFETCH(double, port_bytes_per_s);
+        const Cluster c = hippie::buildClusterPreset(name.toStdString());
+        for (int n = 0; n < static_cast<int>(c.nodes.size()); ++n) {
+            const hippie::Node& node = c.nodes[static_cast<size_t>(n)];
+            QCOMPARE(node.ports.count, ports);
+            QCOMPARE(node.ports.bandwidth_bytes_per_s, port_bytes_per_s);
+            QCOMPARE(node.ports.bandwidth_bytes_per_s, c.inter.bandwidth_bytes_per_s);  // a port is the inter-node link
+            QCOMPARE(c.egressBandwidth(n), ports * port_bytes_per_s);
+        }
+    }
+
     void presetListMatchesBuilders() {
         QCOMPARE(hippie::clusterPresets().size(), size_t{6});
         for (const hippie::ClusterPreset& p : hippie::clusterPresets()) {

@@ -36,6 +36,7 @@ json validGraph() {
     json ops = json::array({op(10, "l0.a", 0), op(20, "l1.b", 1), op(30, "l1.c", 1), op(40, "l2.d", 2), op(50, "l3.e", 3)});
     ops[1]["fwd_time_s"] = 0.001;
     ops[1]["bwd_time_s"] = 0.002;
+    ops[3]["moved_bytes"] = 3072;  // optional: the other ops leave it out (unknown)
     json edges = json::array();
     for (auto [s, d] : std::vector<std::pair<int, int>>{{10, 20}, {10, 30}, {20, 40}, {30, 40}, {40, 50}})
         edges.push_back({{"src", s}, {"dst", d}, {"bytes", 1024}});
@@ -72,6 +73,7 @@ class TestGraphJson : public QObject {
             QCOMPARE(x.param_bytes, y.param_bytes);
             QCOMPARE(x.output_bytes, y.output_bytes);
             QCOMPARE(x.temp_bytes, y.temp_bytes);
+            QCOMPARE(x.moved_bytes, y.moved_bytes);
             QCOMPARE(x.fwd_time_s, y.fwd_time_s);
             QCOMPARE(x.bwd_time_s, y.bwd_time_s);
             QVERIFY(x.tensor_parallel == y.tensor_parallel);
@@ -120,6 +122,8 @@ private slots:
         QCOMPARE(g.source.batch_size, 8);
         QCOMPARE(g.ops[1].fwd_time_s.value_or(-1), 0.001);
         QVERIFY(!g.ops[0].fwd_time_s.has_value());
+        QCOMPARE(g.ops[3].moved_bytes, int64_t{3072});
+        QCOMPARE(g.ops[0].moved_bytes, int64_t{0});  // absent: unknown
         QCOMPARE(g.layerCount(), 4);
     }
 
@@ -131,9 +135,25 @@ private slots:
 
     void roundTripsInMemory() {
         const Graph g = hippie::graphFromJson(validGraph());
-        const Graph back = hippie::graphFromJson(hippie::graphToJson(g));
+        const json written = hippie::graphToJson(g);
+        const Graph back = hippie::graphFromJson(written);
         compareGraphs(g, back);
-        QCOMPARE(hippie::graphToJson(back), hippie::graphToJson(g));
+        QCOMPARE(hippie::graphToJson(back), written);
+        // moved_bytes is written where it is known and left out where it is not (0).
+        QCOMPARE(written["ops"][3]["moved_bytes"].get<int64_t>(), int64_t{3072});
+        QVERIFY(!written["ops"][0].contains("moved_bytes"));
+    }
+
+    // A zoo model's ops know the bytes they move (memory-bound ops are timed by them): they
+    // survive a trip through JSON.
+    void zooMovedBytesRoundTrip() {
+        hippie::ModelSpec spec;
+        spec.zoo = "gpt2-small";
+        spec.overrides = {{"layers", 1}, {"d_model", 64}, {"heads", 4}};
+        spec.seq_len = 16;
+        const Graph g = hippie::buildZooModel(spec);
+        QVERIFY(std::any_of(g.ops.begin(), g.ops.end(), [](const hippie::Op& op) { return op.moved_bytes > 0; }));
+        compareGraphs(g, hippie::graphFromJson(hippie::graphToJson(g)));
     }
 
     // A zoo transformer written to JSON keeps what tensor parallelism splits; a graph
@@ -227,6 +247,7 @@ private slots:
     void rejectsNegativeValues() {
         expectRejected("neg output", [](json& j) { j["ops"][0]["output_bytes"] = -1; }, {"output_bytes", "id 10", "'l0.a'", "-1"});
         expectRejected("neg temp", [](json& j) { j["ops"][0]["temp_bytes"] = -1; }, {"temp_bytes", "id 10"});
+        expectRejected("neg moved", [](json& j) { j["ops"][3]["moved_bytes"] = -1; }, {"moved_bytes", "id 40", "'l2.d'"});
         expectRejected("neg param", [](json& j) { j["ops"][4]["param_bytes"] = -4; }, {"param_bytes", "id 50"});
         expectRejected("neg flops", [](json& j) { j["ops"][3]["bwd_flops"] = -5.0; }, {"bwd_flops", "id 40"});
         expectRejected("neg time", [](json& j) { j["ops"][1]["fwd_time_s"] = -0.1; }, {"fwd_time_s", "id 20"});

@@ -133,6 +133,25 @@ private slots:
         checkPlacementResult(p, r);
     }
 
+    // m-TOPO fills devices in turn up to an even share of the memory, grown step by step
+    // while ops are left over, and fills to capacity only when no share fits: on a graph that
+    // fits easily it uses every device, and says nothing. Inception-v3 at batch 512 does not
+    // fit one A100 (so the one-device plan cannot replace m-TOPO's placement) and needs a
+    // fraction of four or eight; filled to capacity it would run on the first few devices.
+    void mTopoUsesEveryDeviceWhenTheModelFitsEasily_data() {
+        QTest::addColumn<int>("devices");
+        for (int devices : {4, 8}) QTest::addRow("%d devices", devices) << devices;
+    }
+    void mTopoUsesEveryDeviceWhenTheModelFitsEasily() {
+        QFETCH(int, devices);
+        const Problem p = problemOf(zoo("inception-v3", 512), dgx(devices), 512);
+        const PlannerResult r = planWith("m-topo", p);
+        checkPlacementResult(p, r);
+        const std::set<int> used(r.plan.placement.begin(), r.plan.placement.end());
+        QCOMPARE(static_cast<int>(used.size()), devices);
+        for (const std::string& note : r.notes) QVERIFY2(false, note.c_str());  // no fallback, no idle devices
+    }
+
     void oneDeviceGivesTheSingleDevicePlan_data() { addPlannerRows(); }
     void oneDeviceGivesTheSingleDevicePlan() {
         QFETCH(QString, planner);
