@@ -10,6 +10,7 @@
 #include "app/cli/model_options.h"
 #include "app/cli/table.h"
 #include "app/cli/validators.h"
+#include "planners/algorithms/comparison_caption.h"
 #include "planners/algorithms/side_by_side.h"
 #include "planners/cluster/cluster_json.h"
 #include "planners/common/error.h"
@@ -72,17 +73,6 @@ std::string stages(const Plan& p) {
     return out;
 }
 
-std::string objectiveCaption(const Problem& p) {
-    switch (p.objective) {
-    case Objective::Throughput: return "objective throughput (most samples/s)";
-    case Objective::MemoryEfficiency: return "objective me (most samples/s per GiB of peak memory)";
-    case Objective::MemoryEfficiencyWithThroughputFloor:
-        return "objective me-floor: within " + fixed(100 * (1 - p.throughput_floor), 0) +
-               "% of the best throughput found, then the least memory (most ME)";
-    }
-    return {};
-}
-
 void printTable(const Problem& problem, const std::vector<PlannerResult>& results) {
     Table t({{"planner"}, {"pp x dp", Align::Right}, {"t", Align::Right}, {"sp"}, {"ZeRO", Align::Right}, {"mb", Align::Right},
              {"stages"}, {"iteration", Align::Right},
@@ -115,17 +105,12 @@ void printTable(const Problem& problem, const std::vector<PlannerResult>& result
         t.addRow(std::move(row));
     }
     t.print(std::cout);
-    std::cout << '\n' << objectiveCaption(problem);
-    if (floor > 0) std::cout << ": every planner is held to " << fixed(floor, 1) << " samples/s";
-    std::cout << ".\n";
-    if (any_below) std::cout << "*: below the floor, so not a candidate under this objective whatever its ME.\n";
+    std::cout << '\n' << objectiveCaption(problem.objective, problem.throughput_floor, floor) << '\n';
+    if (any_below) std::cout << belowFloorNote() << '\n';
     std::cout << "t: tensor-parallel degree; sp: sequence parallelism; ZeRO: sharding stage of the data-parallel groups.\n";
-    if (ref && ref->metrics.throughput_samples_per_s >= floor)
-        std::cout << "x ref: relative to " << ref->planner << ", the best baseline under this objective. plan CPU: each planner's own CPU time.\n";
-    else if (ref)
-        std::cout << "x ref: relative to " << ref->planner << ", the fastest baseline (none reaches the floor). plan CPU: each planner's own CPU time.\n";
-    else
-        std::cout << "x ref: no baseline found a plan that fits, so nothing to compare against.\n";
+    std::cout << referenceCaption(ref, floor);
+    if (ref) std::cout << " plan CPU: each planner's own CPU time.";
+    std::cout << '\n';
     for (const PlannerResult& r : results) {
         if (!r.feasible || !r.reason.empty())
             std::cout << r.planner << ": " << (r.skipped ? "skipped: " : "") << (r.reason.empty() ? "infeasible" : r.reason) << '\n';

@@ -3,6 +3,7 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QItemSelectionModel>
+#include <QLabel>
 #include <QPushButton>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
@@ -21,6 +22,7 @@ ComparePage::ComparePage(ComparisonModel* model, QWidget* parent)
       model_(model),
       proxy_(new QSortFilterProxyModel(this)),
       table_(new QTableView(this)),
+      caption_(new QLabel(this)),
       charts_(new widgets::ComparisonCharts(model, this)) {
     proxy_->setSourceModel(model_);
     proxy_->setSortRole(ComparisonModel::SortRole);
@@ -42,10 +44,16 @@ ComparePage::ComparePage(ComparisonModel* model, QWidget* parent)
     table_->setWordWrap(false);
     table_->setAlternatingRowColors(true);
 
+    // Beside the Cancel button, where it costs no height of the table.
+    caption_->setWordWrap(true);
+    caption_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    caption_->setText(model_->caption());
+    connect(model_, &ComparisonModel::captionChanged, caption_, &QLabel::setText);
+
     auto* cancel = new QPushButton(tr("Cancel selected planner"), this);
     auto* bar = new QHBoxLayout;
-    bar->addStretch(1);
-    bar->addWidget(cancel);
+    bar->addWidget(caption_, 1);
+    bar->addWidget(cancel, 0, Qt::AlignTop);
     auto* top = new QWidget(this);
     auto* top_layout = new QVBoxLayout(top);
     top_layout->setContentsMargins(0, 0, 0, 0);

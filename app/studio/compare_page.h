@@ -1,8 +1,10 @@
 #pragma once
-// The comparison page: the sortable table of planners' results over the charts. Selecting a
-// row selects that plan everywhere.
+// The comparison page: the sortable table of planners' results over the charts, with the
+// caption `hippie-plan compare` prints under its own (the objective, what × ref divides by).
+// Selecting a row selects that plan everywhere.
 #include <QWidget>
 
+class QLabel;
 class QSortFilterProxyModel;
 class QTableView;
 
@@ -21,6 +23,7 @@ public:
     void selectModelRow(int row);  // selects without re-emitting when already selected
     int selectedModelRow() const;
     QTableView* table() const { return table_; }
+    QLabel* caption() const { return caption_; }
     widgets::ComparisonCharts* charts() const { return charts_; }
 
 signals:
@@ -31,6 +34,7 @@ private:
     widgets::ComparisonModel* model_;
     QSortFilterProxyModel* proxy_;
     QTableView* table_;
+    QLabel* caption_;
     widgets::ComparisonCharts* charts_;
 };
 

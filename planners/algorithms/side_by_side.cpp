@@ -84,10 +84,14 @@ int bestResult(Objective objective, double throughput_floor, const std::vector<P
     return bestAbove(objective, comparisonFloor(objective, throughput_floor, results), results, [](const PlannerResult&) { return true; });
 }
 
-int referenceResult(const Problem& problem, const std::vector<PlannerResult>& results) {
+int referenceResult(Objective objective, double throughput_floor, const std::vector<PlannerResult>& results) {
     const auto baseline = [](const PlannerResult& r) { return isBaseline(r.planner); };
-    const int best = bestAbove(problem.objective, comparisonFloor(problem.objective, problem.throughput_floor, results), results, baseline);
+    const int best = bestAbove(objective, comparisonFloor(objective, throughput_floor, results), results, baseline);
     return best >= 0 ? best : bestAbove(Objective::Throughput, 0.0, results, baseline);
+}
+
+int referenceResult(const Problem& problem, const std::vector<PlannerResult>& results) {
+    return referenceResult(problem.objective, problem.throughput_floor, results);
 }
 
 }  // namespace hippie

@@ -31,8 +31,11 @@ double comparisonFloor(Objective objective, double throughput_floor, const std::
 int bestResult(Objective objective, double throughput_floor, const std::vector<PlannerResult>& results);
 
 // The yardstick of a comparison: the best feasible baseline (any planner but hippie and the
-// exhaustive oracle) under the problem's objective, held to the same floor as every planner;
-// if no baseline reaches it, the fastest baseline. -1 when no baseline is feasible.
+// exhaustive oracle) under the objective, held to the same floor as every planner
+// (comparisonFloor); if no baseline reaches it, the fastest baseline. -1 when no baseline is
+// feasible.
+int referenceResult(Objective objective, double throughput_floor, const std::vector<PlannerResult>& results);
+// The same under the problem's objective and throughput floor.
 int referenceResult(const Problem& problem, const std::vector<PlannerResult>& results);
 
 }  // namespace hippie

@@ -1,5 +1,6 @@
 // The comparison table: one row per planner, progress while running, sorting by value, and
 // the Pareto front of the charts.
+#include <QSignalSpy>
 #include <QSortFilterProxyModel>
 #include <cmath>
 #include <map>
@@ -160,6 +161,135 @@ private slots:
         QCOMPARE(m.bestRow(Objective::MemoryEfficiencyWithThroughputFloor, 0.9), m.rowOfPlanner("deepspeed-3d"));
     }
 
+    // The × ref columns, as `hippie-plan compare` shows them: each plan's throughput and ME over
+    // the reference's, the best baseline under the objective (referenceResult). Under me-floor
+    // at 0.9 the floor is 108 samples/s (of hippie's 120); of the baselines above it megatron
+    // has the most ME, so it is the reference, named in the headers' tooltips and the caption.
+    void referenceColumnsDivideByTheBestBaseline() {
+        ComparisonModel m;
+        QSignalSpy captions(&m, &ComparisonModel::captionChanged);
+        m.setObjective(Objective::MemoryEfficiencyWithThroughputFloor, 0.9);
+        QCOMPARE(m.caption(), QString());  // no rows, nothing to say
+        const PlannerResult hippie = result("hippie", 120, 4);           // ME 30, not a baseline
+        const PlannerResult dp = result("data-parallel", 115, 11.5);     // ME 10
+        const PlannerResult megatron = result("megatron", 112, 8);       // ME 14: the reference
+        const PlannerResult pipedream = result("pipedream", 60, 1.5);    // ME 40, below the floor
+        for (const PlannerResult& r : {hippie, dp, megatron, pipedream}) m.setResult(r);
+        m.setResult(result("zero", 200, 100, false));  // does not fit: no ratio
+        QCOMPARE(m.referenceRow(), m.rowOfPlanner("megatron"));
+        const auto cell = [&](const char* planner, int column, int role = Qt::DisplayRole) {
+            return m.index(m.rowOfPlanner(planner), column).data(role);
+        };
+        constexpr int thr = ComparisonModel::ThroughputVsReferenceColumn, me = ComparisonModel::MemoryEfficiencyVsReferenceColumn;
+        // Exact ratios of the results' metrics (SortRole), and their text.
+        const auto ratios = [&](const PlannerResult& r) {
+            return std::pair{r.metrics.throughput_samples_per_s / megatron.metrics.throughput_samples_per_s,
+                             r.metrics.memory_efficiency / megatron.metrics.memory_efficiency};
+        };
+        for (const PlannerResult& r : {hippie, dp, megatron, pipedream}) {
+            const auto [t, e] = ratios(r);
+            QCOMPARE(cell(r.planner.c_str(), thr, ComparisonModel::SortRole).toDouble(), t);
+            QCOMPARE(cell(r.planner.c_str(), me, ComparisonModel::SortRole).toDouble(), e);
+        }
+        QCOMPARE(cell("hippie", thr).toString(), QString("1.07×"));      // 120 / 112
+        QCOMPARE(cell("hippie", me).toString(), QString("2.14×"));       // 30 / 14
+        QCOMPARE(cell("data-parallel", thr).toString(), QString("1.03×"));
+        QCOMPARE(cell("data-parallel", me).toString(), QString("0.71×"));
+        QCOMPARE(cell("megatron", thr).toString(), QString("1.00×"));
+        QCOMPARE(cell("megatron", me).toString(), QString("1.00×"));
+        QCOMPARE(cell("pipedream", thr).toString(), QString("0.54×"));
+        QCOMPARE(cell("pipedream", me).toString(), QString("2.86×*"));  // the most ME, but below the floor
+        QCOMPARE(cell("zero", thr).toString(), QString("—"));
+        QCOMPARE(cell("zero", me, ComparisonModel::SortRole).toDouble(), -1.0);
+        QCOMPARE(m.headerData(thr, Qt::Horizontal).toString(), QString("Thr\n× ref"));
+        QCOMPARE(m.headerData(me, Qt::Horizontal).toString(), QString("ME\n× ref"));
+        for (int column : {thr, me})
+            QVERIFY(m.headerData(column, Qt::Horizontal, Qt::ToolTipRole)
+                        .toString()
+                        .endsWith("× ref: relative to megatron, the best baseline under this objective."));
+        QCOMPARE(m.caption(), QString("objective me-floor: within 10% of the best throughput found, then the least memory (most ME): "
+                                      "every planner is held to 108.0 samples/s. × ref: relative to megatron, the best baseline "
+                                      "under this objective. *: below the floor, so not a candidate under this objective "
+                                      "whatever its ME."));
+        QCOMPARE(captions.last().at(0).toString(), m.caption());
+
+        // Under throughput the fastest baseline that fits is the reference.
+        m.setObjective(Objective::Throughput, 0.9);
+        QCOMPARE(m.referenceRow(), m.rowOfPlanner("data-parallel"));
+        QCOMPARE(cell("megatron", thr, ComparisonModel::SortRole).toDouble(),
+                 megatron.metrics.throughput_samples_per_s / dp.metrics.throughput_samples_per_s);
+        QCOMPARE(cell("pipedream", me).toString(), QString("4.00×"));  // no floor, no mark
+        QCOMPARE(m.caption(), QString("objective throughput (most samples/s). × ref: relative to data-parallel, the best baseline "
+                                      "under this objective."));
+        QCOMPARE(captions.last().at(0).toString(), m.caption());
+    }
+
+    // Where no baseline reaches the floor, the fastest baseline is the reference, and the caption
+    // says so; with no baseline that fits there is nothing to divide by, once every planner is
+    // done (while one runs, the caption does not say so yet).
+    void referenceWithoutABaselineAtTheFloor() {
+        ComparisonModel m;
+        m.setObjective(Objective::MemoryEfficiencyWithThroughputFloor, 0.8);
+        m.addRunning("hippie");
+        m.addRunning("data-parallel");
+        m.addRunning("gpipe-balance");
+        m.setResult(result("hippie", 100, 10));
+        QCOMPARE(m.referenceRow(), -1);
+        QCOMPARE(m.caption(), QString("objective me-floor: within 20% of the best throughput found, then the least memory (most ME): "
+                                      "every planner is held to 80.0 samples/s."));
+        m.setResult(result("data-parallel", 70, 20, false));
+        m.setResult(result("gpipe-balance", 60, 3));
+        QCOMPARE(m.referenceRow(), m.rowOfPlanner("gpipe-balance"));
+        QVERIFY(m.caption().contains("× ref: relative to gpipe-balance, the fastest baseline (none reaches the floor)."));
+        QCOMPARE(m.index(m.rowOfPlanner("hippie"), ComparisonModel::ThroughputVsReferenceColumn).data().toString(), QString("1.67×"));
+        m.setResult(result("gpipe-balance", 60, 3, false));
+        QCOMPARE(m.referenceRow(), -1);
+        QVERIFY(m.caption().endsWith("× ref: no baseline found a plan that fits, so nothing to compare against."));
+        QCOMPARE(m.index(m.rowOfPlanner("hippie"), ComparisonModel::ThroughputVsReferenceColumn).data().toString(), QString("—"));
+    }
+
+    // Two plans are told apart in the charts by their shapes, the table's Shape column: a
+    // tensor-parallel plan with ZeRO says so under its bars and beside its point.
+    void chartLabelsCarryThePlansShape() {
+        ComparisonModel m;
+        ComparisonCharts charts(&m);
+        PlannerResult megatron = result("megatron", 100, 5);
+        megatron.plan.stages = {{0, 6}, {7, 13}};
+        megatron.plan.dp = 2;
+        megatron.plan.tp = 4;
+        megatron.plan.sequence_parallel = true;
+        megatron.plan.zero_stage = 1;
+        PlannerResult dp = result("data-parallel", 90, 20);
+        dp.plan.dp = 16;
+        m.setResult(megatron);
+        m.setResult(dp);
+        QTRY_COMPARE(charts.plottedCount(), 2);
+        QCOMPARE(m.index(0, ComparisonModel::ShapeColumn).data().toString(), QString("2×2 t4 sp z1"));
+        QStringList points;
+        for (int i = 0; i < charts.plot()->itemCount(); ++i)
+            if (auto* text = qobject_cast<QCPItemText*>(charts.plot()->item(i)); text && !text->text().isEmpty()) points << text->text();
+        points.sort();
+        QCOMPARE(points, (QStringList{"data-parallel 1×16", "megatron 2×2 t4 sp z1"}));
+        // Bars keep their planner's name alone (slanted names and shapes ran into each other);
+        // hovering a bar or a point gives its shape and value.
+        charts.resize(900, 600);
+        charts.show();
+        charts.plot()->replot(QCustomPlot::rpImmediateRefresh);
+        int bar_charts = 0;
+        for (QCPAxisRect* rect : charts.plot()->axisRects()) {
+            const auto ticker = rect->axis(QCPAxis::atBottom)->ticker().dynamicCast<QCPAxisTickerText>();
+            if (!ticker) continue;  // the scatter's memory axis
+            ++bar_charts;
+            QCOMPARE(ticker->ticks().value(0), QString("megatron"));
+            const QPointF bar(rect->axis(QCPAxis::atBottom)->coordToPixel(0), rect->axis(QCPAxis::atLeft)->coordToPixel(1e-3));
+            QVERIFY2(charts.toolTipAt(bar).startsWith("megatron 2×2 t4 sp z1\n"), qPrintable(charts.toolTipAt(bar)));
+        }
+        QCOMPARE(bar_charts, 3);
+        const QCPAxisRect* scatter = charts.plot()->axisRects().value(0);
+        const QPointF dot(scatter->axis(QCPAxis::atBottom)->coordToPixel(20), scatter->axis(QCPAxis::atLeft)->coordToPixel(90));
+        QCOMPARE(charts.toolTipAt(dot), QString("data-parallel 1×16\n90.0 samples/s at 20.00 GiB"));
+    }
+
     void paretoFrontKeepsUndominatedPlans() {
         const std::vector<TradeoffPoint> pts = {{10, 100}, {2, 60}, {12, 90}, {5, 60}, {20, 150}};
         const std::vector<int> front = paretoFront(pts);
@@ -190,11 +320,11 @@ private slots:
         m.setResult(result("pipedream", 128.1, 38.32));
         m.setResult(result("gpipe-balance", 99.9, 32.44));
         QTRY_COMPARE(charts.plottedCount(), 6);
-        std::map<QString, const QCPItemText*> labels;
+        std::map<QString, const QCPItemText*> labels;  // by planner: each label is "planner shape"
         int label_count = 0;
         for (int i = 0; i < charts.plot()->itemCount(); ++i)
             if (auto* text = qobject_cast<QCPItemText*>(charts.plot()->item(i)); text && !text->text().isEmpty()) {
-                labels[text->text()] = text;
+                labels[text->text().section(QLatin1Char(' '), 0, 0)] = text;
                 ++label_count;
             }
         QCOMPARE(label_count, 6);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include <QTimer>
+#include <QToolTip>
 #include <QtMath>
 #include <QVBoxLayout>
 #include <qcustomplot.h>
@@ -18,12 +19,25 @@ namespace hippie::widgets {
 namespace {
 constexpr double kBarWidth = 0.6;
 constexpr double kHeadroom = 1.15;  // axis range above the largest value, room for labels
+// The scatter's memory axis beyond the plan with the most memory: room for a label (planner and
+// shape) right of it, where one left of it would cover its neighbours' names.
+constexpr double kScatterMemoryHeadroom = 1.4;
 constexpr int kNamesUnrotated = 4;  // more planners than this: their names slant
 constexpr double kNameRotationDeg = 30;
 constexpr double kScatterPadFraction = 0.25;     // throughput axis beyond the extreme plans, of their spread
 constexpr double kScatterMinPadFraction = 0.05;  // ... and at least this much of the largest
 
 }  // namespace
+
+QString ComparisonCharts::toolTipAt(const QPointF& pos) const {
+    const QCPAbstractPlottable* under = plot_->plottableAt(pos);
+    const auto tip = tips_.find(under);
+    return tip == tips_.end() ? QString() : tip.value();
+}
+
+QString ComparisonCharts::pointLabel(const QString& planner, const QString& shape) {
+    return shape.isEmpty() ? planner : planner + QLatin1Char(' ') + shape;
+}
 
 ComparisonCharts::ComparisonCharts(ComparisonModel* model, QWidget* parent)
     : QWidget(parent), model_(model), plot_(new QCustomPlot(this)), rebuild_timer_(new QTimer(this)) {
@@ -39,6 +53,11 @@ ComparisonCharts::ComparisonCharts(ComparisonModel* model, QWidget* parent)
     connect(model_, &QAbstractItemModel::rowsInserted, rebuild_timer_, qOverload<>(&QTimer::start));
     connect(model_, &QAbstractItemModel::dataChanged, rebuild_timer_, qOverload<>(&QTimer::start));
     connect(plot_, &QCustomPlot::afterLayout, this, &ComparisonCharts::separateLabels);
+    connect(plot_, &QCustomPlot::mouseMove, this, [this](QMouseEvent* event) {
+        const QString tip = toolTipAt(event->position());
+        if (tip.isEmpty()) QToolTip::hideText();
+        else QToolTip::showText(event->globalPosition().toPoint(), tip, plot_);
+    });
     rebuild();
 }
 
@@ -155,6 +174,7 @@ void ComparisonCharts::setSelectedRow(int model_row) {
 }
 
 void ComparisonCharts::rebuild() {
+    tips_.clear();
     plot_->clearPlottables();
     plot_->clearItems();
     labels_.clear();
@@ -162,7 +182,9 @@ void ComparisonCharts::rebuild() {
     plot_->plotLayout()->clear();
 
     QVector<double> throughput, memory, me;
-    QVector<QString> names;
+    // Each plan's planner, and its shape as the table's Shape column says it ("4×2 t2 z1"): two
+    // plans of one planner, or two planners' plans, are told apart by their shapes.
+    QVector<QString> names, shapes;
     QVector<bool> feasible;
     int highlight = -1;
     for (int row = 0; row < model_->rowCount(); ++row) {
@@ -170,6 +192,7 @@ void ComparisonCharts::rebuild() {
         if (!r || !ComparisonModel::hasMetrics(*r)) continue;
         if (row == selected_row_) highlight = static_cast<int>(names.size());
         names.push_back(QString::fromStdString(r->planner));
+        shapes.push_back(model_->index(row, ComparisonModel::ShapeColumn).data().toString());
         feasible.push_back(r->feasible);
         throughput.push_back(r->metrics.throughput_samples_per_s);
         memory.push_back(toGiB(r->metrics.max_peak_memory_bytes));
@@ -206,6 +229,8 @@ void ComparisonCharts::rebuild() {
         plot_->replot();
         return;
     }
+    // Under the bars their planners alone: with the shapes too, slanted names ran into each
+    // other. A bar's tooltip has its shape, the scatter's labels show them.
     QSharedPointer<QCPAxisTickerText> names_ticker(new QCPAxisTickerText);
     for (int i = 0; i < names.size(); ++i) names_ticker->addTick(i, names[i]);
     const double rotation_deg = names.size() > kNamesUnrotated ? kNameRotationDeg : 0;
@@ -218,15 +243,15 @@ void ComparisonCharts::rebuild() {
         rects[static_cast<size_t>(i)]->axis(QCPAxis::atBottom)->setTickLabelRotation(rotation_deg);
         if (rotation_deg > 0) rects[static_cast<size_t>(i)]->setMinimumMargins(QMargins(0, 0, last_name_px, 0));
     }
-    addBars(rects[0], throughput, names, tr("samples/s"), highlight);
-    addBars(rects[1], memory, names, tr("GiB"), highlight);
-    addBars(rects[2], me, names, tr("samples/s/GiB"), highlight);
-    addScatter(rects[3], memory, throughput, names, feasible, highlight);
+    addBars(rects[0], throughput, names, shapes, tr("samples/s"), 1, highlight);
+    addBars(rects[1], memory, names, shapes, tr("GiB"), 2, highlight);
+    addBars(rects[2], me, names, shapes, tr("samples/s/GiB"), 2, highlight);
+    addScatter(rects[3], memory, throughput, names, shapes, feasible, highlight);
     plot_->replot();
 }
 
-void ComparisonCharts::addBars(QCPAxisRect* rect, const QVector<double>& values, const QVector<QString>& names, const QString& label,
-                               int highlight) {
+void ComparisonCharts::addBars(QCPAxisRect* rect, const QVector<double>& values, const QVector<QString>& names,
+                               const QVector<QString>& shapes, const QString& label, int decimals, int highlight) {
     QCPAxis* x = rect->axis(QCPAxis::atBottom);
     QCPAxis* y = rect->axis(QCPAxis::atLeft);
     for (int i = 0; i < values.size(); ++i) {
@@ -236,6 +261,7 @@ void ComparisonCharts::addBars(QCPAxisRect* rect, const QVector<double>& values,
         bars->setBrush(c);
         bars->setPen(i == highlight ? QPen(Qt::black, 2.5) : QPen(c.darker(130)));
         bars->addData(i, values[i]);
+        tips_.insert(bars, QStringLiteral("%1 %2\n%3 %4").arg(names[i], shapes[i], QString::number(values[i], 'f', decimals), label));
     }
     y->setLabel(label);
     x->setRange(-0.6, values.size() - 0.4);
@@ -243,7 +269,8 @@ void ComparisonCharts::addBars(QCPAxisRect* rect, const QVector<double>& values,
 }
 
 void ComparisonCharts::addScatter(QCPAxisRect* rect, const QVector<double>& memory, const QVector<double>& throughput,
-                                  const QVector<QString>& names, const QVector<bool>& feasible, int highlight) {
+                                  const QVector<QString>& names, const QVector<QString>& shapes, const QVector<bool>& feasible,
+                                  int highlight) {
     QCPAxis* x = rect->axis(QCPAxis::atBottom);
     QCPAxis* y = rect->axis(QCPAxis::atLeft);
     x->setLabel(tr("peak memory (GiB)"));
@@ -272,7 +299,7 @@ void ComparisonCharts::addScatter(QCPAxisRect* rect, const QVector<double>& memo
     // of each other (the usual case) were a few pixels apart at 1280x800, their names piled up.
     const double pad = std::max(kScatterPadFraction * (max_thr - min_thr), kScatterMinPadFraction * max_thr);
     const double y_lo = std::max(0.0, min_thr - pad), y_hi = std::max(1e-9, max_thr + pad);
-    const double x_hi = std::max(1e-9, max_mem) * kHeadroom;
+    const double x_hi = std::max(1e-9, max_mem) * kScatterMemoryHeadroom;
     // Plans whose labels would overlap share one label, at the first of them: points closer
     // than a label's height and a few characters' width, as fractions of the axes.
     constexpr double kNearX = 0.06, kNearY = 0.08;
@@ -297,6 +324,8 @@ void ComparisonCharts::addScatter(QCPAxisRect* rect, const QVector<double>& memo
         point->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, i == highlight ? QPen(Qt::black, 2) : QPen(c), c,
                                                i == highlight ? 13 : 9));
         point->addData(memory[i], throughput[i]);
+        tips_.insert(point, tr("%1 %2\n%3 samples/s at %4 GiB")
+                                .arg(names[i], shapes[i], QString::number(throughput[i], 'f', 1), QString::number(memory[i], 'f', 2)));
         dots_.push_back({x, y, memory[i], throughput[i], point->scatterStyle().size()});
         if (root(i) != i) continue;
         // One label per group of close points, at the group's centre; each name in its dot's
@@ -329,7 +358,7 @@ void ComparisonCharts::addScatter(QCPAxisRect* rect, const QVector<double>& memo
             label->setPadding(QMargins(right_half ? 0 : side, top_half ? offset : 0, right_half ? side : 0, top_half ? 0 : offset));
             label->setFont(small);
             label->setColor(plannerColor(names[members[k]]).darker(125));
-            label->setText(names[members[k]]);
+            label->setText(pointLabel(names[members[k]], shapes[members[k]]));
             labels_.back().lines.push_back(label);
         }
     }

@@ -4,8 +4,10 @@
 #include <QColor>
 #include <QStringList>
 
+#include <algorithm>
 #include <iterator>
 
+#include "planners/algorithms/comparison_caption.h"
 #include "planners/algorithms/evaluate.h"
 #include "planners/algorithms/side_by_side.h"
 #include "planners/schedule/plan_shape.h"
@@ -19,7 +21,9 @@ void ComparisonModel::clear() {
     beginResetModel();
     rows_.clear();
     floor_ = 0;
+    reference_ = -1;
     endResetModel();
+    refreshComparison();
 }
 
 int ComparisonModel::ensureRow(const QString& planner) {
@@ -42,7 +46,7 @@ void ComparisonModel::addRunning(const QString& planner) {
     r.message.clear();
     r.result.reset();
     rowChanged(row);
-    refreshFloor();
+    refreshComparison();
 }
 
 void ComparisonModel::setProgress(const QString& planner, double fraction, const QString& message) {
@@ -61,21 +65,60 @@ void ComparisonModel::setResult(const PlannerResult& result) {
     r.message = QString::fromStdString(result.reason);
     r.result = result;
     rowChanged(row);
-    refreshFloor();
+    refreshComparison();
 }
 
 void ComparisonModel::setObjective(Objective objective, double throughput_floor) {
     objective_ = objective;
     throughput_floor_ = throughput_floor;
-    refreshFloor();
+    refreshComparison();
 }
 
-void ComparisonModel::refreshFloor() {
-    const double floor = comparisonFloor(objective_, throughput_floor_, results());
-    if (floor == floor_) return;
+void ComparisonModel::refreshComparison() {
+    const std::vector<PlannerResult> all = results();
+    const double floor = comparisonFloor(objective_, throughput_floor_, all);
+    const int reference = referenceResult(objective_, throughput_floor_, all);
+    const bool floor_changed = floor != floor_, reference_changed = reference != reference_;
     floor_ = floor;
-    // Every row's Status says whether it runs below the floor.
-    if (!rows_.empty()) emit dataChanged(index(0, StatusColumn), index(static_cast<int>(rows_.size()) - 1, StatusColumn));
+    reference_ = reference;
+    if (!rows_.empty()) {
+        const int last = static_cast<int>(rows_.size()) - 1;
+        // Every row's Status says whether it runs below the floor.
+        if (floor_changed) emit dataChanged(index(0, StatusColumn), index(last, StatusColumn));
+        // Every ratio divides by the reference's metrics, which a new result may have replaced.
+        emit dataChanged(index(0, ThroughputVsReferenceColumn), index(last, ThroughputVsReferenceColumn));
+        emit dataChanged(index(0, MemoryEfficiencyVsReferenceColumn), index(last, MemoryEfficiencyVsReferenceColumn));
+    }
+    if (reference_changed) emit headerDataChanged(Qt::Horizontal, ThroughputVsReferenceColumn, MemoryEfficiencyVsReferenceColumn);
+    const QString caption = makeCaption();
+    if (caption == caption_) return;
+    caption_ = caption;
+    emit captionChanged(caption_);
+}
+
+bool ComparisonModel::belowFloor(const PlannerResult& result) const {
+    return result.feasible && result.metrics.throughput_samples_per_s < floor_;
+}
+
+QString ComparisonModel::makeCaption() const {
+    if (rows_.empty()) return {};
+    QStringList parts{QString::fromStdString(objectiveCaption(objective_, throughput_floor_, floor_))};
+    const PlannerResult* reference = result(reference_);
+    // Until a baseline has a plan, "no baseline found a plan that fits" may not be true yet.
+    const bool running = finishedCount() < rowCount();
+    if (reference || !running) parts << QString::fromStdString(referenceCaption(reference, floor_, "×"));
+    if (reference && std::any_of(rows_.begin(), rows_.end(), [this](const Row& r) { return r.result && belowFloor(*r.result); }))
+        parts << QString::fromStdString(belowFloorNote());
+    return parts.join(QLatin1Char(' '));
+}
+
+QVariant ComparisonModel::relativeToReference(const PlannerResult& r, int column) const {
+    const PlannerResult* reference = result(reference_);
+    if (!reference || !r.feasible || !hasMetrics(r)) return {};
+    const TraceMetrics& m = r.metrics;
+    const TraceMetrics& ref = reference->metrics;
+    return column == ThroughputVsReferenceColumn ? m.throughput_samples_per_s / ref.throughput_samples_per_s
+                                                 : m.memory_efficiency / ref.memory_efficiency;
 }
 
 std::vector<PlannerResult> ComparisonModel::results() const {
@@ -94,7 +137,7 @@ void ComparisonModel::setFailed(const QString& planner, const QString& message, 
     r.message = message;
     r.result.reset();
     rowChanged(row);
-    refreshFloor();
+    refreshComparison();
 }
 
 int ComparisonModel::rowOfPlanner(const QString& planner) const {
@@ -129,8 +172,8 @@ int ComparisonModel::columnCount(const QModelIndex& parent) const { return paren
 QVariant ComparisonModel::headerData(int section, Qt::Orientation orientation, int role) const {
     if (orientation != Qt::Horizontal || section < 0 || section >= ColumnCount) return {};
     // Short headers, their meaning and units in the tooltips: at 1280x800 every column shows.
-    static const char* const names[] = {"Planner",       "Shape", "Micro-\nbatches", "Schedule",    "Iteration", "Samples/s",
-                                        "Peak\nmemory", "ME",    "Bubble",          "Plan\ntime", "Status"};
+    static const char* const names[] = {"Planner", "Shape",       "Micro-\nbatches", "Schedule", "Iteration",  "Samples/s", "Thr\n× ref",
+                                        "Peak\nmemory", "ME", "ME\n× ref", "Bubble",          "Plan\ntime", "Status"};
     static const char* const tips[] = {
         "The planner that produced the plan",
         "Pipeline stages × data-parallel replicas, then tensor-parallel degree (t), sequence parallelism (sp) "
@@ -139,8 +182,11 @@ QVariant ComparisonModel::headerData(int section, Qt::Orientation orientation, i
         "Pipeline schedule",
         "Simulated time of one training iteration",
         "Throughput: samples per second over the whole cluster",
+        "Throughput relative to the reference plan's",
         "Largest simulated peak memory of one device",
         "Memory efficiency (samples/s/GiB): throughput per GiB of the largest device peak",
+        "Memory efficiency relative to the reference plan's; * when the plan runs below the floor, so that it is no "
+        "candidate under this objective whatever its ME",
         "Share of device time spent idle in the pipeline bubble",
         "Planning time: CPU time of the planner's own thread (planners run at once on shared cores)",
         "Running, done, skipped, failed or cancelled. Red: the plan does not fit memory; grey: the planner does not "
@@ -148,8 +194,12 @@ QVariant ComparisonModel::headerData(int section, Qt::Orientation orientation, i
         "time budget reached)"};
     static_assert(std::size(names) == ColumnCount && std::size(tips) == ColumnCount);
     if (role == Qt::DisplayRole) return tr(names[section]);
-    if (role == Qt::ToolTipRole) return tr(tips[section]);
-    return {};
+    if (role != Qt::ToolTipRole) return {};
+    if (section != ThroughputVsReferenceColumn && section != MemoryEfficiencyVsReferenceColumn) return tr(tips[section]);
+    // Names the reference, in the caption's words.
+    const PlannerResult* reference = result(reference_);
+    if (!reference && finishedCount() < rowCount()) return tr(tips[section]);
+    return tr(tips[section]) + QStringLiteral(".\n") + QString::fromStdString(referenceCaption(reference, floor_, "×"));
 }
 
 QVariant ComparisonModel::data(const QModelIndex& index, int role) const {
@@ -206,7 +256,7 @@ QVariant ComparisonModel::display(const Row& row, int column) const {
                 text = row.message.isEmpty() ? tr("does not fit") : tr("does not fit: %1").arg(row.message);
             else if (text.isEmpty())
                 text = tr("fits");
-            if (row.result && row.result->feasible && row.result->metrics.throughput_samples_per_s < floor_)
+            if (row.result && belowFloor(*row.result))
                 text += tr(" · below the floor of %1 samples/s").arg(floor_, 0, 'f', 1);
             const int notes = row.result ? static_cast<int>(row.result->notes.size()) : 0;
             if (notes == 0) return text;
@@ -227,6 +277,13 @@ QVariant ComparisonModel::display(const Row& row, int column) const {
     case ScheduleColumn: return QString::fromLatin1(toString(r.plan.schedule));
     case IterationTimeColumn: return formatSeconds(m.iteration_time_s);
     case ThroughputColumn: return QString::number(m.throughput_samples_per_s, 'f', 1);
+    case ThroughputVsReferenceColumn:
+    case MemoryEfficiencyVsReferenceColumn: {
+        const QVariant ratio = relativeToReference(r, column);
+        if (ratio.isNull()) return QStringLiteral("—");
+        const bool marked = column == MemoryEfficiencyVsReferenceColumn && belowFloor(r);
+        return QString::number(ratio.toDouble(), 'f', 2) + QStringLiteral("×") + (marked ? QStringLiteral("*") : QString());
+    }
     case PeakMemoryColumn: return formatBytes(m.max_peak_memory_bytes);
     case MemoryEfficiencyColumn: return QString::number(m.memory_efficiency, 'f', 2);
     case BubbleColumn: return QStringLiteral("%1%").arg(m.bubble_fraction * 100, 0, 'f', 1);
@@ -251,6 +308,11 @@ QVariant ComparisonModel::sortKey(const Row& row, int column) const {
     case ScheduleColumn: return QString::fromLatin1(toString(r.plan.schedule));
     case IterationTimeColumn: return m.iteration_time_s;
     case ThroughputColumn: return m.throughput_samples_per_s;
+    case ThroughputVsReferenceColumn:
+    case MemoryEfficiencyVsReferenceColumn: {
+        const QVariant ratio = relativeToReference(r, column);
+        return ratio.isNull() ? QVariant(-1.0) : ratio;
+    }
     case PeakMemoryColumn: return static_cast<double>(m.max_peak_memory_bytes);
     case MemoryEfficiencyColumn: return m.memory_efficiency;
     case BubbleColumn: return m.bubble_fraction;

@@ -21,8 +21,12 @@ public:
         ScheduleColumn,
         IterationTimeColumn,
         ThroughputColumn,
+        // Throughput and ME over the reference plan's (referenceRow: the best baseline under the
+        // objective, as in `hippie-plan compare`), "1.23×"; "*" marks an ME × ref below the floor.
+        ThroughputVsReferenceColumn,
         PeakMemoryColumn,
         MemoryEfficiencyColumn,
+        MemoryEfficiencyVsReferenceColumn,
         BubbleColumn,
         PlanningTimeColumn,
         // Running, done (its plan fits memory or does not), skipped, failed or cancelled, with
@@ -54,6 +58,12 @@ public:
     // the comparison's floor says so in its Status ("fits · below the floor of N samples/s").
     void setObjective(Objective objective, double throughput_floor);
     double floorThroughput() const;  // comparisonFloor of the rows so far; 0 unless me-floor
+    // The row the × ref columns divide by (referenceResult of the rows so far), or -1.
+    int referenceRow() const { return reference_; }
+    // The words under `hippie-plan compare`'s table, with "×": the objective (and its floor),
+    // what × ref is relative to, and the '*' footnote where a row has one. Empty without rows;
+    // while planners run and no baseline has a plan, it leaves × ref out.
+    QString caption() const { return caption_; }
     int finishedCount() const;
     // True when the result carries simulated metrics (infeasible results may not).
     static bool hasMetrics(const PlannerResult& result);
@@ -66,6 +76,9 @@ public:
     int columnCount(const QModelIndex& parent = {}) const override;
     QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
     QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+
+signals:
+    void captionChanged(const QString& caption);
 
 private:
     struct Row {
@@ -80,12 +93,18 @@ private:
     QVariant sortKey(const Row& row, int column) const;
     int ensureRow(const QString& planner);
     void rowChanged(int row);
-    void refreshFloor();  // after a row's result or the objective changed
+    // After a row's result or the objective changed: the floor, the reference and the caption.
+    void refreshComparison();
+    QString makeCaption() const;
+    bool belowFloor(const PlannerResult& result) const;
+    QVariant relativeToReference(const PlannerResult& result, int column) const;  // the ratio, or null
 
     std::vector<Row> rows_;
     Objective objective_ = Objective::MemoryEfficiency;
     double throughput_floor_ = 0.9;
     double floor_ = 0;  // comparisonFloor of the rows, kept: every Status cell reads it
+    int reference_ = -1;
+    QString caption_;
 };
 
 }  // namespace hippie::widgets
