@@ -7,6 +7,8 @@
 #include <QPushButton>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
+#include <QStyle>
+#include <QStyleOptionHeader>
 #include <QTableView>
 #include <QVBoxLayout>
 
@@ -16,6 +18,31 @@
 namespace hippie::studio {
 
 using widgets::ComparisonModel;
+
+namespace {
+
+// Qt's styles size a header section for a sort arrow as wide as the header is tall (plus a
+// margin) on every column, while the arrow drawn takes half that: on the table's two-line
+// headers about 14 px a column that pushed the last columns off the page at 1280x800. This
+// header reserves what the arrow takes (QCommonStyle's SE_HeaderArrow and SE_HeaderLabel).
+class CompactSortHeader : public QHeaderView {
+public:
+    using QHeaderView::QHeaderView;
+
+protected:
+    QSize sectionSizeFromContents(int logical) const override {
+        QSize s = QHeaderView::sectionSizeFromContents(logical);
+        if (!isSortIndicatorShown() || orientation() != Qt::Horizontal) return s;
+        QStyleOptionHeader opt;
+        initStyleOption(&opt);
+        const int margin = style()->pixelMetric(QStyle::PM_HeaderMargin, &opt, this);
+        const int reserved = s.height() + margin, arrow = s.height() / 2 + 2 * margin;
+        s.setWidth(s.width() - reserved + arrow);
+        return s;
+    }
+};
+
+}  // namespace
 
 ComparePage::ComparePage(ComparisonModel* model, QWidget* parent)
     : QWidget(parent),
@@ -27,6 +54,10 @@ ComparePage::ComparePage(ComparisonModel* model, QWidget* parent)
     proxy_->setSourceModel(model_);
     proxy_->setSortRole(ComparisonModel::SortRole);
     proxy_->setDynamicSortFilter(true);
+    auto* header = new CompactSortHeader(Qt::Horizontal, table_);
+    header->setSectionsClickable(true);  // as QTableView's own header
+    header->setHighlightSections(true);
+    table_->setHorizontalHeader(header);
     table_->setModel(proxy_);
     table_->setSortingEnabled(true);
     table_->sortByColumn(ComparisonModel::MemoryEfficiencyColumn, Qt::DescendingOrder);
@@ -38,7 +69,6 @@ ComparePage::ComparePage(ComparisonModel* model, QWidget* parent)
     // elided, and its tooltip holds all of it with the planner's notes; the table never
     // scrolls sideways at 1280x800.
     table_->horizontalHeader()->setSectionResizeMode(ComparisonModel::StatusColumn, QHeaderView::Stretch);
-    table_->horizontalHeader()->setStretchLastSection(true);
     table_->horizontalHeader()->setMinimumSectionSize(36);
     table_->setTextElideMode(Qt::ElideRight);
     table_->setWordWrap(false);

@@ -19,5 +19,25 @@ launch() {
         --rank-args "--connect-timeout 20 --op-timeout 30 $*" > "$out" 2>"$out.err"
 }
 
+# same_losses REF_OUT OUT TOL: every step's loss in OUT (each rank that reports one) is within
+# TOL of the one-process run's loss of that step; says how close, or fails saying which differs.
+same_losses() {
+    /usr/bin/python3 - "$@" <<'PY'
+import json, sys
+def losses(path):
+    out = {}
+    for line in open(path):
+        if line.startswith("{"):
+            e = json.loads(line)
+            if e.get("event") == "step" and e.get("loss") is not None: out.setdefault(e["step"], []).append(e["loss"])
+    return out
+ref, got, tol = losses(sys.argv[1]), losses(sys.argv[2]), float(sys.argv[3])
+if not ref or sorted(ref) != sorted(got): sys.exit(f"steps with a loss: one process {sorted(ref)}, the run {sorted(got)}")
+diff, step = max((abs(v - ref[s][0]), s) for s in ref for v in got[s])
+if diff >= tol: sys.exit(f"step {step}'s loss differs from one process's by {diff:.3g} (tolerance {tol})")
+print(f"the losses of all {len(ref)} steps within {diff:.2g}")
+PY
+}
+
 # field FILE EVENT KEY: the values of KEY in the EVENT lines (simple scalars)
 field() { grep "\"event\":\"$2\"" "$1" | grep -o "\"$3\":[^,}]*" | cut -d: -f2; }

@@ -41,8 +41,7 @@ check() {  # WHAT OUT REFERENCE TOL PARAMS...
     else
         fail "$what: $(cat "$WORK/cmp.out")"
     fi
-    awk -v a="$ref_loss" -v b="$loss" -v t=$TOL 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d < t) }' \
-        || fail "$what: final loss $loss differs from the reference $ref_loss"
+    same_losses "$WORK/ref.out" "$out" "$TOL" > "$WORK/losses.out" 2>&1 || fail "$what: $(cat "$WORK/losses.out")"
 }
 
 # merge DEST FILES...: one dump holding every rank's parameters (a reference for a plan's ranks)

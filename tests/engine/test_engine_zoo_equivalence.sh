@@ -73,8 +73,7 @@ for schedule in "${SCHEDULES[@]}"; do
     else
         fail "$what: $(cat "$WORK/cmp.out")"
     fi
-    awk -v a="$ref_loss" -v b="$loss" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d < 1e-5) }' \
-        || fail "$what: final loss $loss differs from the reference $ref_loss"
+    same_losses "$WORK/ref.out" "$WORK/p.out" 1e-5 > "$WORK/losses.out" 2>&1 || fail "$what: $(cat "$WORK/losses.out")"
 done
 echo "$MODEL: $((($(date +%s%N) - start) / 1000000)) ms for the reference and ${#SCHEDULES[@]} schedules"
 finish

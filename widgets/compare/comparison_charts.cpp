@@ -128,17 +128,38 @@ void ComparisonCharts::separateLabels() {
         const std::pair<Side, bool> sides[] = {{near, prefer_down},        {near, !prefer_down}, {Side::Centre, prefer_down},
                                                {Side::Centre, !prefer_down}, {far, prefer_down},   {far, !prefer_down}};
         constexpr int kMaxExtraLines = 2;
-        Choice best{near, prefer_down, 0};
-        int best_cost = -1;
-        for (int extra = 0; extra <= kMaxExtraLines && best_cost != 0; ++extra)
-            for (const auto& [side, down] : sides) {
-                const int c = cost(place(side, down, extra));
-                if (best_cost < 0 || c < best_cost) {
-                    best = {side, down, extra};
-                    best_cost = c;
+        auto search = [&](int& best_cost) {
+            Choice best{near, prefer_down, 0};
+            best_cost = -1;
+            for (int extra = 0; extra <= kMaxExtraLines && best_cost != 0; ++extra)
+                for (const auto& [side, down] : sides) {
+                    const int c = cost(place(side, down, extra));
+                    if (best_cost < 0 || c < best_cost) {
+                        best = {side, down, extra};
+                        best_cost = c;
+                    }
+                    if (c == 0) break;
                 }
-                if (c == 0) break;
+            return best;
+        };
+        int best_cost = 0;
+        Choice best = search(best_cost);
+        if (best_cost > 0 && l.names.size() == l.lines.size()) {
+            // No free place for "planner shape": the planner alone (its tooltip has the shape),
+            // kept where that covers less.
+            std::vector<QString> full;
+            for (size_t k = 0; k < l.lines.size(); ++k) {
+                full.push_back(l.lines[k]->text());
+                l.lines[k]->setText(l.names[k]);
             }
+            int short_cost = 0;
+            const Choice short_best = search(short_cost);
+            if (short_cost < best_cost) {
+                best = short_best;
+            } else {
+                for (size_t k = 0; k < l.lines.size(); ++k) l.lines[k]->setText(full[k]);
+            }
+        }
         placed.push_back(place(best.side, best.down, best.extra));
     }
 }
@@ -360,6 +381,7 @@ void ComparisonCharts::addScatter(QCPAxisRect* rect, const QVector<double>& memo
             label->setColor(plannerColor(names[members[k]]).darker(125));
             label->setText(pointLabel(names[members[k]], shapes[members[k]]));
             labels_.back().lines.push_back(label);
+            labels_.back().names.push_back(names[members[k]]);
         }
     }
     x->setRange(0, x_hi);

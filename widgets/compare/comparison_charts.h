@@ -59,6 +59,7 @@ private:
     struct ScatterLabel {
         std::vector<QCPItemText*> lines;
         int line_px = 0;
+        std::vector<QString> names;  // each line's planner alone: where "name shape" finds no free place
     };
     std::vector<ScatterLabel> labels_;
     struct ScatterDot {

@@ -172,7 +172,7 @@ int ComparisonModel::columnCount(const QModelIndex& parent) const { return paren
 QVariant ComparisonModel::headerData(int section, Qt::Orientation orientation, int role) const {
     if (orientation != Qt::Horizontal || section < 0 || section >= ColumnCount) return {};
     // Short headers, their meaning and units in the tooltips: at 1280x800 every column shows.
-    static const char* const names[] = {"Planner", "Shape",       "Micro-\nbatches", "Schedule", "Iteration",  "Samples/s", "Thr\n× ref",
+    static const char* const names[] = {"Planner", "Shape",       "Micro-\nbatches", "Schedule", "Step\ntime", "Samples/s", "Thr\n× ref",
                                         "Peak\nmemory", "ME", "ME\n× ref", "Bubble",          "Plan\ntime", "Status"};
     static const char* const tips[] = {
         "The planner that produced the plan",
@@ -180,7 +180,7 @@ QVariant ComparisonModel::headerData(int section, Qt::Orientation orientation, i
         "and ZeRO stage (z); or a placement of operators on devices",
         "Micro-batches per pipeline per iteration",
         "Pipeline schedule",
-        "Simulated time of one training iteration",
+        "Simulated time of one training step (an iteration: forward, backward and update of the global batch)",
         "Throughput: samples per second over the whole cluster",
         "Throughput relative to the reference plan's",
         "Largest simulated peak memory of one device",
