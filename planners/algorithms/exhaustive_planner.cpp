@@ -5,6 +5,7 @@
 #include "planners/algorithms/evaluate.h"
 #include "planners/algorithms/hybrid_candidates.h"
 #include "planners/algorithms/pipeline_search.h"
+#include "planners/model/attention_core.h"
 
 namespace hippie {
 
@@ -65,6 +66,10 @@ PlannerResult ExhaustivePlanner::plan(const Problem& problem, PlanContext& conte
     hybrid::Incumbents found(problem);
     const std::vector<hybrid::Shape> shapes = hybrid::searchShapes(problem);
     const int layers = problem.graph.layerCount();
+    // Selective recomputation (the attention cores' scores and softmax rebuilt in backward) is
+    // a dimension of its own where the model has cores: every plan is simulated with and
+    // without it (it acts on the layers a plan does not recompute whole).
+    const bool selective = !attentionCores(problem.graph).empty();
     int64_t simulated = 0, variants = 0;
     std::vector<StageRange> prefix;
     for (size_t i = 0; i < shapes.size(); ++i) {
@@ -78,6 +83,12 @@ PlannerResult ExhaustivePlanner::plan(const Problem& problem, PlanContext& conte
                 const Plan plan = hybrid::candidatePlan(problem, kName, hybrid::Candidate{shape, stages, recompute});
                 found.offer(plan, evaluateCandidate(problem, plan));
                 ++simulated;
+                if (selective && static_cast<int>(plan.recompute_layers.size()) < layers) {
+                    Plan twin = plan;
+                    twin.selective_recompute = true;
+                    found.offer(twin, evaluateCandidate(problem, twin));
+                    ++simulated;
+                }
                 // Per-stage degrees on the devices the plan leaves idle (the space's last dimension).
                 for (const Plan& variant : hybrid::perStageDegreeVariants(problem, plan)) {
                     if (context.shouldStop()) return false;
@@ -90,7 +101,7 @@ PlannerResult ExhaustivePlanner::plan(const Problem& problem, PlanContext& conte
         if (!finished) break;
     }
     std::vector<std::string> log{"simulated " + std::to_string(simulated) + " plans over " + std::to_string(shapes.size()) +
-                                 " (tp, pp, dp, m, ZeRO stage) shapes, and " + std::to_string(variants) +
+                                 " (tp, pp, dp, m, ZeRO stage) shapes" + std::string(selective ? ", each with and without selective recomputation" : "") + ", and " + std::to_string(variants) +
                                  " variants of those with per-stage tensor-parallel degrees on the devices they leave idle"};
     context.progress(1.0, "done");
     return hybrid::searchOutcome(kName, problem, found, context, std::move(log), stopReason(context));

@@ -9,6 +9,7 @@
 #include "planners/algorithms/exhaustive_planner.h"
 #include "planners/algorithms/hybrid_candidates.h"
 #include "planners/algorithms/registry.h"
+#include "planners/model/zoo.h"
 #include "error_of.h"
 #include "planner_fixtures.h"
 
@@ -25,7 +26,7 @@ PlannerResult run(const Problem& problem, double budget_s = 120) {
     return ExhaustivePlanner().plan(problem, context);
 }
 
-// Plans of the documented space: per (pp, dp, m) and ZeRO stage (0-2 when dp > 1), the splits
+// Plans of the documented space: per (pp, dp, m) and ZeRO stage (0-3 when dp > 1), the splits
 // of the layers into pp stages, each stage of two or more layers recomputing or not.
 // splits[l][p]: ways for l layers.
 int64_t spaceSize(int layers, int devices, int global_batch, const std::vector<int>& tensor_parallel = {1}) {
@@ -93,6 +94,29 @@ private slots:
         r = run(makeProblem(g, exactCluster(2, 2), 4));
         expected = "simulated " + std::to_string(spaceSize(5, 4, 4, {1, 2})) + " plans";
         QVERIFY2(contains(r.log.front(), expected), (r.log.front() + " / expected " + expected).c_str());
+    }
+
+    // Selective recomputation is a dimension of the space where the model has attention cores:
+    // every plan runs with and without it. At s = 1024 and h = 64 (4 heads) a block's scores
+    // and probabilities (4 a s^2 b bytes at fp16) are 32 times its other activations per head
+    // dimension, so the most memory-efficient plan drops them, whatever else it chooses.
+    void selectiveRecomputationIsSearched() {
+        ModelSpec spec;
+        spec.zoo = "gpt2-small";
+        spec.batch_size = 2;
+        spec.seq_len = 1024;
+        spec.precision = Precision::FP16;
+        spec.overrides = {{"layers", 2}, {"d_model", 64}, {"heads", 4}, {"vocab", 256}, {"positions", 1024}};
+        Problem p = makeProblem(buildZooModel(spec), exactCluster(1, 2), 4, Optimizer::Adam);
+        p.objective = Objective::MemoryEfficiency;
+        const PlannerResult r = run(p);
+        QVERIFY2(r.feasible, r.reason.c_str());
+        QVERIFY2(contains(r.log.front(), "each with and without selective recomputation"), r.log.front().c_str());
+        QVERIFY(r.plan.selective_recompute);
+        QVERIFY(checkFeasiblePlan(p, r).empty());
+        // A chain without attention cores has no such dimension.
+        const PlannerResult chain = run(makeProblem(patternedChain(3, 0), exactCluster(1, 2), 4));
+        QVERIFY2(!contains(chain.log.front(), "selective"), chain.log.front().c_str());
     }
 
     // Free links: splitting a layer over t devices costs nothing, so for the most memory
