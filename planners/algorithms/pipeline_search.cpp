@@ -5,6 +5,7 @@
 
 #include "planners/algorithms/device_mapping.h"
 #include "planners/algorithms/evaluate.h"
+#include "planners/algorithms/layer_costs.h"
 #include "planners/common/error.h"
 #include "planners/schedule/lower.h"
 #include "planners/schedule/plan_json.h"
@@ -193,12 +194,23 @@ std::optional<Candidate> sweepMicroBatches(const Problem& problem, Plan plan, in
 std::optional<Candidate> shallowestFit(const Problem& problem, const Plan& base, const StagesFn& stages,
                                        const PlanContext& context, SearchLog& log) {
     const auto shapes = pipelineShapes(problem);
+    const LayerCosts costs(problem);
+    const int64_t capacity = smallestCapacity(problem);
     for (size_t i = 0; i < shapes.size() && !context.shouldStop(); ++i) {
         const PipelineShape& s = shapes[i];
         context.progress(static_cast<double>(i) / static_cast<double>(shapes.size()),
                          "trying pp " + std::to_string(s.pp) + " x dp " + std::to_string(s.dp));
         Plan plan = base;
         plan.dp = s.dp;
+        // No split of the layers into pp stages fits where the model states alone do not when
+        // spread evenly (the fullest stage holds at least the average): every micro-batch count
+        // of the shape is skipped unsimulated.
+        if (plan.tp == 1 && !plan.perStageTp() &&
+            costs.staticBytes(0, problem.graph.layerCount() - 1, s.dp, plan.zero_stage) / s.pp > capacity) {
+            log.note("pp " + std::to_string(s.pp) + " x dp " + std::to_string(s.dp) + ": the model states alone, spread over " +
+                     std::to_string(s.pp) + " stages, exceed a device's memory");
+            continue;
+        }
         const int first_m = defaultMicroBatches(s.pp, problem.global_batch / s.dp);
         if (auto found = sweepMicroBatches(problem, plan, s.pp, stages, first_m, context, log)) return found;
     }
