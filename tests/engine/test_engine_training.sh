@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Training for real: optimizers with weight decay, warm-up and cosine decay and global-norm
-# clipping give one process's parameters on pp2 x dp2; bf16 mixed precision trains on a CPU
-# with fp32 master weights; token-id files (uint16/uint32, tiny and zoo GPT/BERT) with a vocabulary check, sharded
-# over replicas so that one epoch sees every sample once (with per-stage replication 3-1
-# too); checkpoints, and a run with a rank killed between checkpoints resumes to the
-# uninterrupted run's losses and parameters.
+# clipping give one process's parameters on pp2 x dp2; fp16's dynamic loss scaling (on fp32
+# here); bf16 mixed precision trains on a CPU with fp32 master weights; token-id files
+# (uint16/uint32; tiny and zoo GPT/BERT) with a vocabulary check, sharded over replicas so that
+# one epoch sees every sample once (with per-stage replication 3-1 too); checkpoints, and a run
+# with a rank killed between checkpoints resumes to the uninterrupted run's losses and
+# parameters (gpt-tiny, and the zoo's gpt2-small with tied weights across stages on a token file).
 source "$(dirname "$0")/lib.sh"
 STEPS=4
 # close A B TOL: |A - B| < TOL
@@ -171,31 +172,47 @@ grep -q 'tok16.bin.*not a whole number of uint32 ids\|tok16.bin.*not below' "$WO
     && pass "uint16 file read as uint32: refused" || fail "wrong dtype: $(grep -o '"message":"[^"]*' "$WORK/odd.out" | head -1)"
 
 # ---- checkpoints: a rank killed between checkpoints, then --resume ----------------------------
-plan "$WORK/c.json" --model gpt-tiny --pp 2 --dp 2 --microbatches 2 --global-batch 8 --schedule 1f1b --optimizer adamw
-RUN=(--weight-decay 0.01 --warmup-steps 2 --lr-schedule cosine --clip-grad-norm 1)
-launch "$WORK/c.json" 4 6 "$WORK/full.out" "${RUN[@]}" --dump-params "$WORK/full.{rank}.json" || fail "uninterrupted run: $(tail -1 "$WORK/full.out")"
-HIPPIE_ENGINE_TEST_KILL=3:3 launch "$WORK/c.json" 4 6 "$WORK/cut.out" "${RUN[@]}" --checkpoint-dir "$WORK/ck" --checkpoint-every 2
-code=$?
-[ $code -ne 0 ] && pass "rank 3 killed in step 3: the run fails (exit $code)" || fail "the run with a killed rank succeeded"
-ls "$WORK"/ck/rank-*/step-1.pt > /dev/null 2>&1 && ! ls "$WORK"/ck/rank-*/step-3.pt > /dev/null 2>&1 \
-    && pass "every rank checkpointed step 1, none step 3" || fail "checkpoints: $(ls -R "$WORK/ck" | tr '\n' ' ')"
-ls "$WORK"/ck/rank-*/*.tmp > /dev/null 2>&1 && fail "a temporary checkpoint file was left"
-launch "$WORK/c.json" 4 6 "$WORK/res.out" "${RUN[@]}" --checkpoint-dir "$WORK/ck" --checkpoint-every 2 --resume --dump-params "$WORK/res.{rank}.json" \
-    || fail "resume: $(tail -2 "$WORK/res.out")"
-grep -q '"resumed_from":{"samples_seen":16,"step":1}' "$WORK/res.out" && pass "resumed after step 1 (16 samples seen)" \
-    || fail "resume point: $(grep -o '"resumed_from":[^}]*}' "$WORK/res.out" | head -1)"
-want=$(grep '"event":"step"' "$WORK/full.out" | grep -v '"loss":null' | grep -E '"step":[2-5],' | grep -o '"step":[0-9]*\|"loss":[^,}]*' | paste - - | sort -u)
-got=$(grep '"event":"step"' "$WORK/res.out" | grep -v '"loss":null' | grep -o '"step":[0-9]*\|"loss":[^,}]*' | paste - - | sort -u)
-[ -n "$got" ] && [ "$got" = "$want" ] && pass "resumed losses of steps 2-5 equal the uninterrupted run's exactly" \
-    || fail "resumed losses differ: got [$got] want [$want]"
-python3 -c "
+# kill_and_resume NAME EXTRA_RUN_ARGS...: $WORK/c.json on 4 ranks for 6 steps, uninterrupted and
+# with rank 3 killed in step 3 (checkpoints every 2 steps), then resumed: the resumed run's
+# losses of steps 2-5 and final parameters equal the uninterrupted run's exactly.
+kill_and_resume() {
+    local name="$1"; shift
+    local RUN=(--weight-decay 0.01 --warmup-steps 2 --lr-schedule cosine --clip-grad-norm 1 "$@")
+    local ck="$WORK/ck-${name// /-}"  # --rank-args splits at spaces
+    rm -f "$WORK"/full.*.json "$WORK"/res.*.json
+    launch "$WORK/c.json" 4 6 "$WORK/full.out" "${RUN[@]}" --dump-params "$WORK/full.{rank}.json" || fail "$name uninterrupted run: $(tail -1 "$WORK/full.out")"
+    HIPPIE_ENGINE_TEST_KILL=3:3 launch "$WORK/c.json" 4 6 "$WORK/cut.out" "${RUN[@]}" --checkpoint-dir "$ck" --checkpoint-every 2
+    local code=$?
+    [ $code -ne 0 ] && pass "$name: rank 3 killed in step 3: the run fails (exit $code)" || fail "$name: the run with a killed rank succeeded"
+    ls "$ck"/rank-*/step-1.pt > /dev/null 2>&1 && ! ls "$ck"/rank-*/step-3.pt > /dev/null 2>&1 \
+        && pass "$name: every rank checkpointed step 1, none step 3" || fail "$name checkpoints: $(ls -R "$ck" | tr '\n' ' ')"
+    ls "$ck"/rank-*/*.tmp > /dev/null 2>&1 && fail "$name: a temporary checkpoint file was left"
+    launch "$WORK/c.json" 4 6 "$WORK/res.out" "${RUN[@]}" --checkpoint-dir "$ck" --checkpoint-every 2 --resume --dump-params "$WORK/res.{rank}.json" \
+        || fail "$name resume: $(tail -2 "$WORK/res.out")"
+    grep -q '"resumed_from":{"samples_seen":16,"step":1}' "$WORK/res.out" && pass "$name: resumed after step 1 (16 samples seen)" \
+        || fail "$name resume point: $(grep -o '"resumed_from":[^}]*}' "$WORK/res.out" | head -1)"
+    local want got
+    want=$(grep '"event":"step"' "$WORK/full.out" | grep -v '"loss":null' | grep -E '"step":[2-5],' | grep -o '"step":[0-9]*\|"loss":[^,}]*' | paste - - | sort -u)
+    got=$(grep '"event":"step"' "$WORK/res.out" | grep -v '"loss":null' | grep -o '"step":[0-9]*\|"loss":[^,}]*' | paste - - | sort -u)
+    [ -n "$got" ] && [ "$got" = "$want" ] && pass "$name: resumed losses of steps 2-5 equal the uninterrupted run's exactly" \
+        || fail "$name: resumed losses differ: got [$got] want [$want]"
+    python3 -c "
 import json
 p = {}
 for r in range(4): p.update(json.load(open('$WORK/full.%d.json' % r))['params'])
 json.dump({'rank': 0, 'params': p}, open('$WORK/full.json', 'w'))"
-"$ENGINE" compare-params --reference "$WORK/full.json" --tol 0 "$WORK"/res.*.json > "$WORK/cmp.out" \
-    && pass "resumed final parameters equal the uninterrupted run's ($(grep -o '"max_abs_diff":[^,]*' "$WORK/cmp.out"))" \
-    || fail "resumed parameters: $(cat "$WORK/cmp.out")"
+    "$ENGINE" compare-params --reference "$WORK/full.json" --tol 0 "$WORK"/res.*.json > "$WORK/cmp.out" \
+        && pass "$name: resumed final parameters equal the uninterrupted run's ($(grep -o '"max_abs_diff":[^,]*' "$WORK/cmp.out"))" \
+        || fail "$name: resumed parameters: $(cat "$WORK/cmp.out")"
+}
+plan "$WORK/c.json" --model gpt-tiny --pp 2 --dp 2 --microbatches 2 --global-batch 8 --schedule 1f1b --optimizer adamw
+kill_and_resume gpt-tiny
+# The zoo's gpt2-small (its embedding and LM head tied across the two stages) on a token file:
+# 32 samples are 4 steps of 8, so the resumed run crosses into the second epoch's order.
+plan "$WORK/zc.json" --model gpt2-small --override "$ZGPT" --pp 2 --dp 2 --microbatches 2 --global-batch 8 --schedule 1f1b --optimizer adamw
+cp "$WORK/c.json" "$WORK/c-tiny.json" && cp "$WORK/zc.json" "$WORK/c.json"
+kill_and_resume "zoo gpt2-small on a token file" --data "$WORK/tok16.bin"
+cp "$WORK/c-tiny.json" "$WORK/c.json"
 launch "$WORK/c.json" 4 6 "$WORK/nock.out" --checkpoint-dir "$WORK/empty" --resume
 grep -q 'no checkpoint that every rank has' "$WORK/nock.out" && pass "--resume without checkpoints: refused" || fail "resume without checkpoints: $(tail -1 "$WORK/nock.out")"
 finish
