@@ -90,6 +90,29 @@ private slots:
         QVERIFY(text.contains(QStringLiteral("Train 7 step(s)")));
     }
 
+    // A data file: the plan of what happens names it; this machine's ranks need it here, an
+    // agent's read it on their host (not checked here).
+    void trainingDataIsNamedAndMustExistHere() {
+        QTemporaryDir dir;
+        const QString tokens = dir.filePath(QStringLiteral("train.bin"));
+        QFile f(tokens);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.close();
+        const Plan plan = pipelinePlan("gpt-tiny", 2, 1);
+        const std::vector<DispatchWorker> here = {{QStringLiteral("This machine"), true, 2}};
+        QVERIFY(checkDispatch(plan, std::nullopt, here, tinyEngine(), 5).steps.join(QLatin1Char('\n')).contains(
+            QStringLiteral("Train 5 step(s) on synthetic data")));
+        DispatchCheck c = checkDispatch(plan, std::nullopt, here, tinyEngine(), 5, tokens);
+        QVERIFY2(c.blockers.isEmpty(), qPrintable(c.blockers.join(QLatin1Char('\n'))));
+        QVERIFY2(c.steps.join(QLatin1Char('\n')).contains(QStringLiteral("Train 5 step(s) on %1 (every rank reads it where it runs)").arg(tokens)),
+                 qPrintable(c.steps.join(QLatin1Char('\n'))));
+        const QString missing = dir.filePath(QStringLiteral("nothere.bin"));
+        c = checkDispatch(plan, std::nullopt, here, tinyEngine(), 5, missing);
+        QCOMPARE(c.blockers.size(), 1);
+        QVERIFY2(c.blockers[0].contains(missing + QStringLiteral(" is not a file on this machine")), qPrintable(c.blockers[0]));
+        QVERIFY(checkDispatch(plan, std::nullopt, {{QStringLiteral("gpu1:7469"), false, 2}}, tinyEngine(), 5, missing).blockers.isEmpty());
+    }
+
     // The engine trains tensor parallelism of the zoo's transformers only: a tiny model's is
     // refused before anything starts, on this machine and on agents alike.
     void tensorParallelPlansAreRefused() {

@@ -61,7 +61,7 @@ void checkEngine(const Plan& plan, const std::optional<Graph>& graph, const Engi
 }  // namespace
 
 DispatchCheck checkDispatch(const Plan& plan, const std::optional<Graph>& graph, const std::vector<DispatchWorker>& workers,
-                            const EngineInfo& engine, int steps) {
+                            const EngineInfo& engine, int steps, const QString& data_file) {
     DispatchCheck out;
     // Whichever engine runs it (this machine's or an agent's), none trains this yet.
     if (const std::string why = untrainedParallelism(plan); !why.empty()) {
@@ -81,6 +81,8 @@ DispatchCheck checkDispatch(const Plan& plan, const std::optional<Graph>& graph,
         capacities.push_back(w.devices);
     }
     if (any_local) checkEngine(plan, graph, engine, out);
+    if (any_local && !data_file.isEmpty() && !QFileInfo(data_file).isFile())
+        out.blockers << QObject::tr("The training data %1 is not a file on this machine, whose ranks read it.").arg(data_file);
     if (any_remote) out.warnings << QObject::tr("Each agent checks with its own engine that it trains '%1' when the run starts.").arg(modelName(plan));
 
     std::vector<dispatch::RankShare> shares;
@@ -116,9 +118,12 @@ DispatchCheck checkDispatch(const Plan& plan, const std::optional<Graph>& graph,
         }
         out.steps << line;
     }
-    out.steps << QObject::tr("Train %1 step(s) on synthetic data; the Run page shows loss, step time and memory as they come, "
+    const QString data = data_file.isEmpty() ? QObject::tr("synthetic data")
+                                             : QObject::tr("%1 (every rank reads it where it runs)").arg(data_file);
+    out.steps << QObject::tr("Train %1 step(s) on %2; the Run page shows loss, step time and memory as they come, "
                              "and Cancel stops every rank.")
-                     .arg(steps);
+                     .arg(steps)
+                     .arg(data);
     if (out.shares_devices)
         out.warnings << QObject::tr("The plan needs %1 devices but the ticked workers have fewer: ranks will share devices and "
                                     "may run out of memory. Tick more workers, or tick \"Let ranks share devices\".")

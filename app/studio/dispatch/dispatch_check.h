@@ -39,8 +39,10 @@ struct DispatchCheck {
 };
 
 // `graph`: the plan's model when known (a file model's graph names the model it is).
+// `data_file`: what every rank trains on (empty: synthetic data); this machine's ranks need it
+// here.
 DispatchCheck checkDispatch(const Plan& plan, const std::optional<Graph>& graph, const std::vector<DispatchWorker>& workers,
-                            const EngineInfo& engine, int steps);
+                            const EngineInfo& engine, int steps, const QString& data_file = {});
 
 // Asks `engine` (a hippie-engine binary) which models it trains (`hippie-engine models`,
 // one JSON object per line with "name"), waiting at most `timeout_ms`.

@@ -89,6 +89,7 @@ DispatchDialog::DispatchDialog(const Plan& plan, const std::optional<Graph>& gra
     connect(list_, &QListWidget::itemChanged, this, &DispatchDialog::updateSplit);
     connect(share_, &QCheckBox::toggled, this, &DispatchDialog::updateSplit);
     connect(steps_, qOverload<int>(&QSpinBox::valueChanged), this, &DispatchDialog::updateSplit);
+    connect(data_, &QLineEdit::textChanged, this, &DispatchDialog::updateSplit);
     updateSplit();
 }
 
@@ -120,7 +121,7 @@ QString DispatchDialog::whatWillHappen() const {
 void DispatchDialog::updateSplit() {
     std::vector<DispatchWorker> chosen;
     for (int r : chosenWorkers()) chosen.push_back({workers_->label(r), workers_->isLocal(r), workers_->target(r).capacity});
-    check_ = checkDispatch(plan_, graph_, chosen, engine_, steps());
+    check_ = checkDispatch(plan_, graph_, chosen, engine_, steps(), dataFile());
     QString html;
     for (const QString& b : check_.blockers)
         html += QStringLiteral("<p style='color:#b00020'><b>%1</b> %2</p>").arg(tr("Cannot run:"), b.toHtmlEscaped());
