@@ -1,6 +1,9 @@
 // The Gantt chart's timeline maths and memory series, without a window.
 #include <QtTest>
 
+#include "planners/algorithms/evaluate.h"
+#include "planners/cluster/cluster_json.h"
+#include "planners/model/zoo.h"
 #include "widgets/gantt/timeline.h"
 #include "widgets/memory/memory_series.h"
 
@@ -104,6 +107,65 @@ private slots:
         plan.tp = 1;
         plan.device_map = defaultDeviceMap(2, 1, 1);
         QVERIFY(deviceRoles(plan).empty());
+    }
+
+    // Per-stage replication (3-1, PipeDream's shape): a row for each of stage 0's three
+    // replicas and one for stage 1, grouped by stage and labelled by replica.
+    void perStageReplicasGetARowEach() {
+        Plan plan;
+        plan.stages = {{0, 0}, {1, 1}};
+        plan.dp = 3;
+        plan.stage_replicas = {3, 1};
+        plan.device_map = defaultDeviceMap(plan);
+        const std::map<int, DeviceRole> roles = deviceRoles(plan);
+        QCOMPARE(int(roles.size()), 4);
+        const GanttRowLayout l = GanttRowLayout::build({0, 1, 2, 3}, [](int) { return 0; }, 0.5, {}, roles);
+        QVERIFY(l.by_stage);
+        QCOMPARE(int(l.rows.size()), 4);
+        const std::vector<std::string> labels{"S0 r0", "S0 r1", "S0 r2", "S1 r0"};
+        for (size_t i = 0; i < labels.size(); ++i) QCOMPARE(roleLabel(*l.rows[i].role, true, false), labels[i]);
+        QCOMPARE(int(l.group_separators.size()), 1);
+        QVERIFY(l.group_separators[0] > l.rows[2].y && l.group_separators[0] < l.rows[3].y);
+    }
+
+    // A simulated t2 x pp2 x dp2 ZeRO-1 plan of a small GPT: its tensor-parallel collectives,
+    // gradient all-reduces and the ZeRO all-gathers after the step are drawn in the
+    // communication band of their device's row, under its compute.
+    void collectivesRunInTheCommunicationLane() {
+        ModelSpec spec;
+        spec.zoo = "gpt2-small";
+        spec.batch_size = 2;
+        spec.seq_len = 64;
+        spec.precision = Precision::FP16;
+        spec.overrides = {{"layers", 2}, {"d_model", 64}, {"heads", 4}, {"vocab", 512}};
+        Problem problem;
+        problem.graph = buildZooModel(spec);
+        problem.cluster = buildClusterPreset("dgx-a100-1x8");
+        problem.cluster_name = "dgx-a100-1x8";
+        problem.global_batch = 8;
+        Plan plan;
+        plan.model = spec;
+        plan.stages = {{0, 1}, {2, 3}};
+        plan.dp = 2;
+        plan.tp = 2;
+        plan.zero_stage = 1;
+        plan.micro_batches = 2;
+        plan.global_batch = 8;
+        plan.schedule = ScheduleKind::OneFOneB;
+        plan.device_map = defaultDeviceMap(plan);
+        const Trace t = simulateWithEvents(problem, plan);
+        const GanttRowLayout l = GanttRowLayout::build(t.devices, [](int) { return 0; }, 0.5, {}, deviceRoles(plan));
+        std::map<InstrKind, int> seen;
+        for (const GanttBlock& b : placeBlocks(t, l)) {
+            if (b.kind != InstrKind::TensorParallel && b.kind != InstrKind::AllReduce && b.kind != InstrKind::AllGather) continue;
+            ++seen[b.kind];
+            QCOMPARE(laneOf(b.kind), GanttLane::Communication);
+            const double centre = l.rows[static_cast<size_t>(b.row)].y;
+            QVERIFY2(b.y_top >= centre && b.y_bottom <= centre + 0.5, qPrintable(QString::fromStdString(toString(b.kind))));
+        }
+        QVERIFY(seen[InstrKind::TensorParallel] > 0);
+        QVERIFY(seen[InstrKind::AllReduce] > 0);
+        QCOMPARE(seen[InstrKind::AllGather], int(t.devices.size()));  // one a device: a stage's parameters fill one 25 MiB bucket
     }
 
     void placesBlocksInTheirRowAndLane() {
