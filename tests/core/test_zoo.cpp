@@ -377,6 +377,37 @@ private slots:
         }
     }
 
+    // The bytes an op moves (what bounds a memory-bound op, CostModel) are what its forward
+    // reads and writes once: every input edge's tensor and its own output. An op on the step's
+    // data reads no edge, but the data: at least its output, and never less than that.
+    void opsMoveTheirInputsAndTheirOutput() {
+        for (const char* name : {"gpt2-small", "bert-base", "transformer-big", "gnmt-8", "resnet50", "inception-v3", "mlp"}) {
+            const Graph g = build(name, 2);
+            std::vector<int64_t> read(g.ops.size(), 0);
+            std::vector<bool> consumes(g.ops.size(), false);
+            for (const Edge& e : g.edges) {
+                read[static_cast<size_t>(e.dst)] += e.bytes;
+                consumes[static_cast<size_t>(e.dst)] = true;
+            }
+            int exact = 0;
+            for (size_t i = 0; i < g.ops.size(); ++i) {
+                const Op& op = g.ops[i];
+                const std::string what = std::string(name) + ": " + op.name;
+                QVERIFY2(op.moved_bytes > 0, what.c_str());
+                if (!consumes[i]) {
+                    QVERIFY2(op.moved_bytes >= op.output_bytes, what.c_str());
+                    continue;
+                }
+                QVERIFY2(op.moved_bytes == op.output_bytes + read[i],
+                         (what + ": moves " + std::to_string(op.moved_bytes) + ", output " + std::to_string(op.output_bytes) + " + inputs " +
+                          std::to_string(read[i]))
+                             .c_str());
+                ++exact;
+            }
+            QVERIFY2(exact > 0, name);
+        }
+    }
+
     void unknownModelNamesTheKnownOnes() {
         try {
             build("gpt5-huge");
