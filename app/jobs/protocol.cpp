@@ -154,11 +154,13 @@ JobSpec jobFromJson(const json& j) {
                                                        ": it names the checkpoints on the agent");
     if (const auto v = jr::optionalString(j, "data_file", job_where)) {
         if (v->empty() || v->find('\0') != std::string::npos)
-            jr::failField(job_where, "data_file", "must be a file path without NUL characters (got " + jr::describe(j.at("data_file")) + ")");
+            jr::failField(job_where, "data_file",
+                          "must be a file path without NUL characters (got " + jr::describe(j.at("data_file")) + ")");
         s.data_file = *v;
     }
     if (const auto v = jr::optionalString(j, "token_dtype", job_where)) {
-        if (*v != "uint16" && *v != "uint32") jr::failField(job_where, "token_dtype", "must be uint16 or uint32 (got " + jr::describe(j.at("token_dtype")) + ")");
+        if (*v != "uint16" && *v != "uint32")
+            jr::failField(job_where, "token_dtype", "must be uint16 or uint32 (got " + jr::describe(j.at("token_dtype")) + ")");
         s.token_dtype = *v;
     }
     return s;

@@ -100,8 +100,9 @@ PlannerResult ExhaustivePlanner::plan(const Problem& problem, PlanContext& conte
         });
         if (!finished) break;
     }
+    const std::string with_selective = selective ? ", each with and without selective recomputation" : "";
     std::vector<std::string> log{"simulated " + std::to_string(simulated) + " plans over " + std::to_string(shapes.size()) +
-                                 " (tp, pp, dp, m, ZeRO stage) shapes" + std::string(selective ? ", each with and without selective recomputation" : "") + ", and " + std::to_string(variants) +
+                                 " (tp, pp, dp, m, ZeRO stage) shapes" + with_selective + ", and " + std::to_string(variants) +
                                  " variants of those with per-stage tensor-parallel degrees on the devices they leave idle"};
     context.progress(1.0, "done");
     return hybrid::searchOutcome(kName, problem, found, context, std::move(log), stopReason(context));

@@ -173,22 +173,22 @@ grep -q 'tok16.bin.*not a whole number of uint32 ids\|tok16.bin.*not below' "$WO
     && pass "uint16 file read as uint32: refused" || fail "wrong dtype: $(grep -o '"message":"[^"]*' "$WORK/odd.out" | head -1)"
 
 # ---- checkpoints: a rank killed between checkpoints, then --resume ----------------------------
-# kill_and_resume NAME EXTRA_RUN_ARGS...: $WORK/c.json on 4 ranks for 6 steps, uninterrupted and
+# kill_and_resume NAME PLAN EXTRA_RUN_ARGS...: PLAN on 4 ranks for 6 steps, uninterrupted and
 # with rank 3 killed in step 3 (checkpoints every 2 steps), then resumed: the resumed run's
 # losses of steps 2-5 and final parameters equal the uninterrupted run's exactly.
 kill_and_resume() {
-    local name="$1"; shift
+    local name="$1" plan_file="$2"; shift 2
     local RUN=(--weight-decay 0.01 --warmup-steps 2 --lr-schedule cosine --clip-grad-norm 1 "$@")
     local ck="$WORK/ck-${name// /-}"  # --rank-args splits at spaces
     rm -f "$WORK"/full.*.json "$WORK"/res.*.json
-    launch "$WORK/c.json" 4 6 "$WORK/full.out" "${RUN[@]}" --dump-params "$WORK/full.{rank}.json" || fail "$name uninterrupted run: $(tail -1 "$WORK/full.out")"
-    HIPPIE_ENGINE_TEST_KILL=3:3 launch "$WORK/c.json" 4 6 "$WORK/cut.out" "${RUN[@]}" --checkpoint-dir "$ck" --checkpoint-every 2
+    launch "$plan_file" 4 6 "$WORK/full.out" "${RUN[@]}" --dump-params "$WORK/full.{rank}.json" || fail "$name uninterrupted run: $(tail -1 "$WORK/full.out")"
+    HIPPIE_ENGINE_TEST_KILL=3:3 launch "$plan_file" 4 6 "$WORK/cut.out" "${RUN[@]}" --checkpoint-dir "$ck" --checkpoint-every 2
     local code=$?
     [ $code -ne 0 ] && pass "$name: rank 3 killed in step 3: the run fails (exit $code)" || fail "$name: the run with a killed rank succeeded"
     ls "$ck"/rank-*/step-1.pt > /dev/null 2>&1 && ! ls "$ck"/rank-*/step-3.pt > /dev/null 2>&1 \
         && pass "$name: every rank checkpointed step 1, none step 3" || fail "$name checkpoints: $(ls -R "$ck" | tr '\n' ' ')"
     ls "$ck"/rank-*/*.tmp > /dev/null 2>&1 && fail "$name: a temporary checkpoint file was left"
-    launch "$WORK/c.json" 4 6 "$WORK/res.out" "${RUN[@]}" --checkpoint-dir "$ck" --checkpoint-every 2 --resume --dump-params "$WORK/res.{rank}.json" \
+    launch "$plan_file" 4 6 "$WORK/res.out" "${RUN[@]}" --checkpoint-dir "$ck" --checkpoint-every 2 --resume --dump-params "$WORK/res.{rank}.json" \
         || fail "$name resume: $(tail -2 "$WORK/res.out")"
     grep -q '"resumed_from":{"samples_seen":16,"step":1}' "$WORK/res.out" && pass "$name: resumed after step 1 (16 samples seen)" \
         || fail "$name resume point: $(grep -o '"resumed_from":[^}]*}' "$WORK/res.out" | head -1)"
@@ -207,13 +207,11 @@ json.dump({'rank': 0, 'params': p}, open('$WORK/full.json', 'w'))"
         || fail "$name: resumed parameters: $(cat "$WORK/cmp.out")"
 }
 plan "$WORK/c.json" --model gpt-tiny --pp 2 --dp 2 --microbatches 2 --global-batch 8 --schedule 1f1b --optimizer adamw
-kill_and_resume gpt-tiny
+kill_and_resume gpt-tiny "$WORK/c.json"
 # The zoo's gpt2-small (its embedding and LM head tied across the two stages) on a token file:
 # 32 samples are 4 steps of 8, so the resumed run crosses into the second epoch's order.
 plan "$WORK/zc.json" --model gpt2-small --override "$ZGPT" --pp 2 --dp 2 --microbatches 2 --global-batch 8 --schedule 1f1b --optimizer adamw
-cp "$WORK/c.json" "$WORK/c-tiny.json" && cp "$WORK/zc.json" "$WORK/c.json"
-kill_and_resume "zoo gpt2-small on a token file" --data "$WORK/tok16.bin"
-cp "$WORK/c-tiny.json" "$WORK/c.json"
+kill_and_resume "zoo gpt2-small on a token file" "$WORK/zc.json" --data "$WORK/tok16.bin"
 launch "$WORK/c.json" 4 6 "$WORK/nock.out" --checkpoint-dir "$WORK/empty" --resume
 grep -q 'no checkpoint that every rank has' "$WORK/nock.out" && pass "--resume without checkpoints: refused" || fail "resume without checkpoints: $(tail -1 "$WORK/nock.out")"
 finish

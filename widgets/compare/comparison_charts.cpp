@@ -144,7 +144,9 @@ void ComparisonCharts::separateLabels() {
         };
         int best_cost = 0;
         Choice best = search(best_cost);
-        if (best_cost > 0 && l.names.size() == l.lines.size()) {
+        bool shorter = false;  // a line carries a shape its planner's name alone would drop
+        for (size_t k = 0; k < l.lines.size(); ++k) shorter = shorter || l.lines[k]->text() != l.names[k];
+        if (best_cost > 0 && shorter) {
             // No free place for "planner shape": the planner alone (its tooltip has the shape),
             // kept where that covers less.
             std::vector<QString> full;

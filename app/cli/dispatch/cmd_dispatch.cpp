@@ -300,7 +300,8 @@ Command addDispatchCommand(CLI::App& app) {
     cmd->add_option("--data", opts->data_file,
                     "training data for every rank (hippie-engine run --data: token ids *.bin for GPT/BERT, or a tensor file), "
                     "as the workers see it; default: synthetic");
-    cmd->add_option("--token-dtype", opts->token_dtype, "token-id files: uint16 (nanoGPT) or uint32")->check(CLI::IsMember({"uint16", "uint32"}));
+    cmd->add_option("--token-dtype", opts->token_dtype, "token-id files: uint16 (nanoGPT) or uint32")
+        ->check(CLI::IsMember({"uint16", "uint32"}));
     cmd->add_flag("--progress", opts->progress, "one line per step instead of JSON lines");
     cmd->add_flag("--slurm", opts->slurm, "run on a Slurm cluster (sbatch here, or on --login through ssh) instead of --worker");
     cmd->add_option("--login", opts->login, "Slurm: login host to run sbatch/squeue/scancel on through ssh (your ssh config and keys)");

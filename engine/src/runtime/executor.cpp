@@ -2,10 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 
 #include "engine/src/device/device.h"
+#include "engine/src/runtime/test_hooks.h"
 #include "planners/common/error.h"
 
 namespace hippie::engine {
@@ -653,17 +652,6 @@ void Executor::buildOptimizer() {
     static_bytes_ = param_bytes + grads + (zero() ? shard_bytes : 0) + states;
 }
 
-namespace {
-// Test hook: HIPPIE_ENGINE_TEST_OVERFLOW="RANK:STEP" makes that rank find an inf gradient in
-// that step, as an fp16 overflow on one rank would (no CPU runs fp16, and fp32 gradients do not
-// overflow on a small model even at the largest loss scale).
-bool overflowInjectedForTest(int rank, int step) {
-    const char* v = std::getenv("HIPPIE_ENGINE_TEST_OVERFLOW");
-    int r = -1, s = -1;
-    return v && std::sscanf(v, "%d:%d", &r, &s) == 2 && r == rank && s == step;
-}
-}  // namespace
-
 bool Executor::prepareGradients(StepResult& r) {
     // The norm counts each parameter once (a tied replica holds its owner's summed gradient, so
     // it is left out of the norm); unscaling and clipping apply to the replicas too.
@@ -702,10 +690,13 @@ bool Executor::prepareGradients(StepResult& r) {
                 squares += p.grad().to(torch::kDouble).square().sum().item<double>() / (wholeOnEveryTpRank(p) ? stage_tp_ : 1);
     }
     double local[2] = {squares / (zero() ? 1 : stage_replicas_), 0};
-    if (scaler_.enabled() && overflowInjectedForTest(rank_, step_index_)) local[1] = 1;
-    if (scaler_.enabled())
+    if (scaler_.enabled()) {
         for (const Tensor& p : params)
             if (p.grad().defined() && !torch::isfinite(p.grad()).all().item<bool>()) local[1] = 1;
+        // Test hook: that rank finds an inf, as an fp16 overflow on one rank would (no CPU runs
+        // fp16, and a small model's fp32 gradients do not overflow even at the largest scale).
+        if (testHookAt("HIPPIE_ENGINE_TEST_OVERFLOW", rank_, step_index_)) local[1] = 1;
+    }
     Tensor t = torch::tensor({local[0], local[1]}, torch::TensorOptions().dtype(torch::kDouble).device(device_));
     if (world_group_ >= 0) comm_.allReduceSum(t, world_group_).wait();
     const Tensor host = t.to(torch::kCPU);

@@ -5,7 +5,6 @@
 
 #include <climits>
 #include <csignal>
-#include <cstdio>
 #include <fstream>
 #include <map>
 #include <set>
@@ -22,6 +21,7 @@
 #include "engine/src/runtime/cpu_threads.h"
 #include "engine/src/runtime/data.h"
 #include "engine/src/runtime/executor.h"
+#include "engine/src/runtime/test_hooks.h"
 #include "planners/schedule/engine_support.h"
 #include "planners/common/error.h"
 #include "planners/common/warmup.h"
@@ -139,10 +139,7 @@ int agreeResumeStep(Comm& comm, const std::string& dir) {
 // Test hook: HIPPIE_ENGINE_TEST_KILL="RANK:STEP" kills that rank (SIGKILL, no clean-up) as it
 // starts that step, the way a crashed host would.
 void maybeKillForTest(int rank, int step) {
-    const char* v = std::getenv("HIPPIE_ENGINE_TEST_KILL");
-    if (!v || !*v) return;
-    int r = -1, s = -1;
-    if (std::sscanf(v, "%d:%d", &r, &s) == 2 && r == rank && s == step) std::raise(SIGKILL);
+    if (testHookAt("HIPPIE_ENGINE_TEST_KILL", rank, step)) std::raise(SIGKILL);
 }
 
 }  // namespace

@@ -22,7 +22,8 @@ void checkTrainingOptions(const TrainingOptions& t) {
     if (t.decay_steps < 0) throw Error("--decay-steps must not be negative");
     if (t.min_lr < 0) throw Error("--min-lr must not be negative");
     if (t.clip_grad_norm < 0) throw Error("--clip-grad-norm must not be negative (0: no clipping)");
-    if (t.loss_scale < 0 || !std::isfinite(t.loss_scale)) throw Error("--loss-scale must be a positive number (0: fp16 plans only, from 65536)");
+    if (t.loss_scale < 0 || !std::isfinite(t.loss_scale))
+        throw Error("--loss-scale must be a finite number, not negative (0: only fp16 plans scale, from 65536)");
     if (t.lr_schedule != "constant" && t.lr_schedule != "cosine")
         throw Error("--lr-schedule must be constant or cosine, not '" + t.lr_schedule + "'");
 }
