@@ -30,6 +30,7 @@
 #include "app/studio/teaching_page.h"
 #include "engine_fixture.h"
 #include "gui_fixtures.h"
+#include "widgets/compare/comparison_charts.h"
 #include "studio_start.h"
 #include "planners/schedule/plan_json.h"
 #include "planners/sim/trace_json.h"
@@ -407,6 +408,13 @@ private slots:
                          qPrintable(QStringLiteral("'%1' under %2 is cut").arg(text, name)));
             }
         }
+        // The scatter's labels ("planner shape", or the planner alone where that finds no room)
+        // cover neither one another nor a dot on this real comparison.
+        widgets::ComparisonCharts* charts = w.comparePage()->charts();
+        charts->rebuild();
+        charts->plot()->replot();
+        QCOMPARE(charts->labelOverlaps(), 0);
+        QCOMPARE(charts->labelsCoveringDots(), 0);
         saveScreenshot(w, QStringLiteral("compare-1280x800.png"));
     }
 
