@@ -1,4 +1,5 @@
-// hippie-plan models: the zoo, with parameter and layer counts taken from the built graphs.
+// hippie-plan models: the zoo, with parameter and layer counts taken from the built graphs, and
+// its presets (planners/model/presets.h) in the table.
 #include <algorithm>
 #include <iostream>
 #include <memory>
@@ -9,6 +10,8 @@
 #include "app/cli/format.h"
 #include "app/cli/table.h"
 #include "planners/model/architecture.h"
+#include "planners/model/overrides.h"
+#include "planners/model/presets.h"
 #include "planners/model/zoo.h"
 
 namespace hippie::cli {
@@ -40,6 +43,16 @@ void printTable(const std::vector<ModelRow>& rows) {
         t.addRow({r.entry->name, r.entry->family, millions(static_cast<double>(r.params)), std::to_string(r.layers),
                   r.entry->description});
     t.print(std::cout);
+    // Presets: names for small sizes of the models above (test fixtures, quick starts on a laptop).
+    Table presets({{"preset"}, {"of"}, {"params", Align::Right}, {"layers", Align::Right}, {"overrides"}});
+    for (const ModelPreset& p : modelPresets()) {
+        ModelSpec spec;
+        spec.zoo = p.name;
+        const Graph g = buildZooModel(spec);
+        presets.addRow({p.name, p.zoo, std::to_string(g.paramCount()), std::to_string(g.layerCount()), overrideText(g.source)});
+    }
+    std::cout << "\nPresets (--model takes their names; a plan records the model and overrides they stand for):\n";
+    presets.print(std::cout);
 }
 
 // The size overrides the model accepts (--override), each with its value in this model.

@@ -10,7 +10,7 @@ namespace hippie::cli {
 
 std::vector<CLI::Option*> addModelOptions(CLI::App& app, ModelOptions& opts) {
     return {
-        app.add_option("--model,-m", opts.model, "zoo model name (see 'hippie-plan models') or graph JSON file"),
+        app.add_option("--model,-m", opts.model, "zoo model or preset name (see 'hippie-plan models') or graph JSON file"),
         app.add_option("--seq-len", opts.seq_len, "sequence length for sequence models (default: the model's)")
             ->check(nonNegativeInt()),
         app.add_option("--override", opts.overrides,

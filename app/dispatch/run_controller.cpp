@@ -4,7 +4,6 @@
 #include <QDateTime>
 #include <QDir>
 #include <QFileInfo>
-#include <QProcess>
 #include <QRandomGenerator>
 #include <QStandardPaths>
 #include <QThreadPool>
@@ -24,7 +23,6 @@
 #include "planners/cluster/cluster_json.h"
 #include "planners/common/error.h"
 #include "planners/model/graph_json.h"
-#include "planners/model/overrides.h"
 #include "planners/model/zoo.h"
 #include "planners/schedule/lower.h"
 #include "planners/schedule/plan_json.h"
@@ -40,8 +38,6 @@ namespace {
 
 constexpr int kReconnectDelayMs = 1000;
 constexpr int kMaxReconnects = 5;
-constexpr int kProfileTimeoutMs = 120 * 1000;
-constexpr int kProfileRepeats = 3;
 
 QString str(const std::string& s) { return QString::fromStdString(s); }
 
@@ -52,11 +48,12 @@ std::optional<double> numberAt(const json& j, const char* key) {
     return it->get<double>();
 }
 
-// The Graph of a plan's model when it can be had here without the engine.
-std::optional<Graph> graphWithoutEngine(const Plan& plan) {
+// The Graph of a plan's model: the zoo's (a preset's too) or a graph file here. Throws Error
+// for a model it cannot build.
+std::optional<Graph> graphOfPlan(const Plan& plan) {
     const ModelSpec& m = plan.model;
     if (!m.file.empty() && QFileInfo(str(m.file)).isFile()) return loadGraphFile(m.file);
-    if (!m.zoo.empty() && findZooModel(m.zoo)) return buildZooModel(m);
+    if (!m.zoo.empty()) return buildZooModel(m);
     return std::nullopt;
 }
 
@@ -96,10 +93,6 @@ RunController::RunController(RunRequest request, QObject* parent) : QObject(pare
 
 RunController::~RunController() {
     pool_.waitForDone();  // the store thread and the last flush use this object's writer
-    if (profiler_) {
-        profiler_->kill();
-        profiler_->waitForFinished(1000);
-    }
     delete writer_;  // flushes what is left
 }
 
@@ -262,59 +255,14 @@ QString RunController::chooseCheckpointDir() const {
 void RunController::prepareGraph() {
     if (!graph_) {
         try {
-            graph_ = graphWithoutEngine(request_.plan);
+            graph_ = graphOfPlan(request_.plan);
         } catch (const Error& e) {
             prediction_note_ = tr("no prediction: %1").arg(QString::fromUtf8(e.what()));
         }
-    }
-    const QString engine = engine_.isEmpty() ? jobs::findEngine(request_.engine) : engine_;
-    // A resumed run was profiled when it first started: its prediction is stored with its plan.
-    if (graph_ || request_.plan.model.zoo.empty() || engine.isEmpty() || request_.resume_run > 0) {
         if (!graph_ && prediction_note_.isEmpty())
             prediction_note_ = tr("no prediction: the graph of model '%1' is not known here").arg(str(request_.plan.model.zoo));
-        predict();
-        return;
     }
-    // One of the engine's tiny models: measure its layers for the prediction.
-    const QString out = QDir(request_.work_root).filePath(QStringLiteral("profiles/%1.graph.json").arg(job_id_));
-    QDir().mkpath(QFileInfo(out).absolutePath());
-    const int batch = std::max(1, static_cast<int>(std::ceil(request_.plan.microBatchSize())));
-    profiler_ = new QProcess(this);
-    profiler_->setProcessChannelMode(QProcess::MergedChannels);
-    connect(profiler_, &QProcess::finished, this, [this, out, batch](int code, QProcess::ExitStatus status) {
-        const QByteArray output = profiler_->readAll();
-        profiler_->deleteLater();
-        profiler_ = nullptr;
-        if (status == QProcess::NormalExit && code == 0) {
-            try {
-                Graph g = loadGraphFile(out.toStdString());
-                g.source = request_.plan.model;  // the graph stands for the plan's model
-                g.source.batch_size = batch;
-                graph_ = std::move(g);
-            } catch (const Error& e) {
-                prediction_note_ = tr("no prediction: %1").arg(QString::fromUtf8(e.what()));
-            }
-        } else {
-            prediction_note_ = tr("no prediction: hippie-engine profile failed: %1").arg(QString::fromUtf8(output.trimmed().right(400)));
-        }
-        predict();
-    });
-    connect(profiler_, &QProcess::errorOccurred, this, [this](QProcess::ProcessError e) {
-        if (e != QProcess::FailedToStart || !profiler_) return;
-        prediction_note_ = tr("no prediction: cannot start hippie-engine profile");
-        profiler_->deleteLater();
-        profiler_ = nullptr;
-        predict();
-    });
-    QTimer::singleShot(kProfileTimeoutMs, profiler_, [p = profiler_] { p->kill(); });
-    QStringList args = {QStringLiteral("profile"), QStringLiteral("--model"), str(request_.plan.model.zoo),
-                        QStringLiteral("--batch-size"), QString::number(batch), QStringLiteral("--repeats"),
-                        QString::number(kProfileRepeats), QStringLiteral("--out"), out};
-    if (request_.plan.model.seq_len > 0) args << QStringLiteral("--seq-len") << QString::number(request_.plan.model.seq_len);
-    // The engine profiles the plan's size, not the published one (hippie-engine --override, as hippie-plan's).
-    if (!request_.plan.model.overrides.empty())
-        args << QStringLiteral("--override") << QString::fromStdString(sizeOverrideText(request_.plan.model));
-    profiler_->start(engine, args);
+    predict();
 }
 
 void RunController::predict() {
@@ -563,7 +511,7 @@ void RunController::submitSlurm(int worker) {
     jobs::JobSpec spec = specFor(worker);
     if (!spec.graph.is_null()) {
         // The nodes have no copy of the model's graph file: it travels inside the plan's directory.
-        workerEnded(worker, JobState::Failed, tr("a plan whose model is a graph file cannot run on Slurm yet: use a zoo or tiny model"));
+        workerEnded(worker, JobState::Failed, tr("a plan whose model is a graph file cannot run on Slurm yet: use a zoo model or preset"));
         return;
     }
     w.slurm_job = new SlurmJob(spec, *w.target.slurm, script, slurmJobDir(), this);

@@ -18,9 +18,8 @@
 // id; its events are stored under the new attempt.
 //
 // When the request has a graph and a cluster, the plan is simulated for the predicted Trace.
-// Without a graph, a plan for one of the engine's tiny models is profiled by `hippie-engine
-// profile` (measured per-layer times) when an engine is found here; without a cluster, the
-// plan's cluster preset is used. A prediction that cannot be made is reported, not faked.
+// Without a graph, the plan's model is built here (a zoo model or preset, or its graph file);
+// without a cluster, the plan's cluster preset is used. A prediction that cannot be made is reported, not faked.
 #include <QObject>
 #include <QPointer>
 #include <QString>
@@ -43,7 +42,6 @@
 #include "planners/schedule/plan.h"
 #include "planners/sim/trace.h"
 
-class QProcess;
 
 namespace hippie::store {
 class EventWriter;
@@ -192,7 +190,6 @@ private:
     std::optional<Trace> predicted_;
     std::optional<Trace> measured_;
     QString prediction_note_;
-    QProcess* profiler_ = nullptr;
     QThreadPool pool_;  // storing and the last flush, off the caller's thread
 
     std::map<int, nlohmann::json> traces_;  // rank -> its latest "trace" event

@@ -380,9 +380,7 @@ QString MainWindow::openPlanFile(const QString& path, const QString& cluster_ove
     last_error_.clear();
     // The plan's model and cluster through the panels, so that their controls show them; each
     // change clears the comparison, which then gets the loaded plan as its one row.
-    if (!file.engine_graph_file.isEmpty())
-        model_panel_->openGraphFile(file.engine_graph_file);
-    else if (!file.plan.model.zoo.empty())
+    if (!file.plan.model.zoo.empty())
         model_panel_->loadZoo(file.plan.model);
     else
         model_panel_->openGraphFile(QString::fromStdString(file.plan.model.file));

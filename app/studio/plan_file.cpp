@@ -5,10 +5,7 @@
 #include <QCoreApplication>
 #include <QDir>
 #include <QFileInfo>
-#include <QProcess>
-#include <QStandardPaths>
 
-#include "app/studio/torchscript_import.h"
 #include "planners/algorithms/evaluate.h"
 #include "planners/cluster/cluster_json.h"
 #include "planners/common/error.h"
@@ -26,38 +23,6 @@ std::string resolveBeside(const std::string& file, const QString& plan_path) {
     if (QFileInfo(f).isAbsolute() || QFileInfo::exists(f)) return file;
     const QString beside = QFileInfo(plan_path).absoluteDir().filePath(f);
     return QFileInfo::exists(beside) ? beside.toStdString() : file;
-}
-
-constexpr int kEngineProfileTimeoutMs = 60000;
-
-QString findEngineBinary() { return TorchScriptImport::enginePath(); }
-
-// The graph of a model only the engine trains, from `hippie-engine profile` (one repetition),
-// cached as a graph JSON file so that the Model panel opens it like any graph file.
-Graph engineModelGraph(const ModelSpec& spec, const std::string& zoo_error, QString* cached_file) {
-    const QString engine = findEngineBinary();
-    if (engine.isEmpty())
-        throw Error(zoo_error + "; if an engine model, install hippie-engine (beside the studio or on PATH, or set HIPPIE_ENGINE) so that the "
-                                "studio can describe it");
-    const QString dir = QStandardPaths::writableLocation(QStandardPaths::CacheLocation) + QStringLiteral("/engine-models");
-    QDir().mkpath(dir);
-    const QString file = QStringLiteral("%1/%2-b%3-s%4.graph.json")
-                             .arg(dir, QString::fromStdString(spec.zoo))
-                             .arg(spec.batch_size)
-                             .arg(spec.seq_len);
-    if (!QFileInfo::exists(file)) {
-        QProcess p;
-        p.start(engine, {QStringLiteral("profile"), QStringLiteral("--model"), QString::fromStdString(spec.zoo),
-                         QStringLiteral("--batch-size"), QString::number(spec.batch_size), QStringLiteral("--seq-len"),
-                         QString::number(spec.seq_len), QStringLiteral("--repeats"), QStringLiteral("1"), QStringLiteral("--out"), file});
-        if (!p.waitForFinished(kEngineProfileTimeoutMs) || p.exitCode() != 0 || !QFileInfo::exists(file)) {
-            p.kill();
-            throw Error(zoo_error + "; " + engine.toStdString() + " does not know it either (" +
-                        QString::fromUtf8(p.readAllStandardOutput()).trimmed().toStdString() + ")");
-        }
-    }
-    *cached_file = file;
-    return loadGraphFile(file.toStdString());
 }
 
 bool isClusterFile(const std::string& name) { return name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0; }
@@ -85,12 +50,7 @@ PlanFile readPlanFile(const QString& path, const QString& cluster_override) {
     try {
         Plan& plan = out.plan;
         if (!plan.model.zoo.empty()) {
-            try {
-                out.graph = buildZooModel(plan.model);
-            } catch (const Error& e) {
-                if (findZooModel(plan.model.zoo)) throw;  // a zoo model with bad sizes
-                out.graph = engineModelGraph(plan.model, e.what(), &out.engine_graph_file);
-            }
+            out.graph = buildZooModel(plan.model);
         } else if (!plan.model.file.empty()) {
             plan.model.file = resolveBeside(plan.model.file, path);
             out.graph = loadModel(plan.model.file, plan.model.batch_size, plan.model.seq_len, plan.model.precision);

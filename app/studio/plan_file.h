@@ -15,9 +15,6 @@ struct PlanFile {
     Cluster cluster;        // the cluster it names (or the override)
     QString cluster_name;   // preset name or cluster file
     TraceMetrics metrics;   // the plan simulated on them
-    // Set when the model is one only the engine knows (`hippie-engine plan --model gpt-tiny`):
-    // its graph, measured by `hippie-engine profile`, saved here for the Model panel to open.
-    QString engine_graph_file;
 
     // The comparison row: named after the file, "loaded from PATH" as its status.
     PlannerResult result() const;
@@ -28,8 +25,6 @@ struct PlanFile {
 // device map, batch split). A model or cluster file named by a relative path is looked up
 // beside the plan file when it is not found from the working directory. A non-empty
 // `cluster_override` (preset or file) replaces the plan's cluster, as in `hippie-plan simulate`.
-// A zoo name the planners' zoo does not know is asked of hippie-engine (found beside the studio
-// or on PATH), which describes the models it trains; without an engine the Error says so.
 PlanFile readPlanFile(const QString& path, const QString& cluster_override = {});
 
 }  // namespace hippie::studio

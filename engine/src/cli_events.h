@@ -24,10 +24,10 @@ struct TorchCommand {
 inline constexpr TorchCommand kTorchCommands[] = {
     {"run", "Run one rank of a plan (JSON lines on stdout)", true},
     {"probe", "Measure this host: devices, FLOP/s, memory and loopback bandwidth, the ranks' all-reduce (Cluster JSON)", true},
-    {"profile", "Measure a model's per-layer times and memory (a zoo model at its size overrides, or a tiny one); write graph JSON", true},
+    {"profile", "Measure a model's per-layer times and memory (a zoo model or preset at its size overrides); write graph JSON", true},
     {"inspect", "TorchScript file -> graph JSON with measured per-layer times", false},
-    {"export-script", "Write a tiny model as a TorchScript module (children = layers)", false},
-    {"make-data", "Write a tiny model's synthetic samples as a tensor data file (for run --data)", false},
+    {"export-script", "Write the zoo's MLP (mlp, mlp-tiny) as a TorchScript module (children = layers)", false},
+    {"make-data", "Write a model's synthetic samples as a tensor data file (for run --data)", false},
 };
 
 // The LibTorch half's command of that name, or nullptr.

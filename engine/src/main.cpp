@@ -18,12 +18,12 @@
 
 #include "engine/src/cli_events.h"
 #include "engine/src/launch/launcher.h"
-#include "engine/src/models/tiny_graphs.h"
 #include "engine/src/runtime/blas_core.h"
 #include "engine/src/runtime/compare.h"
 #include "planners/common/error.h"
 #include "planners/model/graph_json.h"
 #include "planners/model/overrides.h"
+#include "planners/model/presets.h"
 #include "planners/model/zoo.h"
 #include "planners/schedule/lower.h"
 #include "planners/schedule/plan_json.h"
@@ -46,7 +46,7 @@ using he::errorEvent;
 struct PlanFlags {
     std::string model = "gpt-tiny";
     std::string overrides;  // zoo models: "layers=2,d_model=64"
-    std::string graph;  // graph JSON (profile, inspect) instead of a tiny model
+    std::string graph;  // graph JSON (profile, inspect) instead of a zoo model
     int pp = 2, dp = 1, micro_batches = 4, global_batch = 16, seq_len = 0, virtual_stages = 1;
     std::string schedule = "1f1b", optimizer = "sgd", precision = "fp32", out;
     std::vector<int> recompute;
@@ -87,18 +87,19 @@ std::vector<hippie::StageRange> stageRanges(int layers, int chunks, const std::v
 // A pipeline plan with even stages (or stages cut at --stage-starts): tests and benchmarks
 // write their plans with it; the planners make real ones.
 int makePlan(const PlanFlags& f) {
-    const bool zoo = f.graph.empty() && hippie::findZooModel(f.model);
-    const he::TinyConfig* cfg = f.graph.empty() && !zoo ? he::findTinyModel(f.model) : nullptr;
-    if (!zoo && !cfg && f.graph.empty())
-        return errorEvent("unknown model '" + f.model + "'; the engine trains the zoo's models (hippie-plan models) and " + he::tinyModelNames());
+    const bool zoo = f.graph.empty() && (hippie::findZooModel(f.model) || hippie::findModelPreset(f.model));
+    if (!zoo && f.graph.empty())
+        return errorEvent("unknown model '" + f.model + "'; the engine trains the zoo's models (hippie-plan models) and their presets (" +
+                          hippie::presetNames() + ")");
     if (!zoo && !f.overrides.empty()) return errorEvent("--override applies to the zoo's models, not '" + f.model + "'");
     try {
         hippie::Plan p;
         hippie::Graph from_file;
-        if (zoo || cfg) {
+        if (zoo) {
             p.model.zoo = f.model;
             p.model.seq_len = f.seq_len;
             hippie::applyOverrideText(p.model, f.overrides);
+            p.model = hippie::expandPreset(p.model);  // the plan records the zoo model a preset sizes
         } else {
             from_file = hippie::loadGraphFile(f.graph);
             p.model.file = f.graph;
@@ -120,7 +121,7 @@ int makePlan(const PlanFlags& f) {
         p.zero_stage = f.zero_stage;
         p.tp = f.tp;
         p.sequence_parallel = f.sequence_parallel;
-        const hippie::Graph g = zoo ? hippie::buildZooModel(p.model) : cfg ? he::buildTinyGraph(*cfg, p.model) : from_file;
+        const hippie::Graph g = zoo ? hippie::buildZooModel(p.model) : from_file;
         const int layers = g.layerCount();
         const int chunks = f.pp * f.virtual_stages;  // interleaved: chunk c of device i is stage c * pp + i
         if (f.pp < 1 || f.virtual_stages < 1 || chunks > layers)
@@ -189,8 +190,8 @@ int main(int argc, char** argv) {
     launch_cmd->add_option("--rank-args", launch_extra, "more arguments for every rank, space separated");
 
     PlanFlags pf;
-    auto* plan_cmd = app.add_subcommand("plan", "Write an even-stage pipeline plan for a zoo or tiny model");
-    plan_cmd->add_option("--model", pf.model, "zoo model (hippie-plan models) or tiny model");
+    auto* plan_cmd = app.add_subcommand("plan", "Write an even-stage pipeline plan for a zoo model, a preset or a graph file");
+    plan_cmd->add_option("--model", pf.model, "zoo model or preset (hippie-engine models)");
     plan_cmd->add_option("--override", pf.overrides, "zoo models: size overrides KEY=VALUE,... (hippie-plan models --json lists the keys)");
     plan_cmd->add_option("--graph", pf.graph, "graph JSON instead (from profile, or inspect of a TorchScript file)");
     plan_cmd->add_option("--pp", pf.pp, "pipeline stages");
@@ -228,7 +229,7 @@ int main(int argc, char** argv) {
     cmp_cmd->add_option("--loose", loose, "NAME=TOL: parameters whose name contains NAME within TOL instead");
     cmp_cmd->add_option("dumps", dumps, "dumps of the ranks")->required();
 
-    auto* models_cmd = app.add_subcommand("models", "List the models the engine trains: the zoo's (at any size override) and the tiny test models");
+    auto* models_cmd = app.add_subcommand("models", "List the models the engine trains: the zoo's (at any size override) and their presets");
 
     if (const std::optional<int> ended = he::parseCommandLine(app, argc, argv)) return *ended;
 
@@ -255,13 +256,13 @@ int main(int argc, char** argv) {
                              .dump()
                       << "\n";
         }
-        for (const he::TinyConfig& c : he::tinyModels()) {
+        for (const hippie::ModelPreset& preset : hippie::modelPresets()) {
             hippie::ModelSpec s;
-            s.zoo = c.name;
-            s.batch_size = 1;
-            const hippie::Graph g = he::buildTinyGraph(c, s);
-            std::cout << json{{"name", c.name}, {"family", c.family}, {"layers", g.layerCount()}, {"params", g.paramCount()},
-                              {"description", c.description}}
+            s.zoo = preset.name;
+            const hippie::Graph g = hippie::buildZooModel(s);
+            std::cout << json{{"name", preset.name}, {"family", hippie::findZooModel(preset.zoo)->family}, {"layers", g.layerCount()},
+                              {"params", g.paramCount()}, {"preset_of", preset.zoo}, {"overrides", hippie::overrideText(g.source)},
+                              {"description", preset.description}}
                              .dump()
                       << "\n";
         }

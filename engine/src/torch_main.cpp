@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
 
     he::ProfileOptions prof;
     auto* prof_cmd = addTorchCommand(app, "profile");
-    prof_cmd->add_option("--model", prof.model, "zoo model (hippie-plan models) or tiny model")->required();
+    prof_cmd->add_option("--model", prof.model, "zoo model or preset (hippie-engine models)")->required();
     prof_cmd->add_option("--override", prof.overrides, "zoo models: size overrides KEY=VALUE,... (hippie-plan models --json lists the keys)");
     prof_cmd->add_option("--batch-size", prof.batch_size, "samples the graph is for");
     prof_cmd->add_option("--seq-len", prof.seq_len, "sequence length (0: the model's)");
@@ -110,18 +110,20 @@ int main(int argc, char** argv) {
     insp_cmd->add_option("--repeats", insp_repeats, "timed repetitions (median)");
     insp_cmd->add_option("--out", insp_out, "graph JSON file (default: stdout)");
 
-    std::string exp_model, exp_out;
+    std::string exp_model, exp_overrides, exp_out;
     unsigned long long exp_seed = 0;
     auto* exp_cmd = addTorchCommand(app, "export-script");
-    exp_cmd->add_option("--model", exp_model, "tiny model (mlp-tiny)")->required();
+    exp_cmd->add_option("--model", exp_model, "an MLP: mlp, or its preset mlp-tiny")->required();
+    exp_cmd->add_option("--override", exp_overrides, "size overrides KEY=VALUE,... (hippie-plan models --json lists the keys)");
     exp_cmd->add_option("--out", exp_out, ".pt file")->required();
     exp_cmd->add_option("--seed", exp_seed, "parameter seed");
 
-    std::string md_model = "mlp-tiny", md_out;
+    std::string md_model = "mlp-tiny", md_overrides, md_out;
     int md_samples = 64, md_seq = 0;
     unsigned long long md_seed = 0;
     auto* md_cmd = addTorchCommand(app, "make-data");
-    md_cmd->add_option("--model", md_model, "tiny model");
+    md_cmd->add_option("--model", md_model, "zoo model or preset (hippie-engine models)");
+    md_cmd->add_option("--override", md_overrides, "size overrides KEY=VALUE,... (hippie-plan models --json lists the keys)");
     md_cmd->add_option("--samples", md_samples, "number of samples");
     md_cmd->add_option("--seq-len", md_seq, "sequence length (0: the model's)");
     md_cmd->add_option("--seed", md_seed, "seed");
@@ -153,7 +155,7 @@ int main(int argc, char** argv) {
     }
     if (*prof_cmd) return he::profileCommand(prof);
     if (*insp_cmd) return he::inspectCommand(insp_file, insp_shape, insp_dtype, insp_repeats, insp_out);
-    if (*exp_cmd) return he::exportScriptCommand(exp_model, exp_out, exp_seed);
-    if (*md_cmd) return he::makeDataCommand(md_model, md_samples, md_seq, md_seed, md_out);
+    if (*exp_cmd) return he::exportScriptCommand(exp_model, exp_overrides, exp_out, exp_seed);
+    if (*md_cmd) return he::makeDataCommand(md_model, md_overrides, md_samples, md_seq, md_seed, md_out);
     return 0;
 }

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "planners/common/error.h"
+#include "planners/model/presets.h"
 
 namespace hippie {
 namespace {
@@ -498,9 +499,10 @@ const Architecture* publishedArchitecture(const std::string& name) {
     return nullptr;
 }
 
-Architecture resolveArchitecture(const ModelSpec& spec) {
+Architecture resolveArchitecture(const ModelSpec& given) {
+    const ModelSpec spec = expandPreset(given);  // a preset is the zoo model it sizes
     const Architecture* published = publishedArchitecture(spec.zoo);
-    if (!published) throw Error("unknown zoo model '" + spec.zoo + "'; known models: " + knownNames());
+    if (!published) throw Error("unknown zoo model '" + spec.zoo + "'; known models: " + knownNames() + "; presets: " + presetNames());
     if (spec.seq_len < 0) throw Error("zoo model '" + spec.zoo + "': sequence length must be positive (or 0 for the "
                                       "model's default), got " + std::to_string(spec.seq_len));
     checkKeys(spec, familyOf(*published));

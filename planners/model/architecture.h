@@ -250,7 +250,8 @@ int64_t sequenceLength(const Architecture& arch);
 // or nullptr for a name the table does not know.
 const Architecture* publishedArchitecture(const std::string& name);
 
-// The architecture spec describes: the published one of spec.zoo with spec.seq_len (0 = the
+// The architecture spec describes: the published one of spec.zoo (or of the zoo model a preset
+// sizes, presets.h, with the preset's overrides) with spec.seq_len (0 = the
 // model's default) and spec.overrides applied. Throws Error for an unknown model, a key the
 // family does not accept (listing those it does) or a value out of its range (naming the key
 // and the range). The result is what both the zoo Graph and the engine build.

@@ -12,6 +12,7 @@
 #include "planners/common/error.h"
 #include "planners/common/json_read.h"
 #include "planners/model/overrides_json.h"
+#include "planners/model/presets.h"
 #include "planners/model/zoo.h"
 
 namespace hippie {
@@ -83,7 +84,7 @@ ModelSpec readSource(const json& j, const std::string& where, int batch_size, Pr
         failField(w, "precision", std::string("is \"") + toString(s.precision) + "\" but the graph's 'precision' is \"" +
                                       toString(precision) + "\"; they must agree");
     readOverrides(*src, w, s);
-    return s;
+    return expandPreset(s);
 }
 
 // "ops[3] (id 7, 'fc1')", with as much of id and name as could be read.
@@ -353,7 +354,7 @@ std::string graphToDot(const Graph& g) {
 
 Graph loadModel(const std::string& zoo_name_or_file, int batch_size, int seq_len, Precision precision,
                 const std::map<std::string, double>& overrides) {
-    if (findZooModel(zoo_name_or_file)) {
+    if (findZooModel(zoo_name_or_file) || findModelPreset(zoo_name_or_file)) {
         ModelSpec spec;
         spec.zoo = zoo_name_or_file;
         spec.batch_size = batch_size;
@@ -368,7 +369,8 @@ Graph loadModel(const std::string& zoo_name_or_file, int batch_size, int seq_len
     if (!std::filesystem::is_regular_file(zoo_name_or_file, ec)) {
         std::string known;
         for (const ZooEntry& z : zooModels()) known += (known.empty() ? "" : ", ") + z.name;
-        throw Error("model '" + zoo_name_or_file + "' is neither a zoo model nor a file; zoo models: " + known);
+        throw Error("model '" + zoo_name_or_file + "' is neither a zoo model nor a file; zoo models: " + known + "; presets: " +
+                    presetNames());
     }
     if (looksLikeTorchScript(zoo_name_or_file))
         throw Error(zoo_name_or_file + ": looks like TorchScript; convert it to a graph JSON file first "

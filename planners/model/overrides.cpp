@@ -8,6 +8,7 @@
 #include "planners/common/error.h"
 #include "planners/model/architecture.h"
 #include "planners/model/zoo.h"
+#include "planners/model/presets.h"
 
 namespace hippie {
 namespace {
@@ -35,7 +36,7 @@ void setOverride(ModelSpec& spec, const std::string& key, double value) {
         return;
     }
     // A model without a sequence ignores ModelSpec::seq_len; asking for one is a mistake.
-    if (const Architecture* arch = publishedArchitecture(spec.zoo); arch && sequenceLength(*arch) == 0) {
+    if (const Architecture* arch = publishedArchitecture(expandPreset(spec).zoo); arch && sequenceLength(*arch) == 0) {
         std::string keys;
         for (const OverrideKey& k : overrideKeys(familyOf(*arch))) keys += (keys.empty() ? "" : ", ") + k.key;
         throw Error("override 'seq_len' is not a size of '" + spec.zoo + "' (family " + familyOf(*arch) +

@@ -1,5 +1,7 @@
 #include "planners/model/zoo.h"
 
+#include "planners/model/presets.h"
+
 #include <cassert>
 #include <utility>
 #include <variant>
@@ -198,7 +200,8 @@ const ZooEntry* findZooModel(const std::string& name) {
     return nullptr;
 }
 
-Graph buildZooModel(const ModelSpec& spec) {
+Graph buildZooModel(const ModelSpec& given) {
+    const ModelSpec spec = expandPreset(given);  // a preset is the zoo model it sizes
     const Architecture arch = resolveArchitecture(spec);  // throws for an unknown name or a bad override
     if (spec.batch_size <= 0 || spec.batch_size > zoo::kMaxBatch)
         throw Error("zoo model '" + spec.zoo + "': batch size must be from 1 to " + std::to_string(zoo::kMaxBatch) +

@@ -20,7 +20,7 @@ struct ZooEntry {
 const std::vector<ZooEntry>& zooModels();
 const ZooEntry* findZooModel(const std::string& name);  // nullptr if unknown
 
-// Builds the zoo model named by spec.zoo for spec.batch_size samples, spec.seq_len (0 = the
+// Builds the zoo model named by spec.zoo (or the preset, presets.h) for spec.batch_size samples, spec.seq_len (0 = the
 // model's default) and spec.precision. Throws Error for an unknown name (listing the known
 // ones) or a non-positive batch size / sequence length.
 Graph buildZooModel(const ModelSpec& spec);

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "planners/model/architecture.h"
+#include "planners/model/presets.h"
 #include "planners/schedule/plan.h"
 
 namespace hippie {
@@ -21,7 +22,7 @@ inline std::string untrainedParallelism(const Plan& p) {
                "weights, which ZeRO-3 would have to gather a second time; plan 1f1b, interleaved, gpipe or hippie with ZeRO-3, or "
                "zb-h1 with ZeRO-2";
     if (p.tp == 1 && !p.sequence_parallel) return "";
-    const Architecture* arch = p.model.zoo.empty() ? nullptr : publishedArchitecture(p.model.zoo);
+    const Architecture* arch = p.model.zoo.empty() ? nullptr : publishedArchitecture(expandPreset(p.model).zoo);
     const std::string family = arch ? familyOf(*arch) : "";
     const std::string what = "tensor parallelism (tp " + std::to_string(p.tp) + (p.sequence_parallel ? ", sequence parallel" : "") + ")";
     const std::string model = p.model.zoo.empty() ? "a model file" : "'" + p.model.zoo + "'";

@@ -9,6 +9,7 @@
 #include "planners/common/error.h"
 #include "planners/common/json_read.h"
 #include "planners/model/overrides_json.h"
+#include "planners/model/presets.h"
 
 namespace hippie {
 
@@ -101,7 +102,7 @@ ModelSpec readModel(const json& j, const std::string& where) {
     s.seq_len = optionalInt(m, "seq_len", w, Bound::NonNegative).value_or(0);
     s.precision = readEnum(m, "precision", w, Precision::FP32, precisionFromString);
     readOverrides(m, w, s);
-    return s;
+    return expandPreset(s);  // a preset is read as the zoo model it sizes
 }
 
 // Stages must tile the layers from 0 in order: stage i starts right after stage i-1.

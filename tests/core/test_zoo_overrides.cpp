@@ -3,6 +3,8 @@
 // counts, the keys each family accepts and refuses, and the text form users type.
 #include <QtTest>
 
+#include <nlohmann/json.hpp>
+
 #include <map>
 #include <string>
 #include <vector>
@@ -10,7 +12,9 @@
 #include "planners/common/error.h"
 #include "planners/model/architecture.h"
 #include "planners/model/overrides.h"
+#include "planners/model/presets.h"
 #include "planners/model/zoo.h"
+#include "planners/schedule/plan_json.h"
 
 using namespace hippie;
 
@@ -182,6 +186,43 @@ private slots:
     }
 
     // Overriding every key with its published value changes nothing but the name.
+    // A preset is its zoo model at its overrides, nothing else: the same Graph as the spelled-out
+    // spec, recorded as that spec, wherever a zoo name is taken (the builder, plan files).
+    void presetsAreZooModelsAtTheirOverrides() {
+        QCOMPARE(modelPresets().size(), size_t{5});
+        for (const ModelPreset& preset : modelPresets()) {
+            ModelSpec spelled;
+            spelled.zoo = preset.zoo;
+            spelled.overrides = preset.overrides;
+            spelled.seq_len = preset.seq_len;
+            spelled.batch_size = 4;
+            const Graph g = build(preset.name, "", 4);
+            const Graph expected = buildZooModel(spelled);
+            QCOMPARE(g.name, expected.name);
+            QCOMPARE(g.source.zoo, preset.zoo);
+            QVERIFY(g.source.overrides == preset.overrides);
+            QCOMPARE(layerParams(g), layerParams(expected));
+            QCOMPARE(g.ops.size(), expected.ops.size());
+        }
+        // gpt-tiny by formula: a tied LM head, 16 positions, 4 blocks of width 32.
+        const int64_t d = 32, block = norm(d) + selfAttention(d) + norm(d) + feedForward(d, 4 * d);
+        const Graph gpt = build("gpt-tiny", "");
+        QCOMPARE(layerParams(gpt), (Layers{{"embed", (64 + 16) * d}, {"block0", block}, {"block1", block}, {"block2", block},
+                                           {"block3", block}, {"head", norm(d)}}));
+        // The user's overrides win over the preset's; a longer sequence gets a longer position table.
+        const Graph two = build("gpt-tiny", "layers=2,seq_len=32");
+        QCOMPARE(two.layerCount(), 4);
+        QCOMPARE(two.source.seq_len, 32);
+        QCOMPARE(std::get<GptArch>(resolveArchitecture(two.source)).positions, int64_t{32});
+        QCOMPARE(build("mlp-tiny", "hidden=8").paramCount(), int64_t{(32 * 8 + 8) + 3 * (8 * 8 + 8) + (8 * 10 + 10)});
+        // A plan file naming a preset reads as the zoo model and overrides it stands for.
+        const Plan plan = planFromJson(nlohmann::json::parse(R"({"format": "hippie-plan", "version": 1, "planner": "manual", "cluster": "cpu-local",
+            "model": {"zoo": "mlp-tiny", "batch_size": 16, "overrides": {"hidden": 8}}, "stages": [{"first_layer": 0, "last_layer": 4}],
+            "dp": 1, "micro_batches": 1, "global_batch": 16})"));
+        QCOMPARE(plan.model.zoo, std::string("mlp"));
+        QCOMPARE(plan.model.overrides, (std::map<std::string, double>{{"classes", 10}, {"hidden", 8}, {"inputs", 32}, {"layers", 4}}));
+    }
+
     void publishedValuesRebuildThePublishedModel() {
         for (const ZooEntry& e : zooModels()) {
             ModelSpec plain, explicit_defaults;

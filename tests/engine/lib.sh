@@ -9,7 +9,7 @@ fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 pass() { echo "ok: $*"; }
 finish() { [ "$FAILS" -eq 0 ] && echo "all passed" || echo "$FAILS failed"; exit "$FAILS"; }
 
-# plan FILE ARGS...: writes a plan for a tiny model
+# plan FILE ARGS...: writes a plan (hippie-engine plan: a zoo model or preset, even stages)
 plan() { local out="$1"; shift; "$ENGINE" plan --out "$out" "$@" || fail "plan $*"; }
 
 # launch PLAN NPROCS STEPS OUT [rank args...]: 4 ranks on 127.0.0.1, bounded to 120 s

@@ -23,10 +23,11 @@ expect_exit 2 "wrong world size" "the plan needs 2 ranks (pp 2 x dp 1) but --wor
 sed 's/"last_layer": 5/"last_layer": 9/' "$WORK/p.json" > "$WORK/mismatch.json"
 expect_exit 2 "plan that does not match the model" "field 'stages': cover layers 0..9 but the model has 6 layers" "$WORK/o4" -- \
     "$ENGINE" run --plan "$WORK/mismatch.json" --rank 0 --world-size 2 "${MASTER[@]}" --master-port 1
-# Tensor parallelism of a model it does not split (a tiny model): refused at load, naming the plan file.
+# Tensor parallelism of a model it does not split (the MLP): refused at load, naming the plan file.
+plan "$WORK/mlp.json" --model mlp-tiny --pp 2 --dp 1 --microbatches 2 --global-batch 8
 python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); p.update(version=4, tp=2, sequence_parallel=True, device_map=[[0,1],[2,3]]); json.dump(p, open(sys.argv[2], "w"))' \
-    "$WORK/p.json" "$WORK/tp.json"
-expect_exit 2 "tensor-parallel plan" "tp.json: tensor parallelism (tp 2, sequence parallel) is trained by this engine for the zoo's transformer models (gpt, bert, transformer), not 'gpt-tiny'" \
+    "$WORK/mlp.json" "$WORK/tp.json"
+expect_exit 2 "tensor-parallel plan" "tp.json: tensor parallelism (tp 2, sequence parallel) is trained by this engine for the zoo's transformer models (gpt, bert, transformer), not 'mlp'" \
     "$WORK/o6" -- "$ENGINE" run --plan "$WORK/tp.json" --rank 0 --world-size 4 "${MASTER[@]}" --master-port 1
 PORT=$(( 20000 + RANDOM % 20000 ))
 start=$SECONDS

@@ -44,7 +44,7 @@ PY
 # A zoo model at a size override is profiled layer by layer as the engine builds it: its graph
 # keeps the override, every layer and op gets a time, the layers' times add up to the whole
 # model's pass (measured too), and a plan of the profiled graph trains. A GPT (token ids in, a
-# tied LM head) and a ResNet (skip connections cross layers). A tiny model takes no override.
+# tied LM head) and a ResNet (skip connections cross layers). A preset takes overrides on top of its own.
 timeout 120 "$ENGINE" profile --model resnet50 --override blocks1=1,blocks2=1,blocks3=1,blocks4=1,width_mult=0.25,image_size=32,classes=10 \
     --batch-size 2 --repeats 1 --out "$WORK/rn.prof.json" > "$WORK/prn" || fail "profile resnet50: $(cat "$WORK/prn")"
 timeout 120 "$ENGINE" profile --model gpt2-small --override layers=2,d_model=64,heads=2,seq_len=16,vocab=256,positions=16 \
@@ -69,8 +69,10 @@ PY
 "$ENGINE" plan --graph "$WORK/gpt.prof.json" --pp 2 --global-batch 4 --microbatches 2 --out "$WORK/gpt.prof.plan.json" > /dev/null \
     && launch "$WORK/gpt.prof.plan.json" 2 2 "$WORK/gpt.prof.run" > /dev/null 2>&1 && grep -q '"event":"done"' "$WORK/gpt.prof.run" \
     && pass "a plan of the profiled gpt2-small graph trains on 2 ranks" || fail "training the profiled graph: $(grep '"event":"error"' "$WORK/gpt.prof.run" | head -2)"
-"$ENGINE" profile --model mlp-tiny --override layers=2 > "$WORK/pt"; code=$?
-[ $code -eq 2 ] && grep -q "override applies to the zoo's models" "$WORK/pt" && pass "profile: a tiny model takes no override" || fail "profile mlp-tiny --override: exit $code $(cat "$WORK/pt")"
+"$ENGINE" profile --model mlp-tiny --override layers=2 --batch-size 2 --repeats 1 --out "$WORK/pt.json" > "$WORK/pt" \
+    && python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["source"]; assert s["zoo"] == "mlp" and s["overrides"] == {"layers": 2, "hidden": 64, "inputs": 32, "classes": 10}, s' "$WORK/pt.json" \
+    && pass "profile: mlp-tiny --override layers=2 is the zoo's mlp at the preset's sizes with 2 hidden layers" \
+    || fail "profile mlp-tiny --override layers=2: $(cat "$WORK/pt") $(head -c 400 "$WORK/pt.json")"
 # The planners' cost model prefers the profiled times: simulating the profiled graph and the
 # same graph without times gives different iteration times.
 HIPPIE_PLAN="$(dirname "$ENGINE")/hippie-plan"

@@ -2,7 +2,7 @@
 # Training for real: optimizers with weight decay, warm-up and cosine decay and global-norm
 # clipping give one process's parameters on pp2 x dp2; fp16's dynamic loss scaling (on fp32
 # here); bf16 mixed precision trains on a CPU with fp32 master weights; token-id files
-# (uint16/uint32; tiny and zoo GPT/BERT) with a vocabulary check, sharded over replicas so that
+# (uint16/uint32; the zoo's GPT and BERT, presets gpt-tiny and bert-tiny among them) with a vocabulary check, sharded over replicas so that
 # one epoch sees every sample once (with per-stage replication 3-1 too); checkpoints, and a run
 # with a rank killed between checkpoints resumes to the uninterrupted run's losses and
 # parameters (gpt-tiny, and the zoo's gpt2-small with tied weights across stages on a token file).
@@ -15,12 +15,13 @@ steps_of() { field "$1" step "$2" | grep -v null; }   # values of KEY in step ev
 # ---- optimizers, schedule, clipping: pp2 x dp2 = one process ----------------------------------
 # Adam (weight decay as L2) and AdamW (decoupled) divide each gradient by its running magnitude,
 # so a parameter whose true gradient is zero (the attention's key bias: softmax ignores it)
-# moves by +-lr on rounding noise alone; their parameters are compared within 1e-3,
-# sgd-momentum's within 1e-5. The
-# gradient norm, which clipping uses, is compared tightly for all.
+# moves by +-lr on rounding noise alone, in either direction: up to the sum of the 4 steps'
+# learning rates (0.03) each way. Their fused QKV biases are compared within 0.07, every other
+# parameter within 1e-3; sgd-momentum's all within 1e-5. The gradient norm, which clipping
+# uses, is compared tightly for all.
 TRAIN=(--weight-decay 0.1 --warmup-steps 2 --lr-schedule cosine --lr 0.01 --clip-grad-norm 0.3)
 for opt in adamw adam sgd-momentum; do
-    tol=1e-5; [ $opt != sgd-momentum ] && tol=1e-3
+    tol=1e-5 loose=(); [ $opt != sgd-momentum ] && tol=1e-3 loose=(--loose attn_qkv.bias=0.07)
     plan "$WORK/ref.json" --model gpt-tiny --pp 1 --dp 1 --microbatches 1 --global-batch 16 --optimizer $opt
     launch "$WORK/ref.json" 1 $STEPS "$WORK/ref.out" "${TRAIN[@]}" --dump-params "$WORK/ref.params.json" \
         || { fail "$opt reference: $(tail -2 "$WORK/ref.out")"; continue; }
@@ -28,7 +29,7 @@ for opt in adamw adam sgd-momentum; do
     plan "$WORK/p.json" --model gpt-tiny --pp 2 --dp 2 --microbatches 4 --global-batch 16 --schedule 1f1b --optimizer $opt --bucket-bytes 4096
     launch "$WORK/p.json" 4 $STEPS "$WORK/p.out" "${TRAIN[@]}" --dump-params "$WORK/p.{rank}.json" \
         || { fail "$opt pp2 x dp2: $(tail -2 "$WORK/p.out")"; continue; }
-    if "$ENGINE" compare-params --reference "$WORK/ref.params.json" --tol $tol "$WORK"/p.*.json > "$WORK/cmp.out"; then
+    if "$ENGINE" compare-params --reference "$WORK/ref.params.json" --tol $tol "$WORK"/p.*.json "${loose[@]}" > "$WORK/cmp.out"; then
         pass "$opt, weight decay, warm-up + cosine, clip 0.3: pp2 x dp2 parameters = one process ($(grep -o '"max_abs_diff":[^,]*' "$WORK/cmp.out"))"
     else fail "$opt pp2 x dp2 differs from one process: $(cat "$WORK/cmp.out")"; fi
     ref_norm=$(steps_of "$WORK/ref.out" grad_norm | head -1)
@@ -42,16 +43,17 @@ lrs=$(field "$WORK/ref.out" step lr | tr '\n' ' ')
 [ "$lrs" = "0.005 0.01 0.01 0.005 " ] && pass "learning rates follow warm-up + cosine: $lrs" || fail "learning rates $lrs"
 
 # ---- dynamic loss scaling (fp16's, asked for here on fp32: no CPU runs fp16) ------------------
-# A power-of-two scale is exact in fp32: from 2^127 (gradients of this model do not overflow
-# it) pp2 x dp2 ends with one process's parameters, and the losses reported are unscaled. An
+# A power-of-two scale is exact in fp32: from 2^64 (gradients of this model do not overflow
+# it; from 2^127 whether one does depends on how the batch is split) pp2 x dp2 ends with one
+# process's parameters, and the losses reported are unscaled. An
 # overflow on one rank (HIPPIE_ENGINE_TEST_OVERFLOW, as fp16 would find one) skips that step on
 # every rank and halves the scale everywhere.
 plan "$WORK/ls1.json" --model gpt-tiny --pp 1 --dp 1 --microbatches 2 --global-batch 16 --optimizer sgd
 plan "$WORK/ls4.json" --model gpt-tiny --pp 2 --dp 2 --microbatches 2 --global-batch 16 --schedule 1f1b --optimizer sgd
-if launch "$WORK/ls1.json" 1 4 "$WORK/ls1.out" --loss-scale 1.7014118346046923e38 --dump-params "$WORK/ls1.params.json" \
-    && launch "$WORK/ls4.json" 4 4 "$WORK/ls4.out" --loss-scale 1.7014118346046923e38 --dump-params "$WORK/ls4.{rank}.json"; then
+if launch "$WORK/ls1.json" 1 4 "$WORK/ls1.out" --loss-scale 18446744073709551616 --dump-params "$WORK/ls1.params.json" \
+    && launch "$WORK/ls4.json" 4 4 "$WORK/ls4.out" --loss-scale 18446744073709551616 --dump-params "$WORK/ls4.{rank}.json"; then
     "$ENGINE" compare-params --reference "$WORK/ls1.params.json" --tol 1e-5 "$WORK"/ls4.*.json > "$WORK/lscmp.out" \
-        && pass "loss scale 2^127: pp2 x dp2 parameters = one process's ($(grep -o '"max_abs_diff":[^,]*' "$WORK/lscmp.out"))" \
+        && pass "loss scale 2^64: pp2 x dp2 parameters = one process's ($(grep -o '"max_abs_diff":[^,]*' "$WORK/lscmp.out"))" \
         || fail "loss scaling parameters: $(cat "$WORK/lscmp.out")"
     awk -v l="$(field "$WORK/ls1.out" done loss)" 'BEGIN { exit !(l > 0 && l < 10) }' \
         && pass "loss scaling: the losses reported are unscaled ($(field "$WORK/ls1.out" done loss))" || fail "scaled loss reported: $(field "$WORK/ls1.out" done loss)"
@@ -70,11 +72,17 @@ PY
 else fail "overflow run: $(tail -2 "$WORK/lsi.out")"; fi
 
 # ---- bf16 mixed precision on a CPU ------------------------------------------------------------
+# On a token file where each id follows the one before (learnable from one token), bf16 learns
+# as fp32 does: the loss falls by more than 0.5 in 8 steps, within 0.02 of fp32's every step.
+/usr/bin/python3 -c 'import struct, sys; n = 64 * 17 + 1; open(sys.argv[1], "wb").write(struct.pack("<%dH" % n, *[i % 64 for i in range(n)]))' "$WORK/seq.bin"
 plan "$WORK/bf.json" --model gpt-tiny --pp 2 --dp 1 --microbatches 2 --global-batch 8 --optimizer adam --precision bf16
-if launch "$WORK/bf.json" 2 8 "$WORK/bf.out" --lr 0.01; then
+plan "$WORK/f32.json" --model gpt-tiny --pp 2 --dp 1 --microbatches 2 --global-batch 8 --optimizer adam
+if launch "$WORK/bf.json" 2 8 "$WORK/bf.out" --lr 0.01 --data "$WORK/seq.bin" && launch "$WORK/f32.json" 2 8 "$WORK/f32.out" --lr 0.01 --data "$WORK/seq.bin"; then
     losses=$(steps_of "$WORK/bf.out" loss)
     first=$(echo "$losses" | head -1); last=$(echo "$losses" | tail -1)
-    awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a - 0.02) }' && pass "bf16 pp2 trains: loss $first -> $last" || fail "bf16 loss $first -> $last"
+    awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a - 0.5) }' && pass "bf16 pp2 trains: loss $first -> $last" || fail "bf16 loss $first -> $last"
+    paste <(echo "$losses") <(steps_of "$WORK/f32.out" loss) | awk '{ d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d; n++ } END { print n, m; exit !(n == 8 && m < 0.02) }' > "$WORK/bfd" \
+        && pass "bf16 losses within 0.02 of fp32's each step (8 steps, largest difference $(cut -d' ' -f2 "$WORK/bfd"))" || fail "bf16 against fp32 losses: $(cat "$WORK/bfd")"
     dt=$(grep '"event":"done"' "$WORK/bf.out" | grep -o '"param_dtypes":\[[^]]*\]' | sort -u | tr '\n' ' ')
     [ "$dt" = '"param_dtypes":["Float"] ' ] && pass "bf16 keeps fp32 master weights: $dt" || fail "bf16 parameter dtypes: $dt"
     grep -q '"precision":"bf16"' "$WORK/bf.out" || fail "setup does not say bf16"
@@ -149,14 +157,11 @@ grep -q "bad.bin': token id 64 at offset 100 (byte 200) is not below the model's
     && pass "zoo bert-base: an id beyond its vocabulary is named" || fail "zoo bad id: $(grep -o '"message":"[^"]*' "$WORK/zbad.out" | head -1)"
 # Per-stage replication (3-1): micro-batch m runs on replica m mod 3 of stage 0, and the
 # one-device stage 1 runs all of them: over an epoch (24 samples, 2 steps of 12) the three
-# replicas' samples are a permutation of 0..23, and stage 1's each step are the step's 12.
-python3 - "$WORK" <<'PY'
-import struct, sys, random
-random.seed(2); n = 24 * 16 + 1
-open(sys.argv[1] + "/tok24.bin", "wb").write(struct.pack("<%dH" % n, *[random.randrange(64) for _ in range(n)]))
-PY
-plan "$WORK/sr.json" --model gpt-tiny --pp 2 --dp 3 --stage-replicas 3,1 --microbatches 1 --global-batch 12 --schedule 1f1b
-if launch "$WORK/sr.json" 4 2 "$WORK/sr.out" --data "$WORK/tok24.bin" --log-samples; then
+# replicas' samples are a permutation of 0..23, and stage 1's each step are the step's 12. On
+# the MLP: a GPT's stages share its tied embedding, so they must have the same replicas.
+"$ENGINE" make-data --model mlp-tiny --samples 24 --out "$WORK/mlp24.data" > /dev/null
+plan "$WORK/sr.json" --model mlp-tiny --pp 2 --dp 3 --stage-replicas 3,1 --microbatches 1 --global-batch 12 --schedule 1f1b
+if launch "$WORK/sr.json" 4 2 "$WORK/sr.out" --data "$WORK/mlp24.data" --log-samples; then
     samples() { grep '"event":"step"' "$WORK/sr.out" | grep -E "$1" | grep -o '"samples":\[[^]]*\]' | tr -d '"samples:[]' | tr ',' '\n' | sort -n | tr '\n' ' '; }
     got=$(samples '"rank":[012],')
     [ "$got" = "$(seq 0 23 | tr '\n' ' ')" ] && pass "3-1 per-stage replicas: stage 0's three replicas take each of the epoch's 24 samples once" \

@@ -54,7 +54,7 @@ QString writeFakeEngine(const QTemporaryDir& dir) {
 class TestDispatchCheck : public QObject {
     Q_OBJECT
 private slots:
-    // The case: 32 ranks of inception-v3 on this machine with an engine of tiny models.
+    // The case: 32 ranks of inception-v3 on this machine with an engine that trains only presets.
     void refusesAModelTheEngineDoesNotTrain() {
         const DispatchCheck c = checkDispatch(pipelinePlan("inception-v3", 4, 8), std::nullopt,
                                               {{QStringLiteral("This machine"), true, 1}}, tinyEngine(), 5);
@@ -113,11 +113,12 @@ private slots:
         QVERIFY(checkDispatch(plan, std::nullopt, {{QStringLiteral("gpu1:7469"), false, 2}}, tinyEngine(), 5, missing).blockers.isEmpty());
     }
 
-    // The engine trains tensor parallelism of the zoo's transformers only: a tiny model's is
-    // refused before anything starts, on this machine and on agents alike.
+    // The engine trains tensor parallelism of the zoo's transformers only (their presets too,
+    // as gpt-tiny is gpt2-small): an MLP's is refused before anything starts, on this machine
+    // and on agents alike.
     void tensorParallelPlansAreRefused() {
         for (const bool local : {true, false}) {
-            Plan p = pipelinePlan("gpt-tiny", 2, 1);
+            Plan p = pipelinePlan("mlp-tiny", 2, 1);
             p.tp = 2;
             p.sequence_parallel = true;
             p.device_map = defaultDeviceMap(2, 1, 2);
@@ -126,7 +127,11 @@ private slots:
             QCOMPARE(c.blockers.size(), 1);
             QCOMPARE(c.blockers[0], QStringLiteral("The hippie plan cannot run: tensor parallelism (tp 2, sequence parallel) is "
                                                    "trained by this engine for the zoo's transformer models (gpt, bert, transformer), "
-                                                   "not 'gpt-tiny'; plan with tp 1 to train."));
+                                                   "not 'mlp-tiny'; plan with tp 1 to train."));
+            Plan gpt = pipelinePlan("gpt-tiny", 2, 1);
+            gpt.tp = 2;
+            gpt.device_map = defaultDeviceMap(2, 1, 2);
+            QVERIFY(checkDispatch(gpt, std::nullopt, {{QStringLiteral("w"), local, 4}}, tinyEngine(), 5).blockers.isEmpty());
         }
     }
 

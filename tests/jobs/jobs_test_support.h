@@ -55,7 +55,7 @@ inline bool waitUntil(const std::function<bool()>& pred, int ms) {
     return true;
 }
 
-// A plan from `hippie-engine plan` (a tiny model with even stages).
+// A plan from `hippie-engine plan` (a preset such as gpt-tiny, with even stages).
 inline json makePlan(const QString& engine, const QStringList& args) {
     QProcess p;
     p.start(engine, QStringList{QStringLiteral("plan")} + args);

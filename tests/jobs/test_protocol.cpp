@@ -254,7 +254,7 @@ private slots:
         s.plan["model"] = {{"file", "/home/me/model.json"}, {"batch_size", 16}};
         QVERIFY(errorOf([&] { hj::JobRunner::checkSpec(s); }).contains(QLatin1String("'graph'")));
         QVERIFY(errorOf([&] { hj::JobRunner::checkSpec(sampleJob()); }).isEmpty());
-        // Tensor parallelism of a model the engine does not split (a tiny model): the agent
+        // Tensor parallelism of a model the engine does not split (the MLP): the agent
         // refuses it before starting ranks.
         s = sampleJob();
         s.plan["version"] = 4;

@@ -1,4 +1,4 @@
-// probe and profile: measurements of this host and of the tiny models on it.
+// probe and profile: measurements of this host and of the zoo's models on it.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -30,8 +30,6 @@
 #include "engine/src/inspect/timing.h"
 #include "engine/src/inspect/tools.h"
 #include "engine/src/launch/ports.h"
-#include "engine/src/models/tiny_graphs.h"
-#include "engine/src/models/tiny_models.h"
 #include "engine/src/models/trainable.h"
 #include "engine/src/runtime/cpu_threads.h"
 #include "engine/src/runtime/data.h"
@@ -39,6 +37,7 @@
 #include "planners/common/error.h"
 #include "planners/model/graph_json.h"
 #include "planners/model/overrides.h"
+#include "planners/model/presets.h"
 #include "planners/model/zoo.h"
 
 namespace hippie::engine {
@@ -707,19 +706,19 @@ void share(Graph& g, const Layer& l, int64_t total, const std::function<int64_t(
 }  // namespace
 
 int profileCommand(const ProfileOptions& o) {
-    const bool zoo = findZooModel(o.model) != nullptr;
-    const TinyConfig* cfg = zoo ? nullptr : findTinyModel(o.model);
-    if (!zoo && !cfg) return fail("unknown model '" + o.model + "'; the engine profiles the zoo's models (hippie-plan models) and " + tinyModelNames());
-    if (!zoo && !o.overrides.empty()) return fail("--override applies to the zoo's models, not '" + o.model + "'");
+    if (!findZooModel(o.model) && !findModelPreset(o.model))
+        return fail("unknown model '" + o.model + "'; the engine profiles the zoo's models (hippie-plan models) and their presets (" +
+                    presetNames() + ")");
     if (o.batch_size < 1 || o.repeats < 1) return fail("--batch-size and --repeats must be positive");
     try {
         ModelSpec spec;
         spec.zoo = o.model;
         spec.batch_size = o.batch_size;
         spec.seq_len = o.seq_len;
-        if (zoo) applyOverrideText(spec, o.overrides);
-        Graph g = zoo ? buildZooModel(spec) : buildTinyGraph(*cfg, spec);
-        const std::unique_ptr<Trainable> model = zoo ? makeZooTrainable(spec) : makeTinyTrainable(*cfg, o.seq_len);
+        applyOverrideText(spec, o.overrides);
+        spec = expandPreset(spec);
+        Graph g = buildZooModel(spec);
+        const std::unique_ptr<Trainable> model = makeZooTrainable(spec);
         const torch::Device device = resolveDevice(o.device, 0);
         useDevice(device);
         // On the CPU, the times of one rank of one thread, like the probe's device (left alone,
@@ -817,12 +816,18 @@ int profileCommand(const ProfileOptions& o) {
     return 0;
 }
 
-int makeDataCommand(const std::string& model, int samples, int seq_len, unsigned long long seed, const std::string& out_file) {
-    const TinyConfig* cfg = findTinyModel(model);
-    if (!cfg) return fail("unknown model '" + model + "'; the engine makes data for " + tinyModelNames());
+int makeDataCommand(const std::string& model, const std::string& overrides, int samples, int seq_len, unsigned long long seed,
+                    const std::string& out_file) {
+    if (!findZooModel(model) && !findModelPreset(model))
+        return fail("unknown model '" + model + "'; the engine makes data for the zoo's models (hippie-plan models) and their presets (" +
+                    presetNames() + ")");
     if (samples < 1) return fail("--samples must be positive");
     try {
-        const Batch b = syntheticBatch(*cfg, seq_len, samples, seed, 0);
+        ModelSpec spec;
+        spec.zoo = model;
+        spec.seq_len = seq_len;
+        applyOverrideText(spec, overrides);
+        const Batch b = makeZooTrainable(expandPreset(spec))->synthetic(samples, seed, 0);
         saveTensorFile(out_file, b.inputs, b.targets);
         std::cout << json{{"event", "data"}, {"model", model}, {"file", out_file}, {"samples", samples}, {"inputs", b.inputs.sizes().vec()},
                           {"targets", b.targets.sizes().vec()}}

@@ -1,7 +1,7 @@
 #pragma once
 // Measuring commands: `probe` (this host as Cluster JSON), `profile` (a model's graph with
 // measured per-layer times), `inspect` (TorchScript -> graph JSON with measured times)
-// and `export-script` (a tiny model as a TorchScript file, for inspect and its tests).
+// and `export-script` (an MLP of the zoo as a TorchScript file, for inspect and its tests).
 // Each returns the process exit code and prints JSON on stdout or an error event.
 #include <string>
 #include <vector>
@@ -19,7 +19,7 @@ struct ProbeOptions {
 };
 int probeCommand(const ProbeOptions& o);
 
-// profile: a zoo model (at its size overrides) or a tiny model, layer by layer as the engine
+// profile: a zoo model (at its size overrides) or a preset of one, layer by layer as the engine
 // builds it: the median forward and backward time of each layer and its measured memory
 // (output bytes, bytes autograd keeps for backward, transient peaks), written into the
 // model's graph (a layer's time shared among its ops by FLOPs); see measure.cpp.
@@ -34,8 +34,10 @@ struct ProfileOptions {
 };
 int profileCommand(const ProfileOptions& o);
 
-// make-data: `samples` samples of a tiny model's synthetic data (seed) as a tensor data file.
-int makeDataCommand(const std::string& model, int samples, int seq_len, unsigned long long seed, const std::string& out_file);
+// make-data: `samples` samples of a zoo model's (or preset's) synthetic data (seed), at its size
+// overrides ("layers=2,..."), as a tensor data file: the samples `run` makes for step 0.
+int makeDataCommand(const std::string& model, const std::string& overrides, int samples, int seq_len, unsigned long long seed,
+                    const std::string& out_file);
 
 int inspectCommand(const std::string& file, const std::vector<long long>& input_shape, const std::string& input_dtype,
                    int repeats, const std::string& out_file);
@@ -48,6 +50,8 @@ int inspectCommand(const std::string& file, const std::vector<long long>& input_
 Graph scriptGraph(const std::string& file, const std::vector<int64_t>& input_shape, const std::string& input_dtype, int repeats,
                   nlohmann::json* layers = nullptr);
 
-int exportScriptCommand(const std::string& model, const std::string& out_file, unsigned long long seed);
+// export-script: the zoo's MLP (or its preset mlp-tiny) at its size overrides as a TorchScript
+// module, child fc<i> = layer i with the parameters `run` starts from for `seed`.
+int exportScriptCommand(const std::string& model, const std::string& overrides, const std::string& out_file, unsigned long long seed);
 
 }  // namespace hippie::engine

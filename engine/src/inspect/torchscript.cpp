@@ -1,6 +1,6 @@
 // TorchScript in and out: `inspect` turns a scripted module into graph JSON with measured
 // per-layer times (layers = its top-level children, ops = the aten calls inside each);
-// `export-script` writes a tiny model as such a module, built here from TorchScript source,
+// `export-script` writes the zoo's MLP as such a module, built here from TorchScript source,
 // so the engine needs no Python to produce a .pt file.
 #include <algorithm>
 #include <chrono>
@@ -12,9 +12,12 @@
 #include <torch/script.h>
 
 #include "engine/src/inspect/tools.h"
-#include "engine/src/models/tiny_models.h"
+#include "engine/src/models/trainable.h"
 #include "planners/common/error.h"
 #include "planners/model/graph_json.h"
+#include "planners/model/architecture.h"
+#include "planners/model/overrides.h"
+#include "planners/model/presets.h"
 
 namespace hippie::engine {
 
@@ -152,13 +155,17 @@ int inspectCommand(const std::string& file, const std::vector<long long>& input_
     return 0;
 }
 
-int exportScriptCommand(const std::string& model, const std::string& out_file, unsigned long long seed) {
-    const TinyConfig* cfg = findTinyModel(model);
-    if (!cfg || cfg->family != "mlp") return fail("export-script writes MLPs (mlp-tiny); got '" + model + "'");
+int exportScriptCommand(const std::string& model, const std::string& overrides, const std::string& out_file, unsigned long long seed) {
+    ModelSpec spec;
+    spec.zoo = model;
+    const Architecture* arch = publishedArchitecture(expandPreset(spec).zoo);
+    if (!arch || std::string(familyOf(*arch)) != "mlp") return fail("export-script writes the zoo's MLP (mlp, mlp-tiny); got '" + model + "'");
     try {
-        const int layers = cfg->blocks + 1;
-        auto modules = buildTinyLayers(*cfg, 0, 0, layers - 1, seed);
-        torch::jit::Module top("HippieTinyMlp");
+        applyOverrideText(spec, overrides);
+        const std::unique_ptr<Trainable> mlp = makeZooTrainable(expandPreset(spec));
+        const int layers = mlp->layerCount();
+        const auto modules = mlp->layers(0, layers - 1, seed, torch::kCPU);
+        torch::jit::Module top("HippieMlp");
         std::string body = "def forward(self, x):\n";
         for (int i = 0; i < layers; ++i) {
             const std::string name = "fc" + std::to_string(i);

@@ -1,6 +1,6 @@
 #pragma once
-// The attention core of every transformer layer the engine builds (the zoo's and the tiny
-// models'): probabilities softmax(Q K^T / sqrt(d_head)), then their product with V; what the
+// The attention core of every transformer layer the engine builds (the zoo's, at any size):
+// probabilities softmax(Q K^T / sqrt(d_head)), then their product with V; what the
 // Graph calls <prefix>_scores, <prefix>_softmax and <prefix>_context. With selective
 // recomputation (Plan::selective_recompute, Korthikanti et al. 2022, section 4.2) the scores
 // and probabilities are recomputed in backward instead of kept.

@@ -6,7 +6,7 @@
 // may exchange any number of tensors: an encoder-decoder's decoder reads the encoder output,
 // Inception's head reads mixed_6e, an embedding layer produces a source and a target stream.
 //
-// Chained layers (the tiny models, TorchScript children) take and return one tensor; they
+// Chained layers (a TorchScript module's children) take and return one tensor; they
 // read and write the one key kChainKey.
 #include <map>
 #include <memory>

@@ -4,14 +4,17 @@
 
 #include "planners/common/error.h"
 #include "planners/model/graph_json.h"
+#include "planners/model/presets.h"
 #include "planners/model/zoo.h"
 
 namespace hippie::engine {
 
 ResolvedModel resolveTrainableModel(const ModelSpec& spec, const std::string& plan_file) {
     ResolvedModel r;
-    const std::string trainable = "the engine trains the zoo's models (hippie-plan models) and " + tinyModelNames();
-    auto zoo = [&](const ModelSpec& s) {
+    const std::string trainable = "the engine trains the zoo's models (hippie-plan models), their presets (" + presetNames() +
+                                  "), graph files of either, and TorchScript modules";
+    auto zoo = [&](const ModelSpec& given) {
+        const ModelSpec s = expandPreset(given);
         try {
             r.graph = buildZooModel(s);
         } catch (const Error& e) {
@@ -21,11 +24,8 @@ ResolvedModel resolveTrainableModel(const ModelSpec& spec, const std::string& pl
         return r;
     };
     if (!spec.zoo.empty()) {
-        if (findZooModel(spec.zoo)) return zoo(spec);
-        r.config = findTinyModel(spec.zoo);
-        if (!r.config) throw Error(plan_file + ": unknown model '" + spec.zoo + "'; " + trainable);
-        r.graph = buildTinyGraph(*r.config, spec);
-        return r;
+        if (findZooModel(expandPreset(spec).zoo)) return zoo(spec);
+        throw Error(plan_file + ": unknown model '" + spec.zoo + "'; " + trainable);
     }
     std::filesystem::path file(spec.file);
     if (file.is_relative() && !std::filesystem::exists(file)) file = std::filesystem::path(plan_file).parent_path() / file;
@@ -56,17 +56,8 @@ ResolvedModel resolveTrainableModel(const ModelSpec& spec, const std::string& pl
         r.script_file = pt.string();
         return r;
     }
-    r.config = findTinyModel(r.graph.name);
-    if (!r.config) throw Error(plan_file + ": the graph in '" + spec.file + "' is '" + r.graph.name + "', which " + trainable + " does not include");
-    ModelSpec s = spec;
-    s.batch_size = r.graph.batch_size;
-    if (s.seq_len == 0) s.seq_len = r.graph.source.seq_len;
-    const Graph expected = buildTinyGraph(*r.config, s);
-    if (expected.layerCount() != r.graph.layerCount() || expected.ops.size() != r.graph.ops.size())
-        throw Error(plan_file + ": the graph in '" + spec.file + "' has " + std::to_string(r.graph.layerCount()) + " layers and " +
-                    std::to_string(r.graph.ops.size()) + " ops but '" + r.config->name + "' has " +
-                    std::to_string(expected.layerCount()) + " and " + std::to_string(expected.ops.size()));
-    return r;
+    throw Error(plan_file + ": the graph in '" + spec.file + "' is '" + r.graph.name + "', which names no zoo model and no TorchScript file; " +
+                trainable);
 }
 
 }  // namespace hippie::engine

@@ -13,7 +13,7 @@ using torch::Tensor;
 
 namespace {
 
-constexpr uint64_t kDataSeedStride = 1000003;  // as tiny_models.cpp: data apart from parameters
+constexpr uint64_t kDataSeedStride = 1000003;  // as zoo_trainable.cpp: data apart from parameters
 constexpr uint64_t kTeacherSeed = 424242;
 
 std::string shapeString(c10::IntArrayRef s) {
@@ -21,33 +21,6 @@ std::string shapeString(c10::IntArrayRef s) {
     for (size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
     return out + "]";
 }
-
-class TinyTrainable : public Trainable {
-public:
-    TinyTrainable(const TinyConfig& cfg, int seq_len) : cfg_(cfg), seq_len_(seq_len) {}
-    std::string name() const override { return cfg_.name; }
-    int layerCount() const override {
-        ModelSpec s;
-        s.zoo = cfg_.name;
-        s.seq_len = seq_len_;
-        return buildTinyGraph(cfg_, s).layerCount();
-    }
-    std::vector<LayerPtr> layers(int first, int last, uint64_t seed, const torch::Device& device) const override {
-        auto out = buildTinyLayers(cfg_, seq_len_, first, last, seed);
-        for (const LayerPtr& l : out) l->to(device);
-        return out;
-    }
-    Batch synthetic(int samples, uint64_t seed, int step) const override { return syntheticBatch(cfg_, seq_len_, samples, seed, step); }
-    using Trainable::loss;
-    Tensor loss(const Tensor& output, const Tensor& targets) const override { return tinyLoss(cfg_, seq_len_, output, targets); }
-    int64_t vocabSize() const override { return cfg_.family == "gpt" || cfg_.family == "bert" ? cfg_.vocab : 0; }
-    int64_t sequenceLength() const override { return seq_len_ > 0 ? seq_len_ : cfg_.default_seq_len; }
-    Batch tokenBatch(const Tensor& windows) const override { return tokenWindowBatch(windows, sequenceLength(), cfg_.family == "gpt"); }
-
-private:
-    const TinyConfig& cfg_;
-    int seq_len_;
-};
 
 // One top-level child of a scripted module as a pipeline layer. Its parameters are registered
 // here too (same tensors), so stages, buckets and the optimizer see them like any module's.
@@ -157,8 +130,6 @@ void tieWeightsInPlace(const std::vector<LayerPtr>& layers) {
     for (const LayerPtr& l : layers)
         if (const auto tied = l->tiedWeight()) l->setTied(*layers.at(static_cast<size_t>(tied->owner_layer))->named_parameters().find(tied->owner_param));
 }
-
-std::unique_ptr<Trainable> makeTinyTrainable(const TinyConfig& cfg, int seq_len) { return std::make_unique<TinyTrainable>(cfg, seq_len); }
 
 std::unique_ptr<Trainable> makeScriptTrainable(const std::string& pt_file, const std::vector<int64_t>& sample_shape,
                                                torch::ScalarType sample_dtype) {

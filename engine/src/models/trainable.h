@@ -1,9 +1,9 @@
 #pragma once
 // What the executor trains: a model cut into layers (one module per Graph layer), its loss,
-// and its deterministic synthetic data. Three kinds: the zoo's models (zoo_layers.h), whose
-// layers exchange tensors named by the Graph's ops; the tiny models (tiny_models.h) and
-// TorchScript modules whose top-level children run in sequence (layer i = child i), chained
-// layers that pass one tensor.
+// and its deterministic synthetic data. Two kinds: the zoo's models at any size (zoo_layers.h;
+// the presets such as gpt-tiny among them), whose layers exchange tensors named by the Graph's
+// ops; and TorchScript modules whose top-level children run in sequence (layer i = child i),
+// chained layers that pass one tensor.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -11,11 +11,16 @@
 
 #include <torch/torch.h>
 
-#include "engine/src/models/tiny_models.h"
+#include "engine/src/models/layer.h"
 #include "planners/common/error.h"
 #include "planners/model/graph.h"
 
 namespace hippie::engine {
+
+struct Batch {
+    torch::Tensor inputs;   // what layer 0 reads
+    torch::Tensor targets;  // what the loss reads
+};
 
 class Trainable {
 public:
@@ -26,7 +31,7 @@ public:
     // and write the tensors of the Graph's edges (layer.h).
     virtual bool chained() const { return true; }
     // Layers [first, last] on `device`. Every rank gets the same initial parameters for a seed
-    // (tiny models: from the seed; TorchScript: from the file).
+    // (zoo models: layer i from (seed, i) alone; TorchScript: from the file).
     virtual std::vector<LayerPtr> layers(int first, int last, uint64_t seed, const torch::Device& device) const = 0;
     // The global batch of `step` as CPU tensors: a pure function of (seed, step). Throws Error
     // when the model cannot make synthetic data (then --data FILE is needed).
@@ -77,8 +82,6 @@ void tieWeightsInPlace(const std::vector<LayerPtr>& layers);
 
 // A zoo model at the architecture `spec` resolves to (its overrides applied).
 std::unique_ptr<Trainable> makeZooTrainable(const ModelSpec& spec);
-
-std::unique_ptr<Trainable> makeTinyTrainable(const TinyConfig& cfg, int seq_len);
 
 // A TorchScript module (.pt). `sample_shape`/`sample_dtype` describe one input sample (no
 // batch dimension) and are needed for synthetic data (float inputs only; labels come from a

@@ -10,7 +10,7 @@ namespace F = torch::nn::functional;
 
 namespace {
 
-// Separate streams of randomness for parameters and data, as the tiny models (tiny_models.cpp).
+// Separate streams of randomness for parameters and data, so neither shifts the other.
 constexpr uint64_t kLayerSeedStride = 7919;
 constexpr uint64_t kDataSeedStride = 1000003;
 constexpr uint64_t kTeacherSeed = 424242;

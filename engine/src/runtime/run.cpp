@@ -175,8 +175,6 @@ int runRank(const RunOptions& o) {
         if (!o.data_file.empty() && !token_file) file = loadTensorFile(o.data_file);
         if (rm.zoo) {
             model = makeZooTrainable(*rm.zoo);
-        } else if (rm.config) {
-            model = makeTinyTrainable(*rm.config, plan.model.seq_len);
         } else {
             // A TorchScript model: one sample's shape from the data file, else --input-shape.
             std::vector<int64_t> sample = o.input_shape;
