@@ -3,11 +3,13 @@
 // the one-device plan, m-ETF against one device, m-ETF and m-SCT running their list schedule as
 // scheduled, TGA's seeding and convergence, cancellation,
 // and SGP: its cut on a chain and its spread of parallel branches (exact), memory caps, its
-// step time against TGA's on zoo graphs, and its scale.
+// segments' dependence on the device count and their refinement where memory binds, its step
+// estimate against the simulator, its step time against TGA's on zoo graphs, and its scale.
 #include <QtTest>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <set>
 
 #include "planners/algorithms/evaluate.h"
@@ -82,6 +84,23 @@ void checkPlacementResult(const Problem& p, const PlannerResult& r) {
     QVERIFY(m.fits_memory);
     QCOMPARE(m.iteration_time_s, r.metrics.iteration_time_s);
     QVERIFY(r.planning_time_s >= 0);
+}
+
+// SGP's segment counts from its log line "sgp: 12 segment(s) (8 for 4 devices, 4 more for
+// memory), ...": those the device count asks for and all of them.
+struct SgpSegments {
+    int by_devices = -1, total = -1;
+};
+SgpSegments sgpSegments(const PlannerResult& r) {
+    SgpSegments s;
+    for (const std::string& line : r.log) {
+        int total = 0, by_devices = 0, devices = 0, more = 0;
+        if (std::sscanf(line.c_str(), "sgp: %d segment(s) (%d for %d devices, %d more", &total, &by_devices, &devices, &more) == 4) {
+            s.total = total;
+            s.by_devices = by_devices;
+        }
+    }
+    return s;
 }
 
 void addPlannerRows() {
@@ -338,29 +357,39 @@ private slots:
         checkPlacementResult(p, makePlanner("m-etf")->plan(p, ctx));
     }
 
-    // A chain twice as large as one device: two home segments, cut within the window around
-    // the memory midpoint (after layer 5) where the smallest tensor crosses (after layer 6).
-    // Communication is free, so no layer leaves its home.
+    // A chain of 48 layers about one and a half times as large as one device, on 4 devices:
+    // 8 segments (two per device) at equal shares of cost (6 layers each), each cut moved
+    // within its window (one layer) to the fewest crossing bytes: the one before layer 25
+    // (the smallest tensor) instead of 24. Memory needs two devices: the chain stays on device
+    // 0 while it holds no more than half the model and a quarter of a segment (25 layers), and
+    // moves to device 1 exactly there, where the smallest tensor crosses. Communication is
+    // free, so no layer leaves its home; devices 2 and 3 stay idle.
     void sgpCutsAChainWhereTheSmallestTensorCrosses() {
-        Graph g = chainGraph(12, 1, 2, 256 << 20, 64 << 20);
-        g.ops[6].output_bytes = 1 << 20;
-        g.edges[6].bytes = 1 << 20;
+        Graph g = chainGraph(48, 1, 2, 64 << 20, 16 << 20);
+        g.ops[24].output_bytes = 1 << 20;
+        g.edges[24].bytes = 1 << 20;
         const Problem p = problemOf(g, exactCluster(1, 4, 9 * kGiB), 1);
         const PlannerResult r = planWith("sgp", p);
         checkPlacementResult(p, r);
-        QCOMPARE(r.plan.placement, (std::vector<int>{0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1}));
+        std::vector<int> expected(48, 1);
+        std::fill(expected.begin(), expected.begin() + 25, 0);
+        QCOMPARE(r.plan.placement, expected);
+        QCOMPARE(sgpSegments(r).total, 8);
         int cut = 0;
         for (const Edge& e : p.graph.edges) cut += r.plan.placement[static_cast<size_t>(e.src)] != r.plan.placement[static_cast<size_t>(e.dst)];
         QCOMPARE(cut, 1);
     }
 
-    // Four branches of 3 s between a fork and a join: with 1 ms transfers each branch but the
-    // first moves to its own device (in device order), fork and join stay home; with transfers
-    // longer than the branches nothing leaves home.
+    // Four branches of 3 s between a fork and a join: with 1 ms transfers each branch runs on
+    // its own device, in device order, the fork with the first. The segments (fork and two
+    // branches, the third branch, the fourth, the join) are homed on devices 0, 0, 1, 1 by
+    // earliest finish (a segment's outputs count as ready when the whole segment ends), and
+    // the join stays home on device 1. With transfers longer than the branches nothing
+    // leaves device 0.
     void sgpSpreadsParallelBranchesOnlyWhereTransfersPay_data() {
         QTest::addColumn<double>("bandwidth");
         QTest::addColumn<QVector<int>>("placement");
-        QTest::addRow("cheap transfers") << 1e9 << QVector<int>{0, 0, 1, 2, 3, 0};
+        QTest::addRow("cheap transfers") << 1e9 << QVector<int>{0, 0, 1, 2, 3, 1};
         QTest::addRow("dear transfers") << 1e3 << QVector<int>{0, 0, 0, 0, 0, 0};
     }
     void sgpSpreadsParallelBranchesOnlyWhereTransfersPay() {
@@ -395,6 +424,79 @@ private slots:
         const PlannerResult none = planWith("sgp", tight);
         QVERIFY(!none.feasible);
         QVERIFY2(none.reason.find("GiB") != std::string::npos, none.reason.c_str());
+    }
+
+    // SGP's segments follow the device count: two per device where memory does not bind
+    // (Inception-v3 at a batch one 40 GiB device holds), on 2, 4 and 8 devices alike.
+    void sgpSegmentsFollowTheDeviceCount_data() {
+        QTest::addColumn<int>("devices");
+        for (int d : {2, 4, 8}) QTest::addRow("%d devices", d) << d;
+    }
+    void sgpSegmentsFollowTheDeviceCount() {
+        QFETCH(int, devices);
+        const Problem p = problemOf(zoo("inception-v3", 64), dgx(devices), 64);
+        const PlannerResult r = planWith("sgp", p);
+        checkPlacementResult(p, r);
+        const SgpSegments s = sgpSegments(r);
+        QCOMPARE(s.by_devices, SgpOptions{}.segments_per_device * devices);
+        QCOMPARE(s.total, s.by_devices);  // none added for memory
+    }
+
+    // Where memory binds, segments are refined: a chain whose first eight layers hold the
+    // computation (10 s forward each, 1 MiB of weights) and whose last eight hold the memory
+    // (256 MiB of weights, about 1 GiB with gradients and Adam's state each, 0.01 s), on D
+    // devices of 4.5 GiB (D = 2) or 2.25 GiB (D = 4), so that the model needs about nine
+    // tenths of all memory. The 2 x D segments at equal shares of cost put the memory layers
+    // in D segments of 8 / D layers, each more than a device's home budget (85% of it): each
+    // is cut again where a device's room ends. The plan fits every device by exact accounting
+    // (checkPlacementResult) and uses all of them.
+    void sgpRefinesSegmentsWhereMemoryBinds_data() {
+        QTest::addColumn<int>("devices");
+        QTest::addColumn<double>("memory_gib");
+        QTest::addRow("2 x 4.5 GiB") << 2 << 4.5;
+        QTest::addRow("4 x 2.25 GiB") << 4 << 2.25;
+    }
+    void sgpRefinesSegmentsWhereMemoryBinds() {
+        QFETCH(int, devices);
+        QFETCH(double, memory_gib);
+        Graph g = chainGraph(16, 0.01, 0.02, 256 << 20, 16 << 20);
+        for (int i = 0; i < 8; ++i) {
+            g.ops[static_cast<size_t>(i)].fwd_flops = 10 * kFlopsPerSecond;
+            g.ops[static_cast<size_t>(i)].bwd_flops = 20 * kFlopsPerSecond;
+            g.ops[static_cast<size_t>(i)].param_bytes = 1 << 20;
+        }
+        const Problem p = problemOf(g, exactCluster(1, devices, static_cast<int64_t>(memory_gib * static_cast<double>(kGiB))), 1);
+        const PlannerResult r = planWith("sgp", p);
+        checkPlacementResult(p, r);
+        const SgpSegments s = sgpSegments(r);
+        QCOMPARE(s.by_devices, SgpOptions{}.segments_per_device * devices);
+        QVERIFY2(s.total > s.by_devices, qPrintable(QString("%1 segments").arg(s.total)));
+        QCOMPARE(r.plan.deviceCount(), devices);
+    }
+
+    // SGP chooses between its balanced placement and its home segments alone by the step
+    // estimate every placement planner shares; the estimate of the placement it returns tracks
+    // the simulator's step within 5% on the zoo graphs.
+    void sgpStepEstimateTracksTheSimulator_data() {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<int>("batch");
+        QTest::addColumn<int>("devices");
+        for (const auto& [m, b] : std::vector<std::pair<const char*, int>>{{"inception-v3", 512}, {"gnmt-8", 2048}, {"transformer-big", 128}, {"resnet50", 512}})
+            for (int d : {4, 8}) QTest::addRow("%s d%d", m, d) << QString(m) << b << d;
+    }
+    void sgpStepEstimateTracksTheSimulator() {
+        QFETCH(QString, model);
+        QFETCH(int, batch);
+        QFETCH(int, devices);
+        const Problem p = problemOf(zoo(model.toStdString(), batch), dgx(devices), batch);
+        const PlannerResult r = planWith("sgp", p);
+        checkPlacementResult(p, r);
+        double estimate = -1;
+        for (const std::string& line : r.log)
+            if (line.rfind(kSgpEstimatePrefix, 0) == 0) estimate = std::stod(line.substr(std::string(kSgpEstimatePrefix).size()));
+        QVERIFY2(estimate > 0, "no step estimate in the log");
+        const double simulated = r.metrics.iteration_time_s;
+        QVERIFY2(std::abs(estimate - simulated) < 0.05 * simulated, qPrintable(QString("estimate %1 s, simulated %2 s").arg(estimate).arg(simulated)));
     }
 
     // A quality check, not a timing one: on zoo graphs SGP's simulated step is within 10% of
