@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # hippie-plan calibrate on real runs: two gpt-tiny runs on local CPU ranks, predicted with a
-# cluster whose profiled op times and link latencies are deliberately 5x too fast; the fit to the
+# cluster whose FLOP/s are deliberately 5x too high (and link latencies too low); the fit to the
 # first run (2 micro-batches) must bring both its own and the other run's (4 micro-batches) step
 # prediction closer to what was measured, and write a calibrated cluster file. Bad arguments fail
 # with exit 2 and one line.
@@ -39,12 +39,12 @@ if [ ! -x "$ENGINE" ]; then
     [ $failures -eq 0 ] && exit 0 || exit 1
 fi
 
-# cpu-local's shape with profiled times and latencies 5x too fast.
+# cpu-local's shape with 5x its FLOP/s and low latencies.
 cat >"$WORK/wrong.json" <<'JSON'
 {"format": "hippie-cluster", "version": 1, "name": "cpu-local-too-fast", "source": "test: 5x too fast",
  "nodes": [{"count": 1, "devices": 4,
-            "device": {"type": "cpu", "peak_flops_fp32": 4e10, "peak_flops_fp16": 4e10, "efficiency": 0.3,
-                       "memory_bytes": 4294967296, "profiled_time_scale": 0.2},
+            "device": {"type": "cpu", "peak_flops_fp32": 2e11, "peak_flops_fp16": 2e11, "efficiency": 0.3,
+                       "memory_bytes": 4294967296},
             "intra": {"bandwidth_bytes_per_s": 1e10, "latency_s": 6e-6}}],
  "inter": {"bandwidth_bytes_per_s": 1e10, "latency_s": 6e-6}}
 JSON
@@ -75,18 +75,19 @@ assert fit["event_error_after_percent"] < fit["event_error_before_percent"], fit
 check = fit["checks"][0]
 assert check["run"] == 2, check
 assert abs(check["step_error_after_percent"]) < abs(check["step_error_before_percent"]) / 2, check
-scale = cal["nodes"][0]["device"]["profiled_time_scale"]
-assert scale > 0.4, scale  # moved well away from the wrong 0.2
+device = cal["nodes"][0]["device"]
+flops = device["peak_flops_fp32"] * device.get("efficiency", 0.3)
+assert flops < 0.5 * 2e11 * 0.3, device  # moved well away from the wrong 60 GFLOP/s
 assert cal["name"] == "cpu-local-too-fast (calibrated)", cal["name"]
 assert fit["written"] == sys.argv[2]
-print("step error %+.1f%% -> %+.1f%%; run 2 %+.1f%% -> %+.1f%%; profiled scale 0.2 -> %.3f" % (
+print("step error %+.1f%% -> %+.1f%%; run 2 %+.1f%% -> %+.1f%%; achieved FLOP/s 6e10 -> %.3g" % (
     fit["step_error_before_percent"], fit["step_error_after_percent"],
-    check["step_error_before_percent"], check["step_error_after_percent"], scale))
+    check["step_error_before_percent"], check["step_error_after_percent"], flops))
 PY
 
 # The text report names the factors and the file.
 "$BIN" calibrate --db "$WORK/runs.sqlite" --run 2 >"$WORK/fit.txt" 2>&1; rc=$?
-[ $rc -eq 0 ] && grep -q "node 0 profiled op times x" "$WORK/fit.txt" && grep -q "step error" "$WORK/fit.txt" \
+[ $rc -eq 0 ] && grep -q "node 0 FLOP/s x" "$WORK/fit.txt" && grep -q "step error" "$WORK/fit.txt" \
     && grep -q "^Kept" "$WORK/fit.txt" && pass "text report" || fail "text report: rc $rc $(cat "$WORK/fit.txt")"
 
 # The calibrated cluster is a cluster file the planners take.

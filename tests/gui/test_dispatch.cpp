@@ -160,11 +160,15 @@ private slots:
         auto w = window();
         w->show();
         DispatchUi* ui = w->dispatchUi();
-        // Predicted on cpu-local with profiled op times 5x too fast, so that the fit below has
-        // something to correct whatever the load on this machine.
+        // Predicted on cpu-local with 5x its FLOP/s, so that the fit below has something to
+        // correct whatever the load on this machine.
         Cluster too_fast = buildClusterPreset("cpu-local");
         too_fast.name = "cpu-local-too-fast";
-        for (Node& n : too_fast.nodes) n.device.profiled_time_scale = 0.2;
+        for (Node& n : too_fast.nodes) {
+            n.device.peak_flops_fp32 *= 5;
+            n.device.peak_flops_fp16 *= 5;
+        }
+        const double too_fast_flops = too_fast.nodes.at(0).device.achievableFlops(Precision::FP32);
         dispatch::RunController* run = ui->dispatchPlan(loadPlanFile(plan_file_.toStdString()), std::nullopt, too_fast, {0}, 4, 7);
         QCOMPARE(waitFinished(run), JobState::Succeeded);
         checkSucceededInStore(run);
@@ -211,10 +215,10 @@ private slots:
         QSignalSpy calibrated(h, &HistoryPage::calibrated);
         QSignalSpy not_kept(h, &HistoryPage::fitNotKept);
         QString calibrated_name;
-        double profiled_scale = 0;
+        double fitted_flops = 0;
         QObject::connect(h, &HistoryPage::calibrated, h, [&](const hippie::Cluster& c, double, double) {
             calibrated_name = QString::fromStdString(c.name);
-            profiled_scale = c.nodes.at(0).device.profiled_time_scale;
+            fitted_flops = c.nodes.at(0).device.achievableFlops(Precision::FP32);
         });
         QTimer closer;
         QObject::connect(&closer, &QTimer::timeout, [] {
@@ -235,10 +239,10 @@ private slots:
         const double after = calibrated.first().at(2).toDouble();
         QVERIFY2(std::abs(after) < std::abs(before) / 2, qPrintable(QStringLiteral("step error %1 % before, %2 % after").arg(before).arg(after)));
         QVERIFY2(calibrated_name.contains(QLatin1String("calibrated")), qPrintable(calibrated_name));
-        QVERIFY2(profiled_scale > 0.4, qPrintable(QString::number(profiled_scale)));  // the engine's graph is profiled
+        QVERIFY2(fitted_flops < too_fast_flops / 2, qPrintable(QStringLiteral("%1 FLOP/s fitted, %2 before").arg(fitted_flops).arg(too_fast_flops)));
         // "Use it" hands the calibrated cluster to the planners.
         QTRY_COMPARE_WITH_TIMEOUT(w->session()->clusterName(), calibrated_name, 5000);
-        QCOMPARE(w->session()->cluster().nodes.at(0).device.profiled_time_scale, profiled_scale);
+        QCOMPARE(w->session()->cluster().nodes.at(0).device.achievableFlops(Precision::FP32), fitted_flops);
     }
 
     // A zoo model at a size override, as a user picks it after planning: the plan records the

@@ -223,8 +223,8 @@ private slots:
     }
 
     // The plan `hippie-engine plan` writes for one of its test models opens like any other
-    // (issue 18: it was refused as "unknown zoo model 'gpt-tiny'"): the engine profiles the model
-    // for its graph, and the plan is selected and simulated.
+    // (issue 18: it was refused as "unknown zoo model 'gpt-tiny'"): gpt-tiny is a preset, the
+    // plan records gpt2-small at its overrides, and the plan is selected and simulated.
     void opensAPlanTheEngineWrote() {
         const EngineForStudio for_studio;
         if (for_studio.path.isEmpty()) QSKIP(EngineForStudio::kMissing);
@@ -243,7 +243,7 @@ private slots:
         QSignalSpy shown(&w, &MainWindow::traceShown);
         const QString error = w.openPlanFile(plan_path);
         QVERIFY2(error.isEmpty(), qPrintable(error));
-        QCOMPARE(w.session()->graph().name, std::string("gpt-tiny"));
+        QCOMPARE(w.session()->graph().name, std::string("gpt2-small[layers=4,d_model=32,heads=2,d_ff=128,vocab=64,positions=16,seq_len=16]"));
         QCOMPARE(w.comparison()->rowCount(), 1);
         QCOMPARE(w.comparison()->state(0), ComparisonModel::State::Done);
         QVERIFY(w.shownTrace() || shown.wait(120000));

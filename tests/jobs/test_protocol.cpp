@@ -8,6 +8,7 @@
 #include "app/jobs/job_runner.h"
 #include "app/jobs/protocol.h"
 #include "planners/common/error.h"
+#include "planners/model/presets.h"
 #include "planners/schedule/plan_json.h"
 
 using nlohmann::json;
@@ -19,6 +20,7 @@ json tinyPlan(int pp, int dp) {
     hippie::Plan p;
     p.model.zoo = "mlp-tiny";
     p.model.batch_size = 16;
+    p.model = hippie::expandPreset(p.model);  // as a plan file records a preset: the MLP at its sizes
     p.planner = "manual";
     p.cluster = "cpu-local";
     p.dp = dp;
