@@ -577,7 +577,7 @@ Estimator::Estimator(const Problem& problem, int tp)
             while (r[next] < first) ++next;
             input_bytes_[at(first, r[next])] += tensor[op];
         }
-        for (int last = from; last < r.front(); ++last) only_later[at(from, last)] += g.ops[op].output_bytes;
+        for (int last = from; last < r.front(); ++last) only_later[at(from, last)] += g.ops[op].keptBytes();
     }
     for (int first = 0; first < layers_; ++first)
         for (int last = first + 1; last < layers_; ++last) input_bytes_[at(first, last)] += input_bytes_[at(first, last - 1)];

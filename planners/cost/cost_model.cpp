@@ -86,7 +86,7 @@ double sentShare(const Op& producer, TensorSplit split) {
 int64_t CostModel::rankParamBytes(int op) const { return hippie::rankParamBytes(graph_, split_, op); }
 
 int64_t CostModel::activationBytes(int op, double samples) const {
-    return scaled(graph_.ops[static_cast<size_t>(op)].output_bytes, samples * rankShare(op));
+    return scaled(graph_.ops[static_cast<size_t>(op)].keptBytes(), samples * rankShare(op));
 }
 
 TensorParallelTraffic tensorParallelTraffic(const Graph& graph, TensorSplit split, std::span<const int> ops, double samples) {

@@ -115,7 +115,7 @@ public:
     double rankShare(int op) const;
     // One rank's parameter bytes of an op (split ops: 1/tp, rounded up).
     int64_t rankParamBytes(int op) const;
-    // One rank's activation bytes of an op's output for `samples` samples.
+    // One rank's bytes of an op's output kept for backward (Op::keptBytes) for `samples` samples.
     int64_t activationBytes(int op, double samples) const;
     // Tensor-parallel collectives of `ops` for `samples` samples; empty with tp = 1.
     TensorParallelTraffic tensorParallelTraffic(std::span<const int> ops, double samples) const;

@@ -57,7 +57,7 @@ std::vector<Layer> Graph::layers() const {
         l.fwd_flops += op.fwd_flops;
         l.bwd_flops += op.bwd_flops;
         l.param_bytes += op.param_bytes;
-        l.activation_bytes += op.output_bytes;
+        l.activation_bytes += op.keptBytes();
         l.temp_bytes = std::max(l.temp_bytes, op.temp_bytes);
         all_fwd_timed[static_cast<size_t>(op.layer)] = all_fwd_timed[static_cast<size_t>(op.layer)] && op.fwd_time_s.has_value();
         all_bwd_timed[static_cast<size_t>(op.layer)] = all_bwd_timed[static_cast<size_t>(op.layer)] && op.bwd_time_s.has_value();
@@ -141,6 +141,27 @@ bool Graph::tensorParallelFits(int tp) const {
     for (const Op& op : ops)
         if (op.tensor_parallel != TensorParallel::Replicated) return true;
     return false;
+}
+
+namespace {
+
+bool readsOwnOutput(const std::string& kind) { return kind == "softmax" || kind == "relu" || kind == "tanh" || kind == "sigmoid"; }
+
+bool gradientReadsNoInput(const std::string& kind) {
+    return kind == "add" || kind == "concat" || kind == "avgpool" || kind == "embedding" || readsOwnOutput(kind);
+}
+
+}  // namespace
+
+void markKeptOutputs(Graph& graph) {
+    std::vector<bool> read(graph.ops.size(), false), consumed(graph.ops.size(), false);
+    for (const Edge& e : graph.edges) {
+        const auto src = static_cast<size_t>(e.src);
+        consumed[src] = true;
+        if (!gradientReadsNoInput(graph.ops[static_cast<size_t>(e.dst)].kind)) read[src] = true;
+    }
+    for (size_t i = 0; i < graph.ops.size(); ++i)
+        graph.ops[i].output_kept = readsOwnOutput(graph.ops[i].kind) || read[i] || !consumed[i];
 }
 
 }  // namespace hippie

@@ -57,6 +57,13 @@ struct Op {
     std::optional<double> fwd_time_s;  // profiled; wins over FLOPs when present
     std::optional<double> bwd_time_s;
     TensorParallel tensor_parallel = TensorParallel::Replicated;
+    // Whether backward reads this op's output, so a micro-batch keeps it from its forward to
+    // its backward (markKeptOutputs): false for an output only ops read whose gradients do not
+    // need it (a residual add's operands, a softmax's scores). Graph JSON: "kept", default true.
+    bool output_kept = true;
+
+    // The activation a micro-batch keeps for backward: output_bytes when output_kept, else 0.
+    int64_t keptBytes() const { return output_kept ? output_bytes : 0; }
 };
 
 struct Edge {
@@ -75,7 +82,7 @@ struct Layer {
     std::optional<double> fwd_time_s;  // set when every op has a profiled time
     std::optional<double> bwd_time_s;
     int64_t param_bytes = 0;
-    int64_t activation_bytes = 0;  // sum of op outputs: what backward needs kept
+    int64_t activation_bytes = 0;  // sum of the ops' kept outputs (Op::keptBytes): what backward needs
     int64_t temp_bytes = 0;        // largest op workspace
     int64_t input_bytes = 0;       // bytes on edges entering this layer from earlier layers
     int64_t output_bytes = 0;      // bytes on edges leaving this layer to later layers
@@ -111,5 +118,16 @@ struct Graph {
     // divides tensor_parallel_divisor. tp = 1 always can.
     bool tensorParallelFits(int tp) const;
 };
+
+// Sets Op::output_kept from the ops' kinds, as autograd keeps tensors: an output is kept when
+// its own op's gradient reads it (softmax, relu, tanh, sigmoid) or when any consumer's does
+// (a matmul, convolution or normalisation reads its input; so does every kind not listed
+// below, and a graph output is kept too). It is dropped when every consumer's gradient needs
+// neither input: add and concat (a residual stream, Inception's branches), softmax, relu,
+// tanh and sigmoid (they read their output), avgpool (the shape only), embedding (the ids).
+// PyTorch frees such a tensor after the forward (a GPT block's attention projection and
+// second MLP linear feed only residual adds; a BatchNorm's output only an in-place ReLU).
+void markKeptOutputs(Graph& graph);
+
 
 }  // namespace hippie

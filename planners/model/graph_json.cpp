@@ -49,6 +49,7 @@ json opToJson(const Op& op, size_t id) {
     if (op.fwd_time_s) j["fwd_time_s"] = *op.fwd_time_s;
     if (op.bwd_time_s) j["bwd_time_s"] = *op.bwd_time_s;
     if (op.tensor_parallel != TensorParallel::Replicated) j["tensor_parallel"] = toString(op.tensor_parallel);  // optional
+    if (!op.output_kept) j["kept"] = false;  // optional: kept when absent
     return j;
 }
 
@@ -113,7 +114,7 @@ TensorParallel readTensorParallel(const json& o, const std::string& w) {
 
 Op readOp(const json& o, const std::string& w) {
     requireKnownFields(o, {"id", "name", "kind", "layer", "fwd_flops", "bwd_flops", "param_bytes", "output_bytes", "temp_bytes",
-                           "moved_bytes", "fwd_time_s", "bwd_time_s", "tensor_parallel"},
+                           "moved_bytes", "fwd_time_s", "bwd_time_s", "tensor_parallel", "kept"},
                        w);
     Op op;
     op.name = requireString(o, "name", w);
@@ -128,6 +129,7 @@ Op readOp(const json& o, const std::string& w) {
     op.fwd_time_s = optionalNumber(o, "fwd_time_s", w, Bound::NonNegative);
     op.bwd_time_s = optionalNumber(o, "bwd_time_s", w, Bound::NonNegative);
     op.tensor_parallel = readTensorParallel(o, w);
+    op.output_kept = optionalBool(o, "kept", w).value_or(true);
     return op;
 }
 

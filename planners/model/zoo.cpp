@@ -63,7 +63,10 @@ Tensor GraphBuilder::split(TensorParallel kind, Tensor t) {
     return t;
 }
 
-Graph GraphBuilder::finish() { return std::move(graph_); }
+Graph GraphBuilder::finish() {
+    markKeptOutputs(graph_);
+    return std::move(graph_);
+}
 
 // ---- Costs ----------------------------------------------------------------------------------
 

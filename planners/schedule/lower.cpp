@@ -481,10 +481,10 @@ std::vector<bool> checkpointGranularity(const Graph& graph, const Program& prog,
         for (int op : layout.segments[s].ops) {
             const size_t i = static_cast<size_t>(op);
             if (!prog.recomputedWithLayer(op)) continue;
-            const int64_t bytes = graph.ops[i].output_bytes;
+            const int64_t bytes = graph.ops[i].keptBytes();  // what the rebuilt forward keeps
             rebuild[graph.ops[i].layer] += bytes;
             all += bytes;
-            if (read_by_other_layer[i]) checkpoints += bytes;
+            if (read_by_other_layer[i]) checkpoints += graph.ops[i].output_bytes;  // the next layer's input, whole
         }
         if (rebuild.size() < 2) continue;  // one layer: the same either way
         int64_t largest = 0;

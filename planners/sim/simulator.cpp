@@ -114,12 +114,16 @@ std::vector<SegmentMemory> segmentMemory(const Program& prog, const Graph& g, Co
             const double share = cost.rankShare(op);
             const bool one_block_at_a_time = prog.recomputedInBlock(op);
             const bool whole_layer = prog.recomputedWithLayer(op);
-            if (one_block_at_a_time) selective[o.layer].add(o.output_bytes, share);
-            else if (whole_layer) rebuilt[o.layer].add(o.output_bytes, share);
-            // A checkpoint (a recomputed layer's output another layer reads) is stashed as well.
-            const bool stashed = !prog.recomputed(op) || (per_layer && whole_layer && read_by_other_layer[i]);
-            if (stashed) kept[s].add(o.output_bytes, share);
-            if (stashed && read_outside[i] && !read_inside[i]) sent[s].add(o.output_bytes, share);
+            // What backward keeps of an op (Op::keptBytes), whether stashed or rebuilt.
+            if (one_block_at_a_time) selective[o.layer].add(o.keptBytes(), share);
+            else if (whole_layer) rebuilt[o.layer].add(o.keptBytes(), share);
+            // A checkpoint (a recomputed layer's output another layer reads) is stashed as well,
+            // whole: the rebuild starts from it.
+            const bool checkpoint = per_layer && whole_layer && read_by_other_layer[i];
+            const bool stashed = !prog.recomputed(op) || checkpoint;
+            const int64_t stash = checkpoint ? o.output_bytes : o.keptBytes();
+            if (stashed) kept[s].add(stash, share);
+            if (stashed && read_outside[i] && !read_inside[i]) sent[s].add(stash, share);
             if (o.param_bytes > 0) weight_inputs[s].add(input_bytes_of_op[i]);
             m.temp = std::max(m.temp, cost.scaled(o.temp_bytes, b * share));
         }

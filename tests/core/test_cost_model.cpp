@@ -348,8 +348,9 @@ private slots:
         for (int op : block) {
             const Op& o = g.ops[static_cast<size_t>(op)];
             const bool split = o.tensor_parallel != TensorParallel::Replicated;
-            QCOMPARE(CostModel(g, c, TensorSplit{4, false}).activationBytes(op, 2), split ? o.output_bytes / 4 : o.output_bytes);
-            QCOMPARE(CostModel(g, c, TensorSplit{4, true}).activationBytes(op, 2), o.output_bytes / 4);
+            // What backward keeps of the op's output (Op::keptBytes), split as the output is.
+            QCOMPARE(CostModel(g, c, TensorSplit{4, false}).activationBytes(op, 2), split ? o.keptBytes() / 4 : o.keptBytes());
+            QCOMPARE(CostModel(g, c, TensorSplit{4, true}).activationBytes(op, 2), o.keptBytes() / 4);
             if (o.kind == "layernorm") QCOMPARE(CostModel(g, c, TensorSplit{4, true}).activationBytes(op, 2), sbh / 4);
             // A rank runs 1/t of a split op's FLOPs: compute-bound time falls with them.
             if (split && o.fwd_flops > 0)

@@ -54,12 +54,12 @@ std::set<int> coreOps(const Graph& g) {
     return out;
 }
 
-// One tensor-parallel rank's bytes of the outputs of `ops` for one micro-batch: scores and
-// probabilities are split by heads.
+// One tensor-parallel rank's bytes of the outputs of `ops` that backward keeps (Op::keptBytes:
+// the probabilities, not the scores) for one micro-batch: split by heads.
 int64_t rankOutputBytes(const Graph& g, const std::vector<int>& ops, int tp) {
     int64_t bytes = 0;
     for (int op : ops) {
-        const int64_t b = g.ops[static_cast<size_t>(op)].output_bytes;
+        const int64_t b = g.ops[static_cast<size_t>(op)].keptBytes();
         Q_ASSERT(b % tp == 0);
         bytes += b / tp;
     }
@@ -254,7 +254,7 @@ private slots:
             for (int op : sel.program.segments[static_cast<size_t>(first_recompute)].ops) {
                 const size_t i = static_cast<size_t>(op);
                 if (!sel.program.recompute_op[i] || sel.program.selective_op[i]) continue;
-                full_layer[g.ops[i].layer] += static_cast<int64_t>(g.ops[i].output_bytes * rankShare(g.ops[i], TensorSplit{tp, false}));
+                full_layer[g.ops[i].layer] += static_cast<int64_t>(g.ops[i].keptBytes() * rankShare(g.ops[i], TensorSplit{tp, false}));
             }
             int64_t largest_full = 0;
             for (const auto& [layer, bytes] : full_layer) largest_full = std::max(largest_full, bytes);

@@ -305,6 +305,42 @@ private slots:
         QFAIL("no block0.attn_softmax op");
     }
 
+    // What backward keeps of a GPT block, as autograd keeps it (Korthikanti et al. 2022, section
+    // 4.1, without dropout): the LayerNorms' inputs and outputs, Q, K and V, the softmax's
+    // output, the attention context and the MLP's fc1 and GeLU outputs; not the scores (softmax
+    // reads its output), nor the attention projection's and fc2's outputs (only residual adds
+    // read them): 16 s*b*h + a*s^2*b elements a block (32 sbh + 2 as^2 b bytes at 2 bytes).
+    void gptBlockKeepsWhatItsBackwardReads() {
+        ModelSpec spec;
+        spec.zoo = "gpt2-small";
+        spec.batch_size = 2;
+        spec.seq_len = 16;
+        spec.overrides = {{"layers", 3}, {"d_model", 64}, {"heads", 4}, {"vocab", 100}};
+        const Graph g = buildZooModel(spec);
+        const int64_t s = 16, b = 2, h = 64, a = 4;
+        const Layer block = g.layers()[2];
+        QCOMPARE(block.name, std::string("block1"));
+        QCOMPARE(block.activation_bytes, 4 * (16 * s * b * h + a * s * s * b));
+        std::set<std::string> dropped;
+        for (int op : block.ops)
+            if (!g.ops[static_cast<size_t>(op)].output_kept) dropped.insert(g.ops[static_cast<size_t>(op)].name);
+        QCOMPARE(dropped, (std::set<std::string>{"block1.attn_scores", "block1.attn_proj", "block1.mlp_fc2"}));
+        // A ResNet's BatchNorm output feeds only its ReLU (in place in torchvision), a residual
+        // sum only the ReLU after it, and Inception's branches only the concat: not kept; the
+        // ReLUs keep theirs (their gradient reads it).
+        for (const char* model : {"resnet50", "inception-v3"}) {
+            const Graph cnn = build(model, 2);
+            for (size_t i = 0; i < cnn.ops.size(); ++i) {
+                const Op& o = cnn.ops[i];
+                if (o.kind == "relu") QVERIFY2(o.output_kept, o.name.c_str());
+                if (o.kind == "add") QVERIFY2(!o.output_kept, o.name.c_str());
+            }
+            for (const Edge& e : cnn.edges)
+                if (cnn.ops[static_cast<size_t>(e.src)].kind == "batchnorm" && cnn.ops[static_cast<size_t>(e.dst)].kind == "relu")
+                    QVERIFY2(!cnn.ops[static_cast<size_t>(e.src)].output_kept, cnn.ops[static_cast<size_t>(e.src)].name.c_str());
+        }
+    }
+
     // Megatron's split of a block: attention by heads (QKV by columns, output projection by
     // rows), the MLP's first linear by columns and second by rows, embedding and LM head by
     // vocabulary; LayerNorms, residual adds and position embeddings replicated.

@@ -49,7 +49,7 @@ GroupingWeights groupingWeights(const Problem& p, const CostModel& cost, double 
         const int id = static_cast<int>(op);
         w.seconds[op] = cost.fwdTime(id, samples, 0) + cost.bwdTime(id, samples, 0);
         w.bytes[op] = staticBytesOf(cost, std::span<const int>(&id, 1), p.optimizer) +
-                      cost.scaled(p.graph.ops[op].output_bytes, samples) * kPlacementMicroBatches;
+                      cost.scaled(p.graph.ops[op].keptBytes(), samples) * kPlacementMicroBatches;
     }
     return w;
 }
@@ -123,7 +123,7 @@ void PlacementModel::buildCosts() {
         int64_t outputs = 0;
         for (int op : ops) {
             const Op& o = problem_.graph.ops[static_cast<size_t>(op)];
-            outputs += o.output_bytes;
+            outputs += o.keptBytes();
             temp_[u] = std::max(temp_[u], cost_.scaled(o.temp_bytes, samples_));
         }
         static_[u] = staticBytesOf(cost_, ops, problem_.optimizer);
@@ -282,7 +282,7 @@ std::vector<int64_t> placementMemory(const Problem& problem, const Plan& plan) {
     std::vector<std::vector<int>> ops_of(static_cast<size_t>(devices));
     for (size_t op = 0; op < g.ops.size(); ++op) {
         const auto seg = static_cast<size_t>(s.of_op[op]);
-        kept[seg] += g.ops[op].output_bytes;
+        kept[seg] += g.ops[op].keptBytes();
         temp[seg] = std::max(temp[seg], g.ops[op].temp_bytes);
         ops_of[static_cast<size_t>(plan.placement[op])].push_back(static_cast<int>(op));
     }
@@ -377,7 +377,7 @@ std::optional<std::string> impossibleReason(const Problem& problem) {
         const int id = static_cast<int>(op);
         const Op& o = problem.graph.ops[op];
         const int64_t resident = staticBytesOf(cost, std::span<const int>(&id, 1), problem.optimizer) +
-                                 cost.scaled(o.output_bytes, samples) * kPlacementMicroBatches;
+                                 cost.scaled(o.keptBytes(), samples) * kPlacementMicroBatches;
         total += resident;
         const int64_t alone = resident + cost.scaled(o.temp_bytes, samples);
         if (alone > largest_device)
