@@ -7,6 +7,7 @@
 #include "planners/algorithms/evaluate.h"
 #include "planners/algorithms/layer_costs.h"
 #include "planners/common/error.h"
+#include "planners/cost/cost_model.h"
 #include "planners/schedule/lower.h"
 #include "planners/schedule/plan_json.h"
 
@@ -116,6 +117,11 @@ void SearchLog::tried(const Plan& plan, const TraceMetrics& m) {
     }
 }
 
+void SearchLog::exceeds(const Plan& plan, int64_t floor, int stage) {
+    lines_.push_back(describePlan(plan) + ": stage " + std::to_string(stage) + " needs at least " + gib(floor) +
+                     " (model states and every micro-batch's stashed inputs before the first backward): does not fit, not simulated");
+}
+
 std::string SearchLog::smallestMicroBatch() const {
     if (smallest_micro_batch_ < 0 || smallest_micro_batch_ <= 1) return "one sample per micro-batch";
     return "micro-batches of " + fixed(smallest_micro_batch_, 0) + " samples (the smallest tried; a plan holds at most " +
@@ -134,6 +140,76 @@ std::string SearchLog::noFitReason(const std::string& what) const {
 }
 
 namespace {
+
+// Whether a GPipe plan provably needs more memory than a device of one of its stages has,
+// without simulating it: true only where the simulation would find that it does not fit.
+//
+// GPipe runs every micro-batch's forward on a device before any backward (fillDrainOrder), and
+// the simulator allocates what a forward stashes for backward at its start and frees it when
+// that micro-batch's backward ends (memoryCurves; GPipe frees nothing when a send ends). So at
+// the start of the last forward a device holds its model states and all m micro-batches'
+// stashes, none freed yet: a backward starts after that forward ends, which is later than its
+// start when the forward takes time. A stage's stash holds at least each tensor it receives
+// from another stage (segmentMemory keeps one per producing op, whatever is recomputed): at
+// least, per producing op, the smallest of its edges into the stage. The simulated peak of
+// each of the stage's devices is therefore at least
+//     staticMemory(its ops, dp, bucket bytes, no receive buffer: the simulator adds one)
+//   + m x (those bytes at the micro-batch size, less a byte for the simulator's rounding)
+// and where that passes the device's usable memory, evaluateCandidate() would report that the
+// plan does not fit; sweepMicroBatches() then skips it where the caller reads only the plans
+// that fit (PlanContext::onlyFitsMatter: the floor, not the simulated peak, would otherwise
+// stand in an infeasible reason's "least memory a tried plan needs"). Only for what this
+// argument covers: GPipe, one tensor-parallel rank,
+// uniform replication, no ZeRO (model states whole on each replica), no virtual stages, and
+// no host sharing (compute_slots), which rescales compute times; each stage's forward must
+// take time on each of its devices by the cost model, as the simulator times it.
+std::optional<int64_t> gpipeStashFloor(const Problem& problem, const Plan& plan, const CostModel& cost, int& stage_out) {
+    if (plan.schedule != ScheduleKind::GPipe || plan.isPlacement() || plan.tp > 1 || plan.perStageTp() || plan.perStageReplication() ||
+        plan.virtual_stages > 1 || plan.zero_stage != 0 || plan.micro_batches < 1 || plan.dp < 1 ||
+        plan.device_map.size() != plan.stages.size())
+        return std::nullopt;
+    for (const Node& node : problem.cluster.nodes)
+        if (node.compute_slots > 0) return std::nullopt;
+    try {
+        checkPlan(plan, problem.graph, problem.cluster.deviceCount());  // a plan the simulation would refuse is left to it
+    } catch (const Error&) {
+        return std::nullopt;
+    }
+    const Graph& g = problem.graph;
+    const double samples = plan.microBatchSize();
+    const double headroom = 1.0 - problem.memory_headroom;
+    std::vector<int64_t> smallest_into(g.ops.size());
+    std::vector<int> ops;
+    for (size_t s = 0; s < plan.stages.size(); ++s) {
+        const StageRange& st = plan.stages[s];
+        const auto inside = [&](int op) {
+            const int layer = g.ops[static_cast<size_t>(op)].layer;
+            return layer >= st.first_layer && layer <= st.last_layer;
+        };
+        ops.clear();
+        for (size_t op = 0; op < g.ops.size(); ++op)
+            if (inside(static_cast<int>(op))) ops.push_back(static_cast<int>(op));
+        std::fill(smallest_into.begin(), smallest_into.end(), -1);
+        for (const Edge& e : g.edges) {
+            if (inside(e.src) || !inside(e.dst)) continue;
+            int64_t& b = smallest_into[static_cast<size_t>(e.src)];
+            b = b < 0 ? e.bytes : std::min(b, e.bytes);
+        }
+        double received = 0;
+        for (int64_t b : smallest_into) received += b > 0 ? static_cast<double>(b) : 0.0;
+        const double per_micro_batch = std::max(0.0, received * samples / std::max(g.batch_size, 1) - 1.0);
+        const double floor = static_cast<double>(cost.staticMemory(ops, plan.optimizer, plan.dp, plan.bucket_bytes, 0).total()) +
+                             static_cast<double>(plan.micro_batches) * per_micro_batch;
+        for (int d : plan.device_map[s]) {
+            if (!(cost.fwdTime(ops, samples, d) > 0)) break;
+            if (floor > static_cast<double>(problem.cluster.device(d).memory_bytes) * headroom) {
+                stage_out = static_cast<int>(s);
+                return static_cast<int64_t>(floor);
+            }
+        }
+    }
+    return std::nullopt;
+}
 
 // The highest throughput of a fitting candidate, or of the plans one was chosen from.
 double fastestThroughput(const std::vector<Candidate>& candidates) {
@@ -178,12 +254,19 @@ std::optional<Candidate> sweepMicroBatches(const Problem& problem, Plan plan, in
     std::vector<Candidate> fits;
     const std::vector<int> counts = microBatchCounts(problem, plan.dp);
     if (!counts.empty()) first_m = std::min(first_m, counts.back());  // the model's smallest micro-batch caps the count
+    std::optional<CostModel> cost;  // for GPipe's memory floor
+    if (plan.schedule == ScheduleKind::GPipe && context.onlyFitsMatter()) cost.emplace(problem.graph, problem.cluster);
     for (int m : counts) {
         if (m < first_m || !scheduleTakes(plan, pp, m)) continue;
         if (context.shouldStop()) break;
         plan.micro_batches = m;
         plan.stages = stages(pp, plan.microBatchSize());
         plan.device_map = mapDevices(problem, plan);
+        int stage = -1;
+        if (const std::optional<int64_t> floor = cost ? gpipeStashFloor(problem, plan, *cost, stage) : std::nullopt) {
+            log.exceeds(plan, *floor, stage);
+            continue;
+        }
         const TraceMetrics metrics = evaluateCandidate(problem, plan);
         log.tried(plan, metrics);
         if (metrics.fits_memory) fits.push_back({plan, metrics});

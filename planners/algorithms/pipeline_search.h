@@ -53,6 +53,9 @@ public:
     explicit SearchLog(const Problem& problem);
     void note(const std::string& line) { lines_.push_back(line); }
     void tried(const Plan& plan, const TraceMetrics& metrics);
+    // A plan skipped unsimulated: stage `stage` needs at least `floor` bytes, more than its
+    // devices have. Noted only: not a closest miss (its peak is not known).
+    void exceeds(const Plan& plan, int64_t floor, int stage);
     // "<what>; the least memory any tried plan needs is X (plan) but a device has Y".
     std::string noFitReason(const std::string& what) const;
     // "one sample per micro-batch", or the fewest samples a tried plan's micro-batch had (a
@@ -86,7 +89,9 @@ Candidate chosenAmong(const std::vector<Candidate>& candidates, size_t i);
 // Every micro-batch count from `first_m` upwards (the divisors of the per-replica batch) for
 // `plan` (dp, schedule set) with `pp` stages from `stages`, each with its topology-aware
 // device map, simulated; the best that fits under the problem's objective (bestByObjective).
-// A baseline sweeps its micro-batch count as hippie does.
+// A baseline sweeps its micro-batch count as hippie does. Where only plans that fit matter
+// (PlanContext::onlyFitsMatter), a GPipe plan whose model states and stashed stage inputs
+// alone pass a device's memory is skipped unsimulated (logged, not in the closest miss).
 std::optional<Candidate> sweepMicroBatches(const Problem& problem, Plan plan, int pp, const StagesFn& stages, int first_m,
                                            const PlanContext& context, SearchLog& log);
 
