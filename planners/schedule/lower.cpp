@@ -931,12 +931,25 @@ Program lower(const Plan& plan, const Graph& graph) {
             full[static_cast<size_t>(k)] = finishComputeOrder(orders[pos], plan, prog, buckets_of, groups, segment_recomputes);
             if (prog.zero_stage >= 3) full[static_cast<size_t>(k)] = zeroGatherInstructions(full[static_cast<size_t>(k)], prog, graph, groups);
         }
+        // Rank k's order with its TensorParallel instructions is the same for every replica but
+        // for their group (the replica's tp group): made once per rank, copied whole and given
+        // each replica's group (where they are listed), rather than rebuilt instruction by
+        // instruction for every lane.
+        std::vector<std::vector<Instr>> with_tp(t > 1 ? static_cast<size_t>(t) : 0);
+        std::vector<std::vector<size_t>> tp_at(with_tp.size());  // [k]: indices of its TensorParallel instructions
+        for (size_t k = 0; k < with_tp.size(); ++k) {
+            with_tp[k] = tp_instructions.insert(full[k], -1);
+            for (size_t i = 0; i < with_tp[k].size(); ++i)
+                if (with_tp[k][i].kind == InstrKind::TensorParallel) tp_at[k].push_back(i);
+        }
         for (size_t lane = 0; lane < position_devices[pos].size(); ++lane) {
             const size_t r = lane / static_cast<size_t>(t), k = lane % static_cast<size_t>(t);
             const int device = position_devices[pos][lane];
             prog.devices.push_back(device);
-            prog.streams.push_back(deriver.derive(t > 1 ? tp_instructions.insert(full[k], tp_group_of[pos][r]) : full[k], static_cast<int>(lane),
-                                                  device, parts_of_segment));
+            std::vector<Instr> stream = t > 1 ? with_tp[k] : full[k];
+            if (t > 1)
+                for (size_t i : tp_at[k]) stream[i].group = tp_group_of[pos][r];
+            prog.streams.push_back(deriver.derive(std::move(stream), static_cast<int>(lane), device, parts_of_segment));
         }
     }
     if (!placement) addTiedWeightReductions(prog, graph);
