@@ -1,6 +1,7 @@
 #include "planners/algorithms/pipeline_search.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "planners/algorithms/device_mapping.h"
@@ -139,31 +140,8 @@ std::string SearchLog::noFitReason(const std::string& what) const {
     return r;
 }
 
-namespace {
-
-// Whether a GPipe plan provably needs more memory than a device of one of its stages has,
-// without simulating it: true only where the simulation would find that it does not fit.
-//
-// GPipe runs every micro-batch's forward on a device before any backward (fillDrainOrder), and
-// the simulator allocates what a forward stashes for backward at its start and frees it when
-// that micro-batch's backward ends (memoryCurves; GPipe frees nothing when a send ends). So at
-// the start of the last forward a device holds its model states and all m micro-batches'
-// stashes, none freed yet: a backward starts after that forward ends, which is later than its
-// start when the forward takes time. A stage's stash holds at least each tensor it receives
-// from another stage (segmentMemory keeps one per producing op, whatever is recomputed): at
-// least, per producing op, the smallest of its edges into the stage. The simulated peak of
-// each of the stage's devices is therefore at least
-//     staticMemory(its ops, dp, bucket bytes, no receive buffer: the simulator adds one)
-//   + m x (those bytes at the micro-batch size, less a byte for the simulator's rounding)
-// and where that passes the device's usable memory, evaluateCandidate() would report that the
-// plan does not fit; sweepMicroBatches() then skips it where the caller reads only the plans
-// that fit (PlanContext::onlyFitsMatter: the floor, not the simulated peak, would otherwise
-// stand in an infeasible reason's "least memory a tried plan needs"). Only for what this
-// argument covers: GPipe, one tensor-parallel rank,
-// uniform replication, no ZeRO (model states whole on each replica), no virtual stages, and
-// no host sharing (compute_slots), which rescales compute times; each stage's forward must
-// take time on each of its devices by the cost model, as the simulator times it.
-std::optional<int64_t> gpipeStashFloor(const Problem& problem, const Plan& plan, const CostModel& cost, int& stage_out) {
+// The argument for the floor is in the header.
+std::optional<std::vector<int64_t>> gpipeStashFloors(const Problem& problem, const Plan& plan, const CostModel& cost) {
     if (plan.schedule != ScheduleKind::GPipe || plan.isPlacement() || plan.tp > 1 || plan.perStageTp() || plan.perStageReplication() ||
         plan.virtual_stages > 1 || plan.zero_stage != 0 || plan.micro_batches < 1 || plan.dp < 1 ||
         plan.device_map.size() != plan.stages.size())
@@ -177,7 +155,7 @@ std::optional<int64_t> gpipeStashFloor(const Problem& problem, const Plan& plan,
     }
     const Graph& g = problem.graph;
     const double samples = plan.microBatchSize();
-    const double headroom = 1.0 - problem.memory_headroom;
+    std::vector<int64_t> floors(plan.stages.size(), 0);
     std::vector<int64_t> smallest_into(g.ops.size());
     std::vector<int> ops;
     for (size_t s = 0; s < plan.stages.size(); ++s) {
@@ -189,6 +167,9 @@ std::optional<int64_t> gpipeStashFloor(const Problem& problem, const Plan& plan,
         ops.clear();
         for (size_t op = 0; op < g.ops.size(); ++op)
             if (inside(static_cast<int>(op))) ops.push_back(static_cast<int>(op));
+        // The argument needs the last forward to take time on each of the stage's devices.
+        if (!std::all_of(plan.device_map[s].begin(), plan.device_map[s].end(), [&](int d) { return cost.fwdTime(ops, samples, d) > 0; }))
+            continue;
         std::fill(smallest_into.begin(), smallest_into.end(), -1);
         for (const Edge& e : g.edges) {
             if (inside(e.src) || !inside(e.dst)) continue;
@@ -200,14 +181,22 @@ std::optional<int64_t> gpipeStashFloor(const Problem& problem, const Plan& plan,
         const double per_micro_batch = std::max(0.0, received * samples / std::max(g.batch_size, 1) - 1.0);
         const double floor = static_cast<double>(cost.staticMemory(ops, plan.optimizer, plan.dp, plan.bucket_bytes, 0).total()) +
                              static_cast<double>(plan.micro_batches) * per_micro_batch;
-        for (int d : plan.device_map[s]) {
-            if (!(cost.fwdTime(ops, samples, d) > 0)) break;
-            if (floor > static_cast<double>(problem.cluster.device(d).memory_bytes) * headroom) {
-                stage_out = static_cast<int>(s);
-                return static_cast<int64_t>(floor);
-            }
-        }
+        floors[s] = static_cast<int64_t>(std::floor(floor));
     }
+    return floors;
+}
+
+namespace {
+
+// The first stage whose floor (gpipeStashFloors) passes the usable memory of one of its
+// devices, with that floor; nullopt when none does or the floor does not apply.
+std::optional<std::pair<int, int64_t>> gpipeStageOverMemory(const Problem& problem, const Plan& plan, const CostModel& cost) {
+    const std::optional<std::vector<int64_t>> floors = gpipeStashFloors(problem, plan, cost);
+    if (!floors) return std::nullopt;
+    for (size_t s = 0; s < floors->size(); ++s)
+        for (int d : plan.device_map[s])
+            if (static_cast<double>((*floors)[s]) > static_cast<double>(problem.cluster.device(d).memory_bytes) * (1.0 - problem.memory_headroom))
+                return std::pair{static_cast<int>(s), (*floors)[s]};
     return std::nullopt;
 }
 
@@ -262,9 +251,8 @@ std::optional<Candidate> sweepMicroBatches(const Problem& problem, Plan plan, in
         plan.micro_batches = m;
         plan.stages = stages(pp, plan.microBatchSize());
         plan.device_map = mapDevices(problem, plan);
-        int stage = -1;
-        if (const std::optional<int64_t> floor = cost ? gpipeStashFloor(problem, plan, *cost, stage) : std::nullopt) {
-            log.exceeds(plan, *floor, stage);
+        if (const auto over = cost ? gpipeStageOverMemory(problem, plan, *cost) : std::nullopt) {
+            log.exceeds(plan, over->second, over->first);
             continue;
         }
         const TraceMetrics metrics = evaluateCandidate(problem, plan);
