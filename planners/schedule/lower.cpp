@@ -946,7 +946,10 @@ Program lower(const Plan& plan, const Graph& graph) {
             const size_t r = lane / static_cast<size_t>(t), k = lane % static_cast<size_t>(t);
             const int device = position_devices[pos][lane];
             prog.devices.push_back(device);
-            std::vector<Instr> stream = t > 1 ? with_tp[k] : full[k];
+            // The last lane of rank k takes its order; the others copy it.
+            const bool last_of_rank = lane + static_cast<size_t>(t) >= position_devices[pos].size();
+            std::vector<Instr>& order = t > 1 ? with_tp[k] : full[k];
+            std::vector<Instr> stream = last_of_rank ? std::move(order) : order;
             if (t > 1)
                 for (size_t i : tp_at[k]) stream[i].group = tp_group_of[pos][r];
             prog.streams.push_back(deriver.derive(std::move(stream), static_cast<int>(lane), device, parts_of_segment));

@@ -535,10 +535,11 @@ private:
         t.metrics.peak_memory_bytes.assign(prog_.streams.size(), 0);
         t.memory.resize(prog_.streams.size());
         std::vector<int> slot_of(mem_.size(), -1), slots;  // by segment: its slot in the stream's segments
+        std::vector<std::pair<double, int64_t>> deltas;      // one stream's, reused
         for (size_t s = 0; s < prog_.streams.size(); ++s) {
             for (int segment : slots) slot_of[static_cast<size_t>(segment)] = -1;
             const int dev = prog_.devices[s];
-            std::vector<std::pair<double, int64_t>> deltas;
+            deltas.clear();
             deltas.reserve(3 * prog_.streams[s].size() + 1);
             int64_t grad_recv_buffer = 0;
             for (const Instr& in : prog_.streams[s])
