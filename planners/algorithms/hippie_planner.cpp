@@ -342,6 +342,7 @@ private:
                                                                  &zero, &megatron, &deepspeed}) {
             if (context_.shouldStop()) return;
             PlanContext own(problem_.time_budget_s);
+            own.setOnlyFitsMatter(true);  // a baseline's log and its reason for finding nothing are not read
             // The baseline reports to its own context (its progress is not ours); a cancel or
             // the end of our budget is relayed to it so that it stops as promptly as we do.
             std::jthread relay([&](std::stop_token stop) {

@@ -71,7 +71,7 @@ LayerCosts::LayerCosts(const Problem& problem)
     layers_ = g.layers();
     const size_t n = layers_.size();
     std::vector<double> fwd_bwd(n, 0.0);
-    std::vector<int64_t> params(n, 0), acts(n, 0);
+    std::vector<int64_t> params(n, 0), acts(n, 0), rank_params(n, 0);
     layer_offset_.push_back(0);
     for (size_t l = 0; l < n; ++l) {
         const Layer& layer = layers_[l];
@@ -79,11 +79,13 @@ LayerCosts::LayerCosts(const Problem& problem)
         layer_offset_.push_back(ops_by_layer_.size());
         fwd_bwd[l] = cost_.fwdTime(layer.ops, 1.0, 0) + cost_.bwdTime(layer.ops, 1.0, 0);
         params[l] = layer.param_bytes;
+        for (int op : layer.ops) rank_params[l] += cost_.rankParamBytes(op);
         acts[l] = layer.activation_bytes;
     }
     fwd_bwd_s_ = fwd_bwd;
     time_prefix_ = prefix(fwd_bwd);
     param_prefix_ = prefix(params);
+    rank_param_prefix_ = prefix(rank_params);
     activation_prefix_ = prefix(acts);
     cut_bytes_ = cutBytes(g, static_cast<int>(n));
 }
@@ -122,7 +124,10 @@ int64_t LayerCosts::zeroGatheredBytes(int first, int last) const {
 
 int64_t LayerCosts::staticBytes(int first, int last, int dp, int zero) const {
     const int64_t gathered = zero >= 3 && dp > 1 ? zeroGatheredBytes(first, last) : 0;
-    return cost_.staticMemory(ops(first, last), problem_.optimizer, dp, Plan{}.bucket_bytes, 0, zero, gathered).total();
+    // cost_.staticMemory(ops(first, last), ...) with the parameters summed by layer beforehand:
+    // the pipeline searches ask for thousands of ranges.
+    const int64_t params = rank_param_prefix_[static_cast<size_t>(last) + 1] - rank_param_prefix_[static_cast<size_t>(first)];
+    return cost_.staticMemoryOfParams(params, problem_.optimizer, dp, Plan{}.bucket_bytes, 0, zero, gathered).total();
 }
 
 int64_t LayerCosts::layerStateBytes(int layer) const { return staticBytes(layer, layer, 1); }

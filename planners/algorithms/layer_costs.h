@@ -59,6 +59,7 @@ private:
     std::vector<double> fwd_bwd_s_;       // per layer, for one sample
     std::vector<double> time_prefix_;     // prefix sums of fwd_bwd_s_
     std::vector<int64_t> param_prefix_;
+    std::vector<int64_t> rank_param_prefix_;  // of cost_.rankParamBytes, what staticBytes sums
     std::vector<int64_t> activation_prefix_;  // at the graph's batch size
     std::vector<int64_t> cut_bytes_;          // at the graph's batch size, after each layer
 };

@@ -1,12 +1,14 @@
 #include "planners/algorithms/pipeline_search.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "planners/algorithms/device_mapping.h"
 #include "planners/algorithms/evaluate.h"
 #include "planners/algorithms/layer_costs.h"
 #include "planners/common/error.h"
+#include "planners/cost/cost_model.h"
 #include "planners/schedule/lower.h"
 #include "planners/schedule/plan_json.h"
 
@@ -116,6 +118,11 @@ void SearchLog::tried(const Plan& plan, const TraceMetrics& m) {
     }
 }
 
+void SearchLog::exceeds(const Plan& plan, int64_t floor, int stage) {
+    lines_.push_back(describePlan(plan) + ": stage " + std::to_string(stage) + " needs at least " + gib(floor) +
+                     " (model states and every micro-batch's stashed inputs before the first backward): does not fit, not simulated");
+}
+
 std::string SearchLog::smallestMicroBatch() const {
     if (smallest_micro_batch_ < 0 || smallest_micro_batch_ <= 1) return "one sample per micro-batch";
     return "micro-batches of " + fixed(smallest_micro_batch_, 0) + " samples (the smallest tried; a plan holds at most " +
@@ -133,7 +140,65 @@ std::string SearchLog::noFitReason(const std::string& what) const {
     return r;
 }
 
+// The argument for the floor is in the header.
+std::optional<std::vector<int64_t>> gpipeStashFloors(const Problem& problem, const Plan& plan, const CostModel& cost) {
+    if (plan.schedule != ScheduleKind::GPipe || plan.isPlacement() || plan.tp > 1 || plan.perStageTp() || plan.perStageReplication() ||
+        plan.virtual_stages > 1 || plan.zero_stage != 0 || plan.micro_batches < 1 || plan.dp < 1 ||
+        plan.device_map.size() != plan.stages.size())
+        return std::nullopt;
+    for (const Node& node : problem.cluster.nodes)
+        if (node.compute_slots > 0) return std::nullopt;
+    try {
+        checkPlan(plan, problem.graph, problem.cluster.deviceCount());  // a plan the simulation would refuse is left to it
+    } catch (const Error&) {
+        return std::nullopt;
+    }
+    const Graph& g = problem.graph;
+    const double samples = plan.microBatchSize();
+    std::vector<int64_t> floors(plan.stages.size(), 0);
+    std::vector<int64_t> smallest_into(g.ops.size());
+    std::vector<int> ops;
+    for (size_t s = 0; s < plan.stages.size(); ++s) {
+        const StageRange& st = plan.stages[s];
+        const auto inside = [&](int op) {
+            const int layer = g.ops[static_cast<size_t>(op)].layer;
+            return layer >= st.first_layer && layer <= st.last_layer;
+        };
+        ops.clear();
+        for (size_t op = 0; op < g.ops.size(); ++op)
+            if (inside(static_cast<int>(op))) ops.push_back(static_cast<int>(op));
+        // The argument needs the last forward to take time on each of the stage's devices.
+        if (!std::all_of(plan.device_map[s].begin(), plan.device_map[s].end(), [&](int d) { return cost.fwdTime(ops, samples, d) > 0; }))
+            continue;
+        std::fill(smallest_into.begin(), smallest_into.end(), -1);
+        for (const Edge& e : g.edges) {
+            if (inside(e.src) || !inside(e.dst)) continue;
+            int64_t& b = smallest_into[static_cast<size_t>(e.src)];
+            b = b < 0 ? e.bytes : std::min(b, e.bytes);
+        }
+        double received = 0;
+        for (int64_t b : smallest_into) received += b > 0 ? static_cast<double>(b) : 0.0;
+        const double per_micro_batch = std::max(0.0, received * samples / std::max(g.batch_size, 1) - 1.0);
+        const double floor = static_cast<double>(cost.staticMemory(ops, plan.optimizer, plan.dp, plan.bucket_bytes, 0).total()) +
+                             static_cast<double>(plan.micro_batches) * per_micro_batch;
+        floors[s] = static_cast<int64_t>(std::floor(floor));
+    }
+    return floors;
+}
+
 namespace {
+
+// The first stage whose floor (gpipeStashFloors) passes the usable memory of one of its
+// devices, with that floor; nullopt when none does or the floor does not apply.
+std::optional<std::pair<int, int64_t>> gpipeStageOverMemory(const Problem& problem, const Plan& plan, const CostModel& cost) {
+    const std::optional<std::vector<int64_t>> floors = gpipeStashFloors(problem, plan, cost);
+    if (!floors) return std::nullopt;
+    for (size_t s = 0; s < floors->size(); ++s)
+        for (int d : plan.device_map[s])
+            if (static_cast<double>((*floors)[s]) > static_cast<double>(problem.cluster.device(d).memory_bytes) * (1.0 - problem.memory_headroom))
+                return std::pair{static_cast<int>(s), (*floors)[s]};
+    return std::nullopt;
+}
 
 // The highest throughput of a fitting candidate, or of the plans one was chosen from.
 double fastestThroughput(const std::vector<Candidate>& candidates) {
@@ -178,12 +243,18 @@ std::optional<Candidate> sweepMicroBatches(const Problem& problem, Plan plan, in
     std::vector<Candidate> fits;
     const std::vector<int> counts = microBatchCounts(problem, plan.dp);
     if (!counts.empty()) first_m = std::min(first_m, counts.back());  // the model's smallest micro-batch caps the count
+    std::optional<CostModel> cost;  // for GPipe's memory floor
+    if (plan.schedule == ScheduleKind::GPipe && context.onlyFitsMatter()) cost.emplace(problem.graph, problem.cluster);
     for (int m : counts) {
         if (m < first_m || !scheduleTakes(plan, pp, m)) continue;
         if (context.shouldStop()) break;
         plan.micro_batches = m;
         plan.stages = stages(pp, plan.microBatchSize());
         plan.device_map = mapDevices(problem, plan);
+        if (const auto over = cost ? gpipeStageOverMemory(problem, plan, *cost) : std::nullopt) {
+            log.exceeds(plan, over->second, over->first);
+            continue;
+        }
         const TraceMetrics metrics = evaluateCandidate(problem, plan);
         log.tried(plan, metrics);
         if (metrics.fits_memory) fits.push_back({plan, metrics});

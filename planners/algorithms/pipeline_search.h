@@ -12,6 +12,8 @@
 
 namespace hippie {
 
+class CostModel;
+
 struct Candidate {
     Plan plan;
     TraceMetrics metrics;
@@ -53,6 +55,9 @@ public:
     explicit SearchLog(const Problem& problem);
     void note(const std::string& line) { lines_.push_back(line); }
     void tried(const Plan& plan, const TraceMetrics& metrics);
+    // A plan skipped unsimulated: stage `stage` needs at least `floor` bytes, more than its
+    // devices have. Noted only: not a closest miss (its peak is not known).
+    void exceeds(const Plan& plan, int64_t floor, int stage);
     // "<what>; the least memory any tried plan needs is X (plan) but a device has Y".
     std::string noFitReason(const std::string& what) const;
     // "one sample per micro-batch", or the fewest samples a tried plan's micro-batch had (a
@@ -86,9 +91,35 @@ Candidate chosenAmong(const std::vector<Candidate>& candidates, size_t i);
 // Every micro-batch count from `first_m` upwards (the divisors of the per-replica batch) for
 // `plan` (dp, schedule set) with `pp` stages from `stages`, each with its topology-aware
 // device map, simulated; the best that fits under the problem's objective (bestByObjective).
-// A baseline sweeps its micro-batch count as hippie does.
+// A baseline sweeps its micro-batch count as hippie does. Where only plans that fit matter
+// (PlanContext::onlyFitsMatter), a GPipe plan whose model states and stashed stage inputs
+// alone pass a device's memory is skipped unsimulated (logged, not in the closest miss).
 std::optional<Candidate> sweepMicroBatches(const Problem& problem, Plan plan, int pp, const StagesFn& stages, int first_m,
                                            const PlanContext& context, SearchLog& log);
+
+// A floor under the simulated peak memory of each stage's devices of a GPipe plan, without
+// simulating it (bytes, by stage; 0 where it makes no claim), or nullopt for a plan outside
+// what the argument covers: GPipe, one tensor-parallel rank, uniform replication, no ZeRO
+// (model states whole on each replica), no virtual stages, no host sharing (compute_slots,
+// which rescales compute times), and a plan checkPlan takes.
+//
+// GPipe runs every micro-batch's forward on a device before any backward (fillDrainOrder), and
+// the simulator allocates what a forward stashes for backward at its start and frees it when
+// that micro-batch's backward ends (memoryCurves; GPipe frees nothing when a send ends). So at
+// the start of the last forward a device holds its model states and all m micro-batches'
+// stashes, none freed yet: a backward starts after that forward ends, which is later than its
+// start where the forward takes time (the stage's forward time by the cost model, as the
+// simulator times it, is positive on each of its devices; the floor is 0 for a stage where it
+// is not). A stage's stash holds at least each tensor it receives from another stage
+// (segmentMemory keeps one per producing op, whatever is recomputed): at least, per producing
+// op, the smallest of its edges into the stage. The floor is
+//     staticMemory(the stage's ops, dp, bucket bytes, no receive buffer: the simulator adds one)
+//   + m x (those bytes at the micro-batch size, less a byte for the simulator's rounding)
+// Where it passes a device's usable memory, evaluateCandidate() would find that the plan does
+// not fit: sweepMicroBatches() skips such a plan unsimulated where the caller reads only plans
+// that fit (PlanContext::onlyFitsMatter; elsewhere the floor, not the simulated peak, would
+// stand in an infeasible reason's "least memory a tried plan needs").
+std::optional<std::vector<int64_t>> gpipeStashFloors(const Problem& problem, const Plan& plan, const CostModel& cost);
 
 // The shallowest pipeline shape that fits memory with the default micro-batch count or
 // more, at its best micro-batch count under the objective. `base` carries the schedule.

@@ -53,9 +53,16 @@ public:
     bool shouldStop() const { return cancelled() || outOfTime(); }  // planners poll this
     double elapsedSeconds() const;
     void progress(double fraction, const std::string& message) const;
+    // The caller reads only a feasible result's plan and metrics, not what its log and an
+    // infeasible result's reason say of the plans that did not fit (hippie, seeding from the
+    // baselines). A search may then skip, unsimulated, plans it can prove do not fit memory,
+    // which would otherwise stand in the reason's "least memory a tried plan needs".
+    void setOnlyFitsMatter(bool only) { only_fits_matter_ = only; }
+    bool onlyFitsMatter() const { return only_fits_matter_; }
 
 private:
     std::atomic<bool> cancelled_{false};
+    bool only_fits_matter_ = false;
     Clock::time_point start_;
     Clock::time_point deadline_;
     ProgressFn progress_;

@@ -354,8 +354,15 @@ int64_t scaledBytes(const Graph& graph, int64_t bytes_at_batch, double samples) 
 
 StaticMemory CostModel::staticMemory(std::span<const int> ops, Optimizer o, int dp, int64_t bucket_bytes,
                                      int64_t p2p_buffer_bytes, int zero_stage, int64_t gathered_bytes) const {
+    int64_t params = 0;
+    for (int op : ops) params += rankParamBytes(op);
+    return staticMemoryOfParams(params, o, dp, bucket_bytes, p2p_buffer_bytes, zero_stage, gathered_bytes);
+}
+
+StaticMemory CostModel::staticMemoryOfParams(int64_t rank_param_bytes, Optimizer o, int dp, int64_t bucket_bytes,
+                                             int64_t p2p_buffer_bytes, int zero_stage, int64_t gathered_bytes) const {
     StaticMemory m;
-    for (int op : ops) m.params += rankParamBytes(op);
+    m.params = rank_param_bytes;
     const int64_t count = m.params / activationElementBytes(precision());
     m.grads = m.params;
     m.master_params = isMixed(precision()) ? count * kFp32Bytes : 0;

@@ -179,6 +179,10 @@ public:
     // 3 of the parameters, plus `gathered_bytes` of full parameters gathered for use.
     StaticMemory staticMemory(std::span<const int> ops, Optimizer o, int dp, int64_t bucket_bytes,
                               int64_t p2p_buffer_bytes, int zero_stage = 0, int64_t gathered_bytes = 0) const;
+    // The same for ops whose rankParamBytes sum to `rank_param_bytes` (a caller that keeps
+    // prefix sums of them over layers).
+    StaticMemory staticMemoryOfParams(int64_t rank_param_bytes, Optimizer o, int dp, int64_t bucket_bytes, int64_t p2p_buffer_bytes,
+                                      int zero_stage = 0, int64_t gathered_bytes = 0) const;
 
 private:
     // One pass over an op: `flops` in `kernels` kernels moving `moved_bytes`; `backward` picks

@@ -52,12 +52,13 @@ struct GroupInstances {
     std::vector<Instance> list;
     std::vector<Member> members;  // [instance * group size + i]
 
-    // Room for `count` instances, so that `at` never moves them.
+    // `count` instances made at once (a program's collectives are counted before it runs), so
+    // that `at` neither moves them nor grows the lists one instance at a time.
     void reserve(size_t count, size_t group_size) {
-        list.reserve(count);
-        members.reserve(count * group_size);
+        list.resize(count);
+        members.resize(count * group_size);
     }
-    // The k-th instance, made (with room for its members) on first use.
+    // The k-th instance (made, with room for its members, if beyond the count reserved).
     Instance& at(int k, size_t group_size) {
         const auto n = static_cast<size_t>(k) + 1;
         if (list.size() < n) {
@@ -104,8 +105,10 @@ public:
         inline_instances_.resize(p.groups.size());
         // Each group's instances: as many as the stream posting the most of them.
         std::vector<std::vector<size_t>> collectives(p.groups.size(), std::vector<size_t>(n, 0)), inlines = collectives;
+        size_t sends = 0;
         for (size_t s = 0; s < n; ++s)
             for (const Instr& in : p.streams[s]) {
+                sends += isSend(in.kind) ? 1 : 0;
                 if (in.group < 0 || static_cast<size_t>(in.group) >= p.groups.size()) continue;  // the validator names it
                 if (isCollective(in.kind)) ++collectives[static_cast<size_t>(in.group)][s];
                 else if (isInline(in.kind)) ++inlines[static_cast<size_t>(in.group)][s];
@@ -114,6 +117,7 @@ public:
             instances_[g].reserve(*std::max_element(collectives[g].begin(), collectives[g].end()), p.groups[g].size());
             inline_instances_[g].reserve(*std::max_element(inlines[g].begin(), inlines[g].end()), p.groups[g].size());
         }
+        sends_.reserve(sends);
     }
 
     ExecutionResult run() {

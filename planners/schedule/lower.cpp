@@ -312,7 +312,14 @@ public:
     }
 
     // `lane`: the device's lane in the segments it runs (r * t + k).
-    std::vector<Instr> derive(const std::vector<Instr>& compute, int lane, int device, const std::vector<int>& parts_of_segment) {
+    std::vector<Instr> derive(std::vector<Instr> compute, int lane, int device, const std::vector<int>& parts_of_segment) {
+        // A stream whose segments exchange no tensor with other segments (a plan of one stage)
+        // receives and sends nothing: it is its compute as it is, which the loop below would
+        // copy instruction by instruction, in the same order.
+        if (std::all_of(compute.begin(), compute.end(), [&](const Instr& in) {
+                return in.segment < 0 || (producers_[static_cast<size_t>(in.segment)].empty() && consumers_[static_cast<size_t>(in.segment)].empty());
+            }))
+            return compute;
         std::vector<Instr> out;
         out.reserve(compute.size() * 2);
         std::unordered_set<uint64_t> have_activation;         // (producer segment, mb)
@@ -456,20 +463,48 @@ private:
 // holds less than keeping the segment's inputs alone. With h micro-batches in flight at most,
 // a layer at a time holds h x (the checkpoints) + (the largest layer's rebuild), the segment's
 // inputs alone the rebuild of every recomputed layer (the inputs are kept either way).
+// Which (segment, micro-batch) pairs of one compute order have been seen: a flat table over
+// the order's own segments and micro-batches (a std::set of pairs allocated a node for each,
+// thousands per program).
+class SegmentMicroBatchFlags {
+public:
+    SegmentMicroBatchFlags(const std::vector<Instr>& order, size_t segments) : slot_(segments, -1) {
+        int slots = 0;
+        for (const Instr& in : order) {
+            if (in.segment < 0) continue;
+            int& slot = slot_[static_cast<size_t>(in.segment)];
+            if (slot < 0) slot = slots++;
+            mbs_ = std::max(mbs_, static_cast<size_t>(std::max(in.mb, 0)) + 1);
+        }
+        seen_.assign(static_cast<size_t>(slots) * mbs_, 0);
+    }
+    // Marks (segment, mb), both from the order; true if it was not marked yet.
+    bool set(int segment, int mb) {
+        char& f = seen_[static_cast<size_t>(slot_[static_cast<size_t>(segment)]) * mbs_ + static_cast<size_t>(mb)];
+        const bool first = f == 0;
+        f = 1;
+        return first;
+    }
+
+private:
+    std::vector<int> slot_;  // by segment: its row, -1 when not in the order
+    size_t mbs_ = 0;
+    std::vector<char> seen_;
+};
+
 std::vector<bool> checkpointGranularity(const Graph& graph, const Program& prog, const Layout& layout,
                                         const std::vector<std::vector<Instr>>& orders) {
     const size_t n = layout.segments.size();
     std::vector<int64_t> held(n, 0), in_flight(n, 0);
     std::vector<bool> split(n, false);
     for (const auto& order : orders) {
-        std::set<std::pair<int, int>> backward;
+        SegmentMicroBatchFlags backward(order, n);
         for (const Instr& in : order) {
             const size_t s = static_cast<size_t>(in.segment);
             if (in.segment < 0) continue;
             if (in.kind == InstrKind::Forward) held[s] = std::max(held[s], ++in_flight[s]);
             if (in.kind == InstrKind::BackwardInput) split[s] = true;
-            if ((in.kind == InstrKind::Backward || in.kind == InstrKind::BackwardInput) && backward.insert({in.segment, in.mb}).second)
-                --in_flight[s];
+            if ((in.kind == InstrKind::Backward || in.kind == InstrKind::BackwardInput) && backward.set(in.segment, in.mb)) --in_flight[s];
         }
     }
     const std::vector<bool> read_by_other_layer = graph.readByAnotherLayer();
@@ -500,19 +535,22 @@ std::vector<Instr> finishComputeOrder(const std::vector<Instr>& order, const Pla
                                       const std::vector<bool>& segment_recomputes) {
     std::vector<Instr> out;
     out.reserve(order.size() * 2 + 1);
-    std::set<int> hosted;
-    std::map<int, int> last_backward_mb;  // segment -> mb of its last backward in this order
+    std::vector<char> hosts(prog.segments.size(), 0);
+    std::vector<int> last_backward_mb(prog.segments.size(), 0);  // by segment: mb of its last backward in this order
     for (const Instr& in : order) {
-        hosted.insert(in.segment);
-        if (in.kind == InstrKind::Backward || in.kind == InstrKind::BackwardWeight) last_backward_mb[in.segment] = in.mb;
+        hosts[static_cast<size_t>(in.segment)] = 1;
+        if (in.kind == InstrKind::Backward || in.kind == InstrKind::BackwardWeight) last_backward_mb[static_cast<size_t>(in.segment)] = in.mb;
     }
+    std::vector<int> hosted;  // ascending
+    for (size_t s = 0; s < hosts.size(); ++s)
+        if (hosts[s]) hosted.push_back(static_cast<int>(s));
     // A segment's gradients are reduced over its replicas (with per-stage replication, a
     // segment of one replica has none to reduce with).
     const auto reduces = [&](int segment) { return prog.replicasOf(segment) > 1; };
     const bool hippie = plan.schedule == ScheduleKind::Hippie;
     const int zero = prog.zero_stage;
     const bool scatter = zero >= 2;
-    std::set<std::pair<int, int>> recomputed;
+    SegmentMicroBatchFlags recomputed(order, prog.segments.size());
     auto collective = [&](InstrKind kind, int bucket, int mb) {
         Instr c;
         c.kind = kind;
@@ -524,12 +562,12 @@ std::vector<Instr> finishComputeOrder(const std::vector<Instr>& order, const Pla
     auto hasBytes = [&](int b) { return prog.buckets[static_cast<size_t>(b)].bytes > 0; };
     for (const Instr& in : order) {
         const bool backward = in.kind == InstrKind::Backward || in.kind == InstrKind::BackwardInput;
-        if (backward && segment_recomputes[static_cast<size_t>(in.segment)] && recomputed.insert({in.segment, in.mb}).second) {
+        if (backward && segment_recomputes[static_cast<size_t>(in.segment)] && recomputed.set(in.segment, in.mb)) {
             Instr r = in;
             r.kind = InstrKind::Recompute;
             out.push_back(r);
         }
-        if (hippie && reduces(in.segment) && in.kind == InstrKind::Backward && in.mb == last_backward_mb[in.segment]) {
+        if (hippie && reduces(in.segment) && in.kind == InstrKind::Backward && in.mb == last_backward_mb[static_cast<size_t>(in.segment)]) {
             for (int b : buckets_of[static_cast<size_t>(in.segment)]) {
                 Instr part = in;
                 part.bucket = b;
@@ -893,12 +931,28 @@ Program lower(const Plan& plan, const Graph& graph) {
             full[static_cast<size_t>(k)] = finishComputeOrder(orders[pos], plan, prog, buckets_of, groups, segment_recomputes);
             if (prog.zero_stage >= 3) full[static_cast<size_t>(k)] = zeroGatherInstructions(full[static_cast<size_t>(k)], prog, graph, groups);
         }
+        // Rank k's order with its TensorParallel instructions is the same for every replica but
+        // for their group (the replica's tp group): made once per rank, copied whole and given
+        // each replica's group (where they are listed), rather than rebuilt instruction by
+        // instruction for every lane.
+        std::vector<std::vector<Instr>> with_tp(t > 1 ? static_cast<size_t>(t) : 0);
+        std::vector<std::vector<size_t>> tp_at(with_tp.size());  // [k]: indices of its TensorParallel instructions
+        for (size_t k = 0; k < with_tp.size(); ++k) {
+            with_tp[k] = tp_instructions.insert(full[k], -1);
+            for (size_t i = 0; i < with_tp[k].size(); ++i)
+                if (with_tp[k][i].kind == InstrKind::TensorParallel) tp_at[k].push_back(i);
+        }
         for (size_t lane = 0; lane < position_devices[pos].size(); ++lane) {
             const size_t r = lane / static_cast<size_t>(t), k = lane % static_cast<size_t>(t);
             const int device = position_devices[pos][lane];
-            const std::vector<Instr> with_tp = t > 1 ? tp_instructions.insert(full[k], tp_group_of[pos][r]) : std::vector<Instr>{};
             prog.devices.push_back(device);
-            prog.streams.push_back(deriver.derive(t > 1 ? with_tp : full[k], static_cast<int>(lane), device, parts_of_segment));
+            // The last lane of rank k takes its order; the others copy it.
+            const bool last_of_rank = lane + static_cast<size_t>(t) >= position_devices[pos].size();
+            std::vector<Instr>& order = t > 1 ? with_tp[k] : full[k];
+            std::vector<Instr> stream = last_of_rank ? std::move(order) : order;
+            if (t > 1)
+                for (size_t i : tp_at[k]) stream[i].group = tp_group_of[pos][r];
+            prog.streams.push_back(deriver.derive(std::move(stream), static_cast<int>(lane), device, parts_of_segment));
         }
     }
     if (!placement) addTiedWeightReductions(prog, graph);

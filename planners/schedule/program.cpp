@@ -26,27 +26,6 @@ const char* toString(InstrKind k) {
     return "?";
 }
 
-bool isCollective(InstrKind k) {
-    return k == InstrKind::AllReduce || k == InstrKind::ReduceScatter || k == InstrKind::AllGather;
-}
-
-bool isCompute(InstrKind k) {
-    switch (k) {
-    case InstrKind::Forward:
-    case InstrKind::Backward:
-    case InstrKind::BackwardInput:
-    case InstrKind::BackwardWeight:
-    case InstrKind::Recompute:
-    case InstrKind::OptimizerStep: return true;
-    default: return false;
-    }
-}
-
-bool isSend(InstrKind k) { return k == InstrKind::SendActivation || k == InstrKind::SendGrad; }
-bool isRecv(InstrKind k) { return k == InstrKind::RecvActivation || k == InstrKind::RecvGrad; }
-bool isTensorParallel(InstrKind k) { return k == InstrKind::TensorParallel; }
-bool isZeroGather(InstrKind k) { return k == InstrKind::ZeroGather; }
-bool isInline(InstrKind k) { return isTensorParallel(k) || isZeroGather(k); }
 
 std::string Instr::str() const {
     const std::string s = std::to_string(segment);

@@ -75,13 +75,32 @@ enum class InstrKind {
     OptimizerStep    // last: loops over every kind run up to it
 };
 const char* toString(InstrKind k);
-bool isCollective(InstrKind k);  // AllReduce, ReduceScatter, AllGather
-bool isCompute(InstrKind k);
-bool isSend(InstrKind k);
-bool isRecv(InstrKind k);
-bool isTensorParallel(InstrKind k);  // TensorParallel (not a bucket collective: isCollective is false)
-bool isZeroGather(InstrKind k);
-bool isInline(InstrKind k);  // TensorParallel or ZeroGather: part of the compute instruction before it
+// Inline: lowering, the executor and the simulator ask them for every instruction.
+// isCollective: AllReduce, ReduceScatter, AllGather. isTensorParallel: not a bucket collective
+// (isCollective is false). isInline: TensorParallel or ZeroGather, part of the compute
+// instruction before it.
+inline bool isCollective(InstrKind k) {
+    return k == InstrKind::AllReduce || k == InstrKind::ReduceScatter || k == InstrKind::AllGather;
+}
+
+inline bool isCompute(InstrKind k) {
+    switch (k) {
+    case InstrKind::Forward:
+    case InstrKind::Backward:
+    case InstrKind::BackwardInput:
+    case InstrKind::BackwardWeight:
+    case InstrKind::Recompute:
+    case InstrKind::OptimizerStep: return true;
+    default: return false;
+    }
+}
+
+inline bool isSend(InstrKind k) { return k == InstrKind::SendActivation || k == InstrKind::SendGrad; }
+inline bool isRecv(InstrKind k) { return k == InstrKind::RecvActivation || k == InstrKind::RecvGrad; }
+inline bool isTensorParallel(InstrKind k) { return k == InstrKind::TensorParallel; }
+inline bool isZeroGather(InstrKind k) { return k == InstrKind::ZeroGather; }
+inline bool isInline(InstrKind k) { return isTensorParallel(k) || isZeroGather(k); }
+
 
 // A unit of compute: a pipeline stage (or interleaved chunk), or a group of ops placed on one
 // device. Its ops are listed in execution (topological) order.

@@ -154,6 +154,10 @@ public:
         : prog_(prog), plan_(plan), cost_(cost.graph(), cost.cluster(), splitOf(prog, prog.tp)), opt_(opt) {
         for (size_t seg = 0; seg < prog.segments.size(); ++seg)
             for (int d : prog.segment_devices[seg]) segment_of_device_.emplace(d, static_cast<int>(seg));
+        const Cluster& c = cost_.cluster();
+        node_of_.resize(static_cast<size_t>(c.deviceCount()));
+        for (size_t n = 0, d = 0; n < c.nodes.size(); ++n)
+            for (int k = 0; k < c.nodes[n].devices; ++k) node_of_[d++] = static_cast<int>(n);
         mem_ = segmentMemory(prog, cost.graph(), [this](int segment) -> const CostModel& { return segmentCost(segment); });
         countPortSharing();
         timeGradAccumulation();
@@ -395,9 +399,14 @@ private:
     // each (tensor-parallel ranks and replicas), so they are kept per (segment, node).
     template <class F>
     double cached(std::unordered_map<uint64_t, double>& cache, int segment, int device, F f) {
-        const uint64_t key = (static_cast<uint64_t>(segment) << 32) | static_cast<uint32_t>(cost_.cluster().nodeOf(device));
+        const uint64_t key = (static_cast<uint64_t>(segment) << 32) | static_cast<uint32_t>(nodeOf(device));
         if (auto it = cache.find(key); it != cache.end()) return it->second;
         return cache[key] = f();
+    }
+
+    // Cluster::nodeOf from a table: it is asked for every compute instruction.
+    int nodeOf(int device) const {
+        return device >= 0 && static_cast<size_t>(device) < node_of_.size() ? node_of_[static_cast<size_t>(device)] : cost_.cluster().nodeOf(device);
     }
 
     // The data-parallel replicas of the device's segments: the program's pipelines, or with
@@ -476,7 +485,7 @@ private:
     // buffers), layer i computes once its gather and layer i-1's compute have ended; what the
     // compute would take alone is already the compute instruction's time.
     double zeroGatherExposedTime(int device, const Instr& in) {
-        const auto key = std::make_tuple(in.segment, static_cast<int>(in.of), in.bucket, cost_.cluster().nodeOf(device), in.group);
+        const auto key = std::make_tuple(in.segment, static_cast<int>(in.of), in.bucket, nodeOf(device), in.group);
         if (auto it = zero_gather_s_.find(key); it != zero_gather_s_.end()) return it->second;
         const std::vector<int>& buckets = gatheredBuckets(in);
         const auto& group = prog_.groups[static_cast<size_t>(in.group)];
@@ -530,10 +539,11 @@ private:
         t.metrics.peak_memory_bytes.assign(prog_.streams.size(), 0);
         t.memory.resize(prog_.streams.size());
         std::vector<int> slot_of(mem_.size(), -1), slots;  // by segment: its slot in the stream's segments
+        std::vector<std::pair<double, int64_t>> deltas;      // one stream's, reused
         for (size_t s = 0; s < prog_.streams.size(); ++s) {
             for (int segment : slots) slot_of[static_cast<size_t>(segment)] = -1;
             const int dev = prog_.devices[s];
-            std::vector<std::pair<double, int64_t>> deltas;
+            deltas.clear();
             deltas.reserve(3 * prog_.streams[s].size() + 1);
             int64_t grad_recv_buffer = 0;
             for (const Instr& in : prog_.streams[s])
@@ -566,13 +576,13 @@ private:
                 if (in.segment < 0) continue;
                 const SegmentMemory& m = mem_[static_cast<size_t>(in.segment)];
                 const int64_t released = release_sent ? m.sent_outputs : 0;
-                if (isCompute(in.kind)) {
-                    deltas.emplace_back(tm.start, m.temp);
-                    deltas.emplace_back(tm.end, -m.temp);
-                }
+                // Each compute's deltas at its start before those at its end: compute runs in
+                // program order, so they come sorted and need no sort below.
+                if (isCompute(in.kind)) deltas.emplace_back(tm.start, m.temp);
+                if (in.kind == InstrKind::Forward) deltas.emplace_back(tm.start, m.kept);
+                if (in.kind == InstrKind::Recompute) deltas.emplace_back(tm.start, m.recomputed);
+                if (isCompute(in.kind)) deltas.emplace_back(tm.end, -m.temp);
                 switch (in.kind) {
-                case InstrKind::Forward: deltas.emplace_back(tm.start, m.kept); break;
-                case InstrKind::Recompute: deltas.emplace_back(tm.start, m.recomputed); break;
                 case InstrKind::SendActivation:
                     if (release_sent) last_send[at(in.segment, in.mb)] = std::max(last_send[at(in.segment, in.mb)], tm.end);
                     break;
@@ -683,6 +693,7 @@ private:
     const CostModel cost_;  // the widest degree's (every segment's without per-stage degrees)
     mutable std::map<int, CostModel> degree_costs_;  // by tensor-parallel degree, the others
     std::unordered_map<int, int> segment_of_device_;  // a segment each device runs
+    std::vector<int> node_of_;                         // by device of the cluster: its node
     const SimOptions& opt_;
     std::vector<SegmentMemory> mem_;
     std::map<std::pair<int, int>, int> send_sharing_;  // cross-node (from, to) pairs: flows sharing their ports

@@ -13,6 +13,8 @@
 #include "planners/algorithms/pipeline_search.h"
 #include "planners/algorithms/registry.h"
 #include "planners/algorithms/tensor_pipeline.h"
+#include "planners/cost/cost_model.h"
+#include "planners/schedule/plan_json.h"
 #include "error_of.h"
 #include "planner_fixtures.h"
 
@@ -60,6 +62,8 @@ Problem shardingProblem(int64_t memory) {
 Problem tensorParallelProblem(int64_t memory) {
     return makeProblem(tensorParallelChain(4, 1, 2, kGiB, 1 << 20), exactCluster(2, 4, memory), 8, Optimizer::Adam);
 }
+
+int layers(const Problem& p) { return p.graph.layerCount(); }
 
 std::string joined(const std::vector<std::string>& lines) {
     std::string s;
@@ -449,6 +453,90 @@ private slots:
         QCOMPARE(ranges(r.plan), ranges(blockPartition(costs.computePerLayer(1.0), 2)));
         QVERIFY(contains(joined(r.log), "balance_by_time") && contains(joined(r.log), "balance_by_size"));
         QCOMPARE(checkFeasiblePlan(problem, r), std::string());
+    }
+
+    // gpipeStashFloors, on which the baselines hippie seeds from skip GPipe plans unsimulated,
+    // is under the simulated peak of every device of each stage, recomputing or not.
+    void gpipeStashFloorIsUnderTheSimulatedPeak() {
+        const Problem problem = zooProblem("gpt3-1.3b", "dgx-a100-2x8", 256);
+        const CostModel cost(problem.graph, problem.cluster);
+        struct Shape {
+            int pp, dp, m;
+            bool recompute;
+        };
+        double closest = 0;  // the largest floor / peak
+        for (const Shape& sh : {Shape{2, 8, 4, false}, Shape{2, 8, 32, true}, Shape{4, 4, 16, false}, Shape{4, 2, 64, true},
+                                Shape{8, 2, 16, true}, Shape{16, 1, 128, true}, Shape{16, 1, 8, false}}) {
+            Plan plan = basePlan(problem, "test");
+            plan.schedule = ScheduleKind::GPipe;
+            plan.dp = sh.dp;
+            plan.micro_batches = sh.m;
+            const int layers = problem.graph.layerCount();
+            for (int s = 0; s < sh.pp; ++s) plan.stages.push_back({s * layers / sh.pp, (s + 1) * layers / sh.pp - 1});
+            if (sh.recompute) plan.recompute_layers = allLayers(problem);
+            plan.device_map = mapDevices(problem, plan);
+            const std::optional<std::vector<int64_t>> floors = gpipeStashFloors(problem, plan, cost);
+            QVERIFY(floors && floors->size() == plan.stages.size());
+            const Trace t = simulateWithEvents(problem, plan);
+            for (size_t s = 0; s < plan.stages.size(); ++s)
+                for (int d : plan.device_map[s]) {
+                    const auto stream = static_cast<size_t>(std::find(t.devices.begin(), t.devices.end(), d) - t.devices.begin());
+                    QVERIFY(stream < t.devices.size());
+                    const int64_t peak = t.metrics.peak_memory_bytes[stream];
+                    QVERIFY2((*floors)[s] > 0 && (*floors)[s] <= peak,
+                             (describePlan(plan) + ": stage " + std::to_string(s) + " floor " + std::to_string((*floors)[s]) + " peak " +
+                              std::to_string(peak)).c_str());
+                    closest = std::max(closest, static_cast<double>((*floors)[s]) / static_cast<double>(peak));
+                }
+        }
+        QVERIFY2(closest > 0.6, std::to_string(closest).c_str());  // a floor, not a guess far below (0.74 when written)
+        // Outside what the argument covers, no floor.
+        Plan zero = basePlan(problem, "test");
+        zero.schedule = ScheduleKind::GPipe;
+        zero.dp = 8;
+        zero.micro_batches = 4;
+        zero.zero_stage = 1;
+        zero.stages = {{0, layers(problem) / 2 - 1}, {layers(problem) / 2, layers(problem) - 1}};
+        zero.device_map = mapDevices(problem, zero);
+        QVERIFY(!gpipeStashFloors(problem, zero, cost));
+    }
+
+    // gpipe-balance where only plans that fit matter (as hippie runs it) skips plans on the
+    // floor and chooses the same plan, with the same metrics, as when it simulates them all.
+    void gpipeBalanceSkipsOnlyPlansThatDoNotFit() {
+        struct Case {
+            const char* model;
+            const char* cluster;
+            int batch;
+        };
+        int skipped = 0, skipped_and_found = 0;
+        // fp32, as `hippie-plan compare` plans by default: GPipe's stashes outgrow the devices.
+        for (const Case& c : {Case{"gpt3-13b", "dgx-a100-4x8", 1024}, Case{"gpt3-13b", "dgx-h100-2x8", 1024}, Case{"gpt3-1.3b", "v100-4x4", 1024},
+                              Case{"gpt3-1.3b", "v100-4x4", 8192}}) {
+            ModelSpec spec;
+            spec.zoo = c.model;
+            spec.batch_size = 1;
+            spec.precision = Precision::FP32;
+            const Problem problem = makeProblem(buildZooModel(spec), buildClusterPreset(c.cluster), c.batch, Optimizer::Adam);
+            PlanContext all(60), only_fits(60);
+            only_fits.setOnlyFitsMatter(true);
+            const PlannerResult a = makePlanner("gpipe-balance")->plan(problem, all);
+            const PlannerResult b = makePlanner("gpipe-balance")->plan(problem, only_fits);
+            const std::string name = std::string(c.model) + " " + c.cluster + " " + std::to_string(c.batch);
+            QVERIFY2(!contains(joined(a.log), "not simulated"), name.c_str());
+            QCOMPARE(b.feasible, a.feasible);
+            QCOMPARE(planToJson(b.plan).dump(), planToJson(a.plan).dump());
+            QCOMPARE(b.metrics.throughput_samples_per_s, a.metrics.throughput_samples_per_s);
+            QCOMPARE(b.metrics.max_peak_memory_bytes, a.metrics.max_peak_memory_bytes);
+            QCOMPARE(b.metrics.peak_memory_bytes, a.metrics.peak_memory_bytes);
+            QCOMPARE(b.fastest_throughput, a.fastest_throughput);
+            if (contains(joined(b.log), "not simulated")) ++skipped;
+            if (a.feasible && contains(joined(b.log), "not simulated")) ++skipped_and_found;
+            qInfo("%s: %s, %s", name.c_str(), a.feasible ? "feasible" : "infeasible",
+                  contains(joined(b.log), "not simulated") ? "plans skipped" : "none skipped");
+        }
+        qInfo("skipped in %d problems, %d of them feasible", skipped, skipped_and_found);
+        QVERIFY(skipped > 0);  // the skipping is exercised
     }
 
     void infeasibleWhenNothingFits() {
