@@ -62,7 +62,8 @@ rows=(
   "Baechi inception-v3 m-TOPO 4 GPU|ms|535.15|place:m-topo|$INCEPTION"
 )
 
-# Reads simulate's or compare's JSON on stdin and prints the predicted metric.
+# Reads simulate's or compare's JSON on stdin and prints the predicted metric and the
+# predicted peak memory of the busiest device in GiB.
 read_metric() {
     python3 -c '
 import json, sys
@@ -70,11 +71,11 @@ metric, planner = sys.argv[1], sys.argv[2]
 d = json.load(sys.stdin)
 if planner:
     d = next(r["metrics"] for r in d["results"] if r["planner"] == planner)
-print(d["iteration_time_s"] * 1000 if metric == "ms" else d["throughput_samples_per_s"])
+print(d["iteration_time_s"] * 1000 if metric == "ms" else d["throughput_samples_per_s"], d["max_peak_memory_bytes"] / 2**30)
 ' "$1" "$2"
 }
 
-printf '%-36s %-9s %10s %10s %8s\n' case metric measured predicted error
+printf '%-36s %-9s %10s %10s %8s %10s\n' case metric measured predicted error "peak GiB"
 for row in "${rows[@]}"; do
     IFS='|' read -r name metric measured kind args <<<"$row"
     # shellcheck disable=SC2086  # args are word lists on purpose
@@ -83,8 +84,9 @@ for row in "${rows[@]}"; do
     plan) predicted=$("$B" simulate --plan "$args" --json | read_metric "$metric" "") ;;
     place:*) predicted=$("$B" compare $args --planners "${kind#place:}" --json | read_metric "$metric" "${kind#place:}") ;;
     esac
-    python3 -c 'import sys; n, m, u, p = sys.argv[1:]; m, p = float(m), float(p)
-print(f"{n:36s} {u:9s} {m:10.2f} {p:10.2f} {100 * (p - m) / m:+7.1f}%")' "$name" "$measured" "$metric" "$predicted"
+    read -r predicted peak <<<"$predicted"
+    python3 -c 'import sys; n, m, u, p, g = sys.argv[1:]; m, p, g = float(m), float(p), float(g)
+print(f"{n:36s} {u:9s} {m:10.2f} {p:10.2f} {100 * (p - m) / m:+7.1f}% {g:10.2f}")' "$name" "$measured" "$metric" "$predicted" "$peak"
 done
 
 # Weak scaling (1909.08053, Figure 5): a GPU's share of an iteration's FLOPs per second,
@@ -99,7 +101,7 @@ for cfg in "1 1 1536 16 40 100" "2 1 1920 20 54 95" "4 1 2304 24 64 82" "8 1 307
     read -r tp dp h a l measured <<<"$cfg"
     # shellcheck disable=SC2086
     t=$("$B" simulate ${MEG19/--dp 1 --global-batch 8/--dp $dp --global-batch $((8 * dp))} --tp "$tp" \
-        --override "$(meg19 "$h" "$a" "$l")" --json | read_metric ms "")
+        --override "$(meg19 "$h" "$a" "$l")" --json | read_metric ms "" | cut -d' ' -f1)
     [[ -n $base ]] || base=$t
     python3 -c 'import sys
 tp, dp, h, l, t, base, m = map(float, sys.argv[1:])

@@ -273,13 +273,13 @@ private slots:
                  qPrintable(QString("%1 samples/s, best %2").arg(recommended.metrics.throughput_samples_per_s).arg(best)));
     }
 
-    // A plan of hippie's front that leaves GPUs idle (bert-large on v100-4x4 at batch 64: 7 x 2
-    // of the 16) is simulated again with per-stage tensor-parallel degrees on them
+    // The plans of hippie's front that leave GPUs idle (gpt2-medium on v100-4x4 at batch 64) are
+    // simulated again with per-stage tensor-parallel degrees on them
     // (hybrid::perStageDegreeVariants); the log says how many. None joins the front here: each
     // would split a stage over the servers' 10 Gb/s Ethernet, except the last, whose LM head is
     // tied to the first stage's embedding.
     void triesPerStageDegreesOnIdleDevices() {
-        Problem problem = zooProblem("bert-large", "v100-4x4", 64);
+        Problem problem = zooProblem("gpt2-medium", "v100-4x4", 64);
         problem.objective = Objective::MemoryEfficiencyWithThroughputFloor;
         const PlannerResult r = run("hippie", problem);
         QVERIFY2(r.feasible, r.reason.c_str());

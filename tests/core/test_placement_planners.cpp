@@ -131,7 +131,7 @@ private slots:
         QTest::addColumn<QString>("model");
         QTest::addColumn<int>("batch");
         for (const std::string& n : kPlanners)
-            for (const auto& [m, b] : std::vector<std::pair<const char*, int>>{{"inception-v3", 512}, {"gnmt-8", 2048}, {"resnet50", 512}})
+            for (const auto& [m, b] : std::vector<std::pair<const char*, int>>{{"inception-v3", 512}, {"gnmt-8", 3072}, {"resnet50", 512}})
                 QTest::addRow("%s %s", n.c_str(), m) << QString::fromStdString(n) << QString(m) << b;
     }
     void plansFitAndLowerUnderMemoryPressure() {
@@ -153,22 +153,30 @@ private slots:
     }
 
     // m-TOPO fills devices in turn up to an even share of the memory, grown step by step
-    // while ops are left over, and fills to capacity only when no share fits: on a graph that
-    // fits easily it uses every device, and says nothing. Inception-v3 at batch 512 does not
-    // fit one A100 (so the one-device plan cannot replace m-TOPO's placement) and needs a
-    // fraction of four or eight; filled to capacity it would run on the first few devices.
-    void mTopoUsesEveryDeviceWhenTheModelFitsEasily_data() {
+    // while ops are left over, and fills to capacity only when no share up to a device's
+    // capacity fits. Inception-v3 at batch 512 does not fit one A100 (so the one-device plan
+    // cannot replace m-TOPO's placement): on 4 devices an even share, grown a little, fits and
+    // every device is used, with nothing to say. On 8 its largest op alone (what a micro-batch
+    // keeps of it, its imports and workspace) is more than twice an even share: the share grows
+    // to the least that fits, 5 of the 8 devices get ops, and the note says so; filled to
+    // capacity instead (what the share's old cap of 3x led to) it ran on 2.
+    void mTopoUsesEveryDeviceItCan_data() {
         QTest::addColumn<int>("devices");
-        for (int devices : {4, 8}) QTest::addRow("%d devices", devices) << devices;
+        QTest::addColumn<int>("used");
+        QTest::addRow("4 devices") << 4 << 4;
+        QTest::addRow("8 devices") << 8 << 5;
     }
-    void mTopoUsesEveryDeviceWhenTheModelFitsEasily() {
+    void mTopoUsesEveryDeviceItCan() {
         QFETCH(int, devices);
+        QFETCH(int, used);
         const Problem p = problemOf(zoo("inception-v3", 512), dgx(devices), 512);
         const PlannerResult r = planWith("m-topo", p);
         checkPlacementResult(p, r);
-        const std::set<int> used(r.plan.placement.begin(), r.plan.placement.end());
-        QCOMPARE(static_cast<int>(used.size()), devices);
-        for (const std::string& note : r.notes) QVERIFY2(false, note.c_str());  // no fallback, no idle devices
+        const std::set<int> on(r.plan.placement.begin(), r.plan.placement.end());
+        QCOMPARE(static_cast<int>(on.size()), used);
+        std::vector<std::string> expected;
+        if (used < devices) expected.push_back("uses " + std::to_string(used) + " of " + std::to_string(devices) + " devices; the others stay idle");
+        QCOMPARE(r.notes, expected);
     }
 
     void oneDeviceGivesTheSingleDevicePlan_data() { addPlannerRows(); }

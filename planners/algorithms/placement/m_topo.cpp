@@ -6,7 +6,8 @@ namespace hippie::placement {
 
 namespace {
 
-// Growing the even share: up to kShareSteps steps of kShareGrowth of it (to 3x the share).
+// Growing the even share: steps of kShareGrowth of it, at least kShareSteps (to 3x the share)
+// and on until it reaches the largest device's capacity.
 constexpr int kShareSteps = 8;
 constexpr double kShareGrowth = 0.25;
 
@@ -39,9 +40,11 @@ CoreOutcome MTopoPlanner::place(const PlacementModel& model, const std::vector<i
     for (int u = 0; u < model.units(); ++u) total += model.residentBytes(u);
     const int64_t share = total / model.devices() + 1;
     // Even shares first; when ops are left over (an op's resident bytes do not divide
-    // evenly), grow the share step by step so that every device still gets ops, and fill
-    // to capacity only when no grown share fits.
-    for (int step = 0; step <= kShareSteps; ++step) {
+    // evenly, or one op holds more than a share), grow the share step by step so that as many
+    // devices as can still get ops, and fill to capacity only when no grown share fits.
+    const int64_t largest = *std::max_element(capacity.begin(), capacity.end());
+    for (int step = 0; step <= kShareSteps || share + static_cast<int64_t>(static_cast<double>(share) * kShareGrowth * (step - 1)) < largest;
+         ++step) {
         const int64_t grown = share + static_cast<int64_t>(static_cast<double>(share) * kShareGrowth * step);
         std::vector<int64_t> limit = capacity;
         for (size_t d = 0; d + 1 < limit.size(); ++d) limit[d] = std::min(limit[d], grown);
@@ -50,8 +53,7 @@ CoreOutcome MTopoPlanner::place(const PlacementModel& model, const std::vector<i
             return {std::move(a), {}, {}, {}};
         }
     }
-    log.push_back("no share up to " + gib(share + static_cast<int64_t>(static_cast<double>(share) * kShareGrowth * kShareSteps)) +
-                  " fits; filling devices to capacity");
+    log.push_back("no share of memory up to the largest device's capacity fits; filling devices to capacity");
     if (auto a = fillInTurn(model, capacity))
         return {std::move(a), {}, {}, {"shares of memory did not fit: devices filled to capacity in turn (some may stay idle)"}};
     return {std::nullopt, "filling the devices in topological order runs out of memory", {}, {}};
