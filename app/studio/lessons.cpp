@@ -98,7 +98,7 @@ constexpr int kRecomputeMicroBatches = 8;
 constexpr int kRecomputeSamples = 4 * kRecomputeMicroBatches;  // micro-batches of four samples
 constexpr int kStageTpStages = 3;  // three stages do not divide the node's 8 GPUs
 constexpr const char* kFourServers = "v100-4x4";  // PipeDream's Cluster-A: PCIe inside a server, 10 Gb/s Ethernet between
-constexpr int kPerStageSamples = 384;              // 12 micro-batches of 32 images
+constexpr int kPerStageSamples = 768;              // 12 micro-batches of 64 images
 // Lessons others are compared with, by their index in the list below.
 constexpr int kGpipe = 1, kOneFOneB = 2, kTpInNode = 6, kZero0 = 9, kZero1 = 10, kZero2 = 11, kNoRecompute = 13,
               kFullRecompute = 14, kOneDegree = 17;

@@ -49,8 +49,9 @@ for _ in $(seq 300); do kill -0 $R0 2>/dev/null || break; sleep 0.1; done
 if kill -0 $R0 2>/dev/null; then fail "rank 0 still runs 30 s after rank 1 was killed"; kill -9 $R0
 else
     wait $R0; code=$?
-    # Its message names the peer it lost ("... from rank 1 failed: ... Connection reset by peer").
-    [ $code -ne 0 ] && grep '"event":"error"' "$WORK/r0" | grep -q 'rank 1' \
+    # Its message names the peer it lost ("... from rank 1 failed: ... Connection reset by peer"),
+    # or the group it was in a collective with (the tied embedding's all-reduce, "ranks 0,1").
+    [ $code -ne 0 ] && grep '"event":"error"' "$WORK/r0" | grep -qE 'rank 1|ranks 0,1\)' \
         && pass "rank 0 stopped $((SECONDS - start)) s after rank 1 was killed: $(grep -o '"message":"[^"]*' "$WORK/r0" | cut -c12-160)" \
         || fail "rank 0 after the kill: exit $code, $(tail -1 "$WORK/r0")"
 fi
