@@ -49,11 +49,14 @@ Plan basePlan(const Problem& problem, const std::string& planner) {
 }
 
 namespace {
-Trace run(const Problem& problem, const Plan& plan, bool events) {
+// `memory_only`: the caller reads only the memory (a probe), so the ports' sharing is counted,
+// not measured.
+Trace run(const Problem& problem, const Plan& plan, bool events, bool memory_only = false) {
     checkPlan(plan, problem.graph, problem.cluster.deviceCount());
     const CostModel cost(problem.graph, problem.cluster);
     SimOptions opt;
     opt.record_events = events;
+    opt.measure_port_sharing = !memory_only;
     opt.memory_headroom = problem.memory_headroom;
     return simulate(lower(plan, problem.graph), plan, cost, opt);
 }
@@ -99,7 +102,7 @@ TraceMetrics evaluateCandidate(const Problem& problem, const Plan& plan) {
     }
     if (const std::optional<Plan> probe = memoryProbePlan(plan)) {
         checkPlan(plan, problem.graph, problem.cluster.deviceCount());  // the plan's own errors, not the probe's
-        TraceMetrics m = run(problem, *probe, false).metrics;
+        TraceMetrics m = run(problem, *probe, false, true).metrics;
         if (!m.fits_memory) {
             m.peak_is_lower_bound = true;
             m.iteration_time_s = m.throughput_samples_per_s = m.memory_efficiency = m.bubble_fraction = 0;

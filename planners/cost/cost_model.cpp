@@ -270,11 +270,11 @@ double CostModel::bucketUnpackTime(int64_t bytes, int device) const {
     return bw > 0 ? kBucketUnpackPasses * static_cast<double>(bytes) / bw : 0.0;
 }
 
-double CostModel::portShare(int node, int flows) const {
-    return cluster_.egressBandwidth(node) / std::max(flows, 1);
+double CostModel::portShare(int node, double flows) const {
+    return cluster_.egressBandwidth(node) / std::max(flows, 1.0);
 }
 
-double CostModel::p2pTime(int64_t bytes, int from, int to, int sharing) const {
+double CostModel::p2pTime(int64_t bytes, int from, int to, double sharing) const {
     if (from == to) return 0.0;
     const Link& l = cluster_.link(from, to);
     double bandwidth = l.bandwidth_bytes_per_s;
@@ -291,7 +291,7 @@ double ringHalf(double bytes, int n, const Link& l) {
 }
 }  // namespace
 
-double CostModel::ringCollectiveTime(double bytes, std::span<const int> group, int sharing, int phases) const {
+double CostModel::ringCollectiveTime(double bytes, std::span<const int> group, double sharing, int phases) const {
     const int n = static_cast<int>(group.size());
     if (n <= 1 || bytes <= 0) return 0.0;
     std::map<int, int> per_node;
@@ -313,26 +313,26 @@ double CostModel::ringCollectiveTime(double bytes, std::span<const int> group, i
         }
     }
     double ring_bandwidth = cluster_.inter.bandwidth_bytes_per_s;
-    for (const auto& [node, count] : per_node) ring_bandwidth = std::min(ring_bandwidth, portShare(node, count * std::max(sharing, 1)));
+    for (const auto& [node, count] : per_node) ring_bandwidth = std::min(ring_bandwidth, portShare(node, count * std::max(sharing, 1.0)));
     const int nodes = static_cast<int>(per_node.size());
     const double local = k > 1 ? phases * ringHalf(b, k, *intra) : 0.0;
     const Link across{ring_bandwidth, cluster_.inter.latency_s};
     return local + phases * ringHalf(b / k, nodes, across);
 }
 
-double CostModel::allReduceTime(int64_t bytes, std::span<const int> group, int sharing) const {
+double CostModel::allReduceTime(int64_t bytes, std::span<const int> group, double sharing) const {
     return ringCollectiveTime(static_cast<double>(bytes), group, sharing, 2);
 }
 
-double CostModel::reduceScatterTime(int64_t bytes, std::span<const int> group, int sharing) const {
+double CostModel::reduceScatterTime(int64_t bytes, std::span<const int> group, double sharing) const {
     return ringCollectiveTime(static_cast<double>(bytes), group, sharing, 1);
 }
 
-double CostModel::allGatherTime(int64_t bytes, std::span<const int> group, int sharing) const {
+double CostModel::allGatherTime(int64_t bytes, std::span<const int> group, double sharing) const {
     return ringCollectiveTime(static_cast<double>(bytes), group, sharing, 1);
 }
 
-double CostModel::tensorParallelTime(int64_t bytes, int count, std::span<const int> group, bool sequence_parallel, int sharing) const {
+double CostModel::tensorParallelTime(int64_t bytes, int count, std::span<const int> group, bool sequence_parallel, double sharing) const {
     if (count <= 0 || bytes <= 0) return 0.0;
     const double each = static_cast<double>(bytes) / count;
     // A reduce-scatter plus an all-gather is a ring all-reduce cut in its two halves.

@@ -150,24 +150,26 @@ public:
     double bucketUnpackTime(int64_t bytes, int device) const;
 
     // latency + bytes / bandwidth; 0 for a device to itself. Across nodes, the transfer
-    // shares its nodes' network ports with `sharing` transfers in the same direction
-    // (itself included): bandwidth = min(link, ports of either node / sharing).
-    double p2pTime(int64_t bytes, int from, int to, int sharing = 1) const;
+    // shares its nodes' network ports with `sharing` flows in the same direction (itself
+    // included; the simulator's average over the transfer's span, so it may be fractional):
+    // bandwidth = min(link, ports of either node / sharing).
+    double p2pTime(int64_t bytes, int from, int to, double sharing = 1) const;
     // Ring all-reduce 2(n-1)/n * bytes / bandwidth + 2(n-1) latency; when the group spans
     // nodes, hierarchical: reduce-scatter inside nodes, all-reduce across (one ring per local
     // rank), all-gather inside. The rings across nodes share each node's network ports with
-    // each other and with `sharing` - 1 other collectives leaving the node at the same time.
-    double allReduceTime(int64_t bytes, std::span<const int> group, int sharing = 1) const;
+    // each other: with `sharing` = s, each ring has the share of k * s flows (s > 1: other
+    // collectives and transfers leave the node at the same time, k * (s - 1) flows of them).
+    double allReduceTime(int64_t bytes, std::span<const int> group, double sharing = 1) const;
     // Ring reduce-scatter and all-gather of `bytes` (the whole buffer, not a shard): each
     // (n-1)/n * bytes / bandwidth + (n-1) latency, hierarchical across nodes as allReduceTime
     // (an all-reduce is a reduce-scatter followed by an all-gather).
-    double reduceScatterTime(int64_t bytes, std::span<const int> group, int sharing = 1) const;
-    double allGatherTime(int64_t bytes, std::span<const int> group, int sharing = 1) const;
+    double reduceScatterTime(int64_t bytes, std::span<const int> group, double sharing = 1) const;
+    double allGatherTime(int64_t bytes, std::span<const int> group, double sharing = 1) const;
     // The tensor-parallel collectives of one compute instruction (Instr::TensorParallel):
     // `count` all-reduces of `bytes` in all (or with sequence parallelism `count`
     // reduce-scatter + all-gather pairs, which a ring times the same), one after the other:
     // each pays its latency, bytes / count of bandwidth each.
-    double tensorParallelTime(int64_t bytes, int count, std::span<const int> group, bool sequence_parallel, int sharing = 1) const;
+    double tensorParallelTime(int64_t bytes, int count, std::span<const int> group, bool sequence_parallel, double sharing = 1) const;
 
     // Bytes a sample's activations take: ops scale linearly from the graph's batch size.
     int64_t scaled(int64_t bytes_at_batch, double samples) const;
@@ -190,9 +192,10 @@ private:
     double passSeconds(const Op& op, double flops, double moved_bytes, int kernels, int device, bool backward) const;
     // Ring collective of `bytes` over `group`, `phases` halves (reduce-scatter or all-gather 1,
     // all-reduce 2): hierarchical across nodes.
-    double ringCollectiveTime(double bytes, std::span<const int> group, int sharing, int phases) const;
-    // Bandwidth a flow crossing node boundaries gets when `flows` flows leave `node` at once.
-    double portShare(int node, int flows) const;
+    double ringCollectiveTime(double bytes, std::span<const int> group, double sharing, int phases) const;
+    // Bandwidth a flow crossing node boundaries gets when `flows` flows leave `node` at once
+    // (on average over the flow's span: a fraction where others come and go).
+    double portShare(int node, double flows) const;
 
     const Graph& graph_;
     const Cluster& cluster_;

@@ -285,7 +285,7 @@ private:
                 double start = inst.ready;
                 for (const Member* m = first; m != last; ++m) start = std::max(start, state_[static_cast<size_t>(m->first)].collective_free);
                 const Instr& in = program_.streams[static_cast<size_t>(first->first)][first->second];
-                const double end = start + durations_.collective(in);
+                const double end = start + durations_.collective(first->first, in);
                 for (const Member* mp = first; mp != last; ++mp) {
                     const Member& m = *mp;
                     StreamState& ms = state_[static_cast<size_t>(m.first)];

@@ -19,7 +19,8 @@ struct InstrTiming {
 struct ExecutionDurations {
     std::function<double(int stream, const Instr&)> compute;       // compute instructions
     std::function<double(const Instr& send, int from, int to)> transfer;  // sends
-    std::function<double(const Instr& all_reduce)> collective;     // all-reduces
+    // collectives: the instruction of one member stream (the same on every member)
+    std::function<double(int stream, const Instr& collective)> collective;
     // TensorParallel: its collectives over its group (0 when unset). The compute before it
     // and its collectives are one blocking unit: that compute's timing ends with them.
     std::function<double(const Instr& tensor_parallel)> tensor_parallel;

@@ -479,7 +479,7 @@ private:
         ExecutionDurations unit;
         unit.compute = [](int, const Instr&) { return 1.0; };
         unit.transfer = [](const Instr&, int, int) { return 1.0; };
-        unit.collective = [](const Instr&) { return 1.0; };
+        unit.collective = [](int, const Instr&) { return 1.0; };
         unit.tensor_parallel = [](const Instr&) { return 1.0; };
         unit.zero_gather = [](int, const Instr&) { return 1.0; };
         const ExecutionResult res = execute(p_, unit);

@@ -158,8 +158,11 @@ public:
         node_of_.resize(static_cast<size_t>(c.deviceCount()));
         for (size_t n = 0, d = 0; n < c.nodes.size(); ++n)
             for (int k = 0; k < c.nodes[n].devices; ++k) node_of_[d++] = static_cast<int>(n);
+        stream_of_device_.assign(node_of_.size(), 0);
+        for (size_t s = 0; s < prog.devices.size(); ++s) stream_of_device_[static_cast<size_t>(prog.devices[s])] = s;
         mem_ = segmentMemory(prog, cost.graph(), [this](int segment) -> const CostModel& { return segmentCost(segment); });
         countPortSharing();
+        if (opt_.measure_port_sharing && findHotPorts()) findPortFlows();
         timeGradAccumulation();
     }
 
@@ -170,28 +173,10 @@ public:
             const double t = computeTime(prog_.devices[static_cast<size_t>(s)], in) + accumulation_s_[static_cast<size_t>(s)][i];
             return compute_scale_.empty() ? t : t * compute_scale_[static_cast<size_t>(s)][i];
         };
-        d.transfer = [this](const Instr& in, int from, int to) { return cost_.p2pTime(in.bytes, from, to, sendSharing(from, to)); };
-        // A bucket's collective takes the same time every micro-batch (ZeRO-2 reduce-scatters
-        // each one's): timed once per (kind, bucket, group).
-        d.collective = [this](const Instr& in) {
-            const uint64_t key = (static_cast<uint64_t>(in.kind) << 56) | (static_cast<uint64_t>(static_cast<uint32_t>(in.group)) << 28) |
-                                 static_cast<uint32_t>(in.bucket);
-            if (auto it = collective_s_.find(key); it != collective_s_.end()) return it->second;
-            const int64_t bytes = prog_.buckets[static_cast<size_t>(in.bucket)].bytes;
-            const auto& group = prog_.groups[static_cast<size_t>(in.group)];
-            const int sharing = group_sharing_[static_cast<size_t>(in.group)];
-            double t = 0;
-            switch (in.kind) {
-            case InstrKind::ReduceScatter: t = cost_.reduceScatterTime(bytes, group, sharing); break;
-            case InstrKind::AllGather: t = cost_.allGatherTime(bytes, group, sharing); break;
-            default:
-                t = cost_.allReduceTime(bytes, group, sharing);
-                // A data-parallel bucket is flattened first (the engine's GradBuckets).
-                if (dataParallelBucket(in.bucket)) t += cost_.bucketPackTime(bytes, group.front());
-                break;
-            }
-            return collective_s_[key] = t;
+        d.transfer = [this](const Instr& in, int from, int to) {
+            return flowTime(stream_of_device_[static_cast<size_t>(from)], in, cost_.p2pTime(in.bytes, from, to));
         };
+        d.collective = [this](int s, const Instr& in) { return flowTime(static_cast<size_t>(s), in, collectiveTime(in, 1.0)); };
         d.tensor_parallel = [this](const Instr& in) {
             const auto key = std::make_tuple(in.group, in.count, in.bytes, in.sequence_parallel);
             if (auto it = tensor_parallel_s_.find(key); it != tensor_parallel_s_.end()) return it->second;
@@ -202,7 +187,7 @@ public:
         d.zero_gather = [this](int s, const Instr& in) { return zeroGatherExposedTime(prog_.devices[static_cast<size_t>(s)], in); };
         ExecutionResult res = execute(prog_, d);
         if (!res.finished) throw Error("the program deadlocks: " + res.stuck.front());
-        res = shareHostCompute(d, std::move(res));
+        res = shareHostsAndPorts(d, std::move(res));
 
         Trace t;
         t.devices = prog_.devices;
@@ -214,35 +199,27 @@ public:
     }
 
 private:
-    // Network ports are shared by what leaves a node at once. The executor times each
-    // instruction alone, so sharing is counted from the program: the pipelines' cross-node
-    // sends in one direction between the same two stages run side by side (one per
-    // replica), and the all-reduces of different stages' groups overlap at the end of the
-    // step. Each counts the flows leaving (or entering) the busiest node it touches.
+    // Network ports are shared by what leaves a node at once. Cross-node sends and bucket
+    // collectives (all-reduce, reduce-scatter, all-gather) are measured from the run's
+    // timeline (sharePorts). The collectives inside a compute (tensor-parallel, ZeRO-3
+    // gathers), which the executor does not time apart from it, are counted from the
+    // program: a node's count is the number of multi-node groups with a member on it.
     void countPortSharing() {
         const Cluster& c = cost_.cluster();
-        std::set<std::pair<int, int>> pairs;
         for (size_t s = 0; s < prog_.streams.size(); ++s)
             for (const Instr& in : prog_.streams[s])
-                if (isSend(in.kind) && in.peer >= 0 && !c.sameNode(prog_.devices[s], in.peer)) pairs.insert({prog_.devices[s], in.peer});
-        std::map<int, int> egress, ingress;
-        for (const auto& [from, to] : pairs) {
-            ++egress[c.nodeOf(from)];
-            ++ingress[c.nodeOf(to)];
-        }
-        for (const auto& [from, to] : pairs) send_sharing_[{from, to}] = std::max(egress[c.nodeOf(from)], ingress[c.nodeOf(to)]);
-        // Collectives: a node's count is the number of multi-node groups with a member on it.
+                if (isSend(in.kind) && in.peer >= 0 && !c.sameNode(prog_.devices[s], in.peer)) cross_pairs_.insert({prog_.devices[s], in.peer});
         std::map<int, int> groups_on_node;
-        std::vector<std::set<int>> nodes_of(prog_.groups.size());
+        group_nodes_.assign(prog_.groups.size(), {});
         for (size_t g = 0; g < prog_.groups.size(); ++g) {
-            for (int d : prog_.groups[g]) nodes_of[g].insert(c.nodeOf(d));
-            if (nodes_of[g].size() > 1)
-                for (int n : nodes_of[g]) ++groups_on_node[n];
+            for (int d : prog_.groups[g]) ++group_nodes_[g][c.nodeOf(d)];
+            if (group_nodes_[g].size() > 1)
+                for (const auto& [n, members] : group_nodes_[g]) ++groups_on_node[n];
         }
         group_sharing_.assign(prog_.groups.size(), 1);
         for (size_t g = 0; g < prog_.groups.size(); ++g)
-            if (nodes_of[g].size() > 1)
-                for (int n : nodes_of[g]) group_sharing_[g] = std::max(group_sharing_[g], groups_on_node[n]);
+            if (group_nodes_[g].size() > 1)
+                for (const auto& [n, members] : group_nodes_[g]) group_sharing_[g] = std::max(group_sharing_[g], groups_on_node[n]);
     }
 
     // Gradient accumulation (CostModel::gradAccumulationTime): a stream's weight-gradient
@@ -279,34 +256,307 @@ private:
     // (itself included). Computes and transfers both count: on such a host the kernel copies
     // every byte a rank sends or receives (loopback), and a collective copies and sums on
     // every member's cores. Transfers keep their own times (the links' share models them).
-    // Spans and counts depend on each other, so the program runs again with the factors the
-    // last run gives, damped (geometric mean with the previous ones), until no factor moves by
-    // more than kSharingTolerance or after kSharingRounds runs.
+    //
+    // Flows that leave a node share its network ports (sharePorts): each cross-node send and
+    // collective gets its nodes' ports divided by the flows on them averaged over its span.
+    //
+    // Spans and shares depend on each other, so the program runs again with the factors the
+    // last run gives, damped (geometric mean with the previous ones), until no time moves by
+    // more than kSharingTolerance or after kSharingRounds runs. The first run gives every flow
+    // its whole link (a share of 1), so a program whose flows do not meet runs once.
     static constexpr int kSharingRounds = 8;
     static constexpr double kSharingTolerance = 0.005;
 
-    ExecutionResult shareHostCompute(const ExecutionDurations& d, ExecutionResult res) {
+    ExecutionResult shareHostsAndPorts(const ExecutionDurations& d, ExecutionResult res) {
         const Cluster& c = cost_.cluster();
-        const bool shared = std::any_of(prog_.devices.begin(), prog_.devices.end(),
-                                        [&](int dev) { return c.nodes[static_cast<size_t>(c.nodeOf(dev))].compute_slots > 0; });
-        if (!shared) return res;
+        const bool shared_hosts = std::any_of(prog_.devices.begin(), prog_.devices.end(),
+                                              [&](int dev) { return c.nodes[static_cast<size_t>(c.nodeOf(dev))].compute_slots > 0; });
+        const bool shared_ports = !flows_.empty();
+        if (!shared_hosts && !shared_ports) return res;
+        double last_span = -1;
+        bool ports_settled = false;
         for (int round = 0; round < kSharingRounds; ++round) {
-            std::vector<std::vector<double>> next = sharingFactors(res);
             double moved = 0;
-            for (size_t s = 0; s < next.size(); ++s)
-                for (size_t i = 0; i < next[s].size(); ++i) {
-                    // The first run's factors are taken as they are (the run before had none).
-                    const double previous = compute_scale_.empty() ? 1.0 : compute_scale_[s][i];
-                    if (!compute_scale_.empty()) next[s][i] = std::sqrt(next[s][i] * previous);
-                    moved = std::max(moved, std::abs(std::log(next[s][i] / previous)));
-                }
-            compute_scale_ = std::move(next);
+            if (shared_hosts) {
+                std::vector<std::vector<double>> next = sharingFactors(res);
+                for (size_t s = 0; s < next.size(); ++s)
+                    for (size_t i = 0; i < next[s].size(); ++i) {
+                        // The first run's factors are taken as they are (the run before had none).
+                        const double previous = compute_scale_.empty() ? 1.0 : compute_scale_[s][i];
+                        if (!compute_scale_.empty()) next[s][i] = std::sqrt(next[s][i] * previous);
+                        moved = std::max(moved, std::abs(std::log(next[s][i] / previous)));
+                    }
+                compute_scale_ = std::move(next);
+            }
+            if (shared_ports) {
+                // Flows that meet or not by a hair can swap places run after run, so the ports
+                // have settled when no flow's time moves or when the step's length no longer does.
+                const double flows_moved = sharePorts(res);
+                const double span = makespan(res);
+                if (last_span > 0 && std::abs(std::log(span / last_span)) <= kSharingTolerance) ports_settled = true;
+                if (!ports_settled) moved = std::max(moved, flows_moved);
+                last_span = span;
+            }
             if (moved <= kSharingTolerance) break;
             res = execute(prog_, d);
             if (!res.finished) throw Error("the program deadlocks: " + res.stuck.front());
         }
         return res;
     }
+
+    static double makespan(const ExecutionResult& res) {
+        double end = 0;
+        for (const auto& stream : res.timing)
+            for (const InstrTiming& t : stream) end = std::max(end, t.end);
+        return end;
+    }
+
+    // Ports are numbered node * 2 + direction (0 leaving the node, 1 entering it).
+    //
+    // The most flows a port can carry at once: a device sends to one peer at a time (the
+    // executor's links) and runs one collective at a time, so at most the distinct cross-node
+    // (from, to) pairs on the port plus the devices of its node in multi-node groups. A port is
+    // hot when that many could slow one of its flows (Cluster::egressBandwidth below the
+    // link's bandwidth for a send, the inter-node link's for each ring of a collective); the
+    // ports are measured only where one is. Where none is, no flow can slow: every one runs
+    // at its link's bandwidth.
+    bool findHotPorts() {
+        const Cluster& c = cost_.cluster();
+        const size_t ports = 2 * c.nodes.size();
+        std::vector<double> most(ports, 0.0), slows_above(ports, std::numeric_limits<double>::infinity());
+        for (const auto& [from, to] : cross_pairs_) {
+            const int a = nodeOf(from), b = nodeOf(to);
+            const double binds = std::min(c.egressBandwidth(a), c.egressBandwidth(b)) / c.link(from, to).bandwidth_bytes_per_s;
+            for (const int p : {2 * a, 2 * b + 1}) {
+                most[static_cast<size_t>(p)] += 1;
+                slows_above[static_cast<size_t>(p)] = std::min(slows_above[static_cast<size_t>(p)], binds);
+            }
+        }
+        std::vector<std::set<int>> in_groups(c.nodes.size());
+        for (size_t g = 0; g < prog_.groups.size(); ++g) {
+            if (group_nodes_[g].size() < 2) continue;
+            for (int d : prog_.groups[g]) in_groups[static_cast<size_t>(nodeOf(d))].insert(d);
+            double binds = std::numeric_limits<double>::infinity();  // per ring
+            for (const auto& [node, members] : group_nodes_[g]) binds = std::min(binds, c.egressBandwidth(node) / (members * c.inter.bandwidth_bytes_per_s));
+            for (const auto& [node, members] : group_nodes_[g])
+                for (const int p : {2 * node, 2 * node + 1}) slows_above[static_cast<size_t>(p)] = std::min(slows_above[static_cast<size_t>(p)], binds * members);
+        }
+        port_hot_.assign(ports, false);
+        bool any = false;
+        for (size_t p = 0; p < ports; ++p) {
+            port_hot_[p] = most[p] + static_cast<double>(in_groups[p / 2].size()) > slows_above[p];
+            any = any || port_hot_[p];
+        }
+        return any;
+    }
+
+    // A flow across node boundaries: a send, or one instance of a collective (found by its
+    // group's first device's instruction; `members` lists every member's, that one included).
+    // Its time at a share s of the ports is alone + slope * max(0, s - knee): a flow has its
+    // link's bandwidth until its share of the ports falls below it (the knee), and from there
+    // its bytes across nodes take longer in proportion (CostModel::p2pTime, ringCollectiveTime).
+    struct PortFlow {
+        size_t stream = 0, index = 0;
+        int from_node = -1, to_node = -1;      // a send's nodes (-1: a collective)
+        size_t first_member = 0, members = 0;  // a collective's: in flow_members_, and nodes: in flow_nodes_
+        size_t first_node = 0, nodes = 0;
+        double alone = 0, knee = 1, slope = 0;
+        double time(double share) const { return alone + slope * std::max(0.0, share - knee); }
+    };
+
+    // A flow's time curve from the cost model: `at(s)` its time at share s (s >= 1).
+    template <class At>
+    static void fitShareCurve(PortFlow& f, double binds_above, At at) {
+        f.alone = at(1.0);
+        f.knee = std::max(1.0, binds_above);
+        f.slope = at(2 * f.knee) - at(f.knee);
+        f.slope /= f.knee;
+    }
+
+    // Every cross-node send and multi-node collective instance of the program. The k-th
+    // collective of a group on each member's stream is one instance.
+    void findPortFlows() {
+        const Cluster& c = cost_.cluster();
+        std::vector<std::vector<std::vector<std::pair<size_t, size_t>>>> instances(prog_.groups.size());  // [group][k]: members
+        for (size_t s = 0; s < prog_.streams.size(); ++s) {
+            std::vector<size_t> k(prog_.groups.size(), 0);
+            for (size_t i = 0; i < prog_.streams[s].size(); ++i) {
+                const Instr& in = prog_.streams[s][i];
+                if (!isCollective(in.kind) || group_nodes_[static_cast<size_t>(in.group)].size() < 2) continue;
+                auto& list = instances[static_cast<size_t>(in.group)];
+                const size_t at = k[static_cast<size_t>(in.group)]++;
+                if (list.size() <= at) list.resize(at + 1);
+                list[at].push_back({s, i});
+            }
+        }
+        std::map<std::tuple<int64_t, int, int>, PortFlow> send_curves;           // by (bytes, from, to)
+        std::map<std::tuple<int, int, int>, PortFlow> collective_curves;         // by (kind, group, bucket)
+        for (size_t s = 0; s < prog_.streams.size(); ++s) {
+            std::vector<size_t> k(prog_.groups.size(), 0);  // collectives of each group so far
+            for (size_t i = 0; i < prog_.streams[s].size(); ++i) {
+                const Instr& in = prog_.streams[s][i];
+                const bool multi_node = isCollective(in.kind) && group_nodes_[static_cast<size_t>(in.group)].size() > 1;
+                const size_t instance = multi_node ? k[static_cast<size_t>(in.group)]++ : 0;
+                PortFlow f;
+                const int from = prog_.devices[s];
+                if (isSend(in.kind) && in.peer >= 0 && !c.sameNode(from, in.peer)) {
+                    auto [it, added] = send_curves.try_emplace({in.bytes, from, in.peer});
+                    if (added) {
+                        const double binds = std::min(c.egressBandwidth(nodeOf(from)), c.egressBandwidth(nodeOf(in.peer))) / c.link(from, in.peer).bandwidth_bytes_per_s;
+                        fitShareCurve(it->second, binds, [&](double share) { return cost_.p2pTime(in.bytes, from, in.peer, share); });
+                    }
+                    f = it->second;
+                    f.from_node = nodeOf(from);
+                    f.to_node = nodeOf(in.peer);
+                } else if (multi_node && prog_.groups[static_cast<size_t>(in.group)].front() == from) {
+                    auto [it, added] = collective_curves.try_emplace({static_cast<int>(in.kind), in.group, in.bucket});
+                    if (added) {
+                        double binds = std::numeric_limits<double>::infinity();
+                        for (const auto& [node, members] : group_nodes_[static_cast<size_t>(in.group)])
+                            binds = std::min(binds, c.egressBandwidth(node) / (members * c.inter.bandwidth_bytes_per_s));
+                        fitShareCurve(it->second, binds, [&](double share) { return collectiveTime(in, share); });
+                    }
+                    f = it->second;
+                    f.first_member = flow_members_.size();
+                    for (const auto& member : instances[static_cast<size_t>(in.group)][instance]) flow_members_.push_back(member);
+                    f.members = flow_members_.size() - f.first_member;
+                    f.first_node = flow_nodes_.size();
+                    for (const auto& [node, members] : group_nodes_[static_cast<size_t>(in.group)]) flow_nodes_.push_back({node, members});
+                    f.nodes = flow_nodes_.size() - f.first_node;
+                } else {
+                    continue;
+                }
+                f.stream = s;
+                f.index = i;
+                flows_.push_back(f);
+            }
+        }
+    }
+
+    // Shares of the ports measured from `res`: each flow's flows on its busiest port, averaged
+    // over its span, over its own flows there (1 alone). A send counts the sends on its source
+    // node's leaving port and its peer's entering port; a collective's rings leave and enter
+    // every node of its group. Returns how far the flows' times moved (the largest
+    // |log(new / old)|).
+    double sharePorts(const ExecutionResult& res) {
+        const size_t nodes = cost_.cluster().nodes.size();
+        // Sends by port; collectives by node (both directions alike).
+        std::vector<std::vector<std::pair<double, int>>> send_edges(2 * nodes), collective_edges(nodes);
+        for (const PortFlow& f : flows_) {
+            const InstrTiming& t = res.timing[f.stream][f.index];
+            if (!(t.end > t.start)) continue;
+            if (f.from_node >= 0) {
+                for (const int p : {2 * f.from_node, 2 * f.to_node + 1}) {
+                    if (!port_hot_[static_cast<size_t>(p)]) continue;
+                    send_edges[static_cast<size_t>(p)].push_back({t.start, 1});
+                    send_edges[static_cast<size_t>(p)].push_back({t.end, -1});
+                }
+            } else {
+                for (size_t n = f.first_node; n < f.first_node + f.nodes; ++n) {
+                    const auto [node, members] = flow_nodes_[n];
+                    if (!port_hot_[static_cast<size_t>(2 * node)] && !port_hot_[static_cast<size_t>(2 * node + 1)]) continue;
+                    collective_edges[static_cast<size_t>(node)].push_back({t.start, members});
+                    collective_edges[static_cast<size_t>(node)].push_back({t.end, -members});
+                }
+            }
+        }
+        std::vector<std::optional<FlowIntegral>> sends(2 * nodes), collectives(nodes);
+        for (size_t p = 0; p < 2 * nodes; ++p)
+            if (!send_edges[p].empty()) sends[p].emplace(std::move(send_edges[p]));
+        for (size_t n = 0; n < nodes; ++n)
+            if (!collective_edges[n].empty()) collectives[n].emplace(std::move(collective_edges[n]));
+        // Flows on port p over [a, b], integrated (the collectives' part given); and the most
+        // at once, bounded.
+        const auto sendSeconds = [&](int p, double a, double b) {
+            const auto& on = sends[static_cast<size_t>(p)];
+            return on ? on->over(a, b) : 0.0;
+        };
+        const auto most = [&](int p) {
+            const auto& on = sends[static_cast<size_t>(p)];
+            const auto& all = collectives[static_cast<size_t>(p / 2)];
+            return (on ? on->most() : 0) + (all ? all->most() : 0);
+        };
+        if (flow_share_.empty()) {
+            flow_share_.assign(flows_.size(), 1.0);
+            flow_step_.assign(flows_.size(), 0.0);
+            port_time_.resize(prog_.streams.size());
+            for (size_t s = 0; s < prog_.streams.size(); ++s) port_time_[s].assign(prog_.streams[s].size(), 0.0);
+        }
+        double moved = 0;
+        for (size_t k = 0; k < flows_.size(); ++k) {
+            const PortFlow& f = flows_[k];
+            const InstrTiming& t = res.timing[f.stream][f.index];
+            if (!(t.end > t.start)) continue;
+            const double before = flow_share_[k];
+            double share = 1.0;
+            // The flows on port p over the span, the node's collectives' `collective` seconds
+            // among them (< 0: not yet integrated), over `own`.
+            const auto consider = [&](int p, int own, double& collective) {
+                if (static_cast<double>(most(p)) / own <= f.knee) return;  // it cannot slow it
+                if (collective < 0) {
+                    const auto& all = collectives[static_cast<size_t>(p / 2)];
+                    collective = all ? all->over(t.start, t.end) : 0.0;
+                }
+                share = std::max(share, (collective + sendSeconds(p, t.start, t.end)) / (t.end - t.start) / own);
+            };
+            if (f.from_node >= 0) {
+                double from_collectives = -1, to_collectives = -1;
+                consider(2 * f.from_node, 1, from_collectives);
+                consider(2 * f.to_node + 1, 1, to_collectives);
+            } else {
+                for (size_t n = f.first_node; n < f.first_node + f.nodes; ++n) {
+                    double on_node = -1;
+                    for (const int dir : {0, 1}) consider(2 * flow_nodes_[n].first + dir, flow_nodes_[n].second, on_node);
+                }
+            }
+            // A share that turns back (it rose last time and falls now, or the reverse) is
+            // damped: the geometric mean with the one before.
+            if (flow_step_[k] * (share - before) < 0) share = std::sqrt(share * before);
+            flow_step_[k] = share > before ? 1.0 : share < before ? -1.0 : 0.0;
+            flow_share_[k] = share;
+            const double old_time = f.time(before), new_time = f.time(share);
+            moved = std::max(moved, std::abs(std::log(new_time / old_time)));
+            if (f.members == 0) {
+                port_time_[f.stream][f.index] = new_time;
+            } else {
+                for (size_t m = f.first_member; m < f.first_member + f.members; ++m) port_time_[flow_members_[m].first][flow_members_[m].second] = new_time;
+            }
+        }
+        return moved;
+    }
+
+    // The integral over time of a count that steps up and down at `edges` (time, change).
+    class FlowIntegral {
+    public:
+        explicit FlowIntegral(std::vector<std::pair<double, int>> edges) {
+            std::sort(edges.begin(), edges.end());
+            int count = 0;
+            double acc = 0;
+            for (size_t k = 0; k < edges.size();) {
+                const double t = edges[k].first;
+                if (!times_.empty()) acc += count * (t - times_.back());
+                times_.push_back(t);
+                area_.push_back(acc);
+                for (; k < edges.size() && edges[k].first == t; ++k) count += edges[k].second;
+                count_.push_back(count);
+                most_ = std::max(most_, count);
+            }
+        }
+        // The largest count at any time.
+        int most() const { return most_; }
+        // From `a` to `b`.
+        double over(double a, double b) const { return at(b) - at(a); }
+
+    private:
+        // Up to `t`: the area at the last edge at or before it, plus the count since.
+        double at(double t) const {
+            const auto i = static_cast<size_t>(std::upper_bound(times_.begin(), times_.end(), t) - times_.begin());
+            return i == 0 ? 0.0 : area_[i - 1] + count_[i - 1] * (t - times_[i - 1]);
+        }
+        std::vector<double> times_, area_;
+        std::vector<int> count_;  // from each edge time on
+        int most_ = 0;
+    };
 
     static bool occupiesCores(InstrKind k) { return isCompute(k) || isSend(k) || isRecv(k) || isCollective(k); }
 
@@ -327,42 +577,49 @@ private:
                 edges[node].push_back({t.end, -1});
             }
         }
-        // Per node: the integral of the activity count up to each distinct edge time.
-        std::map<int, std::pair<std::vector<double>, std::vector<double>>> integral;
-        for (auto& [node, e] : edges) {
-            std::sort(e.begin(), e.end());
-            auto& [times, area] = integral[node];
-            int count = 0;
-            double acc = 0;
-            for (size_t k = 0; k < e.size();) {
-                const double t = e[k].first;
-                if (!times.empty()) acc += count * (t - times.back());
-                times.push_back(t);
-                area.push_back(acc);
-                for (; k < e.size() && e[k].first == t; ++k) count += e[k].second;
-            }
-        }
+        std::map<int, FlowIntegral> integral;  // by node: of the activity count
+        for (auto& [node, e] : edges) integral.emplace(node, FlowIntegral(std::move(e)));
         for (size_t s = 0; s < prog_.streams.size(); ++s) {
             const int node = c.nodeOf(prog_.devices[s]);
             const double slots = c.nodes[static_cast<size_t>(node)].compute_slots;
             if (slots <= 0) continue;
-            // Named, not a structured binding: clang 14 cannot capture those in a lambda.
-            const std::vector<double>& times = integral[node].first;
-            const std::vector<double>& area = integral[node].second;
-            const auto areaAt = [&](double t) { return area[static_cast<size_t>(std::lower_bound(times.begin(), times.end(), t) - times.begin())]; };
+            const FlowIntegral& activity = integral.at(node);
             for (size_t i = 0; i < prog_.streams[s].size(); ++i) {
                 const InstrTiming& t = res.timing[s][i];
                 if (!isCompute(prog_.streams[s][i].kind) || !(t.end > t.start)) continue;
-                const double active = (areaAt(t.end) - areaAt(t.start)) / (t.end - t.start);
-                factor[s][i] = std::max(1.0, active / slots);
+                factor[s][i] = std::max(1.0, activity.over(t.start, t.end) / (t.end - t.start) / slots);
             }
         }
         return factor;
     }
 
-    int sendSharing(int from, int to) const {
-        const auto it = send_sharing_.find({from, to});
-        return it == send_sharing_.end() ? 1 : it->second;
+    // The time of a send or bucket collective of stream `s`: measured against the ports'
+    // sharing (sharePorts), else `alone`, with its whole link.
+    double flowTime(size_t s, const Instr& in, double alone) const {
+        if (port_time_.empty()) return alone;
+        const double measured = port_time_[s][static_cast<size_t>(&in - prog_.streams[s].data())];
+        return measured > 0 ? measured : alone;
+    }
+
+    // A bucket collective's time at a share of the ports. It is the same every micro-batch
+    // (ZeRO-2 reduce-scatters each one's) at the same share: timed once per (kind, bucket,
+    // group, share).
+    double collectiveTime(const Instr& in, double sharing) {
+        const auto key = std::make_tuple(static_cast<int>(in.kind), in.group, in.bucket, sharing);
+        if (auto it = collective_s_.find(key); it != collective_s_.end()) return it->second;
+        const int64_t bytes = prog_.buckets[static_cast<size_t>(in.bucket)].bytes;
+        const auto& group = prog_.groups[static_cast<size_t>(in.group)];
+        double t = 0;
+        switch (in.kind) {
+        case InstrKind::ReduceScatter: t = cost_.reduceScatterTime(bytes, group, sharing); break;
+        case InstrKind::AllGather: t = cost_.allGatherTime(bytes, group, sharing); break;
+        default:
+            t = cost_.allReduceTime(bytes, group, sharing);
+            // A data-parallel bucket is flattened first (the engine's GradBuckets).
+            if (dataParallelBucket(in.bucket)) t += cost_.bucketPackTime(bytes, group.front());
+            break;
+        }
+        return collective_s_[key] = t;
     }
 
     double computeTime(int device, const Instr& in) {
@@ -696,10 +953,18 @@ private:
     std::vector<int> node_of_;                         // by device of the cluster: its node
     const SimOptions& opt_;
     std::vector<SegmentMemory> mem_;
-    std::map<std::pair<int, int>, int> send_sharing_;  // cross-node (from, to) pairs: flows sharing their ports
-    std::vector<int> group_sharing_;                   // per all-reduce group: collectives sharing its ports
+    std::set<std::pair<int, int>> cross_pairs_;        // (from, to) of the cross-node sends
+    std::vector<int> group_sharing_;                   // per group: its inline collectives' count of flows on its ports
+    std::vector<std::map<int, int>> group_nodes_;      // per group: node -> members on it
+    std::vector<PortFlow> flows_;                      // cross-node sends and collective instances (findPortFlows)
+    std::vector<bool> port_hot_;                       // by port (node * 2 + direction): may carry enough flows to slow one
+    std::vector<std::pair<size_t, size_t>> flow_members_;  // a collective instance's members: (stream, instruction)
+    std::vector<std::pair<int, int>> flow_nodes_;     // a collective flow's nodes: (node, members on it)
+    std::vector<double> flow_share_, flow_step_;       // by flow: measured share of the ports, the sign of its last change
+    std::vector<std::vector<double>> port_time_;       // [stream][instruction]: measured time of a flow (0: none; empty: not measured)
+    std::vector<size_t> stream_of_device_;             // by device of the cluster: its stream
     std::unordered_map<uint64_t, double> fwd_, bwd_, bwd_w_, recompute_, bwd_bucket_;
-    std::unordered_map<uint64_t, double> collective_s_;  // by (kind, group, bucket)
+    std::map<std::tuple<int, int, int, double>, double> collective_s_;  // by (kind, group, bucket, share of the ports)
     std::optional<std::unordered_map<int, int64_t>> all_reduced_bytes_;  // by device (allReducedBucketBytes)
     std::vector<std::vector<double>> compute_scale_;     // [stream][instruction]: host sharing (empty: none)
     std::vector<std::vector<double>> accumulation_s_;    // [stream][instruction]: gradient accumulation added

@@ -10,6 +10,10 @@ namespace hippie {
 struct SimOptions {
     bool record_events = true;  // false: metrics and peaks only (planners' inner loop)
     double memory_headroom = 0.0;  // fraction of device memory kept free when judging fits
+    // Measure how cross-node sends and collectives share the nodes' network ports from the
+    // run's timeline (the program runs again until the shares settle). false: each has its
+    // whole link, one run; for callers that read only the memory (a memory probe).
+    bool measure_port_sharing = true;
 };
 
 // Throws Error if the program deadlocks (validate() first to get every problem).

@@ -317,6 +317,76 @@ private slots:
         QVERIFY2(shared > plain * 1.2 && shared < 2 * plain - 1, qPrintable(QString("%1 vs %2").arg(shared).arg(plain)));
     }
 
+    // A node's network ports carry every flow that leaves it: the simulator measures, over each
+    // cross-node send's and collective's span, how many flows share its busiest port and gives
+    // it that share. Two all-reduces of different groups that run at once on nodes of one port
+    // each take twice as long as alone; the same plan on nodes with a port per device, or
+    // all-reduces that never meet, take the time alone.
+    void collectivesOfDifferentGroupsShareANodesPorts() {
+        // Backward costs nothing: both stages post their all-reduce at once (t = 2).
+        const Graph g = chainGraph(2, 1, 0, int64_t{1} << 30, 0);
+        const double port = 1e9;
+        Cluster c = exactCluster(2, 2, int64_t(1) << 40, 1e30, 0, port);
+        for (Node& n : c.nodes) n.ports = {1, port};
+        const Plan plan = pipelinePlan(2, 2, 2, 1, ScheduleKind::OneFOneB);
+        const auto allReduces = [&](const Cluster& cluster) {
+            std::vector<TraceEvent> out;
+            for (const TraceEvent& e : simulatePlan(g, cluster, plan).trace.events)
+                if (e.kind == InstrKind::AllReduce) out.push_back(e);
+            return out;
+        };
+        // Stage groups {0, 2} and {1, 3}: one member on each node, a 2-node ring of 1 GiB.
+        const double alone = static_cast<double>(int64_t{1} << 30) / port;
+        const std::vector<TraceEvent> shared = allReduces(c);
+        QCOMPARE(shared.size(), size_t{4});
+        for (const TraceEvent& e : shared)
+            QVERIFY2(std::abs(e.end_s - e.start_s - 2 * alone) < 1e-9, qPrintable(QString("%1 vs %2").arg(e.end_s - e.start_s).arg(2 * alone)));
+        for (Node& n : c.nodes) n.ports = {2, port};  // a port per device
+        for (const TraceEvent& e : allReduces(c)) QVERIFY(std::abs(e.end_s - e.start_s - alone) < 1e-9);
+        // With a backward of 2 s, stage 1 all-reduces from t = 4 to 5.07 and stage 0 from t = 6:
+        // they never meet, and each has the whole port.
+        for (Node& n : c.nodes) n.ports = {1, port};
+        const Graph staggered = chainGraph(2, 1, 2, int64_t{1} << 30, 0);
+        int seen = 0;
+        for (const TraceEvent& e : simulatePlan(staggered, c, plan).trace.events)
+            if (e.kind == InstrKind::AllReduce) {
+                ++seen;
+                QVERIFY2(std::abs(e.end_s - e.start_s - alone) < 1e-9, qPrintable(QString("%1 vs %2").arg(e.end_s - e.start_s).arg(alone)));
+            }
+        QCOMPARE(seen, 4);
+    }
+
+    // A pipeline's cross-node send and an all-reduce leaving the same node at once share its
+    // port too. Every device its own node (one port): stage 1 ends its backward at t = 5 (F0,
+    // the activation's send alone, F1: 1 s each; B1 2 s) and at once sends the gradient to
+    // stage 0 (1 s alone) and all-reduces its 4 GB of weights with
+    // its replica (4 s alone). The send has half the port all along: 2 s. The all-reduce has
+    // half of it while the send runs and all of it after, on average 1 + 2 / T over its T
+    // seconds: T = 4 (1 + 2 / T), T = 2 + 2 sqrt(3) = 5.46 s.
+    void pipelineSendsAndAllReducesShareANodesPorts() {
+        const double port = 1e9;
+        Graph g = chainGraph(2, 1, 2, 0, int64_t(1e9));
+        g.ops[1].param_bytes = int64_t(4e9);
+        Cluster c = exactCluster(4, 1, int64_t(1) << 40, 1e30, 0, port);
+        for (Node& n : c.nodes) n.ports = {1, port};
+        const Run r = simulatePlan(g, c, pipelinePlan(2, 2, 2, 1, ScheduleKind::OneFOneB));
+        const TraceEvent* send = nullptr;
+        const TraceEvent* all_reduce = nullptr;
+        for (const TraceEvent& e : r.trace.events) {
+            if (e.device != 1) continue;
+            if (e.kind == InstrKind::SendGrad) send = &e;
+            if (e.kind == InstrKind::AllReduce) all_reduce = &e;
+        }
+        QVERIFY(send && all_reduce);
+        QVERIFY2(std::abs(send->start_s - 5) < 1e-9 && std::abs(all_reduce->start_s - 5) < 1e-9,
+                 qPrintable(QString("send at %1, all-reduce at %2").arg(send->start_s).arg(all_reduce->start_s)));
+        // Measured to within the simulator's tolerance (0.5% a time).
+        const double expected_send = 2.0, expected_all_reduce = 2 + 2 * std::sqrt(3.0);
+        QVERIFY2(std::abs(send->end_s - send->start_s - expected_send) < 0.01 * expected_send, qPrintable(QString::number(send->end_s - send->start_s)));
+        QVERIFY2(std::abs(all_reduce->end_s - all_reduce->start_s - expected_all_reduce) < 0.01 * expected_all_reduce,
+                 qPrintable(QString::number(all_reduce->end_s - all_reduce->start_s)));
+    }
+
     void memoryEfficiencyIsThroughputPerGiB() {
         const Run r = simulatePlan(chainGraph(2), exactCluster(1, 2), pipelinePlan(2, 2, 1, 4, ScheduleKind::OneFOneB));
         const auto& m = r.trace.metrics;

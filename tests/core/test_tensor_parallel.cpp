@@ -347,7 +347,7 @@ private slots:
         ExecutionDurations d;
         d.compute = [](int s, const Instr& in) { return in.kind == InstrKind::Forward ? (s == 1 ? 3.0 : 1.0) : 0.0; };
         d.transfer = [](const Instr&, int, int) { return 0.0; };
-        d.collective = [](const Instr&) { return 0.0; };
+        d.collective = [](int, const Instr&) { return 0.0; };
         d.tensor_parallel = [](const Instr&) { return 0.25; };
         const ExecutionResult r = execute(p, d);
         QVERIFY(r.finished);
