@@ -89,7 +89,13 @@ constexpr double kEthernetLatencyS = 50e-6;
 //   2 cores over 4 ranks give each rank half a core;
 // - LibTorch CPU kernels on small layers reach about a third of that peak;
 // - CPUs have no faster half-precision path, so FP16 gets the FP32 peak;
-// - Gloo over TCP loopback moves ~2 GB/s with tens of microseconds per message.
+// - Gloo over TCP loopback moves ~2 GB/s with tens of microseconds per message;
+// - memory bandwidth and launch overhead as `hippie-engine probe` measured them on the 2-core
+//   development VM (three probes, 2026-12-07: a 64 MiB copy at 26.6, 28.5 and 31.1 GB/s, the
+//   median 28.5 GB/s shared like the cores, half a host's each; the matmul curve's fixed
+//   cost per kernel 0.54-0.57 us).
+constexpr double kCpuHostMemoryBytesPerS = 28.5e9;
+constexpr double kCpuLaunchOverheadS = 0.57e-6;
 constexpr int kCpuLocalRanks = 4;
 constexpr int kCpuLocalCores = 2;
 constexpr double kCpuCorePeakFlops = 80e9;
@@ -118,7 +124,9 @@ const char* const kV100Source =
     "Cluster-A (SOSP'19); latencies 8 us PCIe, 50 us Ethernet; efficiency 0.5; kernel fill time and launch as for A100";
 const char* const kCpuLocalSource =
     "rough figures for this machine: 2 cores shared by 4 CPU ranks (20 GFLOP/s peak each, 0.3 efficiency), "
-    "4 GiB per rank, Gloo over TCP loopback (~2 GB/s, 30 us); run 'hippie-engine probe' to measure them";
+    "4 GiB per rank, Gloo over TCP loopback (~2 GB/s, 30 us); memory bandwidth 14.25 GB/s a rank (half of the "
+    "28.5 GB/s host copy rate hippie-engine probe measured on the 2-core development VM) and 0.57 us a kernel "
+    "(its matmul curve); run 'hippie-engine probe' to measure this machine";
 
 DeviceSpec gpu(const char* type, double fp32, double fp16, int64_t memory, double memory_bytes_per_s, double half_rate_flops) {
     DeviceSpec d{type, fp32, fp16, kGpuEfficiency, memory};
@@ -160,7 +168,9 @@ Cluster v100Pcie(const std::string& name, int node_count) {
 }
 
 Cluster cpuLocal(const std::string& name) {
-    const DeviceSpec cpu{"cpu", kCpuRankPeakFlops, kCpuRankPeakFlops, kCpuEfficiency, kCpuRankMemoryBytes};
+    DeviceSpec cpu{"cpu", kCpuRankPeakFlops, kCpuRankPeakFlops, kCpuEfficiency, kCpuRankMemoryBytes};
+    cpu.memory_bandwidth_bytes_per_s = kCpuHostMemoryBytesPerS * kCpuLocalCores / kCpuLocalRanks;
+    cpu.launch_overhead_s = kCpuLaunchOverheadS;
     const Link loopback{kLoopbackBytesPerS, kLoopbackLatencyS};
     return uniform(name, kCpuLocalSource, 1, kCpuLocalRanks, cpu, loopback, loopback);
 }
