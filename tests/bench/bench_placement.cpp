@@ -81,7 +81,7 @@ PlannerResult timedPlan(const std::string& name, const Problem& p) {
         PlanContext context(p.time_budget_s);
         const double start = threadCpuSeconds();
         PlannerResult r = makePlanner(name)->plan(p, context);
-        r.planning_time_s = threadCpuSeconds() - start;
+        r.planning_time_s = planningSeconds(threadCpuSeconds() - start, r);
         return r;
     };
     PlannerResult r = once();

@@ -166,6 +166,16 @@ double simulatedStepSeconds(const PlacementModel& model, const Assignment& a);
 PlannerResult runPlacementPlanner(const std::string& name, const PlacementOptions& options, const PlacementCore& core,
                                   const Problem& problem, PlanContext& context);
 
+// How every placement planner (runPlacementPlanner, and SGP, which plans without its
+// co-placement) finishes: scores `plan` (lowers and simulates it; its CPU time is the result's
+// evaluation_time_s, not planning time), keeps the one-device plan instead when that fits
+// and is not slower (a decision: when it compares, both simulations count as planning and
+// evaluation_time_s is 0; an O(ops) lower bound of the one-device plan's memory skips the
+// comparison where one device cannot hold the model), notes idle devices and the budget. The
+// simulator judges memory: a plan that does not fit is returned infeasible with `reason`.
+PlannerResult placementResult(const std::string& name, const Problem& problem, Plan plan, std::vector<std::string> notes,
+                              std::vector<std::string> log, std::vector<double> convergence, const std::string& reason, PlanContext& context);
+
 // The log line runPlacementPlanner adds: the CPU time spent in the core itself (all
 // calibration rounds), without co-placement, exact memory checks and simulation, which every
 // placement planner shares; and that time read back from a result's log (-1 when absent).
