@@ -133,6 +133,8 @@ bool fitsCapacity(const std::vector<int64_t>& loads, const std::vector<int64_t>&
 // the execution order on one device) its ops' outputs and the inputs it reads from other
 // segments, added as the forwards run, with the running segment's workspace on top.
 std::vector<int64_t> placementMemory(const Problem& problem, const Plan& plan);
+// What placementMemory counts for the plan that puts every op on one device, in O(ops).
+int64_t oneDeviceMemory(const Problem& problem);
 
 // What a placement core returns: a device per unit and an execution order of units.
 struct Assignment {
@@ -167,12 +169,13 @@ PlannerResult runPlacementPlanner(const std::string& name, const PlacementOption
                                   const Problem& problem, PlanContext& context);
 
 // How every placement planner (runPlacementPlanner, and SGP, which plans without its
-// co-placement) finishes: scores `plan` (lowers and simulates it; its CPU time is the result's
-// evaluation_time_s, not planning time), keeps the one-device plan instead when that fits
-// and is not slower (a decision: when it compares, both simulations count as planning and
-// evaluation_time_s is 0; an O(ops) lower bound of the one-device plan's memory skips the
-// comparison where one device cannot hold the model), notes idle devices and the budget. The
-// simulator judges memory: a plan that does not fit is returned infeasible with `reason`.
+// co-placement) finishes: scores `plan` (lowers and simulates it for the metrics the table
+// shows; its CPU time is the result's evaluation_time_s, not planning time), keeps the
+// one-device plan instead when that fits and is not slower (simulating the one-device plan
+// to compare is planning time; it is skipped where one device cannot hold the model,
+// counted in O(ops) by oneDeviceMemory, or where its computation alone is not shorter than
+// the plan's step), notes idle devices and the budget. The simulator judges memory: a plan
+// that does not fit is returned infeasible with `reason`.
 PlannerResult placementResult(const std::string& name, const Problem& problem, Plan plan, std::vector<std::string> notes,
                               std::vector<std::string> log, std::vector<double> convergence, const std::string& reason, PlanContext& context);
 

@@ -511,23 +511,24 @@ public:
         }
         return bytes;
     }
-    bool fits(int u, int d, const std::vector<int64_t>& capacity) const {
+    // Places u on d when it fits there (within capacity[d]); otherwise changes nothing.
+    bool place(int u, int d, const std::vector<int64_t>& capacity) {
         const auto dd = static_cast<size_t>(d);
-        const int64_t added = m_.residentBytes(u) + imports(u, d) + std::max<int64_t>(0, m_.tempBytes(u) - temp_[dd]) +
+        const int64_t imported = imports(u, d);
+        const int64_t added = m_.residentBytes(u) + imported + std::max<int64_t>(0, m_.tempBytes(u) - temp_[dd]) +
                               std::max<int64_t>(0, m_.largestOutput(u) - grad_[dd]);
-        return used(d) + added <= capacity[dd];
-    }
-    void place(int u, int d) {
-        const auto dd = static_cast<size_t>(d);
-        live_[dd] += imports(u, d) + m_.activationBytes(u);
-        for (const Arc& p : m_.preds(u)) {
-            const int from = device_of_[static_cast<size_t>(p.unit)];
-            if (from >= 0 && from != d) imported_[static_cast<size_t>(p.unit) * d_ + dd] = 1;
-        }
+        if (used(d) + added > capacity[dd]) return false;
+        live_[dd] += imported + m_.activationBytes(u);
+        if (imported > 0)
+            for (const Arc& p : m_.preds(u)) {
+                const int from = device_of_[static_cast<size_t>(p.unit)];
+                if (from >= 0 && from != d) imported_[static_cast<size_t>(p.unit) * d_ + dd] = 1;
+            }
         static_[dd] += m_.staticBytes(u);
         temp_[dd] = std::max(temp_[dd], m_.tempBytes(u));
         grad_[dd] = std::max(grad_[dd], m_.largestOutput(u));
         device_of_[static_cast<size_t>(u)] = d;
+        return true;
     }
 
 private:
@@ -596,7 +597,7 @@ Balanced balance(const OpModel& m, const std::vector<int64_t>& capacity, const P
                 int pick = home;
                 for (size_t d = 0; d < devices; ++d)
                     if (score[d] < score[static_cast<size_t>(pick)]) pick = static_cast<int>(d);
-                if (mem.fits(u, pick, capacity)) best = pick;
+                if (mem.place(u, pick, capacity)) best = pick;
                 else first = false;
                 score[static_cast<size_t>(pick)] = std::numeric_limits<double>::infinity();
             }
@@ -607,7 +608,6 @@ Balanced balance(const OpModel& m, const std::vector<int64_t>& capacity, const P
                 return b;
             }
             if (best != home) ++(first ? b.moved_for_parallelism : b.moved_for_memory);
-            mem.place(u, best);
             b.device[uu] = best;
             const auto bd = static_cast<size_t>(best);
             for (const Arc& p : m.preds(u)) {
@@ -688,6 +688,25 @@ std::vector<int> runAwareOrder(const OpModel& m, const std::vector<int>& device,
         order.push_back(u);
         for (const Arc& c : m.succs(u))
             if (--waiting[static_cast<size_t>(c.unit)] == 0) ready.push(c.unit);
+    }
+    return order;
+}
+
+// A wide graph's order: level by level, as the pass balanced them, each level's ops grouped by
+// device (they do not depend on each other), so that a device runs each level as one run.
+std::vector<int> levelOrder(const PassOrder& groups, const std::vector<int>& device, int devices) {
+    std::vector<int> order(groups.order.size());
+    std::vector<int> count(static_cast<size_t>(devices) + 1);
+    for (int g = 0; g < groups.groups(); ++g) {
+        const int lo = groups.begin[static_cast<size_t>(g)], hi = groups.begin[static_cast<size_t>(g) + 1];
+        std::fill(count.begin(), count.end(), 0);
+        for (int k = lo; k < hi; ++k) ++count[static_cast<size_t>(device[static_cast<size_t>(groups.order[static_cast<size_t>(k)])]) + 1];
+        count[0] = lo;
+        for (size_t d = 1; d < count.size(); ++d) count[d] += count[d - 1];
+        for (int k = lo; k < hi; ++k) {
+            const int u = groups.order[static_cast<size_t>(k)];
+            order[static_cast<size_t>(count[static_cast<size_t>(device[static_cast<size_t>(u)])]++)] = u;
+        }
     }
     return order;
 }
@@ -800,7 +819,7 @@ PlannerResult SgpPlanner::plan(const Problem& problem, PlanContext& context) {
         // priority queue costs more than the rest of the plan there and gains under 0.3%);
         // narrow ones in the run-aware order.
         std::vector<int> device = b.device;
-        std::vector<int> order = wide ? groups.order : runAwareOrder(m, device, b, depth, position);
+        std::vector<int> order = wide ? levelOrder(groups, device, devices) : runAwareOrder(m, device, b, depth, position);
         std::vector<int64_t> loads = memoryAsSimulated(m, problem, cost, device, order);
 
         if (!fitsCapacity(loads, capacity)) {
@@ -811,7 +830,7 @@ PlannerResult SgpPlanner::plan(const Problem& problem, PlanContext& context) {
             for (const auto& [what, fallback] : fallbacks) {
                 std::vector<int64_t> l = memoryAsSimulated(m, problem, cost, fallback.first, fallback.second);
                 if (!fitsCapacity(l, capacity)) continue;
-                const std::string note = std::string("the run-aware order needs more memory than the devices have: ") + what + " taken instead";
+                const std::string note = std::string("the ") + (wide ? "level" : "run-aware") + " order needs more memory than the devices have: " + what + " taken instead";
                 if (std::find(notes.begin(), notes.end(), note) == notes.end()) notes.push_back(note);
                 log.push_back("sgp: " + note);
                 device = fallback.first;
