@@ -114,6 +114,9 @@ public:
                 mean_[static_cast<size_t>(op)] += share * s;
             }
         }
+        prefix_.assign(representative.size() * (n + 1), 0.0);
+        for (size_t c = 0; c < representative.size(); ++c)
+            for (size_t i = 0; i < n; ++i) prefix_[c * (n + 1) + i + 1] = prefix_[c * (n + 1) + i] + compute_[c * n + static_cast<size_t>(topo_[i])];
         for (int op = 0; op < n_; ++op) {
             const auto o = static_cast<size_t>(op);
             params_[o] = cost.rankParamBytes(op);
@@ -140,6 +143,11 @@ public:
     std::span<const int64_t> predRaw(int u) const { return {pred_raw_.data() + pred_off_[static_cast<size_t>(u)], pred_raw_.data() + pred_off_[static_cast<size_t>(u) + 1]}; }
     std::span<const int64_t> succRaw(int u) const { return {succ_raw_.data() + succ_off_[static_cast<size_t>(u)], succ_raw_.data() + succ_off_[static_cast<size_t>(u) + 1]}; }
     double computeSeconds(int u, int d) const { return compute_[static_cast<size_t>(class_[static_cast<size_t>(d)]) * static_cast<size_t>(n_) + static_cast<size_t>(u)]; }
+    // Computation on device d of the ops at topological positions [begin, end).
+    double computeSeconds(int d, int begin, int end) const {
+        const size_t base = static_cast<size_t>(class_[static_cast<size_t>(d)]) * (static_cast<size_t>(n_) + 1);
+        return prefix_[base + static_cast<size_t>(end)] - prefix_[base + static_cast<size_t>(begin)];
+    }
     double meanComputeSeconds(int u) const { return mean_[static_cast<size_t>(u)]; }
     double typicalCommSeconds(int64_t bytes) const { return 2.0 * (typical_latency_s_ + static_cast<double>(bytes) * typical_seconds_per_byte_); }
     int64_t staticBytes(int u) const { return static_[static_cast<size_t>(u)]; }
@@ -159,7 +167,7 @@ private:
     std::vector<int> pred_off_, succ_off_, topo_, class_;
     std::vector<Arc> pred_, succ_;
     std::vector<int64_t> pred_raw_, succ_raw_, static_, kept_, temp_, params_, largest_out_, kept_raw_, temp_raw_;
-    std::vector<double> compute_, mean_;
+    std::vector<double> compute_, mean_, prefix_;
     double typical_latency_s_ = 0, typical_seconds_per_byte_ = 0;
 };
 
@@ -179,8 +187,9 @@ std::vector<int64_t> memoryAsSimulated(const OpModel& m, const Problem& p, const
     std::vector<int64_t> counted(n, 0);
     std::vector<int64_t> params(devices, 0), buffer(devices, 0), live(devices, 0), peak(devices, 0);
     std::vector<char> used(devices, 0);
-    std::vector<int64_t> received(devices, 0), largest(devices, 0);  // per consumer device
-    std::vector<int> touched;
+    std::vector<int64_t> received(devices, 0), largest(devices, -1);  // per consumer device
+    std::vector<char> in_touched(devices, 0);
+    std::vector<int> touched, sent_to;
     int segment = -1, current_device = -1;
     int64_t kept = 0, temp = 0;
     auto closeSegment = [&] {
@@ -195,6 +204,7 @@ std::vector<int64_t> memoryAsSimulated(const OpModel& m, const Problem& p, const
             const auto d = static_cast<size_t>(current_device);
             buffer[d] = std::max(buffer[d], static_cast<int64_t>(static_cast<double>(received[static_cast<size_t>(to)]) * scale));
             received[static_cast<size_t>(to)] = 0;
+            in_touched[static_cast<size_t>(to)] = 0;
         }
         touched.clear();
     };
@@ -242,19 +252,27 @@ std::vector<int64_t> memoryAsSimulated(const OpModel& m, const Problem& p, const
         // Gradients this op's outputs get back from other devices: its largest edge to each.
         const auto succs = m.succs(op);
         const auto out_raw = m.succRaw(op);
+        sent_to.clear();
         for (size_t k = 0; k < succs.size(); ++k) {
             const auto dst = static_cast<size_t>(succs[k].unit);
             const int to = device[dst];
             if (seg_of[dst] == segment || to == d) continue;
             const auto t = static_cast<size_t>(to);
+            if (largest[t] < 0) {
+                largest[t] = 0;
+                sent_to.push_back(to);
+            }
             largest[t] = std::max(largest[t], out_raw[k]);
         }
-        for (size_t t = 0; t < devices; ++t)
-            if (largest[t] > 0) {
-                if (received[t] == 0) touched.push_back(static_cast<int>(t));
-                received[t] += largest[t];
-                largest[t] = 0;
+        for (int to : sent_to) {
+            const auto t = static_cast<size_t>(to);
+            if (!in_touched[t]) {
+                in_touched[t] = 1;
+                touched.push_back(to);
             }
+            received[t] += largest[t];
+            largest[t] = -1;
+        }
     }
     closeSegment();
     flushBuffers();
@@ -403,19 +421,30 @@ Homes homeSegments(const OpModel& m, const std::vector<int64_t>& capacity, const
                 bytes = memory[static_cast<size_t>(end)] - memory[static_cast<size_t>(begin)];
             }
         }
+        // The segment's computation on each device (prefix sums per device type) and its
+        // inputs' arrival there: from the latest producer on that device, or the latest
+        // transfer from any other (the two latest transfers, from different devices, suffice).
         std::fill(arrive.begin(), arrive.end(), 0.0);
-        std::fill(seconds.begin(), seconds.end(), 0.0);
+        for (size_t d = 0; d < devices; ++d) seconds[d] = m.computeSeconds(static_cast<int>(d), begin, end);
+        double there1 = 0, there2 = 0;
+        int there1_at = -1;
         for (int i = begin; i < end; ++i) {
-            const int u = topo[static_cast<size_t>(i)];
-            for (size_t d = 0; d < devices; ++d) seconds[d] += m.computeSeconds(u, static_cast<int>(d));
-            for (const Arc& p : m.preds(u)) {
+            for (const Arc& p : m.preds(topo[static_cast<size_t>(i)])) {
                 const int ps = segment_at[static_cast<size_t>(position[static_cast<size_t>(p.unit)])];
                 if (ps < 0) continue;
+                const int at = h.of_segment[static_cast<size_t>(ps)];
                 const double here = finish[static_cast<size_t>(ps)], there = here + m.typicalCommSeconds(p.bytes);
-                for (size_t d = 0; d < devices; ++d)
-                    arrive[d] = std::max(arrive[d], static_cast<int>(d) == h.of_segment[static_cast<size_t>(ps)] ? here : there);
+                arrive[static_cast<size_t>(at)] = std::max(arrive[static_cast<size_t>(at)], here);
+                if (there > there1) {
+                    if (at != there1_at) there2 = there1;
+                    there1 = there;
+                    there1_at = at;
+                } else if (at != there1_at && there > there2) {
+                    there2 = there;
+                }
             }
         }
+        for (size_t d = 0; d < devices; ++d) arrive[d] = std::max(arrive[d], static_cast<int>(d) == there1_at ? there2 : there1);
         int best = -1, roomiest = candidates.front();
         double best_score = std::numeric_limits<double>::infinity();
         for (int d : candidates) {
