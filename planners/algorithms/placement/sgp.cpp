@@ -33,7 +33,8 @@ int64_t usable(const Problem& p, int device) {
 // ops and edges (no co-placement).
 class OpModel {
 public:
-    OpModel(const Problem& p, const CostModel& cost, bool costs = true) : n_(static_cast<int>(p.graph.ops.size())), d_(p.cluster.deviceCount()) {
+    OpModel(const Problem& p, const CostModel& cost)
+        : graph_(&p.graph), n_(static_cast<int>(p.graph.ops.size())), d_(p.cluster.deviceCount()) {
         const Graph& g = p.graph;
         const auto n = static_cast<size_t>(n_);
         samples_ = static_cast<double>(p.global_batch) / kPlacementMicroBatches;
@@ -84,7 +85,6 @@ public:
             }
             if (k != n) throw Error("sgp: the graph has a cycle");
         }
-        if (!costs) return;
         // Device types: computation is computed once per distinct device.
         class_.assign(static_cast<size_t>(d_), 0);
         std::vector<int> representative;
@@ -159,9 +159,10 @@ public:
     int64_t keptRaw(int u) const { return kept_raw_[static_cast<size_t>(u)]; }
     int64_t tempRaw(int u) const { return temp_raw_[static_cast<size_t>(u)]; }
     int64_t paramBytes(int u) const { return params_[static_cast<size_t>(u)]; }
-    bool hasCosts() const { return !params_.empty(); }
+    const std::string& name(int u) const { return graph_->ops[static_cast<size_t>(u)].name; }
 
 private:
+    const Graph* graph_;
     int n_, d_;
     double samples_ = 1;
     std::vector<int> pred_off_, succ_off_, topo_, class_;
@@ -631,8 +632,8 @@ Balanced balance(const OpModel& m, const std::vector<int64_t>& capacity, const P
                 score[static_cast<size_t>(pick)] = std::numeric_limits<double>::infinity();
             }
             if (best < 0) {
-                b.reason = "after placing " + std::to_string(placed) + " of " + std::to_string(m.units()) + " ops, '" +
-                           std::to_string(u) + "' (" + gib(m.residentBytes(u)) + ") fits on no device";
+                b.reason = "after placing " + std::to_string(placed) + " of " + std::to_string(m.units()) + " ops, '" + m.name(u) + "' (" +
+                           gib(m.residentBytes(u)) + ") fits on no device";
                 b.device.clear();
                 return b;
             }
