@@ -515,58 +515,72 @@ PassOrder passOrder(const OpModel& m, const std::vector<int>& depth, bool& wide)
     return p;
 }
 
+// Per op, what the balancing pass reads of its producers, kept together (the random DAG's
+// producers are anywhere in memory: one cache line per producer instead of five).
+struct Placed {
+    double finish = 0;        // when it ends in the pass's timing
+    int64_t largest_out = 0;  // its largest output's bytes
+    uint64_t imported = 0;    // devices that hold its output already (devices 0-63)
+    int device = -1;
+};
+
 // Memory of the ops placed so far on each device, as the simulator counts a device that runs
 // them as one segment (what DeviceMemory counts for the other placement planners), in O(1)
 // per op and predecessor: a producer's tensor counts once per importing device, at its
 // largest output.
 class OpMemory {
 public:
-    explicit OpMemory(const OpModel& m)
+    OpMemory(const OpModel& m, std::vector<Placed>& placed)
         : m_(m),
           d_(static_cast<size_t>(m.devices())),
+          placed_(placed),
           static_(d_, 0),
           live_(d_, 0),
           temp_(d_, 0),
           grad_(d_, 0),
-          device_of_(static_cast<size_t>(m.units()), -1),
-          imported_(static_cast<size_t>(m.units()) * d_, 0) {}
+          wide_imported_(d_ > 64 ? static_cast<size_t>(m.units()) * d_ : 0, 0) {}
 
-    int64_t used(int d) const { return static_[static_cast<size_t>(d)] + live_[static_cast<size_t>(d)] + temp_[static_cast<size_t>(d)] + grad_[static_cast<size_t>(d)]; }
+    int64_t used(size_t d) const { return static_[d] + live_[d] + temp_[d] + grad_[d]; }
+    bool imported(int producer, size_t d) const {
+        return d_ > 64 ? wide_imported_[static_cast<size_t>(producer) * d_ + d] != 0 : (placed_[static_cast<size_t>(producer)].imported >> d) & 1;
+    }
     int64_t imports(int u, int d) const {
         int64_t bytes = 0;
         for (const Arc& p : m_.preds(u)) {
-            const int from = device_of_[static_cast<size_t>(p.unit)];
-            if (from < 0 || from == d || imported_[static_cast<size_t>(p.unit) * d_ + static_cast<size_t>(d)]) continue;
-            bytes += m_.largestOutput(p.unit);
+            const Placed& from = placed_[static_cast<size_t>(p.unit)];
+            if (from.device < 0 || from.device == d || imported(p.unit, static_cast<size_t>(d))) continue;
+            bytes += from.largest_out;
         }
         return bytes;
     }
     // Places u on d when it fits there (within capacity[d]); otherwise changes nothing.
     bool place(int u, int d, const std::vector<int64_t>& capacity) {
         const auto dd = static_cast<size_t>(d);
-        const int64_t imported = imports(u, d);
-        const int64_t added = m_.residentBytes(u) + imported + std::max<int64_t>(0, m_.tempBytes(u) - temp_[dd]) +
-                              std::max<int64_t>(0, m_.largestOutput(u) - grad_[dd]);
-        if (used(d) + added > capacity[dd]) return false;
-        live_[dd] += imported + m_.activationBytes(u);
-        if (imported > 0)
+        const int64_t in = imports(u, d);
+        const int64_t out = m_.largestOutput(u);
+        const int64_t added = m_.residentBytes(u) + in + std::max<int64_t>(0, m_.tempBytes(u) - temp_[dd]) + std::max<int64_t>(0, out - grad_[dd]);
+        if (used(dd) + added > capacity[dd]) return false;
+        live_[dd] += in + m_.activationBytes(u);
+        if (in > 0)
             for (const Arc& p : m_.preds(u)) {
-                const int from = device_of_[static_cast<size_t>(p.unit)];
-                if (from >= 0 && from != d) imported_[static_cast<size_t>(p.unit) * d_ + dd] = 1;
+                Placed& from = placed_[static_cast<size_t>(p.unit)];
+                if (from.device < 0 || from.device == d) continue;
+                if (d_ > 64) wide_imported_[static_cast<size_t>(p.unit) * d_ + dd] = 1;
+                else from.imported |= uint64_t{1} << dd;
             }
         static_[dd] += m_.staticBytes(u);
         temp_[dd] = std::max(temp_[dd], m_.tempBytes(u));
-        grad_[dd] = std::max(grad_[dd], m_.largestOutput(u));
-        device_of_[static_cast<size_t>(u)] = d;
+        grad_[dd] = std::max(grad_[dd], out);
+        placed_[static_cast<size_t>(u)].device = d;
         return true;
     }
 
 private:
     const OpModel& m_;
     size_t d_;
+    std::vector<Placed>& placed_;
     std::vector<int64_t> static_, live_, temp_, grad_;
-    std::vector<int> device_of_;
-    std::vector<char> imported_;
+    std::vector<char> wide_imported_;  // (producer, device) where there are more than 64 devices
 };
 
 struct Balanced {
@@ -588,12 +602,13 @@ Balanced balance(const OpModel& m, const std::vector<int64_t>& capacity, const P
                  const std::vector<double>& out_s, PlanContext& context) {
     const auto devices = static_cast<size_t>(m.devices());
     const auto n = static_cast<size_t>(m.units());
-    OpMemory mem(m);
+    std::vector<Placed> state(n);
+    for (size_t u = 0; u < n; ++u) state[u].largest_out = m.largestOutput(static_cast<int>(u));
+    OpMemory mem(m, state);
     Balanced b;
-    b.device.assign(n, -1);
     b.ready.assign(n, 0.0);
     b.remote.assign(n, 0);
-    std::vector<double> free_at(devices, 0.0), finish(n, 0.0), arrive(devices), score(devices);
+    std::vector<double> free_at(devices, 0.0), arrive(devices), score(devices);
     size_t placed = 0;
     for (int g = 0; g < groups.groups(); ++g) {
         for (int k = groups.begin[static_cast<size_t>(g)]; k < groups.begin[static_cast<size_t>(g) + 1]; ++k) {
@@ -601,14 +616,15 @@ Balanced balance(const OpModel& m, const std::vector<int64_t>& capacity, const P
             const auto uu = static_cast<size_t>(u);
             const int home = homes.device[uu];
             // Inputs' arrival on each device: the latest producer there, or the latest transfer
-            // from any other device (the two latest transfers, from different devices, suffice).
+            // from any other device (the two latest transfers, from different devices, suffice);
+            // and the latest producer (ready time, and whether it is remote once placed).
             std::fill(arrive.begin(), arrive.end(), 0.0);
-            double there1 = 0, there2 = 0;
-            int there1_at = -1;
+            double there1 = 0, there2 = 0, ready = 0;
+            int there1_at = -1, ready_at = -1;
             for (const Arc& p : m.preds(u)) {
-                const auto pu = static_cast<size_t>(p.unit);
-                const double here = finish[pu], there = here + m.typicalCommSeconds(p.bytes);
-                const int at = b.device[pu];
+                const Placed& from = state[static_cast<size_t>(p.unit)];
+                const double here = from.finish, there = here + m.typicalCommSeconds(p.bytes);
+                const int at = from.device;
                 arrive[static_cast<size_t>(at)] = std::max(arrive[static_cast<size_t>(at)], here);
                 if (there > there1) {
                     if (at != there1_at) there2 = there1;
@@ -616,6 +632,10 @@ Balanced balance(const OpModel& m, const std::vector<int64_t>& capacity, const P
                     there1_at = at;
                 } else if (at != there1_at && there > there2) {
                     there2 = there;
+                }
+                if (here >= ready) {
+                    ready = here;
+                    ready_at = at;
                 }
             }
             for (size_t d = 0; d < devices; ++d) arrive[d] = std::max(arrive[d], static_cast<int>(d) == there1_at ? there2 : there1);
@@ -634,29 +654,23 @@ Balanced balance(const OpModel& m, const std::vector<int64_t>& capacity, const P
             if (best < 0) {
                 b.reason = "after placing " + std::to_string(placed) + " of " + std::to_string(m.units()) + " ops, '" + m.name(u) + "' (" +
                            gib(m.residentBytes(u)) + ") fits on no device";
-                b.device.clear();
                 return b;
             }
             if (best != home) ++(first ? b.moved_for_parallelism : b.moved_for_memory);
-            b.device[uu] = best;
             const auto bd = static_cast<size_t>(best);
-            for (const Arc& p : m.preds(u)) {
-                const auto pu = static_cast<size_t>(p.unit);
-                if (finish[pu] >= b.ready[uu]) {
-                    b.ready[uu] = finish[pu];
-                    b.remote[uu] = b.device[pu] != best;
-                }
-            }
-            finish[uu] = free_at[bd] = std::max(free_at[bd], arrive[bd]) + m.computeSeconds(u, best);
-            b.makespan_s = std::max(b.makespan_s, finish[uu]);
+            b.ready[uu] = ready;
+            b.remote[uu] = ready_at >= 0 && ready_at != best;
+            state[uu].finish = free_at[bd] = std::max(free_at[bd], arrive[bd]) + m.computeSeconds(u, best);
+            b.makespan_s = std::max(b.makespan_s, state[uu].finish);
             ++placed;
         }
         if (context.cancelled()) {
             b.reason = "cancelled after placing " + std::to_string(placed) + " of " + std::to_string(m.units()) + " ops";
-            b.device.clear();
             return b;
         }
     }
+    b.device.resize(n);
+    for (size_t u = 0; u < n; ++u) b.device[u] = state[u].device;
     return b;
 }
 
