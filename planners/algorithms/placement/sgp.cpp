@@ -499,9 +499,17 @@ PassOrder passOrder(const OpModel& m, const std::vector<int>& depth, bool& wide)
         for (size_t l = 1; l < p.begin.size(); ++l) p.begin[l] += p.begin[l - 1];
         std::vector<int> next(p.begin.begin(), p.begin.end() - 1);
         for (int u : m.topoOrder()) p.order[static_cast<size_t>(next[static_cast<size_t>(depth[static_cast<size_t>(u)])]++)] = u;
-        for (size_t l = 0; l + 1 < p.begin.size(); ++l)
-            std::stable_sort(p.order.begin() + p.begin[l], p.order.begin() + p.begin[l + 1],
-                             [&](int x, int y) { return m.meanComputeSeconds(x) > m.meanComputeSeconds(y); });
+        // Sorted as (computation, op) pairs: the comparisons read no scattered memory; ties
+        // keep the topological order (ops are numbered in it when it is theirs).
+        std::vector<std::pair<double, int>> keyed;
+        for (size_t l = 0; l + 1 < p.begin.size(); ++l) {
+            const auto lo = p.order.begin() + p.begin[l], hi = p.order.begin() + p.begin[l + 1];
+            keyed.clear();
+            for (auto it = lo; it != hi; ++it) keyed.emplace_back(m.meanComputeSeconds(*it), static_cast<int>(it - lo));
+            std::sort(keyed.begin(), keyed.end(), [](const auto& x, const auto& y) { return x.first > y.first || (x.first == y.first && x.second < y.second); });
+            std::vector<int> level(lo, hi);
+            for (size_t k = 0; k < keyed.size(); ++k) lo[static_cast<std::ptrdiff_t>(k)] = level[static_cast<size_t>(keyed[k].second)];
+        }
         return p;
     }
     std::vector<double> top(n, 0.0);
