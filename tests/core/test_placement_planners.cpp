@@ -603,6 +603,30 @@ private slots:
         QCOMPARE(hybrid.front().evaluation_time_s, 0.0);
     }
 
+    // A fork, 70 branches of 3 s and a join, numbered join first (no edge goes from a lower
+    // number to a higher one: SGP orders the ops itself), on 72 devices (more than its 64-bit
+    // import masks hold): with 1 ms transfers the branches spread over more than 64 devices,
+    // the plan fits, and SGP's memory count is placementMemory's.
+    void sgpPlansGraphsNotNumberedInOrderOnManyDevices() {
+        constexpr int kBranches = 70;
+        Graph g = chainGraph(kBranches + 2, 1, 2, 1 << 20, 1 << 20);
+        g.edges.clear();
+        const int join = 0, fork = kBranches + 1;
+        for (int b = 1; b <= kBranches; ++b) {
+            g.edges.push_back({fork, b, 1 << 20});
+            g.edges.push_back({b, join, 1 << 20});
+        }
+        g.ops[join].fwd_flops = g.ops[fork].fwd_flops = 0.01 * kFlopsPerSecond;
+        g.ops[join].bwd_flops = g.ops[fork].bwd_flops = 0.02 * kFlopsPerSecond;
+        const Problem p = problemOf(g, exactCluster(1, 72, int64_t{1} << 40, 1e9), 1);
+        const PlannerResult r = planWith("sgp", p);
+        checkPlacementResult(p, r);
+        const std::set<int> used(r.plan.placement.begin(), r.plan.placement.end());
+        QVERIFY2(used.size() > 64, qPrintable(QString::number(used.size())));
+        QVERIFY2(r.metrics.iteration_time_s < 3.5, qPrintable(QString::number(r.metrics.iteration_time_s)));
+        QCOMPARE(sgpMemory(p, r.plan.placement, r.plan.placement_order), placementMemory(p, r.plan));
+    }
+
     // Its speed is bench_placement's to measure; here, that the 20,000-op DAG is planned, fits,
     // and uses more than one device (its branches are wide enough to pay for transfers).
     void sgpPlansTwentyThousandOps() {
