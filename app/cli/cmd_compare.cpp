@@ -111,7 +111,7 @@ void printTable(const Problem& problem, const std::vector<PlannerResult>& result
     std::cout << referenceCaption(ref, floor);
     if (ref)
         std::cout << " plan CPU: each planner's own CPU time, without the final scoring (lowering and simulating) of a placement "
-                     "plan it did not decide by (JSON: evaluation_time_s).";
+                     "plan (JSON: evaluation_time_s).";
     std::cout << '\n';
     for (const PlannerResult& r : results) {
         if (!r.feasible || !r.reason.empty())

@@ -24,7 +24,7 @@ double threadCpuSeconds();
 
 // What planning_time_s is, for a planner whose thread used `thread_cpu_s` in plan(): that
 // CPU time less the result's evaluation_time_s (the final scoring of the returned plan, which
-// the planner did not decide by). Every runner (compare, the studio, bench_placement) sets
+// the comparison needs whatever the planner does). Every runner (compare, the studio, bench_placement) sets
 // planning_time_s with this, the same way for every planner.
 double planningSeconds(double thread_cpu_s, const PlannerResult& r);
 
