@@ -583,6 +583,31 @@ private slots:
         QCOMPARE(oneDeviceMemory(p), placementMemory(p, single)[0]);
     }
 
+    // The one-device plan's simulated step is at least its ops' forwards and backwards one
+    // after another: the bound by which a placement planner skips simulating it when the
+    // plan it returns is faster.
+    void oneDeviceStepIsAtLeastItsComputation_data() {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<int>("batch");
+        for (const auto& [m, b] : std::vector<std::pair<const char*, int>>{{"inception-v3", 64}, {"gnmt-8", 256}, {"transformer-big", 16}, {"resnet50", 64}})
+            QTest::addRow("%s", m) << QString(m) << b;
+    }
+    void oneDeviceStepIsAtLeastItsComputation() {
+        QFETCH(QString, model);
+        QFETCH(int, batch);
+        const Problem p = problemOf(zoo(model.toStdString(), batch), dgx(4), batch);
+        Plan single = basePlan(p, "one");
+        single.placement.assign(p.graph.ops.size(), 0);
+        single.micro_batches = kPlacementMicroBatches;
+        single.schedule = ScheduleKind::GPipe;
+        const CostModel cost(p.graph, p.cluster);
+        double computation = 0;
+        for (int op = 0; op < static_cast<int>(p.graph.ops.size()); ++op)
+            computation += cost.fwdTime(op, batch, 0) + cost.bwdTime(op, batch, 0);
+        const double step = evaluate(p, single).iteration_time_s;
+        QVERIFY2(step >= computation, qPrintable(QString("step %1 s, computation %2 s").arg(step).arg(computation)));
+    }
+
     // Planning time is each planner's own CPU time without the final scoring (lowering and
     // simulating) of the plan it returns: every placement planner reports that scoring's CPU
     // time as evaluation_time_s (positive: it simulated), and every runner subtracts it the
