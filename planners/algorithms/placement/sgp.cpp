@@ -865,15 +865,14 @@ PlannerResult SgpPlanner::plan(const Problem& problem, PlanContext& context) {
                       std::to_string(b.moved_for_memory) + " for memory");
         log.push_back(std::string(kSgpEstimatePrefix) + std::to_string(b.makespan_s) + " s");
         context.progress(0.8, "ordering");
-        // The run-aware order; where its memory (as the simulator counts it) overflows, the
+        // Narrow graphs in the run-aware order; wide ones level by level, as the pass balanced
+        // them (on the 20,000-op DAG the run-aware order's priority queue took about 2.5 ms, a
+        // third of the plan, and its memory overflowed on 4 GPUs; its step there was 3-4%
+        // shorter). Where the order's memory, as the simulator counts it, overflows: the
         // ready-time order, the topological order, then the home segments alone.
-        // Wide graphs run level by level, as the pass balanced them (the run-aware order's
-        // priority queue costs more than the rest of the plan there and gains under 0.3%);
-        // narrow ones in the run-aware order.
         std::vector<int> device = b.device;
         std::vector<int> order = wide ? levelOrder(groups, device, devices) : runAwareOrder(m, device, b, depth, position);
         std::vector<int64_t> loads = memoryAsSimulated(m, problem, cost, device, order);
-
         if (!fitsCapacity(loads, capacity)) {
             const std::pair<const char*, std::pair<std::vector<int>, std::vector<int>>> fallbacks[] = {
                 {"the ready-time order", {device, readyOrder(m, b, depth)}},
