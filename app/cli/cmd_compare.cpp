@@ -109,7 +109,9 @@ void printTable(const Problem& problem, const std::vector<PlannerResult>& result
     if (any_below) std::cout << belowFloorNote() << '\n';
     std::cout << "t: tensor-parallel degree; sp: sequence parallelism; ZeRO: sharding stage of the data-parallel groups.\n";
     std::cout << referenceCaption(ref, floor);
-    if (ref) std::cout << " plan CPU: each planner's own CPU time.";
+    if (ref)
+        std::cout << " plan CPU: each planner's own CPU time, without the final scoring (lowering and simulating) of a placement "
+                     "plan (JSON: evaluation_time_s).";
     std::cout << '\n';
     for (const PlannerResult& r : results) {
         if (!r.feasible || !r.reason.empty())
@@ -131,6 +133,7 @@ nlohmann::json resultsJson(const Problem& problem, const std::vector<PlannerResu
                         {"selective_recompute", has_plan ? nlohmann::json(r.plan.selective_recompute) : nlohmann::json(nullptr)},
                         {"metrics", has_plan ? metricsToJson(r.metrics) : nlohmann::json(nullptr)},
                         {"planning_time_s", r.planning_time_s},
+                        {"evaluation_time_s", r.evaluation_time_s},
                         {"fastest_throughput_samples_per_s", r.fastest_throughput},
                         {"feasible", r.feasible},
                         {"skipped", r.skipped},

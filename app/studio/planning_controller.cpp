@@ -53,7 +53,7 @@ void PlanningController::run(const Problem& problem, const QStringList& planners
                 // Planners share the cores: charge each its own CPU time, as `compare` does.
                 const double start = threadCpuSeconds();
                 result = makePlanner(name.toStdString())->plan(*shared_problem, *context);
-                result.planning_time_s = threadCpuSeconds() - start;
+                result.planning_time_s = planningSeconds(threadCpuSeconds() - start, result);
             } catch (const std::exception& e) {
                 error = QString::fromUtf8(e.what());
             }

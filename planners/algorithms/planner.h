@@ -84,7 +84,15 @@ struct PlannerResult {
     // searched several (0 otherwise). Under me-floor it may exceed `plan`'s: the floor is kept
     // against it, and a comparison keeps every planner to that same floor.
     double fastest_throughput = 0;
+    // The planner's own CPU time to reach its plan. It excludes evaluation_time_s: the final
+    // scoring of the returned plan (lowering and simulating it for the metrics shown), which
+    // the comparison needs whatever the planner does. Simulations a planner decides by (a
+    // search's candidates, the one-device plan a placement is compared with) stay in it.
     double planning_time_s = 0;
+    // CPU time of that final scoring, reported beside planning time, not part of it. Set by
+    // the placement planners (placementResult); 0 for hybrid planners, whose metrics come from
+    // the simulations of their own search.
+    double evaluation_time_s = 0;
     std::vector<std::string> log;  // what it tried, for the studio and --verbose
     std::vector<double> convergence;  // best objective per iteration / generation, if iterative
 };

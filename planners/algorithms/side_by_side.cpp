@@ -22,6 +22,8 @@ double threadCpuSeconds() {
     return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
 }
 
+double planningSeconds(double thread_cpu_s, const PlannerResult& r) { return std::max(0.0, thread_cpu_s - r.evaluation_time_s); }
+
 namespace {
 
 PlannerResult runOne(Planner& planner, const Problem& problem) {
@@ -34,7 +36,7 @@ PlannerResult runOne(Planner& planner, const Problem& problem) {
     } catch (const std::exception& e) {
         r = infeasibleResult(planner.name(), std::string("planner failed: ") + e.what(), context);
     }
-    r.planning_time_s = threadCpuSeconds() - start;
+    r.planning_time_s = planningSeconds(threadCpuSeconds() - start, r);
     return r;
 }
 

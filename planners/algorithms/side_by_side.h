@@ -13,13 +13,20 @@ std::vector<std::string> defaultComparedPlanners();
 
 // Throws Error for an unknown name (before anything runs). A planner that throws gets an
 // infeasible result whose reason is its message, so one bad planner never hides the rest.
-// Each result's planning_time_s is the CPU time of the thread that ran it: planners run at
-// once on shared cores, so wall-clock time would charge each for the others.
+// Each result's planning_time_s is the CPU time of the thread that ran it (planners run at
+// once on shared cores, so wall-clock time would charge each for the others), less the final
+// scoring of the returned plan (planningSeconds).
 std::vector<PlannerResult> runSideBySide(const Problem& problem, const std::vector<std::string>& planners);
 
 // CPU seconds the calling thread has used: what planning_time_s measures (the planners are
 // single-threaded).
 double threadCpuSeconds();
+
+// What planning_time_s is, for a planner whose thread used `thread_cpu_s` in plan(): that
+// CPU time less the result's evaluation_time_s (the final scoring of the returned plan, which
+// the comparison needs whatever the planner does). Every runner (compare, the studio, bench_placement) sets
+// planning_time_s with this, the same way for every planner.
+double planningSeconds(double thread_cpu_s, const PlannerResult& r);
 
 // Under me-floor, the throughput every plan of a comparison is held to: the floor fraction of
 // the fastest plan any planner found (a result, or a faster plan a search simulated and set

@@ -4,7 +4,9 @@
 // scheduled, TGA's seeding and convergence, cancellation,
 // and SGP: its cut on a chain and its spread of parallel branches (exact), memory caps, its
 // segments' dependence on the device count and their refinement where memory binds, its step
-// estimate against the simulator, its step time against TGA's on zoo graphs, and its scale.
+// estimate against the simulator, its step time against TGA's on zoo graphs, and its scale;
+// its memory count against placementMemory and its fit on the benchmark's graphs; the
+// one-device memory count; planning time without the final scoring of the returned plan.
 #include <QtTest>
 
 #include <algorithm>
@@ -18,6 +20,7 @@
 #include "planners/algorithms/placement/sgp.h"
 #include "planners/algorithms/placement/tga.h"
 #include "planners/algorithms/registry.h"
+#include "planners/algorithms/side_by_side.h"
 #include "planners/cluster/cluster_json.h"
 #include "planners/model/zoo.h"
 #include "planners/schedule/lower.h"
@@ -416,7 +419,7 @@ private slots:
             // Parallel: one branch's time plus fork, join and two transfers, not four branches.
             QVERIFY2(r.metrics.iteration_time_s < 3.2, qPrintable(QString::number(r.metrics.iteration_time_s)));
         } else {
-            const bool home = std::any_of(r.log.begin(), r.log.end(), [](const std::string& l) { return l.find("; 0 units off their home") != std::string::npos; });
+            const bool home = std::any_of(r.log.begin(), r.log.end(), [](const std::string& l) { return l.find("; 0 ops off their home") != std::string::npos; });
             QVERIFY2(home, "SGP moved a branch although its transfers cost more than it saves");
         }
     }
@@ -482,9 +485,9 @@ private slots:
         QCOMPARE(r.plan.deviceCount(), devices);
     }
 
-    // SGP chooses between its balanced placement and its home segments alone by the step
-    // estimate every placement planner shares; the estimate of the placement it returns tracks
-    // the simulator's step within 5% on the zoo graphs.
+    // SGP runs no step estimate: its balancing pass's own timing (the makespan of its
+    // earliest-finish pass over typical links) tracks the simulator's step within 5% on the
+    // zoo graphs.
     void sgpStepEstimateTracksTheSimulator_data() {
         QTest::addColumn<QString>("model");
         QTest::addColumn<int>("batch");
@@ -530,6 +533,123 @@ private slots:
                  qPrintable(QString("sgp %1 s, tga %2 s").arg(sgp.metrics.iteration_time_s).arg(tga.metrics.iteration_time_s)));
         for (const char* baechi : {"m-topo", "m-etf", "m-sct"})
             QVERIFY2(tga.metrics.iteration_time_s <= planWith(baechi, p).metrics.iteration_time_s, baechi);
+    }
+
+    // The benchmark's graphs (bench_placement's workloads) at 4 and 8 devices of a DGX A100:
+    // SGP plans the ops themselves (no co-placement), its placement fits every device as the
+    // simulator counts it (checkPlacementResult: placementMemory and the simulation), and the
+    // O(ops + edges) count it plans by (sgpMemory) is exactly placementMemory's, for its own
+    // plan and for m-ETF's (another placement and order).
+    void sgpFitsTheBenchmarkGraphsAsTheSimulatorCounts_data() {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<int>("batch");
+        QTest::addColumn<int>("devices");
+        for (const auto& [m, b] : std::vector<std::pair<const char*, int>>{
+                 {"inception-v3", 512}, {"gnmt-8", 2048}, {"transformer-big", 128}, {"resnet50", 512}, {"random-dag-20000", 4}})
+            for (int d : {4, 8}) QTest::addRow("%s d%d", m, d) << QString(m) << b << d;
+    }
+    void sgpFitsTheBenchmarkGraphsAsTheSimulatorCounts() {
+        QFETCH(QString, model);
+        QFETCH(int, batch);
+        QFETCH(int, devices);
+        const Graph g = model == "random-dag-20000" ? randomLayeredDag() : zoo(model.toStdString(), batch);
+        const Problem p = problemOf(g, dgx(devices), batch, 60);
+        const PlannerResult r = planWith("sgp", p);
+        checkPlacementResult(p, r);
+        QVERIFY(!r.log.empty());
+        QCOMPARE(r.log.front(), "placing " + std::to_string(g.ops.size()) + " ops on " + std::to_string(devices) + " devices (no co-placement)");
+        QCOMPARE(sgpMemory(p, r.plan.placement, r.plan.placement_order), placementMemory(p, r.plan));
+        const PlannerResult metf = planWith("m-etf", p);
+        QVERIFY(metf.feasible);
+        QCOMPARE(sgpMemory(p, metf.plan.placement, metf.plan.placement_order), placementMemory(p, metf.plan));
+    }
+
+    // The one-device plan's memory counted in O(ops), which decides whether the one-device
+    // comparison runs, is placementMemory's for that plan.
+    void oneDeviceMemoryIsPlacementMemorys_data() {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<int>("batch");
+        for (const auto& [m, b] : std::vector<std::pair<const char*, int>>{{"inception-v3", 512}, {"gnmt-8", 2048}, {"transformer-big", 128}, {"resnet50", 64}})
+            QTest::addRow("%s", m) << QString(m) << b;
+    }
+    void oneDeviceMemoryIsPlacementMemorys() {
+        QFETCH(QString, model);
+        QFETCH(int, batch);
+        const Problem p = problemOf(zoo(model.toStdString(), batch), dgx(4), batch);
+        Plan single = basePlan(p, "one");
+        single.placement.assign(p.graph.ops.size(), 0);
+        single.micro_batches = kPlacementMicroBatches;
+        single.schedule = ScheduleKind::GPipe;
+        QCOMPARE(oneDeviceMemory(p), placementMemory(p, single)[0]);
+    }
+
+    // The one-device plan's simulated step is at least its ops' forwards and backwards one
+    // after another: the bound by which a placement planner skips simulating it when the
+    // plan it returns is faster.
+    void oneDeviceStepIsAtLeastItsComputation_data() {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<int>("batch");
+        for (const auto& [m, b] : std::vector<std::pair<const char*, int>>{{"inception-v3", 64}, {"gnmt-8", 256}, {"transformer-big", 16}, {"resnet50", 64}})
+            QTest::addRow("%s", m) << QString(m) << b;
+    }
+    void oneDeviceStepIsAtLeastItsComputation() {
+        QFETCH(QString, model);
+        QFETCH(int, batch);
+        const Problem p = problemOf(zoo(model.toStdString(), batch), dgx(4), batch);
+        Plan single = basePlan(p, "one");
+        single.placement.assign(p.graph.ops.size(), 0);
+        single.micro_batches = kPlacementMicroBatches;
+        single.schedule = ScheduleKind::GPipe;
+        const CostModel cost(p.graph, p.cluster);
+        double computation = 0;
+        for (int op = 0; op < static_cast<int>(p.graph.ops.size()); ++op)
+            computation += cost.fwdTime(op, batch, 0) + cost.bwdTime(op, batch, 0);
+        const double step = evaluate(p, single).iteration_time_s;
+        QVERIFY2(step >= computation, qPrintable(QString("step %1 s, computation %2 s").arg(step).arg(computation)));
+    }
+
+    // Planning time is each planner's own CPU time without the final scoring (lowering and
+    // simulating) of the plan it returns: every placement planner reports that scoring's CPU
+    // time as evaluation_time_s (positive: it simulated), and every runner subtracts it the
+    // same way (planningSeconds); a hybrid planner, whose metrics come from its own search,
+    // reports none.
+    void planningTimeLeavesOutTheFinalScoring() {
+        PlannerResult scored;
+        scored.evaluation_time_s = 0.25;
+        QCOMPARE(planningSeconds(1.0, scored), 0.75);
+        QCOMPARE(planningSeconds(0.125, scored), 0.0);  // never negative
+        const Problem p = problemOf(zoo("inception-v3", 512), dgx(4), 512, 1);
+        for (const PlannerResult& r : runSideBySide(p, {"m-topo", "m-etf", "m-sct", "tga", "sgp"})) {
+            QVERIFY2(r.feasible, r.planner.c_str());
+            QVERIFY2(r.evaluation_time_s > 0, r.planner.c_str());
+            QVERIFY2(r.planning_time_s >= 0, r.planner.c_str());
+        }
+        const std::vector<PlannerResult> hybrid = runSideBySide(problemOf(zoo("gpt3-1.3b", 64), buildClusterPreset("dgx-a100-1x8"), 64), {"data-parallel"});
+        QCOMPARE(hybrid.front().evaluation_time_s, 0.0);
+    }
+
+    // A fork, 70 branches of 3 s and a join, numbered join first (no edge goes from a lower
+    // number to a higher one: SGP orders the ops itself), on 72 devices (more than its 64-bit
+    // import masks hold): with 1 ms transfers the branches spread over more than 64 devices,
+    // the plan fits, and SGP's memory count is placementMemory's.
+    void sgpPlansGraphsNotNumberedInOrderOnManyDevices() {
+        constexpr int kBranches = 70;
+        Graph g = chainGraph(kBranches + 2, 1, 2, 1 << 20, 1 << 20);
+        g.edges.clear();
+        const int join = 0, fork = kBranches + 1;
+        for (int b = 1; b <= kBranches; ++b) {
+            g.edges.push_back({fork, b, 1 << 20});
+            g.edges.push_back({b, join, 1 << 20});
+        }
+        g.ops[join].fwd_flops = g.ops[fork].fwd_flops = 0.01 * kFlopsPerSecond;
+        g.ops[join].bwd_flops = g.ops[fork].bwd_flops = 0.02 * kFlopsPerSecond;
+        const Problem p = problemOf(g, exactCluster(1, 72, int64_t{1} << 40, 1e9), 1);
+        const PlannerResult r = planWith("sgp", p);
+        checkPlacementResult(p, r);
+        const std::set<int> used(r.plan.placement.begin(), r.plan.placement.end());
+        QVERIFY2(used.size() > 64, qPrintable(QString::number(used.size())));
+        QVERIFY2(r.metrics.iteration_time_s < 3.5, qPrintable(QString::number(r.metrics.iteration_time_s)));
+        QCOMPARE(sgpMemory(p, r.plan.placement, r.plan.placement_order), placementMemory(p, r.plan));
     }
 
     // Its speed is bench_placement's to measure; here, that the 20,000-op DAG is planned, fits,

@@ -133,6 +133,8 @@ bool fitsCapacity(const std::vector<int64_t>& loads, const std::vector<int64_t>&
 // the execution order on one device) its ops' outputs and the inputs it reads from other
 // segments, added as the forwards run, with the running segment's workspace on top.
 std::vector<int64_t> placementMemory(const Problem& problem, const Plan& plan);
+// What placementMemory counts for the plan that puts every op on one device, in O(ops).
+int64_t oneDeviceMemory(const Problem& problem);
 
 // What a placement core returns: a device per unit and an execution order of units.
 struct Assignment {
@@ -165,6 +167,17 @@ double simulatedStepSeconds(const PlacementModel& model, const Assignment& a);
 // one device when that fits.
 PlannerResult runPlacementPlanner(const std::string& name, const PlacementOptions& options, const PlacementCore& core,
                                   const Problem& problem, PlanContext& context);
+
+// How every placement planner (runPlacementPlanner, and SGP, which plans without its
+// co-placement) finishes: scores `plan` (lowers and simulates it for the metrics the table
+// shows; its CPU time is the result's evaluation_time_s, not planning time), keeps the
+// one-device plan instead when that fits and is not slower (simulating the one-device plan
+// to compare is planning time; it is skipped where one device cannot hold the model,
+// counted in O(ops) by oneDeviceMemory, or where its computation alone is not shorter than
+// the plan's step), notes idle devices and the budget. The simulator judges memory: a plan
+// that does not fit is returned infeasible with `reason`.
+PlannerResult placementResult(const std::string& name, const Problem& problem, Plan plan, std::vector<std::string> notes,
+                              std::vector<std::string> log, std::vector<double> convergence, const std::string& reason, PlanContext& context);
 
 // The log line runPlacementPlanner adds: the CPU time spent in the core itself (all
 // calibration rounds), without co-placement, exact memory checks and simulation, which every
