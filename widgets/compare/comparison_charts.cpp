@@ -369,7 +369,7 @@ void ComparisonCharts::addScatter(QCPAxisRect* rect, const QVector<double>& memo
         const int line_px = QFontMetrics(small).height();
         // Near the top the names stack downwards, so that none is clipped by the axis rect.
         const bool top_half = cy > y_lo + (y_hi - y_lo) * kStackDownFraction;
-        labels_.push_back({{}, line_px});
+        labels_.push_back({{}, line_px, {}});
         for (size_t k = 0; k < members.size(); ++k) {
             auto* label = new QCPItemText(plot_);
             label->setClipAxisRect(rect);
