@@ -111,6 +111,22 @@ void addPlannerRows() {
     for (const std::string& n : kPlanners) QTest::addRow("%s", n.c_str()) << QString::fromStdString(n);
 }
 
+// Rows of zoo models, each at its global batch.
+void modelsAtBatches(const std::vector<std::pair<const char*, int>>& rows) {
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<int>("batch");
+    for (const auto& [m, b] : rows) QTest::addRow("%s", m) << QString(m) << b;
+}
+
+// Every op on device 0, as the placement planners' one-device comparison makes it.
+Plan oneDevicePlan(const Problem& p) {
+    Plan single = basePlan(p, "one");
+    single.placement.assign(p.graph.ops.size(), 0);
+    single.micro_batches = kPlacementMicroBatches;
+    single.schedule = ScheduleKind::GPipe;
+    return single;
+}
+
 }  // namespace
 
 class TestPlacementPlanners : public QObject {
@@ -566,40 +582,23 @@ private slots:
 
     // The one-device plan's memory counted in O(ops), which decides whether the one-device
     // comparison runs, is placementMemory's for that plan.
-    void oneDeviceMemoryIsPlacementMemorys_data() {
-        QTest::addColumn<QString>("model");
-        QTest::addColumn<int>("batch");
-        for (const auto& [m, b] : std::vector<std::pair<const char*, int>>{{"inception-v3", 512}, {"gnmt-8", 2048}, {"transformer-big", 128}, {"resnet50", 64}})
-            QTest::addRow("%s", m) << QString(m) << b;
-    }
+    void oneDeviceMemoryIsPlacementMemorys_data() { modelsAtBatches({{"inception-v3", 512}, {"gnmt-8", 2048}, {"transformer-big", 128}, {"resnet50", 64}}); }
     void oneDeviceMemoryIsPlacementMemorys() {
         QFETCH(QString, model);
         QFETCH(int, batch);
         const Problem p = problemOf(zoo(model.toStdString(), batch), dgx(4), batch);
-        Plan single = basePlan(p, "one");
-        single.placement.assign(p.graph.ops.size(), 0);
-        single.micro_batches = kPlacementMicroBatches;
-        single.schedule = ScheduleKind::GPipe;
-        QCOMPARE(oneDeviceMemory(p), placementMemory(p, single)[0]);
+        QCOMPARE(oneDeviceMemory(p), placementMemory(p, oneDevicePlan(p))[0]);
     }
 
     // The one-device plan's simulated step is at least its ops' forwards and backwards one
     // after another: the bound by which a placement planner skips simulating it when the
     // plan it returns is faster.
-    void oneDeviceStepIsAtLeastItsComputation_data() {
-        QTest::addColumn<QString>("model");
-        QTest::addColumn<int>("batch");
-        for (const auto& [m, b] : std::vector<std::pair<const char*, int>>{{"inception-v3", 64}, {"gnmt-8", 256}, {"transformer-big", 16}, {"resnet50", 64}})
-            QTest::addRow("%s", m) << QString(m) << b;
-    }
+    void oneDeviceStepIsAtLeastItsComputation_data() { modelsAtBatches({{"inception-v3", 64}, {"gnmt-8", 256}, {"transformer-big", 16}, {"resnet50", 64}}); }
     void oneDeviceStepIsAtLeastItsComputation() {
         QFETCH(QString, model);
         QFETCH(int, batch);
         const Problem p = problemOf(zoo(model.toStdString(), batch), dgx(4), batch);
-        Plan single = basePlan(p, "one");
-        single.placement.assign(p.graph.ops.size(), 0);
-        single.micro_batches = kPlacementMicroBatches;
-        single.schedule = ScheduleKind::GPipe;
+        const Plan single = oneDevicePlan(p);
         const CostModel cost(p.graph, p.cluster);
         double computation = 0;
         for (int op = 0; op < static_cast<int>(p.graph.ops.size()); ++op)

@@ -10,8 +10,6 @@
 namespace hippie::placement {
 
 namespace {
-// How far runAwareOrder looks among the ready units for one of another device.
-constexpr int kRunBreakLookahead = 8;
 }  // namespace
 
 Timing timing(const PlacementModel& m, const std::vector<int>& device, const std::vector<int>& sequence) {
@@ -49,60 +47,9 @@ std::vector<int> readyOrder(const PlacementModel& m, const Timing& t) {
 }
 
 std::vector<int> runAwareOrder(const PlacementModel& m, const std::vector<int>& device, const Timing& t) {
-    const auto n = static_cast<size_t>(m.units());
-    std::vector<int> position(n), waiting(n);
-    for (size_t i = 0; i < n; ++i) position[static_cast<size_t>(m.topoOrder()[i])] = static_cast<int>(i);
-    auto later = [&](int a, int b) {  // priority queue: true when a goes after b
-        const auto x = static_cast<size_t>(a), y = static_cast<size_t>(b);
-        if (t.ready[x] != t.ready[y]) return t.ready[x] > t.ready[y];
-        if (t.depth[x] != t.depth[y]) return t.depth[x] > t.depth[y];
-        if (t.remote[x] != t.remote[y]) return t.remote[x] > t.remote[y];
-        return position[x] > position[y];
-    };
-    std::priority_queue<int, std::vector<int>, decltype(later)> ready(later);
-    for (size_t u = 0; u < n; ++u) {
-        waiting[u] = static_cast<int>(m.preds(static_cast<int>(u)).size());
-        if (waiting[u] == 0) ready.push(static_cast<int>(u));
-    }
-    auto remoteInput = [&](int u) {
-        for (const Arc& p : m.preds(u))
-            if (device[static_cast<size_t>(p.unit)] != device[static_cast<size_t>(u)]) return true;
-        return false;
-    };
-    auto remoteOutput = [&](int u) {
-        for (const Arc& c : m.succs(u))
-            if (device[static_cast<size_t>(c.unit)] != device[static_cast<size_t>(u)]) return true;
-        return false;
-    };
-    std::vector<int> order, held;
-    order.reserve(n);
-    int last_device = -1;
-    bool run_feeds_others = false;
-    while (!ready.empty()) {
-        int u = ready.top();
-        ready.pop();
-        if (device[static_cast<size_t>(u)] == last_device && (run_feeds_others || remoteInput(u))) {
-            held.clear();
-            while (!ready.empty() && static_cast<int>(held.size()) < kRunBreakLookahead) {
-                const int v = ready.top();
-                ready.pop();
-                if (device[static_cast<size_t>(v)] != last_device) {
-                    held.push_back(u);
-                    u = v;
-                    break;
-                }
-                held.push_back(v);
-            }
-            for (int h : held) ready.push(h);
-        }
-        if (device[static_cast<size_t>(u)] != last_device) run_feeds_others = false;
-        last_device = device[static_cast<size_t>(u)];
-        run_feeds_others = run_feeds_others || remoteOutput(u);
-        order.push_back(u);
-        for (const Arc& c : m.succs(u))
-            if (--waiting[static_cast<size_t>(c.unit)] == 0) ready.push(c.unit);
-    }
-    return order;
+    std::vector<int> position(static_cast<size_t>(m.units()));
+    for (size_t i = 0; i < position.size(); ++i) position[static_cast<size_t>(m.topoOrder()[i])] = static_cast<int>(i);
+    return runAwareOrderOf(m, device, t.ready, t.depth, t.remote, position);
 }
 
 OrderChoice chooseExecutionOrder(const PlacementModel& m, Assignment listed, const std::vector<int64_t>& capacity) {

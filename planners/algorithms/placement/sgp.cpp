@@ -9,6 +9,7 @@
 #include <span>
 
 #include "planners/algorithms/evaluate.h"
+#include "planners/algorithms/placement/run_order.h"
 #include "planners/algorithms/side_by_side.h"
 #include "planners/common/error.h"
 #include "planners/schedule/lower.h"
@@ -21,8 +22,23 @@ namespace {
 // that overflow" (the same repair every placement planner's skeleton makes).
 constexpr int kMemoryRounds = 4;
 constexpr double kMemoryMargin = 0.005;
-// How far the run-aware order looks among the ready ops for one of another device.
-constexpr int kRunBreakLookahead = 8;
+
+// The two latest arrivals from different devices: what a device waits for from the others is
+// the latest, unless that one comes from itself.
+struct LatestTwo {
+    double first = 0, second = 0;
+    int first_at = -1;
+    void offer(double t, int at) {
+        if (t > first) {
+            if (at != first_at) second = first;
+            first = t;
+            first_at = at;
+        } else if (at != first_at && t > second) {
+            second = t;
+        }
+    }
+    double besides(int device) const { return device == first_at ? second : first; }
+};
 
 // Device memory less the problem's headroom.
 int64_t usable(const Problem& p, int device) {
@@ -427,8 +443,7 @@ Homes homeSegments(const OpModel& m, const std::vector<int64_t>& capacity, const
         // transfer from any other (the two latest transfers, from different devices, suffice).
         std::fill(arrive.begin(), arrive.end(), 0.0);
         for (size_t d = 0; d < devices; ++d) seconds[d] = m.computeSeconds(static_cast<int>(d), begin, end);
-        double there1 = 0, there2 = 0;
-        int there1_at = -1;
+        LatestTwo latest;
         for (int i = begin; i < end; ++i) {
             for (const Arc& p : m.preds(topo[static_cast<size_t>(i)])) {
                 const int ps = segment_at[static_cast<size_t>(position[static_cast<size_t>(p.unit)])];
@@ -436,16 +451,10 @@ Homes homeSegments(const OpModel& m, const std::vector<int64_t>& capacity, const
                 const int at = h.of_segment[static_cast<size_t>(ps)];
                 const double here = finish[static_cast<size_t>(ps)], there = here + m.typicalCommSeconds(p.bytes);
                 arrive[static_cast<size_t>(at)] = std::max(arrive[static_cast<size_t>(at)], here);
-                if (there > there1) {
-                    if (at != there1_at) there2 = there1;
-                    there1 = there;
-                    there1_at = at;
-                } else if (at != there1_at && there > there2) {
-                    there2 = there;
-                }
+                latest.offer(there, at);
             }
         }
-        for (size_t d = 0; d < devices; ++d) arrive[d] = std::max(arrive[d], static_cast<int>(d) == there1_at ? there2 : there1);
+        for (size_t d = 0; d < devices; ++d) arrive[d] = std::max(arrive[d], latest.besides(static_cast<int>(d)));
         int best = -1, roomiest = candidates.front();
         double best_score = std::numeric_limits<double>::infinity();
         for (int d : candidates) {
@@ -627,26 +636,21 @@ Balanced balance(const OpModel& m, const std::vector<int64_t>& capacity, const P
             // from any other device (the two latest transfers, from different devices, suffice);
             // and the latest producer (ready time, and whether it is remote once placed).
             std::fill(arrive.begin(), arrive.end(), 0.0);
-            double there1 = 0, there2 = 0, ready = 0;
-            int there1_at = -1, ready_at = -1;
+            LatestTwo latest;
+            double ready = 0;
+            int ready_at = -1;
             for (const Arc& p : m.preds(u)) {
                 const Placed& from = state[static_cast<size_t>(p.unit)];
                 const double here = from.finish, there = here + m.typicalCommSeconds(p.bytes);
                 const int at = from.device;
                 arrive[static_cast<size_t>(at)] = std::max(arrive[static_cast<size_t>(at)], here);
-                if (there > there1) {
-                    if (at != there1_at) there2 = there1;
-                    there1 = there;
-                    there1_at = at;
-                } else if (at != there1_at && there > there2) {
-                    there2 = there;
-                }
+                latest.offer(there, at);
                 if (here >= ready) {
                     ready = here;
                     ready_at = at;
                 }
             }
-            for (size_t d = 0; d < devices; ++d) arrive[d] = std::max(arrive[d], static_cast<int>(d) == there1_at ? there2 : there1);
+            for (size_t d = 0; d < devices; ++d) arrive[d] = std::max(arrive[d], latest.besides(static_cast<int>(d)));
             for (size_t d = 0; d < devices; ++d)
                 score[d] = std::max(free_at[d], arrive[d]) + m.computeSeconds(u, static_cast<int>(d)) + (static_cast<int>(d) == home ? 0.0 : out_s[uu]);
             int best = -1;
@@ -680,68 +684,6 @@ Balanced balance(const OpModel& m, const std::vector<int64_t>& capacity, const P
     b.device.resize(n);
     for (size_t u = 0; u < n; ++u) b.device[u] = state[u].device;
     return b;
-}
-
-// Ops by the time their inputs are ready (ties: shallower first, then those whose latest
-// producer is on another device, then topological position), but an op does not join the
-// run on its device when it has an input from another device or the run feeds another
-// device: a ready op of another device (among the next few) goes between. A topological
-// order (the simulator runs each run as a whole).
-std::vector<int> runAwareOrder(const OpModel& m, const std::vector<int>& device, const Balanced& t, const std::vector<int>& depth,
-                               const std::vector<int>& position) {
-    const auto n = static_cast<size_t>(m.units());
-    std::vector<int> waiting(n);
-    auto later = [&](int a, int b) {
-        const auto x = static_cast<size_t>(a), y = static_cast<size_t>(b);
-        if (t.ready[x] != t.ready[y]) return t.ready[x] > t.ready[y];
-        if (depth[x] != depth[y]) return depth[x] > depth[y];
-        if (t.remote[x] != t.remote[y]) return t.remote[x] > t.remote[y];
-        return position[x] > position[y];
-    };
-    std::priority_queue<int, std::vector<int>, decltype(later)> ready(later);
-    for (size_t u = 0; u < n; ++u) {
-        waiting[u] = static_cast<int>(m.preds(static_cast<int>(u)).size());
-        if (waiting[u] == 0) ready.push(static_cast<int>(u));
-    }
-    auto remoteInput = [&](int u) {
-        for (const Arc& p : m.preds(u))
-            if (device[static_cast<size_t>(p.unit)] != device[static_cast<size_t>(u)]) return true;
-        return false;
-    };
-    auto remoteOutput = [&](int u) {
-        for (const Arc& c : m.succs(u))
-            if (device[static_cast<size_t>(c.unit)] != device[static_cast<size_t>(u)]) return true;
-        return false;
-    };
-    std::vector<int> order, held;
-    order.reserve(n);
-    int last_device = -1;
-    bool run_feeds_others = false;
-    while (!ready.empty()) {
-        int u = ready.top();
-        ready.pop();
-        if (device[static_cast<size_t>(u)] == last_device && (run_feeds_others || remoteInput(u))) {
-            held.clear();
-            while (!ready.empty() && static_cast<int>(held.size()) < kRunBreakLookahead) {
-                const int v = ready.top();
-                ready.pop();
-                if (device[static_cast<size_t>(v)] != last_device) {
-                    held.push_back(u);
-                    u = v;
-                    break;
-                }
-                held.push_back(v);
-            }
-            for (int h : held) ready.push(h);
-        }
-        if (device[static_cast<size_t>(u)] != last_device) run_feeds_others = false;
-        last_device = device[static_cast<size_t>(u)];
-        run_feeds_others = run_feeds_others || remoteOutput(u);
-        order.push_back(u);
-        for (const Arc& c : m.succs(u))
-            if (--waiting[static_cast<size_t>(c.unit)] == 0) ready.push(c.unit);
-    }
-    return order;
 }
 
 // A wide graph's order: level by level, as the pass balanced them, each level's ops grouped by
@@ -871,7 +813,7 @@ PlannerResult SgpPlanner::plan(const Problem& problem, PlanContext& context) {
         // shorter). Where the order's memory, as the simulator counts it, overflows: the
         // ready-time order, the topological order, then the home segments alone.
         std::vector<int> device = b.device;
-        std::vector<int> order = wide ? levelOrder(groups, device, devices) : runAwareOrder(m, device, b, depth, position);
+        std::vector<int> order = wide ? levelOrder(groups, device, devices) : runAwareOrderOf(m, device, b.ready, depth, b.remote, position);
         std::vector<int64_t> loads = memoryAsSimulated(m, problem, cost, device, order);
         if (!fitsCapacity(loads, capacity)) {
             const std::pair<const char*, std::pair<std::vector<int>, std::vector<int>>> fallbacks[] = {
