@@ -188,7 +188,8 @@ QVariant ComparisonModel::headerData(int section, Qt::Orientation orientation, i
         "Memory efficiency relative to the reference plan's; * when the plan runs below the floor, so that it is no "
         "candidate under this objective whatever its ME",
         "Share of device time spent idle in the pipeline bubble",
-        "Planning time: CPU time of the planner's own thread (planners run at once on shared cores)",
+        "Planning time: CPU time of the planner's own thread (planners run at once on shared cores), without the "
+        "final scoring (lowering and simulating) of a placement plan",
         "Running, done, skipped, failed or cancelled. Red: the plan does not fit memory; grey: the planner does not "
         "take this problem. The tooltip of a row says why and lists the planner's notes (fallbacks, idle devices, a "
         "time budget reached)"};
