@@ -24,6 +24,16 @@ constexpr double kLpBudgetShare = 0.5;
 // GLPK keeps global state; planners may run in parallel threads.
 std::mutex glpk_mutex;
 
+// GLPK allocates an environment for each thread that calls it. Planners run in threads that
+// end (compare, the studio), so it is freed when the LP is done: declared before the problem,
+// it frees the environment after the problem is deleted and before the lock is released.
+struct GlpkEnvironment {
+    GlpkEnvironment() = default;
+    GlpkEnvironment(const GlpkEnvironment&) = delete;
+    GlpkEnvironment& operator=(const GlpkEnvironment&) = delete;
+    ~GlpkEnvironment() { glp_free_env(); }
+};
+
 struct EdgeRef {
     int src = 0;
     int dst = 0;
@@ -148,6 +158,7 @@ Favourites favouriteChildren(const PlacementModel& model, double time_limit_s) {
         return f;
     }
     const std::lock_guard<std::mutex> lock(glpk_mutex);
+    const GlpkEnvironment environment;
     glp_term_out(GLP_OFF);  // the scaler and presolver print otherwise
     std::unique_ptr<glp_prob, void (*)(glp_prob*)> lp(glp_create_prob(), glp_delete_prob);
     buildSctLp(lp.get(), model, edges);
