@@ -49,8 +49,8 @@ Plan basePlan(const Problem& problem, const std::string& planner) {
 }
 
 namespace {
-// `memory_only`: the caller reads only the memory (a probe), so the ports' sharing is counted,
-// not measured.
+// `memory_only`: the caller reads only the memory (a probe), so the ports' sharing is not
+// measured (SimOptions::measure_port_sharing): each flow has its whole link.
 Trace run(const Problem& problem, const Plan& plan, bool events, bool memory_only = false) {
     checkPlan(plan, problem.graph, problem.cluster.deviceCount());
     const CostModel cost(problem.graph, problem.cluster);

@@ -261,9 +261,10 @@ private:
     // collective gets its nodes' ports divided by the flows on them averaged over its span.
     //
     // Spans and shares depend on each other, so the program runs again with the factors the
-    // last run gives, damped (geometric mean with the previous ones), until no time moves by
-    // more than kSharingTolerance or after kSharingRounds runs. The first run gives every flow
-    // its whole link (a share of 1), so a program whose flows do not meet runs once.
+    // last run gives, until no time moves by more than kSharingTolerance or after
+    // kSharingRounds runs. Host factors are damped each run (geometric mean with the previous
+    // ones), a port share only when it turns back. The first run gives every flow its whole
+    // link (a share of 1), so a program whose flows do not meet runs once.
     static constexpr int kSharingRounds = 8;
     static constexpr double kSharingTolerance = 0.005;
 
@@ -311,6 +312,22 @@ private:
         return end;
     }
 
+    // The share of the ports beyond which a cross-node send slows: its nodes' ports over its
+    // link's bandwidth (CostModel::p2pTime).
+    double sendKnee(int from, int to) const {
+        const Cluster& c = cost_.cluster();
+        return std::min(c.egressBandwidth(nodeOf(from)), c.egressBandwidth(nodeOf(to))) / c.link(from, to).bandwidth_bytes_per_s;
+    }
+
+    // The same for each ring of a multi-node group's collective: the least of its nodes' ports
+    // over their members' rings at the inter-node bandwidth (CostModel::ringCollectiveTime).
+    double ringKnee(size_t group) const {
+        const Cluster& c = cost_.cluster();
+        double knee = std::numeric_limits<double>::infinity();
+        for (const auto& [node, members] : group_nodes_[group]) knee = std::min(knee, c.egressBandwidth(node) / (members * c.inter.bandwidth_bytes_per_s));
+        return knee;
+    }
+
     // Ports are numbered node * 2 + direction (0 leaving the node, 1 entering it).
     //
     // The most flows a port can carry at once: a device sends to one peer at a time (the
@@ -325,9 +342,8 @@ private:
         const size_t ports = 2 * c.nodes.size();
         std::vector<double> most(ports, 0.0), slows_above(ports, std::numeric_limits<double>::infinity());
         for (const auto& [from, to] : cross_pairs_) {
-            const int a = nodeOf(from), b = nodeOf(to);
-            const double binds = std::min(c.egressBandwidth(a), c.egressBandwidth(b)) / c.link(from, to).bandwidth_bytes_per_s;
-            for (const int p : {2 * a, 2 * b + 1}) {
+            const double binds = sendKnee(from, to);
+            for (const int p : {2 * nodeOf(from), 2 * nodeOf(to) + 1}) {
                 most[static_cast<size_t>(p)] += 1;
                 slows_above[static_cast<size_t>(p)] = std::min(slows_above[static_cast<size_t>(p)], binds);
             }
@@ -336,8 +352,7 @@ private:
         for (size_t g = 0; g < prog_.groups.size(); ++g) {
             if (group_nodes_[g].size() < 2) continue;
             for (int d : prog_.groups[g]) in_groups[static_cast<size_t>(nodeOf(d))].insert(d);
-            double binds = std::numeric_limits<double>::infinity();  // per ring
-            for (const auto& [node, members] : group_nodes_[g]) binds = std::min(binds, c.egressBandwidth(node) / (members * c.inter.bandwidth_bytes_per_s));
+            const double binds = ringKnee(g);  // per ring
             for (const auto& [node, members] : group_nodes_[g])
                 for (const int p : {2 * node, 2 * node + 1}) slows_above[static_cast<size_t>(p)] = std::min(slows_above[static_cast<size_t>(p)], binds * members);
         }
@@ -401,21 +416,13 @@ private:
                 const int from = prog_.devices[s];
                 if (isSend(in.kind) && in.peer >= 0 && !c.sameNode(from, in.peer)) {
                     auto [it, added] = send_curves.try_emplace({in.bytes, from, in.peer});
-                    if (added) {
-                        const double binds = std::min(c.egressBandwidth(nodeOf(from)), c.egressBandwidth(nodeOf(in.peer))) / c.link(from, in.peer).bandwidth_bytes_per_s;
-                        fitShareCurve(it->second, binds, [&](double share) { return cost_.p2pTime(in.bytes, from, in.peer, share); });
-                    }
+                    if (added) fitShareCurve(it->second, sendKnee(from, in.peer), [&](double share) { return cost_.p2pTime(in.bytes, from, in.peer, share); });
                     f = it->second;
                     f.from_node = nodeOf(from);
                     f.to_node = nodeOf(in.peer);
                 } else if (multi_node && prog_.groups[static_cast<size_t>(in.group)].front() == from) {
                     auto [it, added] = collective_curves.try_emplace({static_cast<int>(in.kind), in.group, in.bucket});
-                    if (added) {
-                        double binds = std::numeric_limits<double>::infinity();
-                        for (const auto& [node, members] : group_nodes_[static_cast<size_t>(in.group)])
-                            binds = std::min(binds, c.egressBandwidth(node) / (members * c.inter.bandwidth_bytes_per_s));
-                        fitShareCurve(it->second, binds, [&](double share) { return collectiveTime(in, share); });
-                    }
+                    if (added) fitShareCurve(it->second, ringKnee(static_cast<size_t>(in.group)), [&](double share) { return collectiveTime(in, share); });
                     f = it->second;
                     f.first_member = flow_members_.size();
                     for (const auto& member : instances[static_cast<size_t>(in.group)][instance]) flow_members_.push_back(member);
@@ -880,13 +887,11 @@ private:
 
     void metrics(const ExecutionResult& res, Trace& t) const {
         TraceMetrics& m = t.metrics;
-        double end = 0, window = 0;
-        for (size_t s = 0; s < prog_.streams.size(); ++s) {
-            for (size_t i = 0; i < prog_.streams[s].size(); ++i) {
-                end = std::max(end, res.timing[s][i].end);
+        const double end = makespan(res);
+        double window = 0;
+        for (size_t s = 0; s < prog_.streams.size(); ++s)
+            for (size_t i = 0; i < prog_.streams[s].size(); ++i)
                 if (isModelCompute(prog_.streams[s][i].kind)) window = std::max(window, res.timing[s][i].end);
-            }
-        }
         m.iteration_time_s = end;
         const double samples = prog_.micro_batch_size * prog_.micro_batches * prog_.pipelines;
         m.throughput_samples_per_s = end > 0 ? samples / end : 0;

@@ -6,7 +6,6 @@
 #include <limits>
 #include <numeric>
 #include <queue>
-#include <set>
 #include <sstream>
 
 #include "planners/algorithms/evaluate.h"
@@ -29,16 +28,6 @@ int64_t staticBytesOf(const CostModel& cost, std::span<const int> ops, Optimizer
     return cost.staticMemory(ops, o, 1, 0, 0).total();
 }
 
-// Device memory less the problem's headroom.
-int64_t usableBytes(const Problem& p, int device) {
-    return static_cast<int64_t>(static_cast<double>(p.cluster.device(device).memory_bytes) * (1.0 - p.memory_headroom));
-}
-
-std::vector<int64_t> usableBytes(const Problem& p) {
-    std::vector<int64_t> out;
-    for (int d = 0; d < p.cluster.deviceCount(); ++d) out.push_back(usableBytes(p, d));
-    return out;
-}
 
 GroupingWeights groupingWeights(const Problem& p, const CostModel& cost, double samples) {
     GroupingWeights w;
@@ -55,6 +44,38 @@ GroupingWeights groupingWeights(const Problem& p, const CostModel& cost, double 
 }
 
 }  // namespace
+
+// Device memory less the problem's headroom.
+int64_t usableBytes(const Problem& p, int device) {
+    return static_cast<int64_t>(static_cast<double>(p.cluster.device(device).memory_bytes) * (1.0 - p.memory_headroom));
+}
+
+std::vector<int64_t> usableBytes(const Problem& p) {
+    std::vector<int64_t> out;
+    for (int d = 0; d < p.cluster.deviceCount(); ++d) out.push_back(usableBytes(p, d));
+    return out;
+}
+
+// A necessary condition for any placement: each op fits a device on its own and the whole
+// model fits all devices together.
+std::optional<std::string> impossibleReason(const Problem& problem, std::span<const int64_t> resident, std::span<const int64_t> temp) {
+    const auto capacity = usableBytes(problem);
+    const int64_t largest_device = *std::max_element(capacity.begin(), capacity.end());
+    const int64_t all_devices = std::accumulate(capacity.begin(), capacity.end(), int64_t{0});
+    int64_t total = 0;
+    for (size_t op = 0; op < resident.size(); ++op) {
+        total += resident[op];
+        const int64_t alone = resident[op] + temp[op];
+        if (alone > largest_device)
+            return "op '" + problem.graph.ops[op].name + "' alone needs " + gib(alone) +
+                   " (weights, optimizer state, activations, workspace) but the largest device holds " + gib(largest_device) +
+                   "; use devices with more memory or a smaller batch";
+    }
+    if (total > all_devices)
+        return "the model needs at least " + gib(total) + " but the " + std::to_string(problem.cluster.deviceCount()) +
+               " devices hold " + gib(all_devices) + " together; add devices or reduce the batch";
+    return std::nullopt;
+}
 
 PlacementModel::PlacementModel(const Problem& problem, const CoplacementOptions& coplacement)
     : problem_(problem),
@@ -364,30 +385,18 @@ std::string gib(int64_t bytes) {
 
 namespace {
 
-// A necessary condition for any placement: each op fits a device on its own and the whole
-// model fits all devices together.
+// The skeleton's per-op figures for impossibleReason.
 std::optional<std::string> impossibleReason(const Problem& problem) {
     const CostModel cost(problem.graph, problem.cluster);
     const double samples = static_cast<double>(problem.global_batch) / kPlacementMicroBatches;
-    const auto capacity = usableBytes(problem);
-    const int64_t largest_device = *std::max_element(capacity.begin(), capacity.end());
-    const int64_t all_devices = std::accumulate(capacity.begin(), capacity.end(), int64_t{0});
-    int64_t total = 0;
+    std::vector<int64_t> resident(problem.graph.ops.size()), temp(problem.graph.ops.size());
     for (size_t op = 0; op < problem.graph.ops.size(); ++op) {
         const int id = static_cast<int>(op);
         const Op& o = problem.graph.ops[op];
-        const int64_t resident = staticBytesOf(cost, std::span<const int>(&id, 1), problem.optimizer) +
-                                 cost.scaled(o.keptBytes(), samples) * kPlacementMicroBatches;
-        total += resident;
-        const int64_t alone = resident + cost.scaled(o.temp_bytes, samples);
-        if (alone > largest_device)
-            return "op '" + o.name + "' alone needs " + gib(alone) + " (weights, optimizer state, activations, workspace) but the largest device holds " +
-                   gib(largest_device) + "; use devices with more memory or a smaller batch";
+        resident[op] = staticBytesOf(cost, std::span<const int>(&id, 1), problem.optimizer) + cost.scaled(o.keptBytes(), samples) * kPlacementMicroBatches;
+        temp[op] = cost.scaled(o.temp_bytes, samples);
     }
-    if (total > all_devices)
-        return "the model needs at least " + gib(total) + " but the " + std::to_string(problem.cluster.deviceCount()) +
-               " devices hold " + gib(all_devices) + " together; add devices or reduce the batch";
-    return std::nullopt;
+    return placement::impossibleReason(problem, resident, temp);
 }
 
 // The device a single-device plan uses: the largest memory, then the fastest.
@@ -424,7 +433,7 @@ PlannerResult oneDeviceResult(const std::string& name, const Problem& problem, P
     const TraceMetrics metrics = evaluate(problem, plan);
     PlannerResult r = feasibleResult(name, plan, metrics, context);
     r.evaluation_time_s = threadCpuSeconds() - scoring_started;  // the final scoring, as placementResult counts it
-    r.planning_time_s = std::max(0.0, r.planning_time_s - r.evaluation_time_s);
+    r.planning_time_s = planningSeconds(r.planning_time_s, r);
     return r;
 }
 
@@ -584,7 +593,7 @@ PlannerResult placementResult(const std::string& name, const Problem& problem, P
     // Evaluation, not planning: the table needs it whatever the planner does. Simulating the
     // one-device plan to compare (preferOneDevice) is planning.
     r.evaluation_time_s = scoring_s;
-    r.planning_time_s = std::max(0.0, r.planning_time_s - r.evaluation_time_s);
+    r.planning_time_s = planningSeconds(r.planning_time_s, r);
     if (!r.feasible && !reason.empty()) r.reason = reason;
     if (context.cancelled()) r.reason = "cancelled; best plan so far";
     if (context.outOfTime()) notes.push_back("stopped at its time budget");

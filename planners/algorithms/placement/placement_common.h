@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -135,6 +136,15 @@ bool fitsCapacity(const std::vector<int64_t>& loads, const std::vector<int64_t>&
 std::vector<int64_t> placementMemory(const Problem& problem, const Plan& plan);
 // What placementMemory counts for the plan that puts every op on one device, in O(ops).
 int64_t oneDeviceMemory(const Problem& problem);
+
+// Device memory less the problem's headroom: one device's, every device's.
+int64_t usableBytes(const Problem& p, int device);
+std::vector<int64_t> usableBytes(const Problem& p);
+
+// Why no placement can fit, from each op's bytes resident for the step (weights, optimizer
+// state, its kept activations of every micro-batch) and its workspace: an op that fits no
+// device alone, or a model larger than all devices together. nullopt when neither.
+std::optional<std::string> impossibleReason(const Problem& problem, std::span<const int64_t> resident, std::span<const int64_t> temp);
 
 // What a placement core returns: a device per unit and an execution order of units.
 struct Assignment {

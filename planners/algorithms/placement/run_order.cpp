@@ -35,16 +35,7 @@ Timing timing(const PlacementModel& m, const std::vector<int>& device, const std
     return t;
 }
 
-std::vector<int> readyOrder(const PlacementModel& m, const Timing& t) {
-    std::vector<int> order = m.topoOrder();
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-        const auto x = static_cast<size_t>(a), y = static_cast<size_t>(b);
-        if (t.ready[x] != t.ready[y]) return t.ready[x] < t.ready[y];
-        if (t.depth[x] != t.depth[y]) return t.depth[x] < t.depth[y];
-        return t.remote[x] > t.remote[y];
-    });
-    return order;
-}
+std::vector<int> readyOrder(const PlacementModel& m, const Timing& t) { return readyOrderOf(m.topoOrder(), t.ready, t.depth, t.remote); }
 
 std::vector<int> runAwareOrder(const PlacementModel& m, const std::vector<int>& device, const Timing& t) {
     std::vector<int> position(static_cast<size_t>(m.units()));

@@ -6,6 +6,7 @@
 // waiting for another device make everything after it wait. These orders keep the list
 // schedule's timing in runs: SGP's own order, and the order m-ETF and m-SCT hand to the
 // lowering.
+#include <algorithm>
 #include <cstdint>
 #include <queue>
 #include <string>
@@ -35,6 +36,20 @@ std::vector<int> readyOrder(const PlacementModel& m, const Timing& t);
 // from another device or the run feeds another device: a ready unit of another device (among
 // the next few) goes between. A topological order.
 std::vector<int> runAwareOrder(const PlacementModel& m, const std::vector<int>& device, const Timing& t);
+
+// Units of `topo` (a topological order) by the time their inputs are ready, ties shallower
+// first, then those whose latest producer is on another device, then as in `topo`. SGP
+// orders its ops with it too.
+inline std::vector<int> readyOrderOf(std::vector<int> topo, const std::vector<double>& ready, const std::vector<int>& depth,
+                                     const std::vector<int>& remote) {
+    std::stable_sort(topo.begin(), topo.end(), [&](int a, int b) {
+        const auto x = static_cast<size_t>(a), y = static_cast<size_t>(b);
+        if (ready[x] != ready[y]) return ready[x] < ready[y];
+        if (depth[x] != depth[y]) return depth[x] < depth[y];
+        return remote[x] > remote[y];
+    });
+    return topo;
+}
 
 // How far the run-aware order looks among the ready units for one of another device.
 inline constexpr int kRunBreakLookahead = 8;

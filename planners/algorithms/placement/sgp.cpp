@@ -40,10 +40,6 @@ struct LatestTwo {
     double besides(int device) const { return device == first_at ? second : first; }
 };
 
-// Device memory less the problem's headroom.
-int64_t usable(const Problem& p, int device) {
-    return static_cast<int64_t>(static_cast<double>(p.cluster.device(device).memory_bytes) * (1.0 - p.memory_headroom));
-}
 
 // The graph's ops with their costs, in flat arrays: what SGP reads, built in one pass over
 // ops and edges (no co-placement).
@@ -705,39 +701,6 @@ std::vector<int> levelOrder(const PassOrder& groups, const std::vector<int>& dev
     return order;
 }
 
-// Ops by ready time (ties: shallower, then remote first, then topological position): fewer
-// interleaved runs than the run-aware order.
-std::vector<int> readyOrder(const OpModel& m, const Balanced& t, const std::vector<int>& depth) {
-    std::vector<int> order = m.topoOrder();
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-        const auto x = static_cast<size_t>(a), y = static_cast<size_t>(b);
-        if (t.ready[x] != t.ready[y]) return t.ready[x] < t.ready[y];
-        if (depth[x] != depth[y]) return depth[x] < depth[y];
-        return t.remote[x] > t.remote[y];
-    });
-    return order;
-}
-
-// A necessary condition for any placement: each op fits a device on its own and the model
-// fits all devices together (the skeleton's check, from the op model's sums).
-std::optional<std::string> impossibleReason(const Problem& p, const OpModel& m, const std::vector<int64_t>& capacity) {
-    const int64_t largest = *std::max_element(capacity.begin(), capacity.end());
-    const int64_t all = std::accumulate(capacity.begin(), capacity.end(), int64_t{0});
-    int64_t total = 0;
-    for (int u = 0; u < m.units(); ++u) {
-        total += m.residentBytes(u);
-        const int64_t alone = m.residentBytes(u) + m.tempBytes(u);
-        if (alone > largest)
-            return "op '" + p.graph.ops[static_cast<size_t>(u)].name + "' alone needs " + gib(alone) +
-                   " (weights, optimizer state, activations, workspace) but the largest device holds " + gib(largest) +
-                   "; use devices with more memory or a smaller batch";
-    }
-    if (total > all)
-        return "the model needs at least " + gib(total) + " but the " + std::to_string(p.cluster.deviceCount()) + " devices hold " + gib(all) +
-               " together; add devices or reduce the batch";
-    return std::nullopt;
-}
-
 }  // namespace
 
 std::string SgpPlanner::description() const {
@@ -766,9 +729,15 @@ PlannerResult SgpPlanner::plan(const Problem& problem, PlanContext& context) {
     const CostModel cost(problem.graph, problem.cluster);
     const OpModel m(problem, cost);
     const int devices = m.devices();
-    std::vector<int64_t> capacity(static_cast<size_t>(devices));
-    for (int d = 0; d < devices; ++d) capacity[static_cast<size_t>(d)] = usable(problem, d);
-    if (auto reason = impossibleReason(problem, m, capacity)) return infeasibleResult(name, *reason, context);
+    const std::vector<int64_t> capacity = usableBytes(problem);
+    {
+        std::vector<int64_t> resident(static_cast<size_t>(m.units())), temp(static_cast<size_t>(m.units()));
+        for (int u = 0; u < m.units(); ++u) {
+            resident[static_cast<size_t>(u)] = m.residentBytes(u);
+            temp[static_cast<size_t>(u)] = m.tempBytes(u);
+        }
+        if (auto reason = impossibleReason(problem, resident, temp)) return infeasibleResult(name, *reason, context);
+    }
     const double core_started = threadCpuSeconds();
     std::vector<std::string> log{"placing " + std::to_string(m.units()) + " ops on " + std::to_string(devices) + " devices (no co-placement)"};
     const auto n = static_cast<size_t>(m.units());
@@ -817,7 +786,7 @@ PlannerResult SgpPlanner::plan(const Problem& problem, PlanContext& context) {
         std::vector<int64_t> loads = memoryAsSimulated(m, problem, cost, device, order);
         if (!fitsCapacity(loads, capacity)) {
             const std::pair<const char*, std::pair<std::vector<int>, std::vector<int>>> fallbacks[] = {
-                {"the ready-time order", {device, readyOrder(m, b, depth)}},
+                {"the ready-time order", {device, readyOrderOf(m.topoOrder(), b.ready, depth, b.remote)}},
                 {"the topological order", {device, m.topoOrder()}},
                 {"the home segments alone in the topological order", {homes.device, m.topoOrder()}}};
             for (const auto& [what, fallback] : fallbacks) {
