@@ -192,6 +192,22 @@ private slots:
         }
     }
 
+    // Every preset's devices have a memory bandwidth and a launch overhead (the cost model's
+    // memory-bound and per-kernel terms), and its source names where they come from: cpu-local
+    // had neither until the probe's figures for this VM were written into it.
+    void presetsHaveMemoryBandwidthAndLaunchOverhead() {
+        for (const hippie::ClusterPreset& p : hippie::clusterPresets()) {
+            const Cluster c = hippie::buildClusterPreset(p.name);
+            for (const hippie::Node& node : c.nodes) {
+                QVERIFY2(node.device.memory_bandwidth_bytes_per_s > 0, p.name.c_str());
+                QVERIFY2(node.device.launch_overhead_s > 0, p.name.c_str());
+            }
+        }
+        const Cluster cpu = hippie::buildClusterPreset("cpu-local");
+        QCOMPARE(cpu.nodes[0].device.memory_bandwidth_bytes_per_s, 28.5e9 / 2);  // the host's probed copy rate, two cores over four ranks
+        QVERIFY(cpu.source.find("hippie-engine probe") != std::string::npos);
+    }
+
     void presetListMatchesBuilders() {
         QCOMPARE(hippie::clusterPresets().size(), size_t{6});
         for (const hippie::ClusterPreset& p : hippie::clusterPresets()) {
