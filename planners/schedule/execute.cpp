@@ -94,11 +94,23 @@ struct StreamState {
 
 class Executor {
 public:
-    Executor(const Program& p, const ExecutionDurations& d) : program_(p), durations_(d) {
+    Executor(const Program& p, const ExecutionDurations& d, const std::vector<bool>& runs) : program_(p), durations_(d) {
         const size_t n = p.streams.size();
+        runs_ = runs.empty() ? std::vector<bool>(n, true) : runs;
+        runs_.resize(n, false);
+        // Each group's members that run: those its collectives wait for.
+        std::unordered_map<int, size_t> stream_of_device;
+        for (size_t s = 0; s < n; ++s) stream_of_device.emplace(p.devices[s], s);
+        group_size_.resize(p.groups.size());
+        for (size_t g = 0; g < p.groups.size(); ++g)
+            for (int dev : p.groups[g]) {
+                const auto it = stream_of_device.find(dev);
+                group_size_[g] += it == stream_of_device.end() || runs_[it->second] ? 1 : 0;  // a member without a stream: the validator names it
+            }
         state_.resize(n);
         result_.timing.resize(n);
-        for (size_t s = 0; s < n; ++s) result_.timing[s].resize(p.streams[s].size());
+        for (size_t s = 0; s < n; ++s)
+            if (runs_[s]) result_.timing[s].resize(p.streams[s].size());  // the others: the caller's to fill
         posted_per_group_.assign(p.groups.size(), std::vector<int>(n, 0));
         instances_.resize(p.groups.size());
         inline_posted_.assign(p.groups.size(), std::vector<int>(n, 0));
@@ -114,8 +126,8 @@ public:
                 else if (isInline(in.kind)) ++inlines[static_cast<size_t>(in.group)][s];
             }
         for (size_t g = 0; g < p.groups.size() && n > 0; ++g) {
-            instances_[g].reserve(*std::max_element(collectives[g].begin(), collectives[g].end()), p.groups[g].size());
-            inline_instances_[g].reserve(*std::max_element(inlines[g].begin(), inlines[g].end()), p.groups[g].size());
+            instances_[g].reserve(*std::max_element(collectives[g].begin(), collectives[g].end()), group_size_[g]);
+            inline_instances_[g].reserve(*std::max_element(inlines[g].begin(), inlines[g].end()), group_size_[g]);
         }
         sends_.reserve(sends);
     }
@@ -124,11 +136,12 @@ public:
         bool progress = true;
         while (progress) {
             progress = false;
-            for (size_t s = 0; s < state_.size(); ++s) progress |= advance(static_cast<int>(s));
+            for (size_t s = 0; s < state_.size(); ++s)
+                if (runs_[s]) progress |= advance(static_cast<int>(s));
             progress |= resolveCollectives();
         }
         for (size_t s = 0; s < state_.size(); ++s) {
-            if (state_[s].pc < program_.streams[s].size()) {
+            if (runs_[s] && state_[s].pc < program_.streams[s].size()) {
                 result_.finished = false;
                 result_.stuck.push_back(describeBlocked(static_cast<int>(s)));
             }
@@ -212,7 +225,7 @@ private:
         StreamState& st = state_[static_cast<size_t>(s)];
         const auto g = static_cast<size_t>(in.group);
         if (in.group < 0 || g >= program_.groups.size()) return false;  // the validator names it
-        const size_t size = program_.groups[g].size();
+        const size_t size = group_size_[g];
         auto& group = inline_instances_[g];
         if (!st.inline_arrived) {
             const int k = inline_posted_[g][static_cast<size_t>(s)]++;
@@ -246,7 +259,7 @@ private:
     void post(int s, const Instr& in) {
         StreamState& st = state_[static_cast<size_t>(s)];
         const int k = posted_per_group_[static_cast<size_t>(in.group)][static_cast<size_t>(s)]++;
-        const size_t size = program_.groups[static_cast<size_t>(in.group)].size();
+        const size_t size = group_size_[static_cast<size_t>(in.group)];
         auto& group = instances_[static_cast<size_t>(in.group)];
         CollectiveInstance& inst = group.at(k, size);
         group.join(k, size, {s, static_cast<uint32_t>(st.pc)});
@@ -269,7 +282,7 @@ private:
             for (size_t s = 0; s < state_.size(); ++s) {
                 if (state_[s].collective_queue.empty()) continue;
                 const auto [g, k] = state_[s].collective_queue.front();
-                const size_t size = program_.groups[static_cast<size_t>(g)].size();
+                const size_t size = group_size_[static_cast<size_t>(g)];
                 const auto& group = instances_[static_cast<size_t>(g)];
                 CollectiveInstance& inst = instances_[static_cast<size_t>(g)].list[static_cast<size_t>(k)];
                 if (static_cast<size_t>(inst.arrived) < size) continue;
@@ -324,6 +337,8 @@ private:
 
     const Program& program_;
     const ExecutionDurations& durations_;
+    std::vector<bool> runs_;          // by stream: run (the others are left untimed)
+    std::vector<size_t> group_size_;  // by group: members that run
     std::vector<StreamState> state_;
     ExecutionResult result_;
     std::unordered_map<uint64_t, Transfer> sends_;
@@ -336,8 +351,8 @@ private:
 
 }  // namespace
 
-ExecutionResult execute(const Program& program, const ExecutionDurations& durations) {
-    return Executor(program, durations).run();
+ExecutionResult execute(const Program& program, const ExecutionDurations& durations, const std::vector<bool>& runs) {
+    return Executor(program, durations, runs).run();
 }
 
 }  // namespace hippie

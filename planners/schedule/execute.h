@@ -35,6 +35,10 @@ struct ExecutionResult {
     std::vector<std::vector<InstrTiming>> timing;  // [stream][instruction]
 };
 
-ExecutionResult execute(const Program& program, const ExecutionDurations& durations);
+// `runs`: the streams to run, by stream (empty: every stream). The others are not run (their
+// timings stay zero) and a collective waits only for its members that run: for a caller that
+// runs one stream of each class of streams that repeat each other's timings exactly
+// (symmetricRepresentatives, planners/sim/symmetry.h) and copies the rest.
+ExecutionResult execute(const Program& program, const ExecutionDurations& durations, const std::vector<bool>& runs = {});
 
 }  // namespace hippie

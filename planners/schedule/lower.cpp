@@ -311,15 +311,21 @@ public:
             for (int d : prog.segment_devices[seg]) hosted_[d].push_back(static_cast<int>(seg));
     }
 
-    // `lane`: the device's lane in the segments it runs (r * t + k).
-    std::vector<Instr> derive(std::vector<Instr> compute, int lane, int device, const std::vector<int>& parts_of_segment) {
+    // `lane`: the device's lane in the segments it runs (r * t + k). `tp_group` (>= 0): the
+    // group its TensorParallel instructions take (the lane's replica's tensor-parallel group).
+    std::vector<Instr> derive(const std::vector<Instr>& compute, int lane, int device, const std::vector<int>& parts_of_segment, int tp_group) {
         // A stream whose segments exchange no tensor with other segments (a plan of one stage)
         // receives and sends nothing: it is its compute as it is, which the loop below would
         // copy instruction by instruction, in the same order.
         if (std::all_of(compute.begin(), compute.end(), [&](const Instr& in) {
                 return in.segment < 0 || (producers_[static_cast<size_t>(in.segment)].empty() && consumers_[static_cast<size_t>(in.segment)].empty());
-            }))
-            return compute;
+            })) {
+            std::vector<Instr> out = compute;
+            if (tp_group >= 0)
+                for (Instr& in : out)
+                    if (in.kind == InstrKind::TensorParallel) in.group = tp_group;
+            return out;
+        }
         std::vector<Instr> out;
         out.reserve(compute.size() * 2);
         std::unordered_set<uint64_t> have_activation;         // (producer segment, mb)
@@ -344,10 +350,14 @@ public:
                     out.push_back(p2p(InstrKind::RecvGrad, in.segment, in.mb, from, bytesTo(in.segment, from)));
                 }
             }
-            out.push_back(in);
+            const auto emit = [&](const Instr& x) {
+                out.push_back(x);
+                if (tp_group >= 0 && x.kind == InstrKind::TensorParallel) out.back().group = tp_group;
+            };
+            emit(in);
             // The compute's tensor-parallel collectives and ZeRO-3 gathers are part of it: its
             // sends follow them.
-            while (i + 1 < compute.size() && isInline(compute[i + 1].kind)) out.push_back(compute[++i]);
+            while (i + 1 < compute.size() && isInline(compute[i + 1].kind)) emit(compute[++i]);
             if (in.kind == InstrKind::Forward) {
                 targets.clear();
                 for (int c : consumers_[static_cast<size_t>(in.segment)])
@@ -370,6 +380,32 @@ public:
                 }
         }
         return out;
+    }
+
+    // Where lane `lane` repeats lane `from`'s communication with its own devices: every
+    // segment's devices of the two lanes correspond one to one, in the same order, each pair
+    // hosting the same segments, so that the sends and receives derived for `lane` are those of `from` with
+    // each peer replaced by its counterpart (and the same bytes). Returns the counterpart of
+    // each device of `from`'s segments, or nothing (then each lane is derived on its own):
+    // per-stage replication routes micro-batches round-robin and per-stage degrees mix lanes.
+    std::optional<std::unordered_map<int, int>> counterparts(int from, int lane) const {
+        if (prog_.round_robin || !prog_.segment_tp.empty()) return std::nullopt;
+        std::unordered_map<int, int> there, back;
+        for (const auto& devs : prog_.segment_devices) {
+            if (static_cast<size_t>(std::max(from, lane)) >= devs.size()) return std::nullopt;
+            const int a = devs[static_cast<size_t>(from)], b = devs[static_cast<size_t>(lane)];
+            if (there.try_emplace(a, b).first->second != b || back.try_emplace(b, a).first->second != a) return std::nullopt;
+        }
+        for (const auto& [a, b] : there) {
+            const auto ha = hosted_.find(a), hb = hosted_.find(b);
+            if (ha == hosted_.end() || hb == hosted_.end() || ha->second != hb->second) return std::nullopt;
+        }
+        // In the same order: a compute's sends to several devices go in the order of their ids.
+        std::vector<std::pair<int, int>> pairs(there.begin(), there.end());
+        std::sort(pairs.begin(), pairs.end());
+        for (size_t i = 1; i < pairs.size(); ++i)
+            if (pairs[i].second < pairs[i - 1].second) return std::nullopt;
+        return there;
     }
 
 private:
@@ -824,7 +860,7 @@ void checkPlan(const Plan& plan, const Graph& graph, int cluster_devices) {
     checkTensorParallel(plan, graph);
 }
 
-Program lower(const Plan& plan, const Graph& graph) {
+Program lower(const Plan& plan, const Graph& graph, const LowerOptions& options) {
     Program prog;
     prog.schedule = plan.schedule;
     prog.micro_batches = plan.micro_batches;
@@ -932,27 +968,31 @@ Program lower(const Plan& plan, const Graph& graph) {
             if (prog.zero_stage >= 3) full[static_cast<size_t>(k)] = zeroGatherInstructions(full[static_cast<size_t>(k)], prog, graph, groups);
         }
         // Rank k's order with its TensorParallel instructions is the same for every replica but
-        // for their group (the replica's tp group): made once per rank, copied whole and given
-        // each replica's group (where they are listed), rather than rebuilt instruction by
-        // instruction for every lane.
-        std::vector<std::vector<Instr>> with_tp(t > 1 ? static_cast<size_t>(t) : 0);
-        std::vector<std::vector<size_t>> tp_at(with_tp.size());  // [k]: indices of its TensorParallel instructions
-        for (size_t k = 0; k < with_tp.size(); ++k) {
-            with_tp[k] = tp_instructions.insert(full[k], -1);
-            for (size_t i = 0; i < with_tp[k].size(); ++i)
-                if (with_tp[k][i].kind == InstrKind::TensorParallel) tp_at[k].push_back(i);
-        }
+        // for their group (the replica's tp group): made once per rank and given each replica's
+        // group as the communication is derived, rather than rebuilt for every lane.
+        if (t > 1)
+            for (size_t k = 0; k < full.size(); ++k) full[k] = tp_instructions.insert(full[k], -1);
+        // Replica r > 0 mostly repeats replica 0's stream of its rank with its own devices:
+        // copied with its peers and tensor-parallel group replaced, rather than derived again.
+        std::vector<size_t> replica_zero(static_cast<size_t>(t));  // [k]: the stream of lane k
         for (size_t lane = 0; lane < position_devices[pos].size(); ++lane) {
             const size_t r = lane / static_cast<size_t>(t), k = lane % static_cast<size_t>(t);
             const int device = position_devices[pos][lane];
             prog.devices.push_back(device);
-            // The last lane of rank k takes its order; the others copy it.
-            const bool last_of_rank = lane + static_cast<size_t>(t) >= position_devices[pos].size();
-            std::vector<Instr>& order = t > 1 ? with_tp[k] : full[k];
-            std::vector<Instr> stream = last_of_rank ? std::move(order) : order;
-            if (t > 1)
-                for (size_t i : tp_at[k]) stream[i].group = tp_group_of[pos][r];
-            prog.streams.push_back(deriver.derive(std::move(stream), static_cast<int>(lane), device, parts_of_segment));
+            const auto counterpart = r > 0 && options.copy_replica_communication
+                                         ? deriver.counterparts(static_cast<int>(k), static_cast<int>(lane))
+                                         : std::nullopt;
+            if (!counterpart) {
+                if (r == 0) replica_zero[k] = prog.streams.size();
+                prog.streams.push_back(deriver.derive(full[k], static_cast<int>(lane), device, parts_of_segment, t > 1 ? tp_group_of[pos][r] : -1));
+                continue;
+            }
+            std::vector<Instr> stream = prog.streams[replica_zero[k]];
+            for (Instr& in : stream) {
+                if (in.peer >= 0) in.peer = counterpart->at(in.peer);
+                if (in.kind == InstrKind::TensorParallel) in.group = tp_group_of[pos][r];
+            }
+            prog.streams.push_back(std::move(stream));
         }
     }
     if (!placement) addTiedWeightReductions(prog, graph);

@@ -15,6 +15,14 @@ void checkPlan(const Plan& plan, const Graph& graph, int cluster_devices);
 // trains on (Graph::min_micro_batch): no plan of that batch can train it.
 void requireTrainableBatch(const Graph& graph, int global_batch);
 
-Program lower(const Plan& plan, const Graph& graph);
+struct LowerOptions {
+    // A data-parallel replica's stream copies replica 0's of the same tensor-parallel rank,
+    // peers and group replaced, where every segment places their devices alike
+    // (CommunicationDeriver::counterparts). false: every lane's communication is derived on
+    // its own (the tests compare the two).
+    bool copy_replica_communication = true;
+};
+
+Program lower(const Plan& plan, const Graph& graph, const LowerOptions& options = {});
 
 }  // namespace hippie

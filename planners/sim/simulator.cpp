@@ -12,6 +12,7 @@
 #include "planners/common/error.h"
 #include "planners/schedule/execute.h"
 #include "planners/schedule/zero_gathers.h"
+#include "planners/sim/symmetry.h"
 
 namespace hippie {
 
@@ -146,6 +147,14 @@ std::vector<SegmentMemory> segmentMemory(const Program& prog, const Graph& g, Co
     return out;
 }
 
+// Per group: node -> its members on that node.
+std::vector<std::map<int, int>> groupNodes(const Program& prog, const Cluster& c) {
+    std::vector<std::map<int, int>> nodes(prog.groups.size());
+    for (size_t g = 0; g < prog.groups.size(); ++g)
+        for (int d : prog.groups[g]) ++nodes[g][c.nodeOf(d)];
+    return nodes;
+}
+
 class Simulation {
 public:
     // The costs are those of one rank of each segment's tensor parallelism (Program::tpOf),
@@ -185,9 +194,8 @@ public:
                        cost_.tensorParallelTime(in.bytes, in.count, group, in.sequence_parallel, group_sharing_[static_cast<size_t>(in.group)]);
         };
         d.zero_gather = [this](int s, const Instr& in) { return zeroGatherExposedTime(prog_.devices[static_cast<size_t>(s)], in); };
-        ExecutionResult res = execute(prog_, d);
-        if (!res.finished) throw Error("the program deadlocks: " + res.stuck.front());
-        res = shareHostsAndPorts(d, std::move(res));
+        if (opt_.repeat_symmetric_streams) representative_ = symmetricRepresentatives(prog_, cost_.cluster());
+        ExecutionResult res = shareHostsAndPorts(d, executeOnce(d));
 
         Trace t;
         t.devices = prog_.devices;
@@ -209,17 +217,8 @@ private:
         for (size_t s = 0; s < prog_.streams.size(); ++s)
             for (const Instr& in : prog_.streams[s])
                 if (isSend(in.kind) && in.peer >= 0 && !c.sameNode(prog_.devices[s], in.peer)) cross_pairs_.insert({prog_.devices[s], in.peer});
-        std::map<int, int> groups_on_node;
-        group_nodes_.assign(prog_.groups.size(), {});
-        for (size_t g = 0; g < prog_.groups.size(); ++g) {
-            for (int d : prog_.groups[g]) ++group_nodes_[g][c.nodeOf(d)];
-            if (group_nodes_[g].size() > 1)
-                for (const auto& [n, members] : group_nodes_[g]) ++groups_on_node[n];
-        }
-        group_sharing_.assign(prog_.groups.size(), 1);
-        for (size_t g = 0; g < prog_.groups.size(); ++g)
-            if (group_nodes_[g].size() > 1)
-                for (const auto& [n, members] : group_nodes_[g]) group_sharing_[g] = std::max(group_sharing_[g], groups_on_node[n]);
+        group_nodes_ = groupNodes(prog_, c);
+        group_sharing_ = countedGroupSharing(prog_, c);
     }
 
     // Gradient accumulation (CostModel::gradAccumulationTime): a stream's weight-gradient
@@ -268,10 +267,37 @@ private:
     static constexpr int kSharingRounds = 8;
     static constexpr double kSharingTolerance = 0.005;
 
+    // One run of the program. Streams that repeat another's timing (representative_, from
+    // symmetry.h) are copied from it instead of run, while the shares measured so far are the
+    // same for both, instruction by instruction (host and port sharing are measured per
+    // stream, and a node busier than another's breaks the symmetry): then the run of every
+    // stream would give both the same timing.
+    ExecutionResult executeOnce(const ExecutionDurations& d) const {
+        std::vector<bool> runs;
+        if (!representative_.empty() && measuredSharesRepeat()) {
+            runs.resize(representative_.size());
+            for (size_t s = 0; s < runs.size(); ++s) runs[s] = representative_[s] == s;
+        }
+        ExecutionResult res = execute(prog_, d, runs);
+        if (!res.finished) throw Error("the program deadlocks: " + res.stuck.front());
+        if (!runs.empty())
+            for (size_t s = 0; s < runs.size(); ++s)
+                if (!runs[s]) res.timing[s] = res.timing[representative_[s]];
+        return res;
+    }
+
+    bool measuredSharesRepeat() const {
+        for (size_t s = 0; s < representative_.size(); ++s) {
+            const size_t r = representative_[s];
+            if (r == s) continue;
+            if (!compute_scale_.empty() && compute_scale_[s] != compute_scale_[r]) return false;
+            if (!port_time_.empty() && port_time_[s] != port_time_[r]) return false;
+        }
+        return true;
+    }
+
     ExecutionResult shareHostsAndPorts(const ExecutionDurations& d, ExecutionResult res) {
-        const Cluster& c = cost_.cluster();
-        const bool shared_hosts = std::any_of(prog_.devices.begin(), prog_.devices.end(),
-                                              [&](int dev) { return c.nodes[static_cast<size_t>(c.nodeOf(dev))].compute_slots > 0; });
+        const bool shared_hosts = sharedHosts();
         const bool shared_ports = !flows_.empty();
         if (!shared_hosts && !shared_ports) return res;
         double last_span = -1;
@@ -299,10 +325,16 @@ private:
                 last_span = span;
             }
             if (moved <= kSharingTolerance) break;
-            res = execute(prog_, d);
-            if (!res.finished) throw Error("the program deadlocks: " + res.stuck.front());
+            res = executeOnce(d);
         }
         return res;
+    }
+
+    // Whether devices of the program time-share a host's cores (Node::compute_slots).
+    bool sharedHosts() const {
+        const Cluster& c = cost_.cluster();
+        return std::any_of(prog_.devices.begin(), prog_.devices.end(),
+                           [&](int dev) { return c.nodes[static_cast<size_t>(c.nodeOf(dev))].compute_slots > 0; });
     }
 
     static double makespan(const ExecutionResult& res) {
@@ -375,9 +407,24 @@ private:
         int from_node = -1, to_node = -1;      // a send's nodes (-1: a collective)
         size_t first_member = 0, members = 0;  // a collective's: in flow_members_, and nodes: in flow_nodes_
         size_t first_node = 0, nodes = 0;
+        int ports = -1;  // the flow's ports and knee, numbered: flows of the same are counted alike (sharePorts)
         double alone = 0, knee = 1, slope = 0;
         double time(double share) const { return alone + slope * std::max(0.0, share - knee); }
     };
+
+    // A span of flows: start, end and the flows' ports (PortFlow::ports).
+    struct SpanKey {
+        double start, end;
+        int ports;
+        bool operator==(const SpanKey&) const = default;
+    };
+    struct SpanKeyHash {
+        size_t operator()(const SpanKey& k) const {
+            const size_t a = std::hash<double>{}(k.start), b = std::hash<double>{}(k.end);
+            return (a * 0x9E3779B97F4A7C15ULL) ^ (b + 0x7F4A7C15ULL + (a << 6)) ^ static_cast<size_t>(k.ports);
+        }
+    };
+    static constexpr size_t kNoSpan = static_cast<size_t>(-1);
 
     // A flow's time curve from the cost model: `at(s)` its time at share s (s >= 1).
     template <class At>
@@ -404,6 +451,25 @@ private:
                 list[at].push_back({s, i});
             }
         }
+        // PortFlow::ports: sends by (from node, to node, knee), collectives by (knee, nodes),
+        // found once per group.
+        int port_sets = 0;
+        std::map<std::tuple<int, int, double>, int> send_ports;
+        std::map<std::pair<double, std::vector<std::pair<int, int>>>, int> collective_ports;
+        std::unordered_map<int, int> ports_of_group;
+        const auto portsOfSend = [&](const PortFlow& f) {
+            const auto [it, added] = send_ports.try_emplace({f.from_node, f.to_node, f.knee}, port_sets);
+            if (added) ++port_sets;
+            return it->second;
+        };
+        const auto portsOfCollective = [&](const PortFlow& f, int group) {
+            if (const auto it = ports_of_group.find(group); it != ports_of_group.end()) return it->second;
+            std::vector<std::pair<int, int>> on(flow_nodes_.begin() + static_cast<std::ptrdiff_t>(f.first_node),
+                                                flow_nodes_.begin() + static_cast<std::ptrdiff_t>(f.first_node + f.nodes));
+            const auto [it, added] = collective_ports.try_emplace({f.knee, std::move(on)}, port_sets);
+            if (added) ++port_sets;
+            return ports_of_group[group] = it->second;
+        };
         std::map<std::tuple<int64_t, int, int>, PortFlow> send_curves;           // by (bytes, from, to)
         std::map<std::tuple<int, int, int>, PortFlow> collective_curves;         // by (kind, group, bucket)
         for (size_t s = 0; s < prog_.streams.size(); ++s) {
@@ -435,6 +501,7 @@ private:
                 }
                 f.stream = s;
                 f.index = i;
+                f.ports = f.from_node >= 0 ? portsOfSend(f) : portsOfCollective(f, in.group);
                 flows_.push_back(f);
             }
         }
@@ -447,23 +514,38 @@ private:
     // |log(new / old)|).
     double sharePorts(const ExecutionResult& res) {
         const size_t nodes = cost_.cluster().nodes.size();
+        // Flows of the same span on the same ports (the replicas' copies of one another) are
+        // one, times their number: their edges go in once, weighted, and their share is found
+        // once (the counts and so the integrals are the same).
+        std::unordered_map<SpanKey, size_t, SpanKeyHash> distinct;  // -> index into `spans`
+        std::vector<std::pair<size_t, int>> spans;                   // (first flow, flows)
+        std::vector<size_t> span_of(flows_.size(), kNoSpan);
+        distinct.reserve(flows_.size());
+        for (size_t k = 0; k < flows_.size(); ++k) {
+            const InstrTiming& t = res.timing[flows_[k].stream][flows_[k].index];
+            if (!(t.end > t.start)) continue;
+            const auto [it, added] = distinct.try_emplace(SpanKey{t.start, t.end, flows_[k].ports}, spans.size());
+            if (added) spans.push_back({k, 0});
+            ++spans[it->second].second;
+            span_of[k] = it->second;
+        }
         // Sends by port; collectives by node (both directions alike).
         std::vector<std::vector<std::pair<double, int>>> send_edges(2 * nodes), collective_edges(nodes);
-        for (const PortFlow& f : flows_) {
+        for (const auto& [first, count] : spans) {
+            const PortFlow& f = flows_[first];
             const InstrTiming& t = res.timing[f.stream][f.index];
-            if (!(t.end > t.start)) continue;
             if (f.from_node >= 0) {
                 for (const int p : {2 * f.from_node, 2 * f.to_node + 1}) {
                     if (!port_hot_[static_cast<size_t>(p)]) continue;
-                    send_edges[static_cast<size_t>(p)].push_back({t.start, 1});
-                    send_edges[static_cast<size_t>(p)].push_back({t.end, -1});
+                    send_edges[static_cast<size_t>(p)].push_back({t.start, count});
+                    send_edges[static_cast<size_t>(p)].push_back({t.end, -count});
                 }
             } else {
                 for (size_t n = f.first_node; n < f.first_node + f.nodes; ++n) {
                     const auto [node, members] = flow_nodes_[n];
                     if (!port_hot_[static_cast<size_t>(2 * node)] && !port_hot_[static_cast<size_t>(2 * node + 1)]) continue;
-                    collective_edges[static_cast<size_t>(node)].push_back({t.start, members});
-                    collective_edges[static_cast<size_t>(node)].push_back({t.end, -members});
+                    collective_edges[static_cast<size_t>(node)].push_back({t.start, members * count});
+                    collective_edges[static_cast<size_t>(node)].push_back({t.end, -members * count});
                 }
             }
         }
@@ -489,13 +571,13 @@ private:
             port_time_.resize(prog_.streams.size());
             for (size_t s = 0; s < prog_.streams.size(); ++s) port_time_[s].assign(prog_.streams[s].size(), 0.0);
         }
-        double moved = 0;
-        for (size_t k = 0; k < flows_.size(); ++k) {
-            const PortFlow& f = flows_[k];
+        // Each distinct span's share: its flows on its busiest port averaged over the span,
+        // over its own flows there.
+        std::vector<double> span_share(spans.size(), 1.0);
+        for (size_t i = 0; i < spans.size(); ++i) {
+            const PortFlow& f = flows_[spans[i].first];
             const InstrTiming& t = res.timing[f.stream][f.index];
-            if (!(t.end > t.start)) continue;
-            const double before = flow_share_[k];
-            double share = 1.0;
+            double& share = span_share[i];
             // The flows on port p over the span, the node's collectives' `collective` seconds
             // among them (< 0: not yet integrated), over `own`.
             const auto consider = [&](int p, int own, double& collective) {
@@ -516,6 +598,13 @@ private:
                     for (const int dir : {0, 1}) consider(2 * flow_nodes_[n].first + dir, flow_nodes_[n].second, on_node);
                 }
             }
+        }
+        double moved = 0;
+        for (size_t k = 0; k < flows_.size(); ++k) {
+            if (span_of[k] == kNoSpan) continue;
+            const PortFlow& f = flows_[k];
+            const double before = flow_share_[k];
+            double share = span_share[span_of[k]];
             // A share that turns back (it rose last time and falls now, or the reverse) is
             // damped: the geometric mean with the one before.
             if (flow_step_[k] * (share - before) < 0) share = std::sqrt(share * before);
@@ -968,6 +1057,7 @@ private:
     std::vector<double> flow_share_, flow_step_;       // by flow: measured share of the ports, the sign of its last change
     std::vector<std::vector<double>> port_time_;       // [stream][instruction]: measured time of a flow (0: none; empty: not measured)
     std::vector<size_t> stream_of_device_;             // by device of the cluster: its stream
+    std::vector<size_t> representative_;               // by stream: the stream whose timing it repeats (empty: run all)
     std::unordered_map<uint64_t, double> fwd_, bwd_, bwd_w_, recompute_, bwd_bucket_;
     std::map<std::tuple<int, int, int, double>, double> collective_s_;  // by (kind, group, bucket, share of the ports)
     std::optional<std::unordered_map<int, int64_t>> all_reduced_bytes_;  // by device (allReducedBucketBytes)
@@ -979,6 +1069,19 @@ private:
 };
 
 }  // namespace
+
+std::vector<int> countedGroupSharing(const Program& prog, const Cluster& c) {
+    const std::vector<std::map<int, int>> group_nodes = groupNodes(prog, c);
+    std::map<int, int> groups_on_node;
+    for (const auto& nodes : group_nodes)
+        if (nodes.size() > 1)
+            for (const auto& [n, members] : nodes) ++groups_on_node[n];
+    std::vector<int> sharing(prog.groups.size(), 1);
+    for (size_t g = 0; g < prog.groups.size(); ++g)
+        if (group_nodes[g].size() > 1)
+            for (const auto& [n, members] : group_nodes[g]) sharing[g] = std::max(sharing[g], groups_on_node[n]);
+    return sharing;
+}
 
 double memoryEfficiency(double throughput_samples_per_s, int64_t peak_bytes) {
     return peak_bytes > 0 ? throughput_samples_per_s / (static_cast<double>(peak_bytes) / kGiB) : 0.0;
