@@ -10,12 +10,16 @@ namespace hippie {
 
 namespace {
 
-// The segments a stream computes, in order of first appearance: streams of one class share them.
-std::vector<int> segmentsOf(const std::vector<Instr>& stream) {
+// The segments a stream computes, in order of first appearance: streams of one class share
+// them. `seen`: scratch, one flag per segment of the program, left all false.
+std::vector<int> segmentsOf(const std::vector<Instr>& stream, std::vector<bool>& seen) {
     std::vector<int> segments;
     for (const Instr& in : stream)
-        if (isCompute(in.kind) && in.segment >= 0 && std::find(segments.begin(), segments.end(), in.segment) == segments.end())
+        if (isCompute(in.kind) && in.segment >= 0 && static_cast<size_t>(in.segment) < seen.size() && !seen[static_cast<size_t>(in.segment)]) {
+            seen[static_cast<size_t>(in.segment)] = true;
             segments.push_back(in.segment);
+        }
+    for (int seg : segments) seen[static_cast<size_t>(seg)] = false;
     return segments;
 }
 
@@ -71,10 +75,13 @@ public:
         std::vector<size_t> identity(n);
         std::iota(identity.begin(), identity.end(), size_t{0});
         if (prog_.devices.size() != n || devices_ != n) return identity;
+        // A placement's devices each run their own segments: nothing repeats.
+        if (std::any_of(prog_.segments.begin(), prog_.segments.end(), [](const Segment& seg) { return seg.stage < 0; })) return identity;
         // Candidates: the first stream of the same segments.
         std::map<std::vector<int>, size_t> first;
         rep_.resize(n);
-        for (size_t s = 0; s < n; ++s) rep_[s] = first.try_emplace(segmentsOf(prog_.streams[s]), s).first->second;
+        std::vector<bool> seen(prog_.segments.size(), false);
+        for (size_t s = 0; s < n; ++s) rep_[s] = first.try_emplace(segmentsOf(prog_.streams[s], seen), s).first->second;
         if (first.size() == n) return identity;  // nothing repeats
         closed_.assign(prog_.groups.size(), Unknown);
         for (size_t s = 0; s < n; ++s)

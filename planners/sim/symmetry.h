@@ -24,7 +24,7 @@ namespace hippie {
 //   (countedGroupSharing);
 // - every group a representative posts to holds, for each member, that member's
 //   representative (so the representatives' collectives wait for each other alone).
-// Anything else (placements, per-stage replication or degrees, heterogeneous nodes, a
+// Anything else (placements, whose segments have no stage; per-stage replication or degrees, heterogeneous nodes, a
 // group that mixes classes) gives every stream itself: the caller runs them all.
 std::vector<size_t> symmetricRepresentatives(const Program& prog, const Cluster& cluster);
 
