@@ -425,6 +425,7 @@ private:
         }
     };
     static constexpr size_t kNoSpan = static_cast<size_t>(-1);
+    static constexpr size_t kNoMember = static_cast<size_t>(-1);
 
     // A flow's time curve from the cost model: `at(s)` its time at share s (s >= 1).
     template <class At>
@@ -439,16 +440,44 @@ private:
     // collective of a group on each member's stream is one instance.
     void findPortFlows() {
         const Cluster& c = cost_.cluster();
-        std::vector<std::vector<std::vector<std::pair<size_t, size_t>>>> instances(prog_.groups.size());  // [group][k]: members
+        // Each multi-node group's collective instances: the k-th of every member, flat
+        // ([group][k * members + j]: stream and instruction of member j's k-th; kNoMember
+        // where a malformed program's member posts fewer), members in stream order.
+        std::vector<size_t> posted(prog_.groups.size() * prog_.streams.size(), 0);  // [group * streams + s]
+        size_t sends = 0;
+        for (size_t s = 0; s < prog_.streams.size(); ++s)
+            for (const Instr& in : prog_.streams[s]) {
+                if (isSend(in.kind) && in.peer >= 0 && !c.sameNode(prog_.devices[s], in.peer)) ++sends;
+                if (isCollective(in.kind) && group_nodes_[static_cast<size_t>(in.group)].size() > 1) ++posted[static_cast<size_t>(in.group) * prog_.streams.size() + s];
+            }
+        std::vector<std::vector<std::pair<size_t, size_t>>> instances(prog_.groups.size());
+        std::vector<size_t> group_members(prog_.groups.size(), 0), member_index(prog_.groups.size() * prog_.streams.size(), 0);
+        size_t collectives = 0, member_slots = 0;
+        for (size_t g = 0; g < prog_.groups.size(); ++g) {
+            size_t most = 0;
+            for (size_t s = 0; s < prog_.streams.size(); ++s) {
+                most = std::max(most, posted[g * prog_.streams.size() + s]);
+                group_members[g] += posted[g * prog_.streams.size() + s] > 0 ? 1 : 0;
+            }
+            instances[g].assign(most * group_members[g], {kNoMember, 0});
+            collectives += most;
+            member_slots += most * group_members[g];
+        }
+        flows_.reserve(sends + collectives);
+        flow_members_.reserve(member_slots);
+        for (size_t g = 0; g < prog_.groups.size(); ++g) {
+            // Member j of group g is the j-th stream (in order) that posts to it.
+            size_t j = 0;
+            for (size_t s = 0; s < prog_.streams.size(); ++s)
+                if (posted[g * prog_.streams.size() + s] > 0) member_index[g * prog_.streams.size() + s] = j++;
+        }
         for (size_t s = 0; s < prog_.streams.size(); ++s) {
             std::vector<size_t> k(prog_.groups.size(), 0);
             for (size_t i = 0; i < prog_.streams[s].size(); ++i) {
                 const Instr& in = prog_.streams[s][i];
                 if (!isCollective(in.kind) || group_nodes_[static_cast<size_t>(in.group)].size() < 2) continue;
-                auto& list = instances[static_cast<size_t>(in.group)];
-                const size_t at = k[static_cast<size_t>(in.group)]++;
-                if (list.size() <= at) list.resize(at + 1);
-                list[at].push_back({s, i});
+                const auto g = static_cast<size_t>(in.group);
+                instances[g][k[g]++ * group_members[g] + member_index[g * prog_.streams.size() + s]] = {s, i};
             }
         }
         // PortFlow::ports: sends by (from node, to node, knee), collectives by (knee, nodes),
@@ -491,7 +520,9 @@ private:
                     if (added) fitShareCurve(it->second, ringKnee(static_cast<size_t>(in.group)), [&](double share) { return collectiveTime(in, share); });
                     f = it->second;
                     f.first_member = flow_members_.size();
-                    for (const auto& member : instances[static_cast<size_t>(in.group)][instance]) flow_members_.push_back(member);
+                    const auto g = static_cast<size_t>(in.group);
+                    for (size_t j = 0; j < group_members[g]; ++j)
+                        if (instances[g][instance * group_members[g] + j].first != kNoMember) flow_members_.push_back(instances[g][instance * group_members[g] + j]);
                     f.members = flow_members_.size() - f.first_member;
                     f.first_node = flow_nodes_.size();
                     for (const auto& [node, members] : group_nodes_[static_cast<size_t>(in.group)]) flow_nodes_.push_back({node, members});
