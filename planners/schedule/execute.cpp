@@ -98,15 +98,19 @@ public:
         const size_t n = p.streams.size();
         runs_ = runs.empty() ? std::vector<bool>(n, true) : runs;
         runs_.resize(n, false);
-        // Each group's members that run: those its collectives wait for.
-        std::unordered_map<int, size_t> stream_of_device;
-        for (size_t s = 0; s < n; ++s) stream_of_device.emplace(p.devices[s], s);
+        // Each group's members that run: those its collectives wait for (a member without a
+        // stream counts: the validator names it).
         group_size_.resize(p.groups.size());
-        for (size_t g = 0; g < p.groups.size(); ++g)
-            for (int dev : p.groups[g]) {
-                const auto it = stream_of_device.find(dev);
-                group_size_[g] += it == stream_of_device.end() || runs_[it->second] ? 1 : 0;  // a member without a stream: the validator names it
-            }
+        for (size_t g = 0; g < p.groups.size(); ++g) group_size_[g] = p.groups[g].size();
+        if (!runs.empty()) {
+            std::unordered_map<int, size_t> stream_of_device;
+            for (size_t s = 0; s < n; ++s) stream_of_device.emplace(p.devices[s], s);
+            for (size_t g = 0; g < p.groups.size(); ++g)
+                for (int dev : p.groups[g]) {
+                    const auto it = stream_of_device.find(dev);
+                    if (it != stream_of_device.end() && !runs_[it->second]) --group_size_[g];
+                }
+        }
         state_.resize(n);
         result_.timing.resize(n);
         for (size_t s = 0; s < n; ++s)

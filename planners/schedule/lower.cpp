@@ -388,7 +388,15 @@ public:
     // each peer replaced by its counterpart (and the same bytes). Returns the counterpart of
     // each device of `from`'s segments, or nothing (then each lane is derived on its own):
     // per-stage replication routes micro-batches round-robin and per-stage degrees mix lanes.
-    std::optional<std::unordered_map<int, int>> counterparts(int from, int lane) const {
+    // The same for every pipeline position: found once per pair of lanes.
+    const std::optional<std::unordered_map<int, int>>& counterparts(int from, int lane) {
+        const auto [it, added] = counterparts_.try_emplace({from, lane});
+        if (added) it->second = findCounterparts(from, lane);
+        return it->second;
+    }
+
+private:
+    std::optional<std::unordered_map<int, int>> findCounterparts(int from, int lane) const {
         if (prog_.round_robin || !prog_.segment_tp.empty()) return std::nullopt;
         std::unordered_map<int, int> there, back;
         for (const auto& devs : prog_.segment_devices) {
@@ -408,7 +416,6 @@ public:
         return there;
     }
 
-private:
     // A micro-batch's Recompute is part of its backward (the backward rebuilds each recomputed
     // layer just before that layer's backward): it waits for the output gradient as well.
     static bool startsBackward(const Instr& in) {
@@ -485,6 +492,7 @@ private:
     std::unordered_map<uint64_t, int64_t> bytes_cache_;  // key(producer, 0, device): same for every replica
     std::unordered_map<int, std::vector<int>> hosted_;    // device -> the segments it runs, ascending
     std::vector<std::pair<int, int64_t>> tensors_;       // bytesTo's scratch
+    std::map<std::pair<int, int>, std::optional<std::unordered_map<int, int>>> counterparts_;  // by (from lane, lane)
 };
 
 // Adds recomputation before each segment's first backward of a micro-batch, and the
@@ -979,10 +987,10 @@ Program lower(const Plan& plan, const Graph& graph, const LowerOptions& options)
             const size_t r = lane / static_cast<size_t>(t), k = lane % static_cast<size_t>(t);
             const int device = position_devices[pos][lane];
             prog.devices.push_back(device);
-            const auto counterpart = r > 0 && options.copy_replica_communication
-                                         ? deriver.counterparts(static_cast<int>(k), static_cast<int>(lane))
-                                         : std::nullopt;
-            if (!counterpart) {
+            const std::unordered_map<int, int>* counterpart = nullptr;
+            if (r > 0 && options.copy_replica_communication)
+                if (const auto& found = deriver.counterparts(static_cast<int>(k), static_cast<int>(lane))) counterpart = &*found;
+            if (counterpart == nullptr) {
                 if (r == 0) replica_zero[k] = prog.streams.size();
                 prog.streams.push_back(deriver.derive(full[k], static_cast<int>(lane), device, parts_of_segment, t > 1 ? tp_group_of[pos][r] : -1));
                 continue;

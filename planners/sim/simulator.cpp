@@ -155,6 +155,19 @@ std::vector<std::map<int, int>> groupNodes(const Program& prog, const Cluster& c
     return nodes;
 }
 
+// countedGroupSharing from each group's nodes.
+std::vector<int> sharingOf(const std::vector<std::map<int, int>>& group_nodes) {
+    std::map<int, int> groups_on_node;
+    for (const auto& nodes : group_nodes)
+        if (nodes.size() > 1)
+            for (const auto& [n, members] : nodes) ++groups_on_node[n];
+    std::vector<int> sharing(group_nodes.size(), 1);
+    for (size_t g = 0; g < group_nodes.size(); ++g)
+        if (group_nodes[g].size() > 1)
+            for (const auto& [n, members] : group_nodes[g]) sharing[g] = std::max(sharing[g], groups_on_node[n]);
+    return sharing;
+}
+
 class Simulation {
 public:
     // The costs are those of one rank of each segment's tensor parallelism (Program::tpOf),
@@ -194,7 +207,7 @@ public:
                        cost_.tensorParallelTime(in.bytes, in.count, group, in.sequence_parallel, group_sharing_[static_cast<size_t>(in.group)]);
         };
         d.zero_gather = [this](int s, const Instr& in) { return zeroGatherExposedTime(prog_.devices[static_cast<size_t>(s)], in); };
-        if (opt_.repeat_symmetric_streams) representative_ = symmetricRepresentatives(prog_, cost_.cluster());
+        if (opt_.repeat_symmetric_streams) representative_ = symmetricRepresentatives(prog_, cost_.cluster(), group_sharing_);
         ExecutionResult res = shareHostsAndPorts(d, executeOnce(d));
 
         Trace t;
@@ -218,7 +231,7 @@ private:
             for (const Instr& in : prog_.streams[s])
                 if (isSend(in.kind) && in.peer >= 0 && !c.sameNode(prog_.devices[s], in.peer)) cross_pairs_.insert({prog_.devices[s], in.peer});
         group_nodes_ = groupNodes(prog_, c);
-        group_sharing_ = countedGroupSharing(prog_, c);
+        group_sharing_ = sharingOf(group_nodes_);
     }
 
     // Gradient accumulation (CostModel::gradAccumulationTime): a stream's weight-gradient
@@ -456,8 +469,9 @@ private:
         for (size_t g = 0; g < prog_.groups.size(); ++g) {
             size_t most = 0;
             for (size_t s = 0; s < prog_.streams.size(); ++s) {
-                most = std::max(most, posted[g * prog_.streams.size() + s]);
-                group_members[g] += posted[g * prog_.streams.size() + s] > 0 ? 1 : 0;
+                const size_t at = g * prog_.streams.size() + s;
+                most = std::max(most, posted[at]);
+                if (posted[at] > 0) member_index[at] = group_members[g]++;  // member j: the j-th stream posting to g
             }
             instances[g].assign(most * group_members[g], {kNoMember, 0});
             collectives += most;
@@ -465,12 +479,6 @@ private:
         }
         flows_.reserve(sends + collectives);
         flow_members_.reserve(member_slots);
-        for (size_t g = 0; g < prog_.groups.size(); ++g) {
-            // Member j of group g is the j-th stream (in order) that posts to it.
-            size_t j = 0;
-            for (size_t s = 0; s < prog_.streams.size(); ++s)
-                if (posted[g * prog_.streams.size() + s] > 0) member_index[g * prog_.streams.size() + s] = j++;
-        }
         for (size_t s = 0; s < prog_.streams.size(); ++s) {
             std::vector<size_t> k(prog_.groups.size(), 0);
             for (size_t i = 0; i < prog_.streams[s].size(); ++i) {
@@ -1101,18 +1109,7 @@ private:
 
 }  // namespace
 
-std::vector<int> countedGroupSharing(const Program& prog, const Cluster& c) {
-    const std::vector<std::map<int, int>> group_nodes = groupNodes(prog, c);
-    std::map<int, int> groups_on_node;
-    for (const auto& nodes : group_nodes)
-        if (nodes.size() > 1)
-            for (const auto& [n, members] : nodes) ++groups_on_node[n];
-    std::vector<int> sharing(prog.groups.size(), 1);
-    for (size_t g = 0; g < prog.groups.size(); ++g)
-        if (group_nodes[g].size() > 1)
-            for (const auto& [n, members] : group_nodes[g]) sharing[g] = std::max(sharing[g], groups_on_node[n]);
-    return sharing;
-}
+std::vector<int> countedGroupSharing(const Program& prog, const Cluster& c) { return sharingOf(groupNodes(prog, c)); }
 
 double memoryEfficiency(double throughput_samples_per_s, int64_t peak_bytes) {
     return peak_bytes > 0 ? throughput_samples_per_s / (static_cast<double>(peak_bytes) / kGiB) : 0.0;

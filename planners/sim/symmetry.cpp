@@ -4,8 +4,6 @@
 #include <map>
 #include <numeric>
 
-#include "planners/sim/simulator.h"
-
 namespace hippie {
 
 namespace {
@@ -57,8 +55,8 @@ private:
 
 class Classes {
 public:
-    Classes(const Program& prog, const Cluster& cluster)
-        : prog_(prog), cluster_(cluster), group_sharing_(countedGroupSharing(prog, cluster)) {
+    Classes(const Program& prog, const Cluster& cluster, const std::vector<int>& group_sharing)
+        : prog_(prog), cluster_(cluster), group_sharing_(group_sharing) {
         for (size_t s = 0; s < prog.devices.size(); ++s) {
             const int d = prog.devices[s];
             if (d < 0 || d >= cluster.deviceCount()) continue;  // the validator names it
@@ -74,7 +72,7 @@ public:
         const size_t n = prog_.streams.size();
         std::vector<size_t> identity(n);
         std::iota(identity.begin(), identity.end(), size_t{0});
-        if (prog_.devices.size() != n || devices_ != n) return identity;
+        if (prog_.devices.size() != n || devices_ != n || group_sharing_.size() != prog_.groups.size()) return identity;
         // A placement's devices each run their own segments: nothing repeats.
         if (std::any_of(prog_.segments.begin(), prog_.segments.end(), [](const Segment& seg) { return seg.stage < 0; })) return identity;
         // Candidates: the first stream of the same segments.
@@ -187,7 +185,7 @@ private:
 
     const Program& prog_;
     const Cluster& cluster_;
-    const std::vector<int> group_sharing_;  // by group (countedGroupSharing)
+    const std::vector<int>& group_sharing_;  // by group (countedGroupSharing)
     static constexpr size_t kNone = static_cast<size_t>(-1);
     std::vector<size_t> stream_of_device_;  // by device: its stream (kNone: none)
     size_t devices_ = 0;                    // distinct devices with a stream
@@ -197,8 +195,8 @@ private:
 
 }  // namespace
 
-std::vector<size_t> symmetricRepresentatives(const Program& prog, const Cluster& cluster) {
-    return Classes(prog, cluster).find();
+std::vector<size_t> symmetricRepresentatives(const Program& prog, const Cluster& cluster, const std::vector<int>& group_sharing) {
+    return Classes(prog, cluster, group_sharing).find();
 }
 
 }  // namespace hippie

@@ -21,11 +21,11 @@ namespace hippie {
 // - each collective's group has the same number of members on each node, counted as a
 //   multiset (the ring's time depends on nothing else on equal nodes), members of the same
 //   classes, and the same count of groups on its ports for its in-line collectives
-//   (countedGroupSharing);
+//   (`group_sharing`: countedGroupSharing(prog, cluster), which the simulator has);
 // - every group a representative posts to holds, for each member, that member's
 //   representative (so the representatives' collectives wait for each other alone).
 // Anything else (placements, whose segments have no stage; per-stage replication or degrees, heterogeneous nodes, a
 // group that mixes classes) gives every stream itself: the caller runs them all.
-std::vector<size_t> symmetricRepresentatives(const Program& prog, const Cluster& cluster);
+std::vector<size_t> symmetricRepresentatives(const Program& prog, const Cluster& cluster, const std::vector<int>& group_sharing);
 
 }  // namespace hippie

@@ -94,7 +94,9 @@ Trace simulateWith(const Graph& g, const Cluster& c, const Plan& plan, bool repe
     return simulate(lower(plan, g), plan, cost, opt);
 }
 
-size_t distinct(const std::vector<size_t>& reps) {
+// Streams run: the representatives symmetricRepresentatives finds.
+size_t streamsRun(const Program& prog, const Cluster& cluster) {
+    const std::vector<size_t> reps = symmetricRepresentatives(prog, cluster, countedGroupSharing(prog, cluster));
     size_t n = 0;
     for (size_t s = 0; s < reps.size(); ++s) n += reps[s] == s ? 1 : 0;
     return n;
@@ -153,7 +155,7 @@ private slots:
         const Graph g = smallGpt();
         const Cluster cluster = buildClusterPreset("dgx-a100-2x8");
         const Program prog = lower(c.plan, g);
-        QCOMPARE(distinct(symmetricRepresentatives(prog, cluster)), c.streams_run);
+        QCOMPARE(streamsRun(prog, cluster), c.streams_run);
         compareTraces(simulateWith(g, cluster, c.plan, true), simulateWith(g, cluster, c.plan, false));
     }
 
@@ -181,10 +183,10 @@ private slots:
         cluster.nodes[1].device.peak_flops_fp16 /= 2;
         Plan plan = gptPlan(2, 4, 2, 4, ScheduleKind::OneFOneB);
         const Program prog = lower(plan, g);
-        QCOMPARE(distinct(symmetricRepresentatives(prog, cluster)), prog.streams.size());
+        QCOMPARE(streamsRun(prog, cluster), prog.streams.size());
         compareTraces(simulateWith(g, cluster, plan, true), simulateWith(g, cluster, plan, false));
         // On equal nodes the same plan runs two streams of sixteen.
-        QCOMPARE(distinct(symmetricRepresentatives(prog, buildClusterPreset("dgx-a100-2x8"))), size_t(2));
+        QCOMPARE(streamsRun(prog, buildClusterPreset("dgx-a100-2x8")), size_t(2));
     }
 
     // Host and port shares measured from the timeline: streams are copied only while their
