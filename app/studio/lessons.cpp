@@ -59,7 +59,7 @@ Graph buildUniformMlp(const ModelSpec& spec) {
 // precision. The ZeRO lessons train it with one sample a GPU, so that the model state (16 bytes
 // a parameter under Adam in mixed precision) is most of the memory. The recomputation lessons
 // train it on a 4-stage 1F1B pipeline in micro-batches of 4 samples, so that the activations
-// kept for backward (the attention's scores and softmax grow with the square of the sequence)
+// kept for backward (the attention's probabilities and their dropout grow with the square of the sequence)
 // outweigh the model state; there the first stage keeps several micro-batches' activations and
 // full recomputation at most one micro-batch's, so that its peak is below selective recomputation's.
 // PipeDream's VGG-16 at its published size, fp32 as on the V100s of PipeDream's Cluster-A.
@@ -261,8 +261,9 @@ const std::vector<Lesson>& lessons() {
                "GPT-2 medium (24 blocks) on a 4-stage 1F1B pipeline, 8 micro-batches of four samples of 1024 tokens. "
                "Each forward (blue) keeps every activation its backward (orange) will need, and a stage keeps them for "
                "every micro-batch it has started and not yet finished, up to four on the first stage: the memory "
-               "curves climb through the warm-up. The largest of those activations are each block's attention scores "
-               "and softmax, which grow with the square of the sequence. The next two lessons recompute activations "
+               "curves climb through the warm-up. The largest of those activations are each block's attention "
+               "probabilities, their dropout mask and the dropped probabilities, which grow with the square of the "
+               "sequence. The next two lessons recompute activations "
                "instead of keeping them.",
                gptMedium(), kCluster, kRecomputeStages, 1, 1, kRecomputeMicroBatches, kRecomputeSamples,
                ScheduleKind::OneFOneB, -1, {E::BalancedStages}),
@@ -277,8 +278,8 @@ const std::vector<Lesson>& lessons() {
                            ScheduleKind::OneFOneB, kNoRecompute, {E::LowerPeakMemory, E::LongerIteration}),
                     true, false),
         recomputing(lesson("Selective recomputation",
-                           "Only each block's attention core is recomputed (Korthikanti et al. 2022): the scores QK^T "
-                           "and their softmax, the activations with the most bytes for the fewest FLOPs; every other "
+                           "Only each block's attention core is recomputed (Korthikanti et al. 2022): the scores QK^T, "
+                           "their softmax and its dropout, the activations with the most bytes for the fewest FLOPs; every other "
                            "activation is kept. Each block's backward first rebuilds its core from Q and K, which stay "
                            "stored (the short brown recompute blocks). Its iteration is compared with full "
                            "recomputation's, its memory and time with no recomputation's.",

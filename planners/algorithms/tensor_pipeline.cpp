@@ -37,7 +37,7 @@ PlannerResult TensorPipelinePlanner::plan(const Problem& problem, PlanContext& c
                                                           : std::string(": the model splits no op")) +
              ")" + (sequenceParallel() ? " with sequence parallelism" : "") + ", then pipeline stages; the first that fits");
     const bool selective = selectiveRecompute() && !attentionCores(problem.graph).empty();
-    if (selective) log.note("selective recomputation: every block's attention core (scores, softmax) recomputed in backward");
+    if (selective) log.note("selective recomputation: every block's attention core (scores, softmax and its dropout) recomputed in backward");
     Plan base = basePlan(problem, name());
     const StagesFn rule = stageRule(problem);
     const std::vector<ModelParallelShape> order = modelParallelOrder(problem);

@@ -28,19 +28,30 @@ constexpr int64_t kImageNetSide = 224;     // ResNet, VGG
 constexpr int64_t kInceptionSide = 299;    // Inception-v3
 constexpr int64_t kFeedForwardRatio = 4;   // d_ff = 4 d_model in every zoo transformer
 
+// GPT-2's training configuration (resid_pdrop, embd_pdrop, attn_pdrop of the released model's
+// Hugging Face config) and Megatron-LM's defaults (--hidden-dropout, --attention-dropout), which
+// its GPT-3 recipes keep; Brown et al. 2020 state none.
+constexpr Dropout kGptDropout{0.1, 0.1};
+// Devlin et al. 2019, appendix A.2: "a dropout probability of 0.1 on all layers"
+// (hidden_dropout_prob, attention_probs_dropout_prob).
+constexpr Dropout kBertDropout{0.1, 0.1};
+// Vaswani et al. 2017, Table 3 "big" (English-German): residual dropout 0.3; no dropout on the
+// attention probabilities (section 5.4).
+constexpr Dropout kTransformerBigDropout{0.3, 0.0};
+
 GptArch gpt(int layers, int64_t d_model, int64_t heads, int64_t n_ctx) {
-    return {layers, d_model, heads, kFeedForwardRatio * d_model, kGptVocab, n_ctx, n_ctx};
+    return {layers, d_model, heads, kFeedForwardRatio * d_model, kGptVocab, n_ctx, n_ctx, kGptDropout};
 }
 
 BertArch bert(int layers, int64_t d_model, int64_t heads) {
     return {layers, d_model, heads, kFeedForwardRatio * d_model, kBertVocab, kBertPositions, kBertSegments,
-            kBertPositions};
+            kBertPositions, kBertDropout};
 }
 
 // Vaswani et al. 2017, Table 3 "big"; Vaswani et al. batch by ~25k tokens, not by a fixed
 // length; tensor2tensor's transformer_big (behind the MLPerf Transformer reference) caps
 // sequences at max_length 256.
-TransformerArch transformerBig() { return {6, 1024, 16, 4096, 37000, 256}; }
+TransformerArch transformerBig() { return {6, 1024, 16, 4096, 37000, 256, kTransformerBigDropout}; }
 
 ResNetArch resnet(std::array<int, 4> blocks) {
     ResNetArch a;
@@ -192,6 +203,7 @@ constexpr double kMaxFeedForward = 4 * kMaxWidth;
 constexpr double kMaxVocab = 1 << 22;    // vocabularies and classes
 constexpr double kMaxSeq = 65536;
 constexpr double kMaxImageSide = 4096;
+constexpr double kMaxDropout = 0.9;
 constexpr double kMinWidthMult = 1.0 / 64;
 constexpr double kMaxWidthMult = 16;
 // Bound on the per-sample element count of the largest activation (attention scores, additive
@@ -217,11 +229,15 @@ const std::map<std::string, std::vector<OverrideKey>>& keyTable() {
             key("width_mult", "multiplies every convolution's channels (rounded, at least 1)", kMinWidthMult,
                 kMaxWidthMult, false);
         const OverrideKey classes = key("classes", "output classes", 2, kMaxVocab);
+        const OverrideKey dropout =
+            key("dropout", "dropout probability on the embedding and each sub-layer's output; 0: none", 0, kMaxDropout, false);
+        const OverrideKey attention_dropout =
+            key("attention_dropout", "dropout probability on the attention probabilities; 0: none", 0, kMaxDropout, false);
         std::map<std::string, std::vector<OverrideKey>> t;
-        t["gpt"] = {layers, d_model, heads, d_ff, vocab, positions, seq_len};
-        t["bert"] = {layers, d_model, heads, d_ff, vocab, positions, seq_len};
+        t["gpt"] = {layers, d_model, heads, d_ff, vocab, positions, seq_len, dropout, attention_dropout};
+        t["bert"] = {layers, d_model, heads, d_ff, vocab, positions, seq_len, dropout, attention_dropout};
         t["transformer"] = {key("layers", "encoder blocks = decoder blocks", 1, kMaxDepth), d_model, heads, d_ff,
-                            vocab, key("seq_len", "source = target tokens a sample", 1, kMaxSeq)};
+                            vocab, key("seq_len", "source = target tokens a sample", 1, kMaxSeq), dropout, attention_dropout};
         t["resnet"] = {key("blocks1", "bottleneck blocks in stage 1", 1, kMaxDepth),
                        key("blocks2", "bottleneck blocks in stage 2", 1, kMaxDepth),
                        key("blocks3", "bottleneck blocks in stage 3", 1, kMaxDepth),
@@ -352,6 +368,8 @@ TransformerLike resolveTransformer(const ModelSpec& spec, TransformerLike a) {
     checkSequence(spec, a.seq_len);
     checkAttentionSize(spec, a.heads, a.seq_len);
     if constexpr (requires { a.positions; }) a.positions = positionsFor(spec, a.positions, a.seq_len);
+    a.dropout.hidden = spec.overrides.count("dropout") ? spec.overrides.at("dropout") : a.dropout.hidden;
+    a.dropout.attention = spec.overrides.count("attention_dropout") ? spec.overrides.at("attention_dropout") : a.dropout.attention;
     return a;
 }
 
@@ -532,6 +550,8 @@ std::vector<std::pair<std::string, double>> defaultOverrideValues(const std::str
                 set("vocab", a.vocab);
                 set("seq_len", a.seq_len);
                 if constexpr (!std::is_same_v<A, TransformerArch>) set("positions", a.positions);
+                set("dropout", a.dropout.hidden);
+                set("attention_dropout", a.dropout.attention);
             } else if constexpr (std::is_same_v<A, ResNetArch>) {
                 for (size_t s = 0; s < a.blocks_per_stage.size(); ++s)
                     set("blocks" + std::to_string(s + 1), a.blocks_per_stage[s]);

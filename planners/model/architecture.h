@@ -31,6 +31,19 @@ namespace hippie {
 // fused Linear(d_model, 2 d_model) "kv" from the encoder output. All attention Linears have a
 // bias. The feed-forward is Linear(d_model, d_ff) "fc1", activation, Linear(d_ff, d_model) "fc2".
 
+// Dropout while training (Srivastava et al. 2014), as each model was published: `hidden` on the
+// embedding's output and on each sub-layer's output before its residual add (Vaswani et al.
+// 2017, section 5.4: "residual dropout"), `attention` on the attention probabilities before
+// their product with V. 0 = none: the Graph then has no dropout op there (and the engine runs
+// none). Graph ops, per block: "<prefix>_dropout" on the probabilities (prefix attn, or cross
+// for cross-attention), "<prefix>_resid_dropout" on the attention's output projection,
+// "mlp_dropout" on fc2's output; "embed_dropout" after the embedding (GPT and BERT: on its
+// output, after BERT's LayerNorm; the Transformer: "source_dropout" and "target_dropout").
+struct Dropout {
+    double hidden = 0;
+    double attention = 0;
+};
+
 // GPT-2 / GPT-3: decoder-only, pre-LN, causal self-attention, GELU (tanh approximation).
 // Graph layers, in order:
 //   "embed":  token_embed Embedding(vocab, d_model), position_embed Embedding(positions,
@@ -51,6 +64,7 @@ struct GptArch {
     int64_t positions = 0;  // rows of the position table: n_ctx (or the 'positions' override), grown
                             // to seq_len when a longer sequence is asked without 'positions'
     int64_t seq_len = 0;    // resolved: the model's n_ctx unless overridden
+    Dropout dropout;
 };
 
 // BERT: encoder, post-LN, bidirectional self-attention, GELU; pre-training heads MLM + NSP.
@@ -72,6 +86,7 @@ struct BertArch {
     int64_t positions = 0;  // 512 (or the 'positions' override), grown to a longer seq_len likewise
     int64_t segments = 0;   // 2: sentence A / B
     int64_t seq_len = 0;
+    Dropout dropout;
 };
 
 // Transformer (big), Vaswani et al. 2017: encoder-decoder, post-LN, ReLU, one vocabulary table
@@ -94,6 +109,7 @@ struct TransformerArch {
     int64_t d_ff = 0;
     int64_t vocab = 0;     // 37000 shared BPE (WMT'14 en-de)
     int64_t seq_len = 0;   // source and target tokens a sample (256)
+    Dropout dropout;
 };
 
 // ---- Convolutional networks -----------------------------------------------------------------

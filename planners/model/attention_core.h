@@ -13,10 +13,15 @@ namespace hippie {
 struct AttentionCore {
     int scores = -1;   // op id of `<prefix>_scores`
     int softmax = -1;  // op id of `<prefix>_softmax`, whose only input is `scores`
+    int dropout = -1;  // op id of `<prefix>_dropout`, a dropout whose only input is `softmax`; -1: none
+
+    // The core's ops: scores, softmax and the dropout when there is one.
+    std::vector<int> ops() const;
 };
 
 // Every core of the graph in op order: a softmax op named `<layer>.<prefix>_softmax` whose
-// inputs all come from the one op `<layer>.<prefix>_scores` of the same layer.
+// inputs all come from the one op `<layer>.<prefix>_scores` of the same layer, with the
+// dropout op `<layer>.<prefix>_dropout` reading it if there is one.
 std::vector<AttentionCore> attentionCores(const Graph& g);
 
 }  // namespace hippie

@@ -148,7 +148,7 @@ namespace {
 bool readsOwnOutput(const std::string& kind) { return kind == "softmax" || kind == "relu" || kind == "tanh" || kind == "sigmoid"; }
 
 bool gradientReadsNoInput(const std::string& kind) {
-    return kind == "add" || kind == "concat" || kind == "avgpool" || kind == "embedding" || readsOwnOutput(kind);
+    return kind == "add" || kind == "concat" || kind == "dropout" || kind == "avgpool" || kind == "embedding" || readsOwnOutput(kind);
 }
 
 }  // namespace

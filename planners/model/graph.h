@@ -61,9 +61,14 @@ struct Op {
     // its backward (markKeptOutputs): false for an output only ops read whose gradients do not
     // need it (a residual add's operands, a softmax's scores). Graph JSON: "kept", default true.
     bool output_kept = true;
+    // Bytes besides its output that its backward reads, kept from its forward to its backward
+    // whoever reads the output, for batch_size samples: a dropout's mask (one byte an element,
+    // as PyTorch keeps it). Graph JSON: "saved_bytes", default 0.
+    int64_t saved_bytes = 0;
 
-    // The activation a micro-batch keeps for backward: output_bytes when output_kept, else 0.
-    int64_t keptBytes() const { return output_kept ? output_bytes : 0; }
+    // The activation a micro-batch keeps for backward: output_bytes when output_kept, plus
+    // saved_bytes.
+    int64_t keptBytes() const { return (output_kept ? output_bytes : 0) + saved_bytes; }
 };
 
 struct Edge {
@@ -124,7 +129,8 @@ struct Graph {
 // (a matmul, convolution or normalisation reads its input; so does every kind not listed
 // below, and a graph output is kept too). It is dropped when every consumer's gradient needs
 // neither input: add and concat (a residual stream, Inception's branches), softmax, relu,
-// tanh and sigmoid (they read their output), avgpool (the shape only), embedding (the ids).
+// tanh and sigmoid (they read their output), dropout (its mask, Op::saved_bytes), avgpool (the
+// shape only), embedding (the ids).
 // PyTorch frees such a tensor after the forward (a GPT block's attention projection and
 // second MLP linear feed only residual adds; a BatchNorm's output only an in-place ReLU).
 void markKeptOutputs(Graph& graph);

@@ -50,6 +50,7 @@ json opToJson(const Op& op, size_t id) {
     if (op.bwd_time_s) j["bwd_time_s"] = *op.bwd_time_s;
     if (op.tensor_parallel != TensorParallel::Replicated) j["tensor_parallel"] = toString(op.tensor_parallel);  // optional
     if (!op.output_kept) j["kept"] = false;  // optional: kept when absent
+    if (op.saved_bytes > 0) j["saved_bytes"] = op.saved_bytes;  // optional: 0 when absent
     return j;
 }
 
@@ -114,7 +115,7 @@ TensorParallel readTensorParallel(const json& o, const std::string& w) {
 
 Op readOp(const json& o, const std::string& w) {
     requireKnownFields(o, {"id", "name", "kind", "layer", "fwd_flops", "bwd_flops", "param_bytes", "output_bytes", "temp_bytes",
-                           "moved_bytes", "fwd_time_s", "bwd_time_s", "tensor_parallel", "kept"},
+                           "moved_bytes", "fwd_time_s", "bwd_time_s", "tensor_parallel", "kept", "saved_bytes"},
                        w);
     Op op;
     op.name = requireString(o, "name", w);
@@ -130,6 +131,7 @@ Op readOp(const json& o, const std::string& w) {
     op.bwd_time_s = optionalNumber(o, "bwd_time_s", w, Bound::NonNegative);
     op.tensor_parallel = readTensorParallel(o, w);
     op.output_kept = optionalBool(o, "kept", w).value_or(true);
+    op.saved_bytes = optionalInt64(o, "saved_bytes", w, Bound::NonNegative).value_or(0);
     return op;
 }
 
@@ -150,7 +152,8 @@ void checkTotals(const std::string& where, const Graph& g) {
         const char* field;
         int64_t Op::*member;
     };
-    for (const Sum sum : {Sum{"param_bytes", &Op::param_bytes}, Sum{"output_bytes", &Op::output_bytes}, Sum{"temp_bytes", &Op::temp_bytes}}) {
+    for (const Sum sum : {Sum{"param_bytes", &Op::param_bytes}, Sum{"output_bytes", &Op::output_bytes}, Sum{"temp_bytes", &Op::temp_bytes},
+                          Sum{"saved_bytes", &Op::saved_bytes}}) {
         int64_t total = 0;
         for (const Op& op : g.ops) {
             const std::optional<int64_t> next = checked::add(total, op.*sum.member);

@@ -46,7 +46,8 @@ Tensor GraphBuilder::add(const std::string& op_name, const OpCost& cost, const s
     // Forward reads its inputs once and writes its output (and saved state) once.
     int64_t moved_elements = cost.output_elements + cost.saved_elements;
     for (const Tensor& in : inputs) moved_elements += in.elements;
-    op.moved_bytes = moved_elements * element_bytes_;
+    op.moved_bytes = moved_elements * element_bytes_ + cost.mask_bytes;
+    op.saved_bytes = cost.mask_bytes;
     graph_.ops.push_back(std::move(op));
     for (const Tensor& in : inputs) graph_.edges.push_back(Edge{in.op, id, in.elements * element_bytes_});
     return Tensor{id, cost.output_elements};
@@ -120,6 +121,12 @@ OpCost normCost(const std::string& kind, int64_t elements, int64_t channels) {
 }
 
 OpCost softmaxCost(int64_t elements) { return elementwiseCost("softmax", elements, kSoftmaxFlopsPerElement); }
+
+OpCost dropoutCost(int64_t elements) {
+    OpCost c = elementwiseCost("dropout", elements, kDropoutFlopsPerElement);
+    c.mask_bytes = elements;
+    return c;
+}
 
 OpCost crossEntropyCost(int64_t rows, int64_t classes) {
     OpCost c = elementwiseCost("cross_entropy", rows * classes, kSoftmaxFlopsPerElement);

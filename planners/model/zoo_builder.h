@@ -20,6 +20,7 @@ inline constexpr double kSoftmaxFlopsPerElement = 5;  // max, subtract, exp, sum
 inline constexpr double kGeluFlopsPerElement = 8;     // tanh approximation: cube, mul-adds, tanh
 inline constexpr double kTanhFlopsPerElement = 4;
 inline constexpr double kReluFlopsPerElement = 1;
+inline constexpr double kDropoutFlopsPerElement = 2;  // draw and compare, scale (memory bound anyway)
 inline constexpr double kAddFlopsPerElement = 1;
 inline constexpr double kCopyFlopsPerElement = 1;  // gathers, concats: memory moves, 1 so they are not free
 
@@ -39,6 +40,7 @@ struct OpCost {
     int64_t output_elements = 0;  // the tensor the op passes on
     int64_t saved_elements = 0;   // internal state kept for backward on top of the output (LSTM gates)
     int64_t temp_elements = 0;    // workspace freed when the op finishes (im2col)
+    int64_t mask_bytes = 0;       // kept for backward whoever reads the output (a dropout's mask): Op::saved_bytes
 };
 
 // Appends ops in program order, so producers always get smaller ids than their consumers,
@@ -87,6 +89,10 @@ OpCost elementwiseCost(const std::string& kind, int64_t elements, double flops_p
 // Layer or batch norm over `elements` with a scale and a shift per channel.
 OpCost normCost(const std::string& kind, int64_t elements, int64_t channels);
 OpCost softmaxCost(int64_t elements);
+// Dropout (Srivastava et al. 2014) of `elements`: forward draws a mask and scales what it
+// keeps, backward multiplies the gradient by the mask; the mask (one byte an element, as
+// PyTorch's native_dropout returns it) is kept for backward, the input is not.
+OpCost dropoutCost(int64_t elements);
 // Softmax cross-entropy over `rows` rows of `classes` logits; keeps the probabilities for backward.
 OpCost crossEntropyCost(int64_t rows, int64_t classes);
 

@@ -24,6 +24,7 @@ struct BlockShape {
     NormPlacement norm = NormPlacement::Pre;
     const char* activation = "gelu";
     double activation_flops = kGeluFlopsPerElement;
+    Dropout dropout;
 };
 
 // Keys and values a decoder block's cross-attention reads: the encoder output.
@@ -37,6 +38,13 @@ constexpr double kSinusoidFlopsPerElement = 2;
 
 Tensor layerNorm(GraphBuilder& g, const std::string& name, Tensor x, int64_t d_model) {
     return g.add(name, normCost("layernorm", x.elements, d_model), {x});
+}
+
+// Dropout of probability p on x (architecture.h, Dropout), split as x is; none when p is 0.
+Tensor dropout(GraphBuilder& g, const std::string& name, Tensor x, double p, TensorParallel split = TensorParallel::Replicated) {
+    if (p <= 0) return x;
+    const Tensor y = g.add(name, dropoutCost(x.elements), {x});
+    return split == TensorParallel::Replicated ? y : g.split(split, y);
 }
 
 Tensor residual(GraphBuilder& g, const std::string& name, Tensor branch, Tensor skip) {
@@ -56,8 +64,8 @@ int64_t scoreElements(int64_t b, int64_t heads, int64_t q_seq, int64_t kv_seq) {
 }
 
 // Multi-head attention of q_seq queries: projections, scores Q K^T (2*q_seq*kv_seq*d_model
-// FLOPs a sample), softmax (whose probabilities backward needs: they are its output),
-// context P V (same FLOPs) and the output projection. Self-attention projects Q, K and V in
+// FLOPs a sample), softmax (whose probabilities backward needs: they are its output), their
+// dropout, context P V (same FLOPs), the output projection and its dropout. Self-attention projects Q, K and V in
 // one fused matmul; cross-attention projects Q from x and K, V from the encoder memory.
 // A causal mask changes no cost: implementations compute the full score matrix.
 // Tensor parallelism splits it by heads (Megatron-LM): the projections of Q, K and V by
@@ -88,10 +96,12 @@ Tensor attention(GraphBuilder& g, const BlockShape& s, const std::string& prefix
     const int64_t score_elements = scoreElements(b, s.heads, q_seq, kv_seq);
     const Tensor scores =
         g.split(TensorParallel::Column, g.add(prefix + "_scores", activationMatmulCost(matmul_flops, score_elements), score_inputs));
-    const Tensor probs = g.split(TensorParallel::Column, g.add(prefix + "_softmax", softmaxCost(score_elements), {scores}));
+    Tensor probs = g.split(TensorParallel::Column, g.add(prefix + "_softmax", softmaxCost(score_elements), {scores}));
+    probs = dropout(g, prefix + "_dropout", probs, s.dropout.attention, TensorParallel::Column);
     const Tensor context =
         g.split(TensorParallel::Column, g.add(prefix + "_context", activationMatmulCost(matmul_flops, q_rows * d), {probs, values}));
-    return g.split(TensorParallel::Row, g.add(prefix + "_proj", linearCost(q_rows, d, d, true), {context}));
+    const Tensor out = g.split(TensorParallel::Row, g.add(prefix + "_proj", linearCost(q_rows, d, d, true), {context}));
+    return dropout(g, prefix + "_resid_dropout", out, s.dropout.hidden);
 }
 
 Tensor feedForward(GraphBuilder& g, const BlockShape& s, Tensor x, int64_t seq) {
@@ -101,7 +111,8 @@ Tensor feedForward(GraphBuilder& g, const BlockShape& s, Tensor x, int64_t seq) 
     Tensor h = g.split(TensorParallel::Column, g.add("mlp_fc1", linearCost(rows, s.d_model, s.d_ff, true), {x}));
     h = g.split(TensorParallel::Column,
                 g.add(std::string("mlp_") + s.activation, elementwiseCost(s.activation, h.elements, s.activation_flops), {h}));
-    return g.split(TensorParallel::Row, g.add("mlp_fc2", linearCost(rows, s.d_ff, s.d_model, true), {h}));
+    h = g.split(TensorParallel::Row, g.add("mlp_fc2", linearCost(rows, s.d_ff, s.d_model, true), {h}));
+    return dropout(g, "mlp_dropout", h, s.dropout.hidden);
 }
 
 Tensor preNormBlock(GraphBuilder& g, const BlockShape& s, Tensor x, int64_t seq, const Memory* encoder) {
@@ -150,12 +161,13 @@ void tiedLmHead(GraphBuilder& g, Tensor x, int64_t seq, int64_t d_model, int64_t
 
 void buildGpt(GraphBuilder& g, const GptArch& m) {
     const int64_t seq = m.seq_len, rows = g.batch() * seq, d = m.d_model;
-    const BlockShape block{d, m.heads, m.d_ff, NormPlacement::Pre, "gelu", kGeluFlopsPerElement};
+    const BlockShape block{d, m.heads, m.d_ff, NormPlacement::Pre, "gelu", kGeluFlopsPerElement, m.dropout};
     g.beginLayer("embed");
     g.limitTensorParallel(static_cast<int>(m.heads));
     const Tensor tokens = g.split(TensorParallel::Row, g.add("token_embed", embeddingCost(rows, m.vocab, d)));
     const Tensor positions = g.add("position_embed", embeddingCost(rows, m.positions, d));
     Tensor x = g.add("sum", elementwiseCost("add", rows * d, kAddFlopsPerElement), {tokens, positions});
+    x = dropout(g, "embed_dropout", x, m.dropout.hidden);
     for (int i = 0; i < m.layers; ++i) {
         g.beginLayer("block" + std::to_string(i));
         x = transformerBlock(g, block, x, seq);
@@ -186,14 +198,14 @@ void bertPretrainingHead(GraphBuilder& g, Tensor x, int64_t seq, int64_t d, int6
 
 void buildBert(GraphBuilder& g, const BertArch& m) {
     const int64_t seq = m.seq_len, rows = g.batch() * seq, d = m.d_model;
-    const BlockShape block{d, m.heads, m.d_ff, NormPlacement::Post, "gelu", kGeluFlopsPerElement};
+    const BlockShape block{d, m.heads, m.d_ff, NormPlacement::Post, "gelu", kGeluFlopsPerElement, m.dropout};
     g.beginLayer("embed");
     g.limitTensorParallel(static_cast<int>(m.heads));
     const Tensor words = g.split(TensorParallel::Row, g.add("word_embed", embeddingCost(rows, m.vocab, d)));
     const Tensor positions = g.add("position_embed", embeddingCost(rows, m.positions, d));
     const Tensor segments = g.add("segment_embed", embeddingCost(rows, m.segments, d));
     Tensor x = g.add("sum", elementwiseCost("add", rows * d, 2 * kAddFlopsPerElement), {words, positions, segments});
-    x = layerNorm(g, "norm", x, d);
+    x = dropout(g, "embed_dropout", layerNorm(g, "norm", x, d), m.dropout.hidden);
     for (int i = 0; i < m.layers; ++i) {
         g.beginLayer("block" + std::to_string(i));
         x = transformerBlock(g, block, x, seq);
@@ -206,15 +218,15 @@ void buildBert(GraphBuilder& g, const BertArch& m) {
 
 void buildTransformer(GraphBuilder& g, const TransformerArch& m) {
     const int64_t seq = m.seq_len, rows = g.batch() * seq, d = m.d_model, vocab = m.vocab;
-    const BlockShape block{d, m.heads, m.d_ff, NormPlacement::Post, "relu", kReluFlopsPerElement};
+    const BlockShape block{d, m.heads, m.d_ff, NormPlacement::Post, "relu", kReluFlopsPerElement, m.dropout};
     const OpCost positions = elementwiseCost("add", rows * d, kSinusoidFlopsPerElement);
     g.beginLayer("embed");
     // One table serves source, target and the pre-softmax projection (paper, section 3.4).
     g.limitTensorParallel(static_cast<int>(m.heads));
     Tensor src = g.split(TensorParallel::Row, g.add("source_embed", embeddingCost(rows, vocab, d)));
-    src = g.add("source_position", positions, {src});
+    src = dropout(g, "source_dropout", g.add("source_position", positions, {src}), m.dropout.hidden);
     Tensor tgt = g.split(TensorParallel::Row, g.add("target_embed", embeddingCost(rows, vocab, d, /*owns_table=*/false)));
-    tgt = g.add("target_position", positions, {tgt});
+    tgt = dropout(g, "target_dropout", g.add("target_position", positions, {tgt}), m.dropout.hidden);
     for (int i = 0; i < m.layers; ++i) {
         g.beginLayer("enc" + std::to_string(i));
         src = transformerBlock(g, block, src, seq);

@@ -901,7 +901,7 @@ Program lower(const Plan& plan, const Graph& graph, const LowerOptions& options)
     prog.selective_op.assign(graph.ops.size(), false);
     if (plan.selective_recompute)
         for (const AttentionCore& core : attentionCores(graph))
-            for (const int op : {core.scores, core.softmax}) {
+            for (const int op : core.ops()) {
                 if (recompute_layers.count(graph.ops[static_cast<size_t>(op)].layer)) continue;  // recomputed whole already
                 prog.recompute_op[static_cast<size_t>(op)] = true;
                 prog.selective_op[static_cast<size_t>(op)] = true;

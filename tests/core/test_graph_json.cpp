@@ -173,7 +173,9 @@ private slots:
             QVERIFY(op["tensor_parallel"] == "column" || op["tensor_parallel"] == "row");
         }
         QCOMPARE(row, size_t{3});     // token embedding, attention projection, second linear
-        QCOMPARE(column, size_t{8});  // qkv, scores, softmax, context, first linear, gelu, LM head, loss
+        QCOMPARE(column, size_t{9});  // qkv, scores, softmax, its dropout, context, first linear, gelu, LM head, loss
+        // A dropout's mask: one byte an element, kept for backward.
+        for (const hippie::Op& op : g.ops) QCOMPARE(op.saved_bytes, op.kind == "dropout" ? op.output_bytes / 4 : int64_t{0});
         const Graph back = hippie::graphFromJson(j);
         compareGraphs(g, back);
         QVERIFY(back.tensorParallelFits(4));

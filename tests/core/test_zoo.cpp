@@ -306,25 +306,35 @@ private slots:
     }
 
     // What backward keeps of a GPT block, as autograd keeps it (Korthikanti et al. 2022, section
-    // 4.1, without dropout): the LayerNorms' inputs and outputs, Q, K and V, the softmax's
-    // output, the attention context and the MLP's fc1 and GeLU outputs; not the scores (softmax
-    // reads its output), nor the attention projection's and fc2's outputs (only residual adds
-    // read them): 16 s*b*h + a*s^2*b elements a block (32 sbh + 2 as^2 b bytes at 2 bytes).
+    // 4.1): the LayerNorms' inputs and outputs, Q, K and V, the softmax's output, the dropped
+    // probabilities and their mask, the attention context, the MLP's fc1 and GeLU outputs and the
+    // masks of the two dropouts before the residual adds; not the scores (softmax reads its
+    // output), nor the attention projection's and fc2's outputs and their dropouts' (only
+    // dropouts and residual adds read them). At 2 bytes an element, the paper's 34 s*b*h +
+    // 5 a*s^2*b bytes a block; without dropout, 32 s*b*h + 2 a*s^2*b.
     void gptBlockKeepsWhatItsBackwardReads() {
         ModelSpec spec;
         spec.zoo = "gpt2-small";
         spec.batch_size = 2;
         spec.seq_len = 16;
         spec.overrides = {{"layers", 3}, {"d_model", 64}, {"heads", 4}, {"vocab", 100}};
-        const Graph g = buildZooModel(spec);
         const int64_t s = 16, b = 2, h = 64, a = 4;
+        spec.precision = Precision::FP16;
+        QCOMPARE(buildZooModel(spec).layers()[2].activation_bytes, 34 * s * b * h + 5 * a * s * s * b);
+        ModelSpec without = spec;
+        without.overrides["dropout"] = 0;
+        without.overrides["attention_dropout"] = 0;
+        QCOMPARE(buildZooModel(without).layers()[2].activation_bytes, 32 * s * b * h + 2 * a * s * s * b);
+        spec.precision = Precision::FP32;  // the masks stay a byte an element
+        const Graph g = buildZooModel(spec);
         const Layer block = g.layers()[2];
         QCOMPARE(block.name, std::string("block1"));
-        QCOMPARE(block.activation_bytes, 4 * (16 * s * b * h + a * s * s * b));
+        QCOMPARE(block.activation_bytes, 4 * (16 * s * b * h + 2 * a * s * s * b) + 2 * s * b * h + a * s * s * b);
         std::set<std::string> dropped;
         for (int op : block.ops)
             if (!g.ops[static_cast<size_t>(op)].output_kept) dropped.insert(g.ops[static_cast<size_t>(op)].name);
-        QCOMPARE(dropped, (std::set<std::string>{"block1.attn_scores", "block1.attn_proj", "block1.mlp_fc2"}));
+        QCOMPARE(dropped, (std::set<std::string>{"block1.attn_scores", "block1.attn_proj", "block1.attn_resid_dropout",
+                                                 "block1.mlp_fc2", "block1.mlp_dropout"}));
         // A ResNet's BatchNorm output feeds only its ReLU (in place in torchvision), a residual
         // sum only the ReLU after it, and Inception's branches only the concat: not kept; the
         // ReLUs keep theirs (their gradient reads it).
@@ -414,7 +424,8 @@ private slots:
     }
 
     // The bytes an op moves (what bounds a memory-bound op, CostModel) are what its forward
-    // reads and writes once: every input edge's tensor and its own output. An op on the step's
+    // reads and writes once: every input edge's tensor and its own output (a dropout's mask
+    // too, Op::saved_bytes). An op on the step's
     // data reads no edge, but the data: at least its output, and never less than that.
     void opsMoveTheirInputsAndTheirOutput() {
         for (const char* name : {"gpt2-small", "bert-base", "transformer-big", "gnmt-8", "resnet50", "inception-v3", "mlp"}) {
@@ -434,7 +445,7 @@ private slots:
                     QVERIFY2(op.moved_bytes >= op.output_bytes, what.c_str());
                     continue;
                 }
-                QVERIFY2(op.moved_bytes == op.output_bytes + read[i],
+                QVERIFY2(op.moved_bytes == op.output_bytes + op.saved_bytes + read[i],
                          (what + ": moves " + std::to_string(op.moved_bytes) + ", output " + std::to_string(op.output_bytes) + " + inputs " +
                           std::to_string(read[i]))
                              .c_str());

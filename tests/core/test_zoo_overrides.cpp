@@ -240,7 +240,11 @@ private slots:
         using Values = std::vector<std::pair<std::string, double>>;
         QCOMPARE(defaultOverrideValues("gpt2-small"), (Values{{"layers", 12}, {"d_model", 768}, {"heads", 12},
                                                               {"d_ff", 3072}, {"vocab", 50257}, {"positions", 1024},
-                                                              {"seq_len", 1024}}));
+                                                              {"seq_len", 1024}, {"dropout", 0.1}, {"attention_dropout", 0.1}}));
+        // Vaswani et al. 2017, Table 3 "big": residual dropout 0.3, none on the attention probabilities.
+        const Values transformer = defaultOverrideValues("transformer-big");
+        QCOMPARE(transformer[transformer.size() - 2], (std::pair<std::string, double>{"dropout", 0.3}));
+        QCOMPARE(transformer.back(), (std::pair<std::string, double>{"attention_dropout", 0.0}));
         QCOMPARE(defaultOverrideValues("resnet101"),
                  (Values{{"blocks1", 3}, {"blocks2", 4}, {"blocks3", 23}, {"blocks4", 3}, {"width_mult", 1},
                          {"image_size", 224}, {"classes", 1000}}));

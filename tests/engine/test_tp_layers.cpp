@@ -13,7 +13,15 @@
 // all-reduces a block each way, one for the embedding forward and one for the LM head's input
 // backward (sequence parallelism: the same number of reduce-scatter and all-gather pairs).
 // And a second backward over a kept graph (zb-h1's weight pass) communicates nothing and
-// gives the same gradients.
+// gives the same gradients. The models train with their published dropout (0.1; the
+// Transformer's 0.3 and none on the probabilities), so all of this holds with every rank
+// drawing its part of each mask (models/dropout.h).
+//
+// Dropout on its own: a mask keeps about 1 - p of the elements; a rank's part of a sequence or
+// of the heads, and a micro-batch's samples, draw exactly their slice of the whole mask; another
+// op, step or seed draws another mask; backward passes the gradient through the kept elements,
+// scaled; the attention core recomputed in backward (selective recomputation) gives the output
+// and gradients of the stored path, dropout included.
 // Args: none.
 #include <barrier>
 #include <cmath>
@@ -25,6 +33,8 @@
 #include <thread>
 #include <vector>
 
+#include "engine/src/models/attention_core.h"
+#include "engine/src/models/dropout.h"
 #include "engine/src/models/tensor_parallel.h"
 #include "engine/src/models/trainable.h"
 #include "engine/src/models/zoo_layers.h"
@@ -247,7 +257,7 @@ void secondBackward() {
     torch::manual_seed(3);
     const Tensor x0 = torch::randn({2, 8, 32});
     const Tensor g0 = torch::randn({2, 8, 32});
-    he::Live live{{"embed.sum", x0.clone().requires_grad_(true)}};
+    he::Live live{{"embed.embed_dropout", x0.clone().requires_grad_(true)}};  // the embedding's output, after its dropout
     whole[0]->run(live);
     live.at("block0.mlp_residual").backward(g0);
     const auto ref = named(whole, true);
@@ -266,7 +276,7 @@ void secondBackward() {
         threads.emplace_back([&, k] {
             const size_t i = static_cast<size_t>(k);
             const Tensor x = x0.clone().requires_grad_(true);
-            he::Live l{{"embed.sum", x}};
+            he::Live l{{"embed.embed_dropout", x}};
             ranks[i][0]->run(l);
             const Tensor y = l.at("block0.mlp_residual");
             ctx[i].group->resetCounts();
@@ -287,12 +297,70 @@ void secondBackward() {
                                                           it->second);
         diff = std::max(diff, maxDiff(g, r));
     }
-    const Tensor ref_input = live.at("embed.sum").grad();
+    const Tensor ref_input = live.at("embed.embed_dropout").grad();
     check(first[0] == 2 && second[0] == 0 && first[1] == 2 && second[1] == 0,
           "gpt block tp2: the input-gradient pass ran " + std::to_string(first[0]) + " all-reduces, the weight pass over the kept graph " +
               std::to_string(second[0]) + " (expected 2 and 0)");
     check(maxDiff(input_grad[0], ref_input) < 1e-5 && diff < 1e-5,
           "gpt block tp2: input and weight gradients of the two passes equal the whole block's (max diff " + num(diff) + ")");
+}
+
+void dropoutMasks() {
+    const double p = 0.1;
+    const he::DropoutStream stream{7, 3, 4};
+    const Tensor x = torch::randn({4, 64, 256});
+    const Tensor whole = he::dropoutKeep(x, p, {"block0.mlp_dropout", 0}, stream);
+    const double kept = whole.to(torch::kDouble).mean().item<double>();
+    check(std::fabs(kept - (1 - p)) < 0.005, "a mask keeps " + std::to_string(kept) + " of 65536 elements at p 0.1");
+    bool slices = true;
+    for (int k = 0; k < 4; ++k) {
+        const Tensor part = he::dropoutKeep(x.narrow(1, k * 16, 16), p, {"block0.mlp_dropout", k * 16 * 256}, stream);
+        slices = slices && torch::equal(part, whole.narrow(1, k * 16, 16));
+    }
+    check(slices, "sequence-parallel ranks draw their part of the sequence's mask");
+    const Tensor probs = torch::rand({2, 8, 16, 16});
+    const Tensor heads = he::dropoutKeep(probs, p, {"block0.attn_dropout", 0}, stream);
+    const Tensor upper = he::dropoutKeep(probs.narrow(1, 4, 4), p, {"block0.attn_dropout", 4 * 16 * 16}, stream);
+    check(torch::equal(upper, heads.narrow(1, 4, 4)), "a tensor-parallel rank draws its heads' part of the mask");
+    const Tensor later = he::dropoutKeep(x.narrow(0, 2, 2), p, {"block0.mlp_dropout", 0}, he::DropoutStream{7, 3, 6});
+    check(torch::equal(later, whole.narrow(0, 2, 2)), "a micro-batch from sample 2 on draws those samples' masks");
+    auto differs = [&](const std::string& op, he::DropoutStream other) {
+        return !torch::equal(he::dropoutKeep(x, p, {op, 0}, other), whole);
+    };
+    check(differs("block1.mlp_dropout", stream) && differs("block0.mlp_dropout", {7, 4, 4}) && differs("block0.mlp_dropout", {8, 3, 4}),
+          "another op, step or seed draws another mask");
+    check(!torch::equal(whole[0], whole[1]), "each sample its own mask");
+
+    const Tensor leaf = x.clone().requires_grad_(true);
+    he::applyDropout(leaf, whole, p).sum().backward();
+    check(torch::allclose(leaf.grad(), whole.to(torch::kFloat) / (1 - p)), "backward passes the gradient where kept, scaled by 1 / (1 - p)");
+    {
+        const he::DropoutScope scope(stream);
+        check(torch::equal(he::dropout(x, p, {"block0.mlp_dropout", 0}, true), he::applyDropout(x, whole, p)) &&
+                  torch::equal(he::dropout(x, p, {"block0.mlp_dropout", 0}, false), x),
+              "dropout draws from the scope's stream while training, and is the identity otherwise");
+    }
+
+    // The attention core, stored and recomputed, with dropout on its probabilities.
+    const Tensor q0 = torch::randn({2, 4, 16, 8}), k0 = torch::randn({2, 4, 16, 8}), v0 = torch::randn({2, 4, 16, 8});
+    const Tensor g = torch::randn({2, 4, 16, 8});
+    std::vector<Tensor> out, grads;
+    for (const bool recompute : {false, true}) {
+        const Tensor q = q0.clone().requires_grad_(true), k = k0.clone().requires_grad_(true), v = v0.clone().requires_grad_(true);
+        Tensor y;
+        {
+            const he::DropoutScope scope(stream);
+            y = he::attentionCore(q, k, v, true, recompute, he::CoreDropout{0.25, {"block0.attn_dropout", 0}});
+        }
+        (y * g).sum().backward();  // outside the scope: the recomputed core draws from what its forward saved
+        out.push_back(y.detach());
+        for (const Tensor& t : {q, k, v}) grads.push_back(t.grad());
+    }
+    const Tensor plain = he::attentionCore(q0, k0, v0, true, false);
+    check(torch::equal(out[0], out[1]) && !torch::allclose(out[0], plain), "the recomputed core's output is the stored one's, dropout included");
+    double grad_diff = 0;
+    for (int i = 0; i < 3; ++i) grad_diff = std::max(grad_diff, (grads[i] - grads[i + 3]).abs().max().item<double>());
+    check(grad_diff == 0, "the recomputed core's gradients are the stored one's, dropout included (max diff " + num(grad_diff) + ")");
 }
 
 }  // namespace
@@ -308,6 +376,7 @@ int main() {
     // encoder 2 + decoder 4 (self QKV, cross Q, cross K/V over the encoder output, fc1) + head 1.
     compareModel("transformer-big", "layers=1,d_model=32,heads=4,d_ff=64,vocab=96,seq_len=8", false, {7, 7});
     secondBackward();
+    dropoutMasks();
     // A tp that does not divide the heads is refused, naming them.
     hippie::ModelSpec spec;
     spec.zoo = "gpt2-small";

@@ -20,13 +20,22 @@ constexpr double kSinusoidBase = 10000.0;
 nn::LayerNorm layerNorm(int64_t d) { return nn::LayerNorm(nn::LayerNormOptions({d})); }
 
 // Scaled dot-product attention of q [b, sq, d] over k, v [b, skv, d] in `heads` heads; with
-// `recompute_core`, its scores and probabilities are recomputed in backward, not kept.
-Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, bool causal, bool recompute_core) {
+// `recompute_core`, its scores and probabilities are recomputed in backward, not kept. Dropout
+// of probability p on the probabilities, at `op`, these heads being the whole layer's from
+// `first_head` on.
+struct AttentionDropout {
+    double p = 0;
+    std::string op;
+    int64_t first_head = 0;
+};
+Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, bool causal, bool recompute_core,
+              const AttentionDropout& dropout) {
     const int64_t b = q.size(0), sq = q.size(1), skv = k.size(1), d = q.size(2);
     TORCH_CHECK(d % heads == 0, "d_model ", d, " is not a multiple of the ", heads, " heads");
     const int64_t dh = d / heads;
     auto split = [&](const Tensor& t, int64_t s) { return t.reshape({b, s, heads, dh}).transpose(1, 2); };
-    const Tensor ctx = attentionCore(split(q, sq), split(k, skv), split(v, skv), causal, recompute_core);
+    const CoreDropout core_dropout{dropout.p, DropoutSite{dropout.op, dropout.first_head * sq * skv}};
+    const Tensor ctx = attentionCore(split(q, sq), split(k, skv), split(v, skv), causal, recompute_core, core_dropout);
     return ctx.transpose(1, 2).reshape({b, sq, d});
 }
 
@@ -36,7 +45,21 @@ struct BlockShape {
     bool causal = true;
     bool gelu = true;   // else ReLU
     bool cross = false; // decoder block of an encoder-decoder
+    Dropout dropout{};
 };
+
+// Dropout of a [b, seq, d] activation at the Graph op `op`; with sequence parallelism `x` is
+// this rank's part of the sequence (the ranks' parts in rank order).
+Tensor hiddenDropout(const Tensor& x, double p, const std::string& op, const TpContext& tp, bool training) {
+    const bool sequence_split = tp.enabled() && tp.sequence_parallel;
+    const int64_t offset = sequence_split ? tp.rank() * x.size(1) * x.size(2) : 0;
+    return dropout(x, p, DropoutSite{op, offset}, training);
+}
+
+// The Graph name of an embedding layer's output: its dropout's when it has one.
+std::string embedOutput(double p, const std::string& op, const std::string& dropout_op) {
+    return "embed." + (p > 0 ? dropout_op : op);
+}
 
 // One transformer block: zoo_transformers.cpp's preNormBlock / postNormBlock. Split by tensor
 // parallelism (Megatron-LM), attention by heads (the fused QKV projection by columns: this
@@ -78,7 +101,8 @@ public:
           input_(whole.input_),
           memory_(whole.memory_),
           heads_(whole.s_.heads / tp.size()),
-          recompute_cores_(whole.recompute_cores_) {
+          recompute_cores_(whole.recompute_cores_),
+          tp_(tp) {
         norm1 = register_module(s_.pre_norm ? "ln1" : "attn_norm", whole.norm1);
         qkv_ = column("attn_qkv", whole.qkv, tp, 3);  // this rank's heads of Q, K and V
         proj_ = row("attn_proj", whole.proj, tp);
@@ -96,15 +120,15 @@ public:
         Tensor x = live.at(input_);
         const Tensor memory = s_.cross ? live.at(memory_) : Tensor();
         if (s_.pre_norm) {
-            x = x + selfAttention(norm1->forward(x));
-            if (s_.cross) x = x + crossAttention(norm_cross->forward(x), memory);
-            x = x + mlp(norm2->forward(x));
+            x = x + hidden(selfAttention(norm1->forward(x)), "attn_resid_dropout");
+            if (s_.cross) x = x + hidden(crossAttention(norm_cross->forward(x), memory), "cross_resid_dropout");
+            x = x + hidden(mlp(norm2->forward(x)), "mlp_dropout");
             live[name_ + ".mlp_residual"] = x;
             return;
         }
-        x = norm1->forward(x + selfAttention(x));
-        if (s_.cross) x = norm_cross->forward(x + crossAttention(x, memory));
-        live[name_ + ".mlp_norm"] = norm2->forward(x + mlp(x));
+        x = norm1->forward(x + hidden(selfAttention(x), "attn_resid_dropout"));
+        if (s_.cross) x = norm_cross->forward(x + hidden(crossAttention(x, memory), "cross_resid_dropout"));
+        live[name_ + ".mlp_norm"] = norm2->forward(x + hidden(mlp(x), "mlp_dropout"));
     }
     LayerPtr splitTensorParallel(const TpContext& tp) const override { return std::make_shared<Block>(*this, tp); }
     std::map<std::string, ParamSplit> tensorParallelSplits() const override { return splits_; }
@@ -135,12 +159,17 @@ private:
     }
     Tensor selfAttention(const Tensor& x) {
         const auto parts = qkv_(x).chunk(3, 2);
-        return proj_(attend(parts[0], parts[1], parts[2], heads_, s_.causal, recompute_cores_));
+        return proj_(attend(parts[0], parts[1], parts[2], heads_, s_.causal, recompute_cores_, probsDropout("attn_dropout")));
     }
     Tensor crossAttention(const Tensor& x, const Tensor& memory) {
         const auto kv = cross_kv_(memory).chunk(2, 2);
-        return cross_proj_(attend(cross_q_(x), kv[0], kv[1], heads_, false, recompute_cores_));
+        return cross_proj_(attend(cross_q_(x), kv[0], kv[1], heads_, false, recompute_cores_, probsDropout("cross_dropout")));
     }
+    // This rank's heads are the layer's from rank x heads_ on.
+    AttentionDropout probsDropout(const char* op) const {
+        return {is_training() ? s_.dropout.attention : 0.0, name_ + "." + op, tp_.rank() * heads_};
+    }
+    Tensor hidden(const Tensor& x, const char* op) const { return hiddenDropout(x, s_.dropout.hidden, name_ + "." + op, tp_, is_training()); }
     Tensor mlp(const Tensor& x) {
         const Tensor h = fc1_(x);
         return fc2_(s_.gelu ? torch::gelu(h, "tanh") : torch::relu(h));
@@ -149,6 +178,7 @@ private:
     std::string name_, input_, memory_;
     int64_t heads_;  // this rank's
     bool recompute_cores_ = false;  // selective recomputation of the attention cores
+    TpContext tp_;                  // this rank's, when split
     Dense qkv_, proj_, cross_q_, cross_kv_, cross_proj_, fc1_, fc2_;
     std::map<std::string, ParamSplit> splits_;
 };
@@ -188,15 +218,18 @@ public:
         : token_embed(register_module("token_embed", nn::Embedding(a.vocab, a.d_model))),
           position_embed(register_module("position_embed", nn::Embedding(a.positions, a.d_model))) {
         lookup_ = [e = token_embed.ptr()](const Tensor& t) { return e->forward(t); };
+        p_ = a.dropout.hidden;
     }
-    GptEmbed(const GptEmbed& whole, const TpContext& tp) : tp_(tp) {
+    GptEmbed(const GptEmbed& whole, const TpContext& tp) : tp_(tp), p_(whole.p_) {
         auto split = register_module("token_embed", VocabParallelEmbedding(whole.token_embed, tp));
         position_embed = register_module("position_embed", whole.position_embed);
         lookup_ = [split](const Tensor& t) { return split->forward(t); };
     }
     void run(Live& live) override {
         const Tensor tokens = live.at(kDataKey);
-        live["embed.sum"] = lookup_(tokens) + sequenceShard(position_embed->forward(positionsOf(tokens)).unsqueeze(0), tp_);
+        const Tensor sum = lookup_(tokens) + sequenceShard(position_embed->forward(positionsOf(tokens)).unsqueeze(0), tp_);
+        if (p_ > 0) live["embed.embed_dropout"] = hiddenDropout(sum, p_, "embed.embed_dropout", tp_, is_training());
+        else live["embed.sum"] = sum;
     }
     LayerPtr splitTensorParallel(const TpContext& tp) const override { return std::make_shared<GptEmbed>(*this, tp); }
     std::map<std::string, ParamSplit> tensorParallelSplits() const override {
@@ -207,6 +240,7 @@ public:
 
 private:
     TpContext tp_;
+    double p_ = 0;  // dropout on the sum
     std::function<Tensor(const Tensor&)> lookup_;
 };
 
@@ -241,8 +275,9 @@ public:
           segment_embed(register_module("segment_embed", nn::Embedding(a.segments, a.d_model))),
           norm(register_module("norm", layerNorm(a.d_model))) {
         lookup_ = [e = word_embed.ptr()](const Tensor& t) { return e->forward(t); };
+        p_ = a.dropout.hidden;
     }
-    BertEmbed(const BertEmbed& whole, const TpContext& tp) : tp_(tp) {
+    BertEmbed(const BertEmbed& whole, const TpContext& tp) : tp_(tp), p_(whole.p_) {
         auto split = register_module("word_embed", VocabParallelEmbedding(whole.word_embed, tp));
         position_embed = register_module("position_embed", whole.position_embed);
         segment_embed = register_module("segment_embed", whole.segment_embed);
@@ -254,7 +289,9 @@ public:
         const Tensor positions = positionsOf(tokens);
         const Tensor segments = (positions >= tokens.size(1) / 2).to(torch::kLong);
         const Tensor where = (position_embed->forward(positions) + segment_embed->forward(segments)).unsqueeze(0);
-        live["embed.norm"] = norm->forward(lookup_(tokens) + sequenceShard(where, tp_));
+        const Tensor x = norm->forward(lookup_(tokens) + sequenceShard(where, tp_));
+        if (p_ > 0) live["embed.embed_dropout"] = hiddenDropout(x, p_, "embed.embed_dropout", tp_, is_training());
+        else live["embed.norm"] = x;
     }
     LayerPtr splitTensorParallel(const TpContext& tp) const override { return std::make_shared<BertEmbed>(*this, tp); }
     std::map<std::string, ParamSplit> tensorParallelSplits() const override {
@@ -266,6 +303,7 @@ public:
 
 private:
     TpContext tp_;
+    double p_ = 0;  // dropout after the LayerNorm
     std::function<Tensor(const Tensor&)> lookup_;
 };
 
@@ -343,8 +381,9 @@ public:
     explicit TransformerEmbed(const TransformerArch& a)
         : d_(a.d_model), source_embed(register_module("source_embed", nn::Embedding(a.vocab, a.d_model))) {
         lookup_ = [e = source_embed.ptr()](const Tensor& t) { return torch::embedding(e->weight, t); };
+        p_ = a.dropout.hidden;
     }
-    TransformerEmbed(const TransformerEmbed& whole, const TpContext& tp) : d_(whole.d_), tp_(tp) {
+    TransformerEmbed(const TransformerEmbed& whole, const TpContext& tp) : d_(whole.d_), tp_(tp), p_(whole.p_) {
         auto split = register_module("source_embed", VocabParallelEmbedding(whole.source_embed, tp));
         lookup_ = [split](const Tensor& t) { return split->forward(t); };
     }
@@ -353,8 +392,15 @@ public:
         const double scale = std::sqrt(static_cast<double>(d_));
         const Tensor pe = sequenceShard(
             sinusoids(tokens.size(2), d_, torch::TensorOptions().dtype(torch::kFloat).device(tokens.device())).unsqueeze(0), tp_);
-        live["embed.source_position"] = lookup_(tokens.select(1, 0)) * scale + pe;
-        live["embed.target_position"] = lookup_(tokens.select(1, 1)) * scale + pe;
+        const Tensor source = lookup_(tokens.select(1, 0)) * scale + pe;
+        const Tensor target = lookup_(tokens.select(1, 1)) * scale + pe;
+        if (p_ > 0) {
+            live["embed.source_dropout"] = hiddenDropout(source, p_, "embed.source_dropout", tp_, is_training());
+            live["embed.target_dropout"] = hiddenDropout(target, p_, "embed.target_dropout", tp_, is_training());
+        } else {
+            live["embed.source_position"] = source;
+            live["embed.target_position"] = target;
+        }
     }
     LayerPtr splitTensorParallel(const TpContext& tp) const override { return std::make_shared<TransformerEmbed>(*this, tp); }
     std::map<std::string, ParamSplit> tensorParallelSplits() const override {
@@ -366,6 +412,7 @@ public:
 
 private:
     TpContext tp_;
+    double p_ = 0;  // dropout on the sums with the positions
     std::function<Tensor(const Tensor&)> lookup_;
 };
 
@@ -433,9 +480,9 @@ std::vector<std::string> gptLayerNames(const GptArch& a) {
 // Layers as LibTorch constructs them; gptLayer() initialises them as the published model does.
 static LayerPtr gptLayerUninitialised(const GptArch& a, int layer) {
     if (layer == 0) return std::make_shared<GptEmbed>(a);
-    const std::string prev = layer == 1 ? "embed.sum" : blockName(layer - 2) + ".mlp_residual";
+    const std::string prev = layer == 1 ? embedOutput(a.dropout.hidden, "sum", "embed_dropout") : blockName(layer - 2) + ".mlp_residual";
     if (layer <= a.layers) {
-        const BlockShape s{a.d_model, a.heads, a.d_ff, /*pre_norm=*/true, /*causal=*/true, /*gelu=*/true, /*cross=*/false};
+        const BlockShape s{a.d_model, a.heads, a.d_ff, /*pre_norm=*/true, /*causal=*/true, /*gelu=*/true, /*cross=*/false, a.dropout};
         return std::make_shared<Block>(s, blockName(layer - 1), prev, "");
     }
     return std::make_shared<GptHead>(a, prev);
@@ -456,9 +503,9 @@ std::vector<std::string> bertLayerNames(const BertArch& a) {
 // Layers as LibTorch constructs them; bertLayer() initialises them as the published model does.
 static LayerPtr bertLayerUninitialised(const BertArch& a, int layer) {
     if (layer == 0) return std::make_shared<BertEmbed>(a);
-    const std::string prev = layer == 1 ? "embed.norm" : blockName(layer - 2) + ".mlp_norm";
+    const std::string prev = layer == 1 ? embedOutput(a.dropout.hidden, "norm", "embed_dropout") : blockName(layer - 2) + ".mlp_norm";
     if (layer <= a.layers) {
-        const BlockShape s{a.d_model, a.heads, a.d_ff, /*pre_norm=*/false, /*causal=*/false, /*gelu=*/true, /*cross=*/false};
+        const BlockShape s{a.d_model, a.heads, a.d_ff, /*pre_norm=*/false, /*causal=*/false, /*gelu=*/true, /*cross=*/false, a.dropout};
         return std::make_shared<Block>(s, blockName(layer - 1), prev, "");
     }
     return std::make_shared<BertHead>(a, prev);
@@ -485,13 +532,15 @@ LayerPtr transformerLayer(const TransformerArch& a, int layer, LayerInit init) {
     const int enc = layer - 1, dec = layer - 1 - a.layers;
     const std::string memory = "enc" + std::to_string(a.layers - 1) + ".mlp_norm";
     if (enc < a.layers) {
-        const BlockShape s{a.d_model, a.heads, a.d_ff, /*pre_norm=*/false, /*causal=*/false, /*gelu=*/false, /*cross=*/false};
-        const std::string prev = enc == 0 ? "embed.source_position" : "enc" + std::to_string(enc - 1) + ".mlp_norm";
+        const BlockShape s{a.d_model, a.heads, a.d_ff, /*pre_norm=*/false, /*causal=*/false, /*gelu=*/false, /*cross=*/false, a.dropout};
+        const std::string prev =
+            enc == 0 ? embedOutput(a.dropout.hidden, "source_position", "source_dropout") : "enc" + std::to_string(enc - 1) + ".mlp_norm";
         return std::make_shared<Block>(s, "enc" + std::to_string(enc), prev, "");
     }
-    const std::string prev = dec == 0 ? "embed.target_position" : "dec" + std::to_string(dec - 1) + ".mlp_norm";
+    const std::string prev =
+        dec == 0 ? embedOutput(a.dropout.hidden, "target_position", "target_dropout") : "dec" + std::to_string(dec - 1) + ".mlp_norm";
     if (dec < a.layers) {
-        const BlockShape s{a.d_model, a.heads, a.d_ff, /*pre_norm=*/false, /*causal=*/true, /*gelu=*/false, /*cross=*/true};
+        const BlockShape s{a.d_model, a.heads, a.d_ff, /*pre_norm=*/false, /*causal=*/true, /*gelu=*/false, /*cross=*/true, a.dropout};
         return std::make_shared<Block>(s, "dec" + std::to_string(dec), prev, memory);
     }
     return std::make_shared<TransformerHead>(prev);

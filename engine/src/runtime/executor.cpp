@@ -734,6 +734,11 @@ int64_t Executor::firstRow(int mb) const {
     return (mb % plan_.dp) * share + int64_t{mb / plan_.dp} * micro_batch_size_;
 }
 
+int64_t Executor::globalFirstSample(int mb) const {
+    if (program_.round_robin) return firstRow(mb);  // into the whole global batch already
+    return replica_ * (plan_.global_batch / plan_.dp) + firstRow(mb);
+}
+
 std::vector<int64_t> Executor::batchRows() const {
     std::vector<int64_t> rows;
     const int64_t share = plan_.global_batch / plan_.dp;
@@ -908,6 +913,7 @@ void Executor::onForward(const Instr& in) {
     }
     {
         AutocastScope autocast(precision_, device_);
+        const DropoutScope dropout(DropoutStream{seed_, step_index_, globalFirstSample(in.mb)});
         st.forward(in.mb, x, lossFor(in.mb));
     }
     if (st.computesLoss()) loss_sum_ += last_loss_.item<double>() / plan_.micro_batches;

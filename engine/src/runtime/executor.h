@@ -202,6 +202,9 @@ private:
     int laneOf(int segment, int device) const;  // the device's index in segment_devices[segment]
     // First row of micro-batch mb in inputs_ and targets_.
     int64_t firstRow(int mb) const;
+    // Index in the step's global batch of micro-batch mb's first sample: what its dropout masks
+    // are drawn for (models/dropout.h).
+    int64_t globalFirstSample(int mb) const;
     int tagOf(bool grad, int segment, int mb) const;
     // Waits for the posted receives that the compute at stream position `upto` (or before) reads.
     void waitPostedReceives(size_t upto);

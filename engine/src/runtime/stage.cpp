@@ -122,6 +122,7 @@ MicroBatchState& Stage::state(int mb) {
 void Stage::forward(int mb, const Live& inputs, const LossFn& loss_fn) {
     TORCH_CHECK(!stash_.count(mb), "segment ", segment_, ": micro-batch ", mb, " forwarded twice");
     MicroBatchState& st = stash_[mb];
+    st.dropout = currentDropoutStream();
     Live x = inputs;
     for (size_t k = 0; k < pieces_.size(); ++k) {
         PieceRun run;
@@ -161,6 +162,7 @@ void Stage::rebuild(MicroBatchState& st, size_t k, Parameters use) {
     PieceRun& run = st.pieces[k];
     TORCH_CHECK(st.rebuild_loss, "segment ", segment_, ": backward of a recomputed layer before its Recompute");
     const auto body = [&] {
+        const DropoutScope same_masks(st.dropout);
         run.out = withParameters(pieces_[k], nullptr, [&] { return runPiece(pieces_[k], run.in); }, use);
         if (computes_loss_ && k + 1 == pieces_.size()) st.loss = st.rebuild_loss(run.out);
     };

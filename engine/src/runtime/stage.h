@@ -31,6 +31,7 @@
 
 #include <torch/torch.h>
 
+#include "engine/src/models/dropout.h"
 #include "engine/src/models/layer.h"
 #include "engine/src/runtime/boundaries.h"
 
@@ -50,6 +51,7 @@ struct MicroBatchState {
     Live output_grad;    // kept between BackwardInput and BackwardWeight
     bool output_released = false;
     std::function<torch::Tensor(const Live& live)> rebuild_loss;  // set by recompute(): armed
+    DropoutStream dropout;  // the stream its forward saw: a rebuild draws the same masks
 };
 
 class Stage {
