@@ -6,7 +6,8 @@
 // tensor-parallel rank (its heads) and a sequence-parallel rank (its tokens) each compute
 // exactly their part of the mask one process computes, and recomputation computes it again
 // with no generator state saved. The cost: about fifteen passes of 64-bit integer arithmetic
-// over the masked tensor where PyTorch's dropout makes one.
+// over the masked tensor where PyTorch's dropout makes one (on this project's 2-core CPU, in
+// cache-sized chunks, a little faster than torch::dropout; on a GPU, more memory traffic).
 #include <cstdint>
 #include <string>
 
