@@ -37,7 +37,8 @@ assert results["hippie"]["reason"].startswith("no plan fits device memory: the l
 # Data parallelism over 16 devices: 2^26 samples a replica in at most 65,536 micro-batches.
 dp = results["data-parallel"]["reason"]
 assert "even with micro-batches of 1024 samples (the smallest tried; a plan holds at most 65536 micro-batches" in dp, dp
-assert "needs is at least 13124.9 GiB per device (pp 1 x dp 16, m 65536, hippie, stages 0-25)" in dp, dp
+# 13124.9 GiB until the zoo GPT had dropout (its masks and dropped probabilities, 2026-12-07).
+assert "needs is at least 21000.9 GiB per device (pp 1 x dp 16, m 65536, hippie, stages 0-25)" in dp, dp
 PY
 
 # A batch that fits in more micro-batches than the probe holds: the plan's own metrics.

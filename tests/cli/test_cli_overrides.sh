@@ -61,6 +61,20 @@ for f in files:
     assert m["overrides"] == {"layers": 3, "hidden": 64, "inputs": 32, "classes": 10}, (f, m)
 PY
 
+# dropout=0 removes the dropout ops; the published model has them, their masks kept
+"$BIN" show-graph --model gpt2-small --override layers=1,d_model=64,heads=2,seq_len=16 --format json >"$OUT/drop.json" \
+    || fail "show-graph of the published dropout exited non-zero"
+"$BIN" show-graph --model gpt2-small --override layers=1,d_model=64,heads=2,seq_len=16,dropout=0,attention_dropout=0 \
+    --format json >"$OUT/nodrop.json" || fail "show-graph --override dropout=0 exited non-zero"
+python3 - "$OUT/drop.json" "$OUT/nodrop.json" <<'PY' || fail "dropout ops wrong in the graph JSON"
+import json, sys
+drop, nodrop = (json.load(open(f)) for f in sys.argv[1:3])
+names = sorted(o["name"] for o in drop["ops"] if o["kind"] == "dropout")
+assert names == ["block0.attn_dropout", "block0.attn_resid_dropout", "block0.mlp_dropout", "embed.embed_dropout"], names
+assert all(o.get("saved_bytes") == o["output_bytes"] // 4 for o in drop["ops"] if o["kind"] == "dropout")
+assert not [o for o in nodrop["ops"] if o["kind"] == "dropout"] and len(nodrop["ops"]) == len(drop["ops"]) - 4
+PY
+
 # bad keys and values: exit 2, one line naming the key
 expect_error "'blocks1'" show-graph --model gpt2-small --override blocks1=2
 expect_error "'layers'" show-graph --model resnet50 --override layers=2
@@ -68,6 +82,8 @@ expect_error "'layers'" simulate --model gpt2-small --override layers=0 --cluste
     --microbatches 1 --global-batch 1 --schedule 1f1b
 expect_error "'hidden'" compare --model gnmt-8 --override hidden=70000 --cluster cpu-local --global-batch 8
 expect_error "heads" show-graph --model gpt2-small --override heads=5
+expect_error "'dropout'" show-graph --model gpt2-small --override dropout=1
+expect_error "'attention_dropout'" show-graph --model bert-base --override attention_dropout=-0.1
 expect_error "'seq_len'" show-graph --model mlp --override seq_len=8
 expect_error "'layers'" show-graph --model gpt2-small --override layers
 expect_error "zoo" show-graph --model "$2/resources/examples/tiny-mlp.graph.json" --override layers=2
@@ -81,7 +97,8 @@ assert len(models) == 19
 def values(name):
     return {o["key"]: o["default"] for o in models[name]["overrides"]}
 assert values("gpt2-small") == {"layers": 12, "d_model": 768, "heads": 12, "d_ff": 3072, "vocab": 50257,
-                                "positions": 1024, "seq_len": 1024}, values("gpt2-small")
+                                "positions": 1024, "seq_len": 1024, "dropout": 0.1, "attention_dropout": 0.1}, values("gpt2-small")
+assert values("transformer-big")["dropout"] == 0.3 and values("transformer-big")["attention_dropout"] == 0
 assert values("resnet152")["blocks3"] == 36 and values("resnet152")["width_mult"] == 1
 assert values("vgg19")["convs5"] == 4 and values("vgg19")["fc_width"] == 4096
 assert values("inception-v3") == {"width_mult": 1, "image_size": 299, "classes": 1000, "aux_logits": 1}
