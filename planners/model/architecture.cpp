@@ -303,17 +303,20 @@ void checkKeys(const ModelSpec& spec, const std::string& family) {
     }
 }
 
-// The value of `key` when overridden, as an integer (checkKeys made it whole and in range).
-std::optional<int64_t> intOverride(const ModelSpec& spec, const char* key) {
+// The value of `key` when overridden (checkKeys kept it in range).
+std::optional<double> numberOverride(const ModelSpec& spec, const char* key) {
     const auto it = spec.overrides.find(key);
     if (it == spec.overrides.end()) return std::nullopt;
-    return static_cast<int64_t>(it->second);
+    return it->second;
 }
 
-double widthMult(const ModelSpec& spec) {
-    const auto it = spec.overrides.find("width_mult");
-    return it == spec.overrides.end() ? 1.0 : it->second;
+// The same as an integer (checkKeys made it whole).
+std::optional<int64_t> intOverride(const ModelSpec& spec, const char* key) {
+    if (const auto v = numberOverride(spec, key)) return static_cast<int64_t>(*v);
+    return std::nullopt;
 }
+
+double widthMult(const ModelSpec& spec) { return numberOverride(spec, "width_mult").value_or(1.0); }
 
 int64_t scaled(int64_t channels, double mult) {
     return std::max<int64_t>(1, std::llround(static_cast<double>(channels) * mult));
@@ -368,8 +371,8 @@ TransformerLike resolveTransformer(const ModelSpec& spec, TransformerLike a) {
     checkSequence(spec, a.seq_len);
     checkAttentionSize(spec, a.heads, a.seq_len);
     if constexpr (requires { a.positions; }) a.positions = positionsFor(spec, a.positions, a.seq_len);
-    a.dropout.hidden = spec.overrides.count("dropout") ? spec.overrides.at("dropout") : a.dropout.hidden;
-    a.dropout.attention = spec.overrides.count("attention_dropout") ? spec.overrides.at("attention_dropout") : a.dropout.attention;
+    a.dropout.hidden = numberOverride(spec, "dropout").value_or(a.dropout.hidden);
+    a.dropout.attention = numberOverride(spec, "attention_dropout").value_or(a.dropout.attention);
     return a;
 }
 

@@ -43,8 +43,7 @@ Tensor layerNorm(GraphBuilder& g, const std::string& name, Tensor x, int64_t d_m
 // Dropout of probability p on x (architecture.h, Dropout), split as x is; none when p is 0.
 Tensor dropout(GraphBuilder& g, const std::string& name, Tensor x, double p, TensorParallel split = TensorParallel::Replicated) {
     if (p <= 0) return x;
-    const Tensor y = g.add(name, dropoutCost(x.elements), {x});
-    return split == TensorParallel::Replicated ? y : g.split(split, y);
+    return g.split(split, g.add(name, dropoutCost(x.elements), {x}));
 }
 
 Tensor residual(GraphBuilder& g, const std::string& name, Tensor branch, Tensor skip) {

@@ -18,6 +18,12 @@ Tensor probabilities(const Tensor& q, const Tensor& k, bool causal) {
     return torch::softmax(scores, -1);
 }
 
+// The probabilities after their dropout, drawn from `stream` (probs itself when p is 0).
+Tensor dropped(const Tensor& probs, const CoreDropout& dropout, const DropoutStream& stream) {
+    if (dropout.p <= 0) return probs;
+    return applyDropout(probs, dropoutKeep(probs, dropout.p, dropout.site, stream), dropout.p);
+}
+
 // Backward in the order autograd runs the stored path's: the context product, the dropout's
 // scale and mask, softmax's own backward kernel, the scale (the mask's backward zeroes what
 // softmax's already is), the scores product.
@@ -28,17 +34,15 @@ public:
         ctx->save_for_backward({q, k, v});
         ctx->saved_data["causal"] = causal;
         ctx->saved_data["p"] = dropout.p;
-        Tensor probs = probabilities(q, k, causal);
+        const DropoutStream stream = currentDropoutStream();
         if (dropout.p > 0) {
-            const DropoutStream stream = currentDropoutStream();
             ctx->saved_data["op"] = dropout.site.op;
             ctx->saved_data["offset"] = dropout.site.offset;
             ctx->saved_data["seed"] = static_cast<int64_t>(stream.seed);
             ctx->saved_data["step"] = stream.step;
             ctx->saved_data["first_sample"] = stream.first_sample;
-            probs = applyDropout(probs, dropoutKeep(probs, dropout.p, dropout.site, stream), dropout.p);
         }
-        return torch::matmul(probs, v);
+        return torch::matmul(dropped(probabilities(q, k, causal), dropout, stream), v);
     }
     static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grads) {
         const auto saved = ctx->get_saved_variables();
@@ -69,9 +73,7 @@ public:
 
 Tensor attentionCore(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, bool recompute, const CoreDropout& dropout) {
     if (recompute) return RecomputedCore::apply(q, k, v, causal, dropout);
-    Tensor probs = probabilities(q, k, causal);
-    if (dropout.p > 0) probs = applyDropout(probs, dropoutKeep(probs, dropout.p, dropout.site, currentDropoutStream()), dropout.p);
-    return torch::matmul(probs, v);
+    return torch::matmul(dropped(probabilities(q, k, causal), dropout, currentDropoutStream()), v);
 }
 
 }  // namespace hippie::engine

@@ -48,8 +48,8 @@ struct BlockShape {
     Dropout dropout{};
 };
 
-// Dropout of a [b, seq, d] activation at the Graph op `op`; with sequence parallelism `x` is
-// this rank's part of the sequence (the ranks' parts in rank order).
+// Dropout of a [b, seq, d] activation at the Graph op `op` (x itself when p is 0); with sequence
+// parallelism `x` is this rank's part of the sequence (the ranks' parts in rank order).
 Tensor hiddenDropout(const Tensor& x, double p, const std::string& op, const TpContext& tp, bool training) {
     const bool sequence_split = tp.enabled() && tp.sequence_parallel;
     const int64_t offset = sequence_split ? tp.rank() * x.size(1) * x.size(2) : 0;
@@ -228,8 +228,8 @@ public:
     void run(Live& live) override {
         const Tensor tokens = live.at(kDataKey);
         const Tensor sum = lookup_(tokens) + sequenceShard(position_embed->forward(positionsOf(tokens)).unsqueeze(0), tp_);
-        if (p_ > 0) live["embed.embed_dropout"] = hiddenDropout(sum, p_, "embed.embed_dropout", tp_, is_training());
-        else live["embed.sum"] = sum;
+        const std::string out = embedOutput(p_, "sum", "embed_dropout");
+        live[out] = hiddenDropout(sum, p_, out, tp_, is_training());
     }
     LayerPtr splitTensorParallel(const TpContext& tp) const override { return std::make_shared<GptEmbed>(*this, tp); }
     std::map<std::string, ParamSplit> tensorParallelSplits() const override {
@@ -290,8 +290,8 @@ public:
         const Tensor segments = (positions >= tokens.size(1) / 2).to(torch::kLong);
         const Tensor where = (position_embed->forward(positions) + segment_embed->forward(segments)).unsqueeze(0);
         const Tensor x = norm->forward(lookup_(tokens) + sequenceShard(where, tp_));
-        if (p_ > 0) live["embed.embed_dropout"] = hiddenDropout(x, p_, "embed.embed_dropout", tp_, is_training());
-        else live["embed.norm"] = x;
+        const std::string out = embedOutput(p_, "norm", "embed_dropout");
+        live[out] = hiddenDropout(x, p_, out, tp_, is_training());
     }
     LayerPtr splitTensorParallel(const TpContext& tp) const override { return std::make_shared<BertEmbed>(*this, tp); }
     std::map<std::string, ParamSplit> tensorParallelSplits() const override {
@@ -392,15 +392,10 @@ public:
         const double scale = std::sqrt(static_cast<double>(d_));
         const Tensor pe = sequenceShard(
             sinusoids(tokens.size(2), d_, torch::TensorOptions().dtype(torch::kFloat).device(tokens.device())).unsqueeze(0), tp_);
-        const Tensor source = lookup_(tokens.select(1, 0)) * scale + pe;
-        const Tensor target = lookup_(tokens.select(1, 1)) * scale + pe;
-        if (p_ > 0) {
-            live["embed.source_dropout"] = hiddenDropout(source, p_, "embed.source_dropout", tp_, is_training());
-            live["embed.target_dropout"] = hiddenDropout(target, p_, "embed.target_dropout", tp_, is_training());
-        } else {
-            live["embed.source_position"] = source;
-            live["embed.target_position"] = target;
-        }
+        const std::string source = embedOutput(p_, "source_position", "source_dropout");
+        const std::string target = embedOutput(p_, "target_position", "target_dropout");
+        live[source] = hiddenDropout(lookup_(tokens.select(1, 0)) * scale + pe, p_, source, tp_, is_training());
+        live[target] = hiddenDropout(lookup_(tokens.select(1, 1)) * scale + pe, p_, target, tp_, is_training());
     }
     LayerPtr splitTensorParallel(const TpContext& tp) const override { return std::make_shared<TransformerEmbed>(*this, tp); }
     std::map<std::string, ParamSplit> tensorParallelSplits() const override {
