@@ -2,8 +2,8 @@
 # Pipeline (pp 2) x data parallel (dp 2) training under one schedule gives the losses and
 # parameters of one process training the same model on the same data (fp32, SGD, 1e-5), for
 # a GPT and an MLP. gpipe, 1f1b and hippie also run 2 stages x 1 replica, and train a ResNet
-# and a BERT as 2 x 2, and the MLP with per-stage replication (3-1, 1-3, 2-3); hippie also
-# recomputes layers; interleaved runs 2 chunks per device.
+# and a BERT as 2 x 2, the MLP with per-stage replication (3-1, 1-3, 2-3) and the GPT (with
+# dropout) as 1-2-1; hippie also recomputes layers; interleaved runs 2 chunks per device.
 #
 # The ResNet's BatchNorm normalises each micro-batch by its own statistics, so its reference is
 # one process with the same micro-batch size (global batch 16 in 8 micro-batches of 2 = the
@@ -75,6 +75,15 @@ case "$SCHEDULE" in gpipe|1f1b|hippie)
             --schedule "$SCHEDULE" --optimizer sgd --bucket-bytes 4096
         check_run "mlp-tiny stage replicas $replicas $SCHEDULE" "$n"
     done
+    # The GPT has dropout: the middle stage's two replicas each draw the masks of the samples
+    # round-robin gives them (a mask is a hash of the sample's index in the global batch), so
+    # 1-2-1 matches one process only if each replica numbers its samples as the iteration does.
+    # (Its embedding and LM head share a weight, so the first and last stage keep one width.)
+    plan "$WORK/ref.json" --model gpt-tiny --pp 1 --dp 1 --microbatches 1 --global-batch 24 --optimizer sgd
+    launch "$WORK/ref.json" 1 $STEPS "$WORK/ref.out" --threads 1 --dump-params "$WORK/ref.params.json" || fail "gpt-tiny batch 24 reference: $(tail -2 "$WORK/ref.out")"
+    plan "$WORK/p.json" --model gpt-tiny --pp 3 --stage-replicas 1,2,1 --microbatches 4 --global-batch 24 \
+        --schedule "$SCHEDULE" --optimizer sgd --bucket-bytes 4096
+    check_run "gpt-tiny stage replicas 1,2,1 $SCHEDULE (dropout)" 4
     ;;
 esac
 # The comparison can fail: parameters one step apart differ by far more than the tolerance.
