@@ -32,19 +32,25 @@ std::vector<std::string> deviceTypes(const Cluster& c) {
     return {types.begin(), types.end()};
 }
 
-// Smallest device memory: what a plan must fit in.
-int64_t deviceMemoryBytes(const Cluster& c) {
-    int64_t smallest = 0;
+// The smallest device's memory, and the smallest usable for tensors: what a plan must fit in.
+int64_t smallest(const Cluster& c, int64_t (*bytes)(const DeviceSpec&)) {
+    int64_t least = 0;
     for (size_t i = 0; i < c.nodes.size(); ++i)
-        if (i == 0 || c.nodes[i].device.memory_bytes < smallest) smallest = c.nodes[i].device.memory_bytes;
-    return smallest;
+        if (i == 0 || bytes(c.nodes[i].device) < least) least = bytes(c.nodes[i].device);
+    return least;
+}
+int64_t deviceMemoryBytes(const Cluster& c) {
+    return smallest(c, [](const DeviceSpec& d) { return d.memory_bytes; });
+}
+int64_t usableMemoryBytes(const Cluster& c) {
+    return smallest(c, [](const DeviceSpec& d) { return d.usableBytes(); });
 }
 
 void printTable() {
-    Table t({{"name"}, {"nodes x devices"}, {"device"}, {"memory GiB", Align::Right}, {"description"}});
+    Table t({{"name"}, {"nodes x devices"}, {"device"}, {"memory GiB", Align::Right}, {"for tensors", Align::Right}, {"description"}});
     for (const ClusterPreset& p : clusterPresets()) {
         const Cluster c = buildClusterPreset(p.name);
-        t.addRow({p.name, shape(c), joined(deviceTypes(c), ", "), gib(deviceMemoryBytes(c)), p.description});
+        t.addRow({p.name, shape(c), joined(deviceTypes(c), ", "), gib(deviceMemoryBytes(c)), gib(usableMemoryBytes(c)), p.description});
     }
     t.print(std::cout);
 }
@@ -58,6 +64,7 @@ void printJson() {
                        {"devices", c.deviceCount()},
                        {"device_types", deviceTypes(c)},
                        {"device_memory_bytes", deviceMemoryBytes(c)},
+                       {"usable_memory_bytes", usableMemoryBytes(c)},
                        {"description", p.description}});
     }
     std::cout << out.dump(2) << '\n';

@@ -31,6 +31,7 @@ ClusterPanel::ClusterPanel(StudioSession* session, QWidget* parent)
       devices_(new QSpinBox(this)),
       device_type_(new QLineEdit(this)),
       memory_gib_(new QDoubleSpinBox(this)),
+      reserved_gib_(new QDoubleSpinBox(this)),
       intra_gbps_(new QDoubleSpinBox(this)),
       inter_gbps_(new QDoubleSpinBox(this)),
       message_(new MessageLabel(this)) {
@@ -42,6 +43,11 @@ ClusterPanel::ClusterPanel(StudioSession* session, QWidget* parent)
     devices_->setRange(1, kMaxDevicesPerNode);
     memory_gib_->setRange(0.25, 4096);
     memory_gib_->setSuffix(tr(" GiB"));
+    reserved_gib_->setRange(0, 4096);
+    reserved_gib_->setDecimals(2);
+    reserved_gib_->setSuffix(tr(" GiB"));
+    reserved_gib_->setToolTip(tr("Device memory no tensor can have: what the driver keeps, the CUDA context and the libraries' "
+                                 "workspaces. Plans must fit their tensors in the rest. hippie-engine probe measures it on a GPU."));
     for (QDoubleSpinBox* bw : {intra_gbps_, inter_gbps_}) {
         bw->setRange(0.01, 10000);
         bw->setDecimals(1);
@@ -61,6 +67,7 @@ ClusterPanel::ClusterPanel(StudioSession* session, QWidget* parent)
     form->addRow(tr("Devices per node"), devices_);
     form->addRow(tr("Device type"), device_type_);
     form->addRow(tr("Device memory"), memory_gib_);
+    form->addRow(tr("Reserved by the runtime"), reserved_gib_);
     form->addRow(tr("Intra-node bandwidth"), intra_gbps_);
     form->addRow(tr("Inter-node bandwidth"), inter_gbps_);
     form->addRow(buttons);
@@ -96,6 +103,7 @@ void ClusterPanel::showCluster() {
     devices_->setValue(n.devices);
     device_type_->setText(QString::fromStdString(n.device.type));
     memory_gib_->setValue(widgets::toGiB(n.device.memory_bytes));
+    reserved_gib_->setValue(widgets::toGiB(n.device.reserved_bytes));
     intra_gbps_->setValue(n.intra.bandwidth_bytes_per_s / kBytesPerGB);
     inter_gbps_->setValue(c.inter.bandwidth_bytes_per_s / kBytesPerGB);
     message_->showInfo(tr("%1: %2 nodes × %3 %4, %5 devices in all")
@@ -113,6 +121,13 @@ void ClusterPanel::applyEdits() {
     node.devices = devices_->value();
     node.device.type = device_type_->text().toStdString();
     node.device.memory_bytes = static_cast<int64_t>(memory_gib_->value() * widgets::kBytesPerGiB);
+    node.device.reserved_bytes = static_cast<int64_t>(reserved_gib_->value() * widgets::kBytesPerGiB);
+    if (node.device.reserved_bytes >= node.device.memory_bytes) {
+        message_->showError(tr("The runtime's reserve (%1 GiB) must be below the device memory (%2 GiB): nothing would be left for tensors.")
+                                .arg(reserved_gib_->value(), 0, 'f', 2)
+                                .arg(memory_gib_->value(), 0, 'f', 2));
+        return;
+    }
     node.intra.bandwidth_bytes_per_s = intra_gbps_->value() * kBytesPerGB;
     c.nodes.assign(static_cast<size_t>(nodes_->value()), node);
     c.inter.bandwidth_bytes_per_s = inter_gbps_->value() * kBytesPerGB;

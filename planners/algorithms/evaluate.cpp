@@ -27,6 +27,22 @@ Objective objectiveFromString(const std::string& s) {
     throw Error("unknown objective '" + s + "' (use me, throughput or me-floor)");
 }
 
+int64_t capacityBytes(const Problem& p, int device) {
+    return static_cast<int64_t>(static_cast<double>(p.cluster.device(device).usableBytes()) * (1.0 - p.memory_headroom));
+}
+
+int64_t smallestCapacityBytes(const Problem& p, const std::vector<int>& devices) {
+    int64_t least = -1;
+    const auto consider = [&](int d) {
+        const int64_t bytes = capacityBytes(p, d);
+        if (least < 0 || bytes < least) least = bytes;
+    };
+    if (devices.empty())
+        for (int d = 0; d < p.cluster.deviceCount(); ++d) consider(d);
+    for (int d : devices) consider(d);
+    return std::max<int64_t>(least, 0);
+}
+
 PlanContext::PlanContext(double time_budget_s, ProgressFn progress)
     : start_(Clock::now()),
       deadline_(start_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(time_budget_s))),

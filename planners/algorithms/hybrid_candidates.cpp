@@ -19,15 +19,6 @@ constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
 // an activation send and receive, a gradient send and receive.
 constexpr int64_t kInstructionsPerMicroBatch = 6;
 
-int64_t smallestCapacity(const Problem& problem, const std::vector<int>& devices) {
-    int64_t least = -1;
-    for (int d : devices) {
-        const int64_t bytes = problem.cluster.device(d).memory_bytes;
-        if (least < 0 || bytes < least) least = bytes;
-    }
-    return static_cast<int64_t>(static_cast<double>(std::max<int64_t>(least, 0)) * (1.0 - problem.memory_headroom));
-}
-
 std::vector<int> allDevices(const Problem& problem) {
     std::vector<int> out(static_cast<size_t>(problem.cluster.deviceCount()));
     for (size_t d = 0; d < out.size(); ++d) out[d] = static_cast<int>(d);
@@ -208,7 +199,7 @@ std::vector<Plan> perStageDegreeVariants(const Problem& problem, const Plan& pla
 
 double throughputFloor(const Problem& problem) { return std::clamp(problem.throughput_floor, 0.0, 1.0); }
 
-int64_t usableMemory(const Problem& problem) { return smallestCapacity(problem, allDevices(problem)); }
+int64_t usableMemory(const Problem& problem) { return smallestCapacityBytes(problem, allDevices(problem)); }
 
 int64_t simulationCost(const Shape& s) {
     // Tensor parallelism: a stream per rank, and a TensorParallel after forward and backward.
@@ -480,7 +471,7 @@ ShapeTopology shapeTopology(const Problem& problem, const std::vector<std::vecto
         const double per_byte = (two - one) / static_cast<double>(kProbeBytes);
         t.reduce_per_byte_s.push_back(per_byte);
         t.reduce_fixed_s.push_back(one - per_byte * static_cast<double>(kProbeBytes));
-        t.capacity_bytes.push_back(smallestCapacity(problem, device_map[s]));
+        t.capacity_bytes.push_back(smallestCapacityBytes(problem, device_map[s]));
     }
     return t;
 }

@@ -96,20 +96,12 @@ private:
     std::vector<double> stage_s_;
 };
 
-int64_t capacityBytes(const Problem& problem) {
-    int64_t least = -1;
-    for (int d = 0; d < problem.cluster.deviceCount(); ++d) {
-        const int64_t m = problem.cluster.device(d).memory_bytes;
-        if (least < 0 || m < least) least = m;
-    }
-    return static_cast<int64_t>(static_cast<double>(least) * (1.0 - problem.memory_headroom));
-}
 
 // The shared pieces of both levels' inputs.
 class Model {
 public:
     Model(const Problem& problem, const LayerCosts& costs, const PipeDreamOptions& options)
-        : problem_(problem), costs_(costs), options_(options), capacity_(capacityBytes(problem)),
+        : problem_(problem), costs_(costs), options_(options), capacity_(smallestCapacityBytes(problem)),
           batch_(static_cast<double>(problem.global_batch)) {}
 
     const LayerCosts& costs() const { return costs_; }

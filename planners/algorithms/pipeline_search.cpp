@@ -21,15 +21,6 @@ constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
 // (p-1)/(m+p-1) stays below 20% (GPipe, Huang et al. 2019, found m >= 4p enough).
 constexpr int kMicroBatchesPerStage = 4;
 
-int64_t smallestCapacity(const Problem& problem) {
-    int64_t least = -1;
-    for (int d = 0; d < problem.cluster.deviceCount(); ++d) {
-        const int64_t m = problem.cluster.device(d).memory_bytes;
-        if (least < 0 || m < least) least = m;
-    }
-    return static_cast<int64_t>(static_cast<double>(std::max<int64_t>(least, 0)) * (1.0 - problem.memory_headroom));
-}
-
 // The interleaved schedule runs micro-batches in rounds of the pipeline depth.
 bool scheduleTakes(const Plan& plan, int pp, int m) { return plan.schedule != ScheduleKind::Interleaved || m % pp == 0; }
 
@@ -98,7 +89,7 @@ std::string describePlan(const Plan& p) {
            ", stages " + stages;
 }
 
-SearchLog::SearchLog(const Problem& problem) : capacity_(smallestCapacity(problem)), min_micro_batch_(problem.graph.min_micro_batch) {}
+SearchLog::SearchLog(const Problem& problem) : capacity_(smallestCapacityBytes(problem)), min_micro_batch_(problem.graph.min_micro_batch) {}
 
 void SearchLog::tried(const Plan& plan, const TraceMetrics& m) {
     if (m.peak_is_lower_bound) {
@@ -195,7 +186,7 @@ std::optional<std::pair<int, int64_t>> gpipeStageOverMemory(const Problem& probl
     if (!floors) return std::nullopt;
     for (size_t s = 0; s < floors->size(); ++s)
         for (int d : plan.device_map[s])
-            if (static_cast<double>((*floors)[s]) > static_cast<double>(problem.cluster.device(d).memory_bytes) * (1.0 - problem.memory_headroom))
+            if ((*floors)[s] > capacityBytes(problem, d))
                 return std::pair{static_cast<int>(s), (*floors)[s]};
     return std::nullopt;
 }
@@ -266,7 +257,7 @@ std::optional<Candidate> shallowestFit(const Problem& problem, const Plan& base,
                                        const PlanContext& context, SearchLog& log) {
     const auto shapes = pipelineShapes(problem);
     const LayerCosts costs(problem);
-    const int64_t capacity = smallestCapacity(problem);
+    const int64_t capacity = smallestCapacityBytes(problem);
     for (size_t i = 0; i < shapes.size() && !context.shouldStop(); ++i) {
         const PipelineShape& s = shapes[i];
         context.progress(static_cast<double>(i) / static_cast<double>(shapes.size()),

@@ -39,6 +39,12 @@ struct Problem {
     uint64_t seed = 1;              // every random search takes it
 };
 
+// What tensors may take on `device`: its usable memory (DeviceSpec::usableBytes, the runtime's
+// reserve left out) less the problem's headroom. Every planner judges "fits" against this.
+int64_t capacityBytes(const Problem& p, int device);
+// The least capacityBytes of `devices`, or of every device of the cluster when it is empty.
+int64_t smallestCapacityBytes(const Problem& p, const std::vector<int>& devices = {});
+
 // Shared between the thread that plans and the one that watches or cancels.
 class PlanContext {
 public:

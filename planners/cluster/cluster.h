@@ -33,6 +33,11 @@ struct DeviceSpec {
     double peak_flops_fp16 = 0;  // FLOP/s with tensor cores (fp16 and bf16)
     double efficiency = 1.0;     // achievable fraction of peak on large kernels, (0, 1]
     int64_t memory_bytes = 0;
+    // Bytes of memory_bytes that no tensor of the training can have: what the driver keeps
+    // from the part's capacity (nvidia-smi's total is below it), the CUDA context with the
+    // framework's kernels loaded, and its libraries' workspaces. A plan fits when its peak
+    // tensor bytes fit in usableBytes(). 0 = every byte holds tensors (CPU ranks; old files).
+    int64_t reserved_bytes = 0;
     // Bytes/s between the device's memory and its cores; 0 = unknown (no memory bound).
     double memory_bandwidth_bytes_per_s = 0;
     // Seconds every kernel costs on top of its work (launch and dispatch).
@@ -53,6 +58,7 @@ struct DeviceSpec {
     // times this on this device: 1 where the profile was measured; calibration fits it.
     double profiled_time_scale = 1.0;
 
+    int64_t usableBytes() const { return memory_bytes - reserved_bytes; }  // what tensors may take
     double peakFlops(Precision p) const;
     double achievableFlops(Precision p) const { return peakFlops(p) * efficiency; }
     double halfRateFlops(Precision p) const;  // half_rate_flops scaled to the precision's peak

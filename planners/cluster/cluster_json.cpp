@@ -55,6 +55,7 @@ json deviceToJson(const DeviceSpec& d) {
               {"peak_flops_fp16", d.peak_flops_fp16},
               {"efficiency", d.efficiency},
               {"memory_bytes", d.memory_bytes}};
+    if (d.reserved_bytes > 0) j["reserved_bytes"] = d.reserved_bytes;  // optional: 0 when absent
     if (d.profiled_time_scale != 1.0) j["profiled_time_scale"] = d.profiled_time_scale;  // optional: 1 when absent
     // Optional: 0 (term left out) when absent.
     if (d.memory_bandwidth_bytes_per_s > 0) j["memory_bandwidth_bytes_per_s"] = d.memory_bandwidth_bytes_per_s;
@@ -130,7 +131,7 @@ std::map<std::string, KernelTiming> readKernels(const json& device, const std::s
 DeviceSpec readDevice(const json& parent, const std::string& where) {
     const json& j = requireObject(parent, "device", where);
     const std::string w = at(where, "device");
-    requireKnownFields(j, {"type", "peak_flops_fp32", "peak_flops_fp16", "efficiency", "memory_bytes", "profiled_time_scale",
+    requireKnownFields(j, {"type", "peak_flops_fp32", "peak_flops_fp16", "efficiency", "memory_bytes", "reserved_bytes", "profiled_time_scale",
                            "memory_bandwidth_bytes_per_s", "launch_overhead_s", "half_rate_flops", "conv_efficiency", "kernels"},
                        w);
     DeviceSpec d;
@@ -144,6 +145,10 @@ DeviceSpec readDevice(const json& parent, const std::string& where) {
     if (d.achievableFlops(Precision::FP32) < kMinRate || d.achievableFlops(Precision::FP16) < kMinRate)
         failField(w, "efficiency", "times the peak FLOP/s is below " + json(kMinRate).dump() + " FLOP/s; no device is that slow");
     d.memory_bytes = requireInt64(j, "memory_bytes", w, Bound::Positive);
+    d.reserved_bytes = optionalInt64(j, "reserved_bytes", w, Bound::NonNegative).value_or(0);
+    if (d.reserved_bytes >= d.memory_bytes)
+        failField(w, "reserved_bytes", "is " + std::to_string(d.reserved_bytes) + ", not below memory_bytes (" + std::to_string(d.memory_bytes) +
+                                           "): the runtime would leave no memory for tensors");
     d.profiled_time_scale = optionalNumber(j, "profiled_time_scale", w, Bound::Positive).value_or(1.0);
     if (d.profiled_time_scale > kMaxTimeScale || d.profiled_time_scale < 1.0 / kMaxTimeScale)
         failField(w, "profiled_time_scale", "is " + json(d.profiled_time_scale).dump() + "; it must be between 1e-6 and 1e6");

@@ -40,6 +40,20 @@ constexpr double kV100PciePeakFp16 = 112e12;
 constexpr int64_t kV100MemoryBytes = 16 * kGiB;
 constexpr double kV100MemoryBytesPerS = 900e9;
 
+// Memory no tensor can have (DeviceSpec::reserved_bytes). What the driver keeps from the
+// part's capacity: nvidia-smi's total on idle GPUs with ECC on is 40536 MiB for an
+// A100-SXM4-40GB, 81559 MiB for an H100 80GB HBM3 and 16160 MiB for a V100 16GB (as printed
+// in many public nvidia-smi listings), 424, 361 and 224 MiB below their 40, 80 and 16 GiB.
+// What PyTorch's CUDA context takes before its first tensor: 666,632,192 bytes with CUDA's
+// eager module loading, measured in PyTorch PR 86509 (287,047,680 with lazy loading, which
+// leaves the difference to NCCL's buffers and cuBLAS's workspaces, not counted apart here;
+// PyTorch issue 34323 saw 781 MiB). `hippie-engine probe` measures the whole reserve on a GPU.
+constexpr int64_t kMiB = int64_t{1} << 20;
+constexpr int64_t kTorchCudaContextBytes = 666'632'192;
+constexpr int64_t kA100ReservedBytes = 424 * kMiB + kTorchCudaContextBytes;
+constexpr int64_t kH100ReservedBytes = 361 * kMiB + kTorchCudaContextBytes;
+constexpr int64_t kV100ReservedBytes = 224 * kMiB + kTorchCudaContextBytes;
+
 // Small kernels do not fill the GPU. Calculon's A100 system file (Isaev et al., "Calculon: a
 // Methodology and Tool for High-Level Codesign of Systems and Large Language Models", SC'23,
 // systems/a100_80g.json) gives FP16 matrix efficiency 0.95 at >= 128 GFLOP and 0.6 at
@@ -112,24 +126,27 @@ const char* const kDgxA100Source =
     "NVIDIA A100 datasheet (SXM4 40GB: 19.5 TFLOP/s FP32, 312 TFLOP/s FP16 tensor dense, 1555 GB/s HBM2); "
     "NVLink3 300 GB/s per direction; DGX A100 user guide: 8 InfiniBand HDR 200 Gb/s compute ports, one per GPU; "
     "latencies 3 us NVLink, 6 us IB; efficiency 0.5 from Megatron-LM's 44-52% of peak on A100 (SC'21); "
-    "half rate at 0.58 GFLOP a kernel from Calculon's A100 curve (SC'23); 3.8 us a kernel launch (NVIDIA CUDA Graphs blog)";
+    "half rate at 0.58 GFLOP a kernel from Calculon's A100 curve (SC'23); 3.8 us a kernel launch (NVIDIA CUDA Graphs blog); "
+    "1.03 GiB a GPU reserved: 424 MiB below nvidia-smi's 40536 MiB total and PyTorch's CUDA context (666,632,192 bytes, PR 86509)";
 const char* const kDgxH100Source =
     "NVIDIA H100 datasheet (SXM 80GB: 67 TFLOP/s FP32, 989 TFLOP/s FP16 tensor dense, 3.35 TB/s HBM3); "
     "NVLink4 450 GB/s per direction; DGX H100 user guide: 8 InfiniBand NDR 400 Gb/s compute ports, one per GPU; "
     "latencies 3 us NVLink, 6 us IB; efficiency 0.5 as for A100 (Megatron-LM, SC'21); kernel fill time and "
-    "launch as for A100";
+    "launch as for A100; 0.97 GiB a GPU reserved: 361 MiB below nvidia-smi's 81559 MiB total and PyTorch's CUDA context";
 const char* const kV100Source =
     "NVIDIA V100 datasheet (PCIe 16GB: 14 TFLOP/s FP32, 112 TFLOP/s tensor, 900 GB/s HBM2); PCIe 3.0 x16 "
     "15.75 GB/s inside a server; one 10 Gb/s Ethernet port per server, shared by its 4 GPUs, as in PipeDream's "
-    "Cluster-A (SOSP'19); latencies 8 us PCIe, 50 us Ethernet; efficiency 0.5; kernel fill time and launch as for A100";
+    "Cluster-A (SOSP'19); latencies 8 us PCIe, 50 us Ethernet; efficiency 0.5; kernel fill time and launch as for A100; "
+    "0.84 GiB a GPU reserved: 224 MiB below nvidia-smi's 16160 MiB total and PyTorch's CUDA context";
 const char* const kCpuLocalSource =
     "rough figures for this machine: 2 cores shared by 4 CPU ranks (20 GFLOP/s peak each, 0.3 efficiency), "
     "4 GiB per rank, Gloo over TCP loopback (~2 GB/s, 30 us); memory bandwidth 14.25 GB/s a rank (half of the "
     "28.5 GB/s host copy rate hippie-engine probe measured on the 2-core development VM) and 0.57 us a kernel "
     "(its matmul curve); run 'hippie-engine probe' to measure this machine";
 
-DeviceSpec gpu(const char* type, double fp32, double fp16, int64_t memory, double memory_bytes_per_s, double half_rate_flops) {
-    DeviceSpec d{type, fp32, fp16, kGpuEfficiency, memory};
+DeviceSpec gpu(const char* type, double fp32, double fp16, int64_t memory, int64_t reserved, double memory_bytes_per_s,
+               double half_rate_flops) {
+    DeviceSpec d{type, fp32, fp16, kGpuEfficiency, memory, reserved};
     d.memory_bandwidth_bytes_per_s = memory_bytes_per_s;
     d.launch_overhead_s = kGpuLaunchOverheadS;
     d.half_rate_flops = half_rate_flops;
@@ -148,21 +165,21 @@ Cluster uniform(std::string name, std::string source, int node_count, int device
 
 Cluster dgxA100(const std::string& name, int node_count) {
     return uniform(name, kDgxA100Source, node_count, kDgxGpusPerNode,
-                   gpu("A100-SXM4-40GB", kA100PeakFp32, kA100PeakFp16, kA100MemoryBytes, kA100MemoryBytesPerS, kA100HalfRateFlops),
+                   gpu("A100-SXM4-40GB", kA100PeakFp32, kA100PeakFp16, kA100MemoryBytes, kA100ReservedBytes, kA100MemoryBytesPerS, kA100HalfRateFlops),
                    {kNvlink3BytesPerS, kNvlinkLatencyS}, {kInfinibandHdrBytesPerS, kInfinibandLatencyS},
                    {kDgxComputePorts, kInfinibandHdrBytesPerS});
 }
 
 Cluster dgxH100(const std::string& name, int node_count) {
     return uniform(name, kDgxH100Source, node_count, kDgxGpusPerNode,
-                   gpu("H100-SXM-80GB", kH100PeakFp32, kH100PeakFp16, kH100MemoryBytes, kH100MemoryBytesPerS, kH100HalfRateFlops),
+                   gpu("H100-SXM-80GB", kH100PeakFp32, kH100PeakFp16, kH100MemoryBytes, kH100ReservedBytes, kH100MemoryBytesPerS, kH100HalfRateFlops),
                    {kNvlink4BytesPerS, kNvlinkLatencyS}, {kInfinibandNdrBytesPerS, kInfinibandLatencyS},
                    {kDgxComputePorts, kInfinibandNdrBytesPerS});
 }
 
 Cluster v100Pcie(const std::string& name, int node_count) {
     return uniform(name, kV100Source, node_count, kPipeDreamGpusPerServer,
-                   gpu("V100-PCIe-16GB", kV100PciePeakFp32, kV100PciePeakFp16, kV100MemoryBytes, kV100MemoryBytesPerS, kV100HalfRateFlops),
+                   gpu("V100-PCIe-16GB", kV100PciePeakFp32, kV100PciePeakFp16, kV100MemoryBytes, kV100ReservedBytes, kV100MemoryBytesPerS, kV100HalfRateFlops),
                    {kPcie3x16BytesPerS, kPcieLatencyS}, {kEthernet10GBytesPerS, kEthernetLatencyS},
                    {kPipeDreamServerPorts, kEthernet10GBytesPerS});
 }

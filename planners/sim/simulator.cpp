@@ -212,7 +212,7 @@ public:
 
         Trace t;
         t.devices = prog_.devices;
-        for (int dev : prog_.devices) t.capacity_bytes.push_back(cost_.cluster().device(dev).memory_bytes);
+        for (int dev : prog_.devices) t.capacity_bytes.push_back(cost_.cluster().device(dev).usableBytes());
         if (opt_.record_events) recordEvents(res, t);
         memoryCurves(res, t);
         metrics(res, t);

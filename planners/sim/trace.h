@@ -43,7 +43,7 @@ struct TraceMetrics {
 
 struct Trace {
     std::vector<int> devices;                       // global device ids, in row order
-    std::vector<int64_t> capacity_bytes;            // per row
+    std::vector<int64_t> capacity_bytes;            // per row: what tensors may take (DeviceSpec::usableBytes)
     std::vector<TraceEvent> events;
     std::vector<std::vector<MemorySample>> memory;  // per row, time-ordered
     TraceMetrics metrics;

@@ -36,6 +36,13 @@ done
 "$BIN" clusters --json >"$OUT/clusters.json"
 python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); assert len(c)==6, c' "$OUT/clusters.json" \
     || fail "clusters --json is not 6 presets"
+# What tensors may take: an A100 40GB less what the driver hides (424 MiB) and PyTorch's CUDA
+# context (666,632,192 bytes); CPU ranks keep their whole 4 GiB.
+python3 -c 'import json,sys; c={x["name"]: x for x in json.load(open(sys.argv[1]))}
+assert c["dgx-a100-2x8"]["usable_memory_bytes"] == 40536 * 2**20 - 666632192, c["dgx-a100-2x8"]
+assert c["cpu-local"]["usable_memory_bytes"] == c["cpu-local"]["device_memory_bytes"] == 4 * 2**30, c["cpu-local"]' "$OUT/clusters.json" \
+    || fail "clusters --json: usable memory is not the device's less the runtime's reserve"
+grep -q "for tensors" "$OUT/clusters.txt" || fail "clusters does not show the memory left for tensors"
 
 # show-graph: summary, layers, JSON (hippie-graph), DOT
 "$BIN" show-graph --model gpt2-small >"$OUT/summary.txt"

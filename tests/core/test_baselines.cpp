@@ -400,6 +400,20 @@ private slots:
         QVERIFY2(contains(none.reason, "ZeRO stage 3"), none.reason.c_str());
     }
 
+    // The runtime's reserve (DeviceSpec::reserved_bytes) is no room for model states: 20 GiB
+    // devices with 11 GiB reserved take the stage 9 GiB devices take, and data parallelism
+    // says what is left.
+    void baselinesCountTheRuntimesReserve() {
+        Problem problem = shardingProblem(20 * kGiB);
+        for (hippie::Node& n : problem.cluster.nodes) n.device.reserved_bytes = 11 * kGiB;
+        const PlannerResult r = run("zero", problem);
+        QVERIFY2(r.feasible, r.reason.c_str());
+        QCOMPARE(r.plan.zero_stage, 2);
+        const PlannerResult dp = run("data-parallel", problem);
+        QVERIFY(!dp.feasible);
+        QVERIFY2(contains(dp.reason, "9.0 GiB"), dp.reason.c_str());
+    }
+
     // Data parallelism sweeps its micro-batch count (gradient accumulation) under the
     // problem's objective: of the counts whose activations fit, the one the objective ranks
     // first, checked against every count simulated here.

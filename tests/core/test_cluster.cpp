@@ -246,6 +246,34 @@ private slots:
         QVERIFY2(contains(msg, "profiled_time_scale"), msg.c_str());
     }
 
+    // The runtime's reserve (CUDA context, what the driver keeps) is written only when set,
+    // read back, leaves the rest of the memory to tensors, and must leave some.
+    void reservedBytesAreOptionalAndBelowTheMemory() {
+        Cluster c = mixedCluster();
+        QVERIFY(!hippie::clusterToJson(c)["nodes"][0]["device"].contains("reserved_bytes"));
+        QCOMPARE(c.device(0).usableBytes(), c.device(0).memory_bytes);
+        c.nodes[1].device.reserved_bytes = int64_t{1} << 30;
+        const json j = hippie::clusterToJson(c);
+        QCOMPARE(j["nodes"][1]["device"]["reserved_bytes"].get<int64_t>(), int64_t{1} << 30);
+        QCOMPARE(hippie::clusterFromJson(j), c);
+        QCOMPARE(c.device(3).usableBytes(), int64_t{15} << 30);
+        expectRejected("reserve as large as the memory", [](json& k) { k["nodes"][1]["device"]["reserved_bytes"] = int64_t{16} << 30; },
+                       {"nodes[1].device", "reserved_bytes", "not below memory_bytes", "no memory for tensors"});
+        expectRejected("negative reserve", [](json& k) { k["nodes"][0]["device"]["reserved_bytes"] = -1; }, {"reserved_bytes"});
+    }
+
+    // GPU presets keep what the driver hides (the part's memory less nvidia-smi's total) and
+    // PyTorch's CUDA context (PR 86509's 666,632,192 bytes) from tensors; CPU ranks keep nothing.
+    void presetsReserveTheRuntime() {
+        constexpr int64_t kMiB = int64_t{1} << 20, kContext = 666'632'192;
+        const Cluster a100 = hippie::buildClusterPreset("dgx-a100-2x8");
+        QCOMPARE(a100.device(0).memory_bytes - a100.device(0).reserved_bytes, 40536 * kMiB - kContext);
+        QCOMPARE(hippie::buildClusterPreset("dgx-h100-2x8").device(0).usableBytes(), 81559 * kMiB - kContext);
+        QCOMPARE(hippie::buildClusterPreset("v100-4x4").device(0).usableBytes(), 16160 * kMiB - kContext);
+        QCOMPARE(hippie::buildClusterPreset("cpu-local").device(0).reserved_bytes, int64_t{0});
+        QVERIFY(contains(a100.source, "reserved"));
+    }
+
     // The convolution efficiency is written only when it is not 1, read back, and a value no
     // measurement gives is refused with its field named.
     void convEfficiencyIsOptionalAndBounded() {

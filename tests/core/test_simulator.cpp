@@ -401,6 +401,22 @@ private slots:
         QVERIFY(!simulatePlan(g, exactCluster(1, 1, int64_t(4) << 30), plan).trace.metrics.fits_memory);
     }
 
+    // The runtime's reserve (CUDA context, what the driver keeps) is no room for tensors: a
+    // plan whose peak fits the device's memory but not what the reserve leaves does not fit,
+    // and the trace's capacity is what is left.
+    void theRuntimesReserveIsNoRoomForTensors() {
+        const Graph g = chainGraph(2, 1, 2, int64_t(1) << 30);
+        const Plan plan = pipelinePlan(2, 1, 1, 1, ScheduleKind::OneFOneB);
+        const int64_t peak = simulatePlan(g, exactCluster(1, 1), plan).trace.metrics.max_peak_memory_bytes;
+        Cluster c = exactCluster(1, 1, peak);
+        QVERIFY(simulatePlan(g, c, plan).trace.metrics.fits_memory);
+        c.nodes[0].device.reserved_bytes = 1;
+        const Trace t = simulatePlan(g, c, plan).trace;
+        QVERIFY(!t.metrics.fits_memory);
+        QCOMPARE(t.capacity_bytes, std::vector<int64_t>{peak - 1});
+        QCOMPARE(t.metrics.max_peak_memory_bytes, peak);  // the reserve is not a tensor
+    }
+
     void eventsCoverEveryInstruction() {
         const Graph g = chainGraph(4);
         const Plan plan = pipelinePlan(4, 2, 2, 4, ScheduleKind::Hippie);

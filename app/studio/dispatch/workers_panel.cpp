@@ -43,11 +43,12 @@ QString devicesText(const json& cluster) {
         const Cluster c = clusterFromJson(cluster, "probe");
         QStringList parts;
         for (const Node& n : c.nodes)
-            parts << QObject::tr("%1 x %2 (%3 GFLOP/s, %4 GiB)")
+            parts << QObject::tr("%1 x %2 (%3 GFLOP/s, %4 GiB, %5 for tensors)")
                          .arg(n.devices)
                          .arg(QString::fromStdString(n.device.type))
                          .arg(n.device.achievableFlops(Precision::FP32) / kGiga, 0, 'f', 1)
-                         .arg(static_cast<double>(n.device.memory_bytes) / kGiB, 0, 'f', 1);
+                         .arg(static_cast<double>(n.device.memory_bytes) / kGiB, 0, 'f', 1)
+                         .arg(static_cast<double>(n.device.usableBytes()) / kGiB, 0, 'f', 1);
         return parts.join(QStringLiteral("; "));
     } catch (const Error& e) {
         return QObject::tr("probe answer unreadable: %1").arg(QString::fromUtf8(e.what()));

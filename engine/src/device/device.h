@@ -38,6 +38,10 @@ void resetAllocatorPeak(const torch::Device& device);
 
 // The device's own memory (CUDA: total global memory); std::nullopt on CPU.
 std::optional<int64_t> deviceMemoryBytes(const torch::Device& device);
+// Of that memory, what the process holds outside the caching allocator's blocks: the CUDA
+// context, the libraries' handles and workspaces (cudaMemGetInfo's used bytes less the
+// allocator's reserved ones; other processes on the GPU count too). std::nullopt on CPU.
+std::optional<int64_t> runtimeReservedBytes(const torch::Device& device);
 
 // A short description for logs and probe output: "cpu", "cuda:0 (NVIDIA H100, 80 GiB)".
 std::string describeDevice(const torch::Device& device);

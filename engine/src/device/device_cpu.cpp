@@ -22,6 +22,7 @@ void synchronizeDevice(const torch::Device&) {}
 std::optional<AllocatorBytes> allocatorBytes(const torch::Device&) { return std::nullopt; }
 void resetAllocatorPeak(const torch::Device&) {}
 std::optional<int64_t> deviceMemoryBytes(const torch::Device&) { return std::nullopt; }
+std::optional<int64_t> runtimeReservedBytes(const torch::Device&) { return std::nullopt; }
 std::string describeDevice(const torch::Device& device) { return device.str(); }
 
 }  // namespace hippie::engine

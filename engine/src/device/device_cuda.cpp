@@ -1,9 +1,13 @@
 // The device layer of a LibTorch with CUDA (compiled only when CMake sets HIPPIE_ENGINE_CUDA):
 // a rank trains on cuda:<local_rank> when asked or when `auto` finds a GPU, and its memory is
 // the CUDA caching allocator's statistics.
+#include <algorithm>
+
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAException.h>
 #include <torch/cuda.h>
 
 #include "engine/src/device/device.h"
@@ -70,6 +74,16 @@ void resetAllocatorPeak(const torch::Device& device) {
 std::optional<int64_t> deviceMemoryBytes(const torch::Device& device) {
     if (!device.is_cuda()) return std::nullopt;
     return static_cast<int64_t>(at::cuda::getDeviceProperties(indexOf(device))->totalGlobalMem);
+}
+
+std::optional<int64_t> runtimeReservedBytes(const torch::Device& device) {
+    if (!device.is_cuda()) return std::nullopt;
+    c10::cuda::CUDAGuard guard(indexOf(device));
+    size_t free = 0, total = 0;
+    C10_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(indexOf(device));
+    const int64_t held = stats.reserved_bytes[kAllPools].current;  // the allocator's blocks, tensors or cached
+    return std::max<int64_t>(static_cast<int64_t>(total - free) - held, 0);
 }
 
 std::string describeDevice(const torch::Device& device) {

@@ -507,6 +507,10 @@ int probeCommand(const ProbeOptions& o) {
     node.device.kernels = kernels.kernels;
     node.device.memory_bandwidth_bytes_per_s = copyBytesPerSecond(device, slot);
     node.device.memory_bytes = deviceMemoryBytes(device).value_or(static_cast<int64_t>(pages) * page);
+    // After the probe's kernels ran, so the libraries' handles and workspaces are in it (other
+    // processes' memory on the GPU too: probe an idle one). Kept below the device's memory, as
+    // a cluster file must.
+    node.device.reserved_bytes = std::min(runtimeReservedBytes(device).value_or(0), node.device.memory_bytes - 1);
     double bw = 0, lat = 0;
     Transport gloo;
     if (o.loopback_bandwidth) {

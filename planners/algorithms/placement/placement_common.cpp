@@ -45,21 +45,16 @@ GroupingWeights groupingWeights(const Problem& p, const CostModel& cost, double 
 
 }  // namespace
 
-// Device memory less the problem's headroom.
-int64_t usableBytes(const Problem& p, int device) {
-    return static_cast<int64_t>(static_cast<double>(p.cluster.device(device).memory_bytes) * (1.0 - p.memory_headroom));
-}
-
-std::vector<int64_t> usableBytes(const Problem& p) {
+std::vector<int64_t> capacities(const Problem& p) {
     std::vector<int64_t> out;
-    for (int d = 0; d < p.cluster.deviceCount(); ++d) out.push_back(usableBytes(p, d));
+    for (int d = 0; d < p.cluster.deviceCount(); ++d) out.push_back(capacityBytes(p, d));
     return out;
 }
 
 // A necessary condition for any placement: each op fits a device on its own and the whole
 // model fits all devices together.
 std::optional<std::string> impossibleReason(const Problem& problem, std::span<const int64_t> resident, std::span<const int64_t> temp) {
-    const auto capacity = usableBytes(problem);
+    const auto capacity = capacities(problem);
     const int64_t largest_device = *std::max_element(capacity.begin(), capacity.end());
     const int64_t all_devices = std::accumulate(capacity.begin(), capacity.end(), int64_t{0});
     int64_t total = 0;
@@ -165,9 +160,9 @@ double PlacementModel::typicalCommSeconds(int64_t bytes) const {
     return 2.0 * (typical_latency_s_ + static_cast<double>(bytes) * typical_seconds_per_byte_);
 }
 
-int64_t PlacementModel::capacity(int device) const { return usableBytes(problem_, device); }
+int64_t PlacementModel::capacity(int device) const { return capacityBytes(problem_, device); }
 
-std::vector<int64_t> PlacementModel::capacities() const { return usableBytes(problem_); }
+std::vector<int64_t> PlacementModel::capacities() const { return placement::capacities(problem_); }
 
 const std::string& PlacementModel::unitName(int unit) const {
     return problem_.graph.ops[static_cast<size_t>(grouping_.members[static_cast<size_t>(unit)].front())].name;
@@ -399,13 +394,13 @@ std::optional<std::string> impossibleReason(const Problem& problem) {
     return placement::impossibleReason(problem, resident, temp);
 }
 
-// The device a single-device plan uses: the largest memory, then the fastest.
+// The device a single-device plan uses: the most memory for tensors, then the fastest.
 int singleDevice(const Cluster& c, Precision p) {
     int best = 0;
     for (int d = 1; d < c.deviceCount(); ++d) {
         const DeviceSpec& a = c.device(d);
         const DeviceSpec& b = c.device(best);
-        if (a.memory_bytes > b.memory_bytes || (a.memory_bytes == b.memory_bytes && a.achievableFlops(p) > b.achievableFlops(p))) best = d;
+        if (a.usableBytes() > b.usableBytes() || (a.usableBytes() == b.usableBytes() && a.achievableFlops(p) > b.achievableFlops(p))) best = d;
     }
     return best;
 }
@@ -426,9 +421,9 @@ PlannerResult withLog(PlannerResult r, std::vector<std::string> log, std::vector
 
 PlannerResult oneDeviceResult(const std::string& name, const Problem& problem, PlanContext& context) {
     const Plan plan = singleDevicePlan(problem, name);
-    if (!fitsExactly(problem, plan, usableBytes(problem)))
+    if (!fitsExactly(problem, plan, capacities(problem)))
         return infeasibleResult(name, "the model needs " + gib(placementMemory(problem, plan)[0]) + " but the only device holds " +
-                                          gib(usableBytes(problem, 0)), context);
+                                          gib(capacityBytes(problem, 0)), context);
     const double scoring_started = threadCpuSeconds();
     const TraceMetrics metrics = evaluate(problem, plan);
     PlannerResult r = feasibleResult(name, plan, metrics, context);
@@ -464,7 +459,7 @@ namespace {
 void preferOneDevice(const std::string& name, const Problem& problem, Plan& plan, TraceMetrics& metrics, std::vector<std::string>& log,
                      std::vector<std::string>& notes) {
     const int device = singleDevice(problem.cluster, problem.graph.source.precision);
-    if (oneDeviceMemory(problem) > usableBytes(problem, device)) return;
+    if (oneDeviceMemory(problem) > capacityBytes(problem, device)) return;
     if (metrics.fits_memory) {
         const CostModel cost(problem.graph, problem.cluster);
         const double samples = static_cast<double>(problem.global_batch) / kPlacementMicroBatches;

@@ -137,9 +137,8 @@ std::vector<int64_t> placementMemory(const Problem& problem, const Plan& plan);
 // What placementMemory counts for the plan that puts every op on one device, in O(ops).
 int64_t oneDeviceMemory(const Problem& problem);
 
-// Device memory less the problem's headroom: one device's, every device's.
-int64_t usableBytes(const Problem& p, int device);
-std::vector<int64_t> usableBytes(const Problem& p);
+// capacityBytes (planner.h) of every device, by device id.
+std::vector<int64_t> capacities(const Problem& p);
 
 // Why no placement can fit, from each op's bytes resident for the step (weights, optimizer
 // state, its kept activations of every micro-batch) and its workspace: an op that fits no

@@ -729,7 +729,7 @@ PlannerResult SgpPlanner::plan(const Problem& problem, PlanContext& context) {
     const CostModel cost(problem.graph, problem.cluster);
     const OpModel m(problem, cost);
     const int devices = m.devices();
-    const std::vector<int64_t> capacity = usableBytes(problem);
+    const std::vector<int64_t> capacity = capacities(problem);
     {
         std::vector<int64_t> resident(static_cast<size_t>(m.units())), temp(static_cast<size_t>(m.units()));
         for (int u = 0; u < m.units(); ++u) {
