@@ -31,7 +31,6 @@ ClusterPanel::ClusterPanel(StudioSession* session, QWidget* parent)
       devices_(new QSpinBox(this)),
       device_type_(new QLineEdit(this)),
       memory_gib_(new QDoubleSpinBox(this)),
-      reserved_gib_(new QDoubleSpinBox(this)),
       intra_gbps_(new QDoubleSpinBox(this)),
       inter_gbps_(new QDoubleSpinBox(this)),
       message_(new MessageLabel(this)) {
@@ -43,11 +42,6 @@ ClusterPanel::ClusterPanel(StudioSession* session, QWidget* parent)
     devices_->setRange(1, kMaxDevicesPerNode);
     memory_gib_->setRange(0.25, 4096);
     memory_gib_->setSuffix(tr(" GiB"));
-    reserved_gib_->setRange(0, 4096);
-    reserved_gib_->setDecimals(2);
-    reserved_gib_->setSuffix(tr(" GiB"));
-    reserved_gib_->setToolTip(tr("Device memory no tensor can have: what the driver keeps, the CUDA context and the libraries' "
-                                 "workspaces. Plans must fit their tensors in the rest. hippie-engine probe measures it on a GPU."));
     for (QDoubleSpinBox* bw : {intra_gbps_, inter_gbps_}) {
         bw->setRange(0.01, 10000);
         bw->setDecimals(1);
@@ -67,7 +61,6 @@ ClusterPanel::ClusterPanel(StudioSession* session, QWidget* parent)
     form->addRow(tr("Devices per node"), devices_);
     form->addRow(tr("Device type"), device_type_);
     form->addRow(tr("Device memory"), memory_gib_);
-    form->addRow(tr("Reserved by the runtime"), reserved_gib_);
     form->addRow(tr("Intra-node bandwidth"), intra_gbps_);
     form->addRow(tr("Inter-node bandwidth"), inter_gbps_);
     form->addRow(buttons);
@@ -103,7 +96,12 @@ void ClusterPanel::showCluster() {
     devices_->setValue(n.devices);
     device_type_->setText(QString::fromStdString(n.device.type));
     memory_gib_->setValue(widgets::toGiB(n.device.memory_bytes));
-    reserved_gib_->setValue(widgets::toGiB(n.device.reserved_bytes));
+    // The runtime's reserve is the cluster's (a preset's or the JSON's reserved_bytes), kept
+    // through edits: said here rather than edited, as the panel edits only the usual figures.
+    memory_gib_->setToolTip(tr("Of each device's memory, %1 GiB is reserved by the runtime (what the driver keeps, the CUDA "
+                               "context): plans fit their tensors in the rest. Set reserved_bytes in the cluster JSON to "
+                               "change it; hippie-engine probe measures it on a GPU.")
+                                .arg(widgets::toGiB(n.device.reserved_bytes), 0, 'f', 2));
     intra_gbps_->setValue(n.intra.bandwidth_bytes_per_s / kBytesPerGB);
     inter_gbps_->setValue(c.inter.bandwidth_bytes_per_s / kBytesPerGB);
     message_->showInfo(tr("%1: %2 nodes × %3 %4, %5 devices in all")
@@ -121,11 +119,9 @@ void ClusterPanel::applyEdits() {
     node.devices = devices_->value();
     node.device.type = device_type_->text().toStdString();
     node.device.memory_bytes = static_cast<int64_t>(memory_gib_->value() * widgets::kBytesPerGiB);
-    node.device.reserved_bytes = static_cast<int64_t>(reserved_gib_->value() * widgets::kBytesPerGiB);
     if (node.device.reserved_bytes >= node.device.memory_bytes) {
-        message_->showError(tr("The runtime's reserve (%1 GiB) must be below the device memory (%2 GiB): nothing would be left for tensors.")
-                                .arg(reserved_gib_->value(), 0, 'f', 2)
-                                .arg(memory_gib_->value(), 0, 'f', 2));
+        message_->showError(tr("A device needs more than the %1 GiB its runtime reserves: nothing would be left for tensors.")
+                                .arg(widgets::toGiB(node.device.reserved_bytes), 0, 'f', 2));
         return;
     }
     node.intra.bandwidth_bytes_per_s = intra_gbps_->value() * kBytesPerGB;

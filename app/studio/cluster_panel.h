@@ -33,7 +33,6 @@ private:
     QSpinBox* devices_;
     QLineEdit* device_type_;
     QDoubleSpinBox* memory_gib_;
-    QDoubleSpinBox* reserved_gib_;
     QDoubleSpinBox* intra_gbps_;
     QDoubleSpinBox* inter_gbps_;
     MessageLabel* message_;

@@ -228,7 +228,8 @@ void checkMemoryCurvesLegend(const widgets::ScheduleView* view, const QString& n
     QCOMPARE(view->rowLayout().rows[1].device, 2);
     const QList<widgets::CapacityLegendItem*> capacities = plot->findChildren<widgets::CapacityLegendItem*>();
     QCOMPARE(capacities.size(), 1);
-    QCOMPARE(capacities[0]->text(), QStringLiteral("capacity 40.00 GiB (off scale)"));
+    // An A100 40GB: what tensors may take, the driver's and the CUDA context's share left out.
+    QCOMPARE(capacities[0]->text(), QStringLiteral("capacity 38.97 GiB (off scale)"));
     const QCPLegend* beside = capacities[0]->parentLegend();
     QVERIFY(beside->visible());
     const QRect frame = legendFrame(beside);

@@ -81,6 +81,36 @@ private slots:
         QVERIFY(budget->value() != before);
     }
 
+    // The cluster panel says how much of a device's memory its runtime reserves (the memory
+    // field's tooltip), keeps that reserve through edits, and refuses a memory at or below it.
+    void clusterPanelKeepsTheRuntimesReserve() {
+        MainWindow w(false);
+        QVERIFY(w.start(testing::zooStart("gpt2-small", QStringLiteral("dgx-a100-1x8"))));
+        auto* panel = w.findChild<ClusterPanel*>();
+        QVERIFY(panel);
+        QDoubleSpinBox* memory = nullptr;
+        for (QDoubleSpinBox* box : panel->findChildren<QDoubleSpinBox*>())
+            if (box->toolTip().contains(QStringLiteral("reserved"))) memory = box;
+        QVERIFY(memory);
+        QVERIFY2(memory->toolTip().contains(QStringLiteral("1.03 GiB is reserved")), qPrintable(memory->toolTip()));
+        QPushButton* apply = nullptr;
+        for (QPushButton* b : panel->findChildren<QPushButton*>())
+            if (b->text() == QStringLiteral("Apply edits")) apply = b;
+        QVERIFY(apply);
+        const hippie::Cluster before = w.session()->cluster();
+        memory->setValue(1.0);
+        apply->click();
+        auto* message = panel->findChild<MessageLabel*>();
+        QVERIFY(message && message->showsError());
+        QVERIFY2(message->text().contains(QStringLiteral("1.03 GiB its runtime reserves")), qPrintable(message->text()));
+        QCOMPARE(w.session()->cluster(), before);
+        memory->setValue(80.0);
+        apply->click();
+        QVERIFY(!message->showsError());
+        QCOMPARE(w.session()->cluster().device(0).memory_bytes, int64_t{80} << 30);
+        QCOMPARE(w.session()->cluster().device(0).reserved_bytes, before.device(0).reserved_bytes);
+    }
+
     // At 1280x800 the studio opens with the Setup dock shown, scrolled to its top, Model and
     // Cluster wholly in view (issue 18: they were scrolled out of view at launch).
     void setupDockOpensWithModelAndClusterInView() {
