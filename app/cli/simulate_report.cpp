@@ -132,7 +132,7 @@ void printMemory(std::ostream& out, const SimulationSetup& s, const Trace& t) {
     printHeading(out, "Peak memory");
     std::vector<Column> columns{{"device", Align::Right}, {"node", Align::Right}, {"stage", Align::Right}, {"replica", Align::Right}};
     if (ranks) columns.push_back({"tp rank", Align::Right});
-    columns.insert(columns.end(), {{"peak GiB", Align::Right}, {"capacity GiB", Align::Right}, {""}});
+    columns.insert(columns.end(), {{"peak GiB", Align::Right}, {"for tensors GiB", Align::Right}, {""}});
     Table table(columns);
     for (size_t row : rowsByDevice(t)) {
         const int d = t.devices[row];

@@ -141,4 +141,11 @@ expect_error "--tp 5: model 'gpt2-small' splits only by divisors of 12" simulate
 expect_error "pp 2 x dp 1 x tp 8 needs 16 devices but cluster 'dgx-a100-1x8' has 8" simulate "${TP[@]}" --tp 8
 expect_error "has no op that tensor parallelism splits" simulate "${EQUAL[@]}" --pp 1 --tp 2 --schedule 1f1b
 
+# The peak memory table compares each device's peak with what its runtime leaves for tensors:
+# an A100 40GB less what the driver hides and PyTorch's CUDA context, 38.97 GiB.
+plan simulate --model gpt2-small --cluster dgx-a100-1x8 --pp 2 --dp 1 --microbatches 4 --global-batch 8 --schedule 1f1b > "$OUT/a100.txt"
+grep -q "for tensors GiB" "$OUT/a100.txt" || fail "simulate's peak memory table does not say what is left for tensors: $(cat "$OUT/a100.txt")"
+[ "$(grep -cE '^ +[01] +0 +[01] +0 +[0-9.]+ +38\.97 *$' "$OUT/a100.txt")" = 2 ] \
+    || fail "simulate does not give both A100s 38.97 GiB for tensors: $(grep -A4 'Peak memory' "$OUT/a100.txt")"
+
 echo "PASS"
