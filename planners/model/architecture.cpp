@@ -38,6 +38,9 @@ constexpr Dropout kBertDropout{0.1, 0.1};
 // Vaswani et al. 2017, Table 3 "big" (English-German): residual dropout 0.3; no dropout on the
 // attention probabilities (section 5.4).
 constexpr Dropout kTransformerBigDropout{0.3, 0.0};
+// Simonyan & Zisserman 2015, section 3.1: "dropout regularisation for the first two
+// fully-connected layers (dropout ratio set to 0.5)".
+constexpr double kVggDropout = 0.5;
 
 GptArch gpt(int layers, int64_t d_model, int64_t heads, int64_t n_ctx) {
     return {layers, d_model, heads, kFeedForwardRatio * d_model, kGptVocab, n_ctx, n_ctx, kGptDropout};
@@ -72,6 +75,7 @@ VggArch vgg(std::array<int, 5> convs) {
     a.in_channels = kRgbChannels;
     a.image_side = kImageNetSide;
     a.classes = kImageNetClasses;
+    a.dropout = kVggDropout;
     return a;
 }
 
@@ -253,7 +257,7 @@ const std::map<std::string, std::vector<OverrideKey>>& keyTable() {
                     width_mult,
                     key("fc_width", "width of fc6 and fc7", 1, kMaxWidth),
                     key("image_size", "image height and width in pixels", kMinDownsampledSide, kMaxImageSide),
-                    classes};
+                    classes, key("dropout", "dropout probability on fc6's and fc7's outputs; 0: none", 0, kMaxDropout, false)};
         t["inception"] = {width_mult,
                           key("image_size", "image height and width in pixels (299 or more with aux_logits=1)", 75,
                               kMaxImageSide),
@@ -401,6 +405,7 @@ VggArch resolve(const ModelSpec& spec, VggArch a) {
     a.fc_width = intOverride(spec, "fc_width").value_or(a.fc_width);
     a.image_side = intOverride(spec, "image_size").value_or(a.image_side);
     a.classes = intOverride(spec, "classes").value_or(a.classes);
+    a.dropout = numberOverride(spec, "dropout").value_or(a.dropout);
     return a;
 }
 
@@ -568,6 +573,7 @@ std::vector<std::pair<std::string, double>> defaultOverrideValues(const std::str
                 set("fc_width", a.fc_width);
                 set("image_size", a.image_side);
                 set("classes", a.classes);
+                set("dropout", a.dropout);
             } else if constexpr (std::is_same_v<A, InceptionArch>) {
                 set("width_mult", 1);
                 set("image_size", a.image_side);

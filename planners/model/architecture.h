@@ -153,6 +153,7 @@ struct VggArch {
     int64_t in_channels = 3;
     int64_t image_side = 0;                   // 224
     int64_t classes = 0;                      // 1000
+    double dropout = 0;                       // on fc6's and fc7's outputs (0.5 published)
 };
 
 // One step of an Inception branch: a conv-bn-relu ("BasicConv2d", batch norm eps 0.001 in

@@ -167,7 +167,7 @@ void buildResNet(GraphBuilder& g, const ResNetArch& a) {
 // ---- VGG ------------------------------------------------------------------------------------
 
 // One layer per convolution (with its ReLU, and the stage's max pool after its last one) and
-// one per fully connected layer.
+// one per fully connected layer, fc6 and fc7 with their dropout.
 void buildVgg(GraphBuilder& g, const VggArch& a) {
     FeatureMap x = image(a.in_channels, a.image_side);
     for (size_t stage = 0; stage < a.convs_per_stage.size(); ++stage) {
@@ -184,6 +184,7 @@ void buildVgg(GraphBuilder& g, const VggArch& a) {
         g.beginLayer(fc);
         h = g.add("linear", linearCost(b, in, a.fc_width, true), {h});
         h = g.add("relu", elementwiseCost("relu", h.elements, kReluFlopsPerElement), {h});
+        if (a.dropout > 0) h = g.add("dropout", dropoutCost(h.elements), {h});
         in = a.fc_width;
     }
     g.beginLayer("fc8");

@@ -100,7 +100,7 @@ assert values("gpt2-small") == {"layers": 12, "d_model": 768, "heads": 12, "d_ff
                                 "positions": 1024, "seq_len": 1024, "dropout": 0.1, "attention_dropout": 0.1}, values("gpt2-small")
 assert values("transformer-big")["dropout"] == 0.3 and values("transformer-big")["attention_dropout"] == 0
 assert values("resnet152")["blocks3"] == 36 and values("resnet152")["width_mult"] == 1
-assert values("vgg19")["convs5"] == 4 and values("vgg19")["fc_width"] == 4096
+assert values("vgg19")["convs5"] == 4 and values("vgg19")["fc_width"] == 4096 and values("vgg19")["dropout"] == 0.5
 assert values("inception-v3") == {"width_mult": 1, "image_size": 299, "classes": 1000, "aux_logits": 1}
 assert values("gnmt-8") == {"layers": 4, "hidden": 1024, "vocab": 32320, "seq_len": 50}
 assert values("transformer-big")["layers"] == 6

@@ -389,6 +389,32 @@ private slots:
         }
     }
 
+    // VGG trains with dropout 0.5 on fc6's and fc7's outputs (Simonyan & Zisserman, 3.1): one
+    // dropout op each after its ReLU, its byte-an-element mask kept for backward (the ReLU
+    // keeps its own output, which its gradient reads); `dropout=0` removes them.
+    void vggFullyConnectedLayersHaveTheirDropout() {
+        const Graph g = build("vgg16", 2);
+        std::vector<std::string> dropouts;
+        for (size_t i = 0; i < g.ops.size(); ++i)
+            if (const Op& o = g.ops[i]; o.kind == "dropout") {
+                dropouts.push_back(o.name);
+                QCOMPARE(o.output_bytes, int64_t{2} * 4096 * 4);
+                QCOMPARE(o.saved_bytes, int64_t{2} * 4096);
+                QCOMPARE(g.ops[i - 1].kind, std::string("relu"));
+                QVERIFY(g.ops[i - 1].output_kept);
+            }
+        QCOMPARE(dropouts, (std::vector<std::string>{"fc6.dropout", "fc7.dropout"}));
+        ModelSpec without;
+        without.zoo = "vgg16";
+        without.batch_size = 2;
+        without.overrides["dropout"] = 0;
+        const Graph none = buildZooModel(without);
+        QCOMPARE(none.ops.size(), g.ops.size() - 2);
+        // fc7 keeps its dropout's output too (fc8's weight gradient reads it) and the mask.
+        QCOMPARE(none.layers()[none.layerCount() - 2].activation_bytes + 2 * 4096 * 4 + 2 * 4096,
+                 g.layers()[g.layerCount() - 2].activation_bytes);
+    }
+
     void convolutionsHaveIm2colWorkspace() {
         const Graph g = build("vgg16");
         const Op& conv = g.ops.front();

@@ -2,6 +2,8 @@
 // wiring of planners/model/zoo_cnn.cpp and zoo.cpp op for op.
 #include "engine/src/models/zoo_layers.h"
 
+#include "engine/src/models/dropout.h"
+
 namespace hippie::engine {
 
 namespace nn = torch::nn;
@@ -138,19 +140,28 @@ public:
     nn::Conv2d conv;
 };
 
+// A fully connected layer: linear, then optionally ReLU and dropout (VGG's fc6 and fc7), its
+// output under the Graph name of the last of them (denseOutput).
 class Dense : public LayerModule {
 public:
-    Dense(std::string name, std::string input, int64_t in, int64_t out, bool relu)
-        : name_(std::move(name)), input_(std::move(input)), relu_(relu), linear(register_module("linear", nn::Linear(in, out))) {}
+    Dense(std::string name, std::string input, int64_t in, int64_t out, bool relu, double dropout = 0)
+        : name_(std::move(name)), input_(std::move(input)), relu_(relu), dropout_(dropout),
+          linear(register_module("linear", nn::Linear(in, out))) {}
     void run(Live& live) override {
         const Tensor y = linear->forward(live.at(input_).flatten(1));
-        if (relu_) live[name_ + ".relu"] = torch::relu(y);
-        else live[name_ + ".linear"] = y;
+        if (!relu_) {
+            live[name_ + ".linear"] = y;
+            return;
+        }
+        const std::string out = denseOutput(name_, dropout_);
+        live[out] = dropout(torch::relu(y), dropout_, DropoutSite{out}, is_training());
     }
+    static std::string denseOutput(const std::string& name, double dropout) { return name + (dropout > 0 ? ".dropout" : ".relu"); }
 
 private:
     std::string name_, input_;
     bool relu_;
+    double dropout_;
 
 public:
     nn::Linear linear;
@@ -325,14 +336,16 @@ std::vector<std::string> vggLayerNames(const VggArch& a) {
 LayerPtr vggLayer(const VggArch& a, int layer) {
     const auto convs = vggConvs(a);
     const int n = static_cast<int>(convs.size());
-    const std::string prev = layer == 0 ? kDataKey : layer <= n ? vggOutput(convs[static_cast<size_t>(layer - 1)]) : (layer == n + 1 ? "fc6.relu" : "fc7.relu");
+    const std::string prev = layer == 0   ? kDataKey
+                             : layer <= n ? vggOutput(convs[static_cast<size_t>(layer - 1)])
+                                          : Dense::denseOutput(layer == n + 1 ? "fc6" : "fc7", a.dropout);
     if (layer < n) return std::make_shared<VggConv>(convs[static_cast<size_t>(layer)], prev);
     if (layer == n) {
         int64_t side = a.image_side;
         for (int s = 0; s < 5; ++s) side /= 2;
-        return std::make_shared<Dense>("fc6", prev, a.stage_channels[4] * side * side, a.fc_width, true);
+        return std::make_shared<Dense>("fc6", prev, a.stage_channels[4] * side * side, a.fc_width, true, a.dropout);
     }
-    if (layer == n + 1) return std::make_shared<Dense>("fc7", prev, a.fc_width, a.fc_width, true);
+    if (layer == n + 1) return std::make_shared<Dense>("fc7", prev, a.fc_width, a.fc_width, true, a.dropout);
     return std::make_shared<LinearHead>("fc8", prev, a.fc_width, a.classes, /*pool=*/false);
 }
 
