@@ -199,7 +199,7 @@ std::vector<Plan> perStageDegreeVariants(const Problem& problem, const Plan& pla
 
 double throughputFloor(const Problem& problem) { return std::clamp(problem.throughput_floor, 0.0, 1.0); }
 
-int64_t usableMemory(const Problem& problem) { return smallestCapacityBytes(problem, allDevices(problem)); }
+int64_t usableMemory(const Problem& problem) { return smallestCapacityBytes(problem); }
 
 int64_t simulationCost(const Shape& s) {
     // Tensor parallelism: a stream per rank, and a TensorParallel after forward and backward.

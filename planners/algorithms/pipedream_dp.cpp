@@ -96,7 +96,6 @@ private:
     std::vector<double> stage_s_;
 };
 
-
 // The shared pieces of both levels' inputs.
 class Model {
 public:
