@@ -9,7 +9,8 @@
 #   4. with 2 or more GPUs, the same pipeline over NCCL (one GPU per rank), and 2 x 2 over
 #      NCCL with 4 or more; with 4 or more, a GPT at t2 x pp2 and at per-stage degrees
 #      t(1,2,1) x pp3 over NCCL, equal to one process on the CPU;
-#   5. profile --device cuda writes a graph with measured times and memory;
+#   5. profile --device cuda writes a graph with measured times and memory; probe measures the
+#      runtime's reserve (reserved_bytes);
 #   6. the CPU equivalence tests pass with the CUDA-built binary on --device cpu.
 # Usage: tests/engine/gpu_check.sh [LIBTORCH_PREFIX]   (default: $LIBTORCH, else the Python torch's
 #        torch.utils.cmake_prefix_path). Set BUILD to choose the build folder (default build-gpu)
@@ -99,6 +100,17 @@ if timeout 120 "$ENGINE" profile --model gpt-tiny --batch-size 8 --device cuda -
     grep -q '"device":"cuda' "$WORK/prof.out" && grep -q '"saved_bytes"' "$WORK/prof.out" \
         && pass "profile --device cuda: $(grep -o '"memory":\[{[^}]*}' "$WORK/prof.out")" || fail "profile cuda: $(cat "$WORK/prof.out")"
 else fail "profile --device cuda: $(cat "$WORK/prof.out")"; fi
+
+# 5b. probe on the GPU: the runtime's reserve (CUDA context, cuBLAS) is measured, at least
+# 100 MiB (a CUDA context alone is more) and under a quarter of the device
+if timeout 300 "$ENGINE" probe --no-loopback --seconds 0.5 > "$WORK/probe.json" 2> "$WORK/probe.err"; then
+    python3 - "$WORK/probe.json" <<'PY' && pass "probe measures the runtime's reserve: $(grep -o '"reserved_bytes": [0-9]*' "$WORK/probe.json")" \
+        || fail "probe's reserved_bytes: $(grep -o '"\(memory\|reserved\)_bytes": [0-9]*' "$WORK/probe.json" | tr '\n' ' ')"
+import json, sys
+d = json.load(open(sys.argv[1]))["nodes"][0]["device"]
+assert 100 * 2**20 <= d.get("reserved_bytes", 0) < d["memory_bytes"] // 4, d.get("reserved_bytes")
+PY
+else fail "probe on the GPU: $(tail -2 "$WORK/probe.err")"; fi
 
 # 6. the CPU equivalence tests, CUDA-built binary on the CPU (HIPPIE_ENGINE_DEVICE sets --device's default)
 for schedule in gpipe 1f1b hippie; do

@@ -316,11 +316,11 @@ Assignment unitAssignment(const PlacementModel& m, const Plan& plan) {
 // simulated; the initial populations start from them as well as from random splits, so the
 // search begins at the best of them. m-SCT's LP gets a share of TGA's budget (it falls back to
 // m-ETF's placement when the LP runs out of time).
-std::vector<Assignment> TgaPlanner::baechiSeeds(const PlacementModel& m, PlanContext& context, std::vector<std::string>& log) const {
+const std::vector<TgaSeed>& TgaPlanner::baechiSeeds(const PlacementModel& m, PlanContext& context, std::vector<std::string>& log) const {
     if (seeds_) return *seeds_;
     Problem p = m.problem();
     p.time_budget_s = std::max(0.0, m.problem().time_budget_s * options_.seed_budget_share);
-    std::vector<std::pair<double, Assignment>> found;
+    std::vector<TgaSeed> found;
     const PlacementOptions& o = options_.placement;
     const std::vector<std::unique_ptr<PlacementPlanner>> planners = [&] {
         std::vector<std::unique_ptr<PlacementPlanner>> v;
@@ -335,25 +335,24 @@ std::vector<Assignment> TgaPlanner::baechiSeeds(const PlacementModel& m, PlanCon
         const PlannerResult r = planner->plan(p, sub);
         if (!r.feasible || r.plan.placement.empty()) continue;
         log.push_back("tga: seed " + r.planner + ", simulated step " + std::to_string(r.metrics.iteration_time_s) + " s");
-        found.emplace_back(r.metrics.iteration_time_s, unitAssignment(m, r.plan));
+        found.push_back({unitAssignment(m, r.plan), r.metrics.iteration_time_s});
     }
-    std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    seeds_.emplace();
-    for (auto& [step, a] : found) seeds_->push_back(std::move(a));
-    return *seeds_;
+    std::stable_sort(found.begin(), found.end(), [](const TgaSeed& a, const TgaSeed& b) { return a.step_s < b.step_s; });
+    return seeds_.emplace(std::move(found));
 }
 
 namespace {
 
 // The seeds (in their own order) and the best distinct individuals of both populations (in
 // the fitness's order), re-estimated in their orders: the fastest that fits wins.
-std::optional<Assignment> fastestEstimated(const PlacementModel& m, const std::vector<int64_t>& capacity, const std::vector<Assignment>& seeds,
+std::optional<Assignment> fastestEstimated(const PlacementModel& m, const std::vector<int64_t>& capacity, const std::vector<TgaSeed>& seeds,
                                            const std::vector<int>& order, const Population& a, const Population& b, int candidates,
                                            std::vector<std::string>& log) {
     std::vector<Individual> pool;
     for (const auto* p : {&a, &b}) pool.insert(pool.end(), p->members().begin(), p->members().end());
     std::stable_sort(pool.begin(), pool.end(), better);
-    std::vector<Assignment> chosen = seeds;
+    std::vector<Assignment> chosen;
+    for (const TgaSeed& s : seeds) chosen.push_back(s.placement);
     for (const Individual& i : pool) {
         if (static_cast<int>(chosen.size()) >= candidates + static_cast<int>(seeds.size())) break;
         const bool known = std::any_of(chosen.begin(), chosen.end(), [&](const Assignment& c) { return c.device == i.genes; });
@@ -371,13 +370,14 @@ std::optional<Assignment> fastestEstimated(const PlacementModel& m, const std::v
     log.push_back("tga: chosen placement estimated at " + std::to_string(best_s) + " s");
     // The estimate tracks the simulator to a fraction of a percent, and where a search's best
     // and the best seed are that close it can rank them the other way: the simulator decides
-    // between the two, so TGA never returns a placement slower than the best of Baechi's.
-    if (!seeds.empty() && best->device != seeds.front().device) {
-        const double found_s = simulatedStepSeconds(m, *best), seed_s = simulatedStepSeconds(m, seeds.front());
-        if (seed_s <= found_s) {
-            log.push_back("tga: the best seed simulates at " + std::to_string(seed_s) + " s, the search's best at " +
+    // between the two (the seed's step is its planner's simulation), so TGA never returns a
+    // placement slower than the best of Baechi's.
+    if (!seeds.empty() && best->device != seeds.front().placement.device) {
+        const double found_s = simulatedStepSeconds(m, *best);
+        if (seeds.front().step_s <= found_s) {
+            log.push_back("tga: the best seed simulates at " + std::to_string(seeds.front().step_s) + " s, the search's best at " +
                           std::to_string(found_s) + " s: the seed is kept");
-            return seeds.front();
+            return seeds.front().placement;
         }
     }
     return best;
@@ -422,12 +422,12 @@ std::vector<double> evolveBoth(Population& explorers, Population& exploiters, co
 
 CoreOutcome TgaPlanner::place(const PlacementModel& model, const std::vector<int64_t>& capacity, PlanContext& context,
                               std::vector<std::string>& log) const {
-    const std::vector<Assignment> seeds = baechiSeeds(model, context, log);
+    const std::vector<TgaSeed>& seeds = baechiSeeds(model, context, log);
     std::vector<Genes> seed_genes;
-    for (const Assignment& a : seeds) seed_genes.push_back(a.device);
+    for (const TgaSeed& s : seeds) seed_genes.push_back(s.placement.device);
     // Every individual runs in the seed's start-time order, a good priority order for
     // placements near it; without a seed, highest bottom level first.
-    const Fitness fitness(model, capacity, options_, seeds.empty() ? highestLevelFirst(model) : seeds.front().order);
+    const Fitness fitness(model, capacity, options_, seeds.empty() ? highestLevelFirst(model) : seeds.front().placement.order);
     const Repairer repairer(model, capacity, fitness.order());
     const uint64_t seed = model.problem().seed;
     Population explorers(explorerStrategy(options_), model, fitness, repairer, options_.elites, seed);

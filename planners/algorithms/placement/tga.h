@@ -42,6 +42,12 @@ struct TgaOptions {
     double seed_budget_share = 0.25;  // of the time budget, for planning Baechi's three seeds
 };
 
+// A Baechi planner's placement and the step its own simulation gave it.
+struct TgaSeed {
+    Assignment placement;
+    double step_s = 0;
+};
+
 class TgaPlanner final : public PlacementPlanner {
 public:
     explicit TgaPlanner(TgaOptions options = {});
@@ -54,10 +60,10 @@ protected:
 
 private:
     // Baechi's placements, best simulated step first; planned once per plan().
-    std::vector<Assignment> baechiSeeds(const PlacementModel& model, PlanContext& context, std::vector<std::string>& log) const;
+    const std::vector<TgaSeed>& baechiSeeds(const PlacementModel& model, PlanContext& context, std::vector<std::string>& log) const;
 
     TgaOptions options_;
-    mutable std::optional<std::vector<Assignment>> seeds_;
+    mutable std::optional<std::vector<TgaSeed>> seeds_;
 };
 
 }  // namespace hippie::placement
