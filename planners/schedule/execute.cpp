@@ -244,7 +244,7 @@ private:
             if (static_cast<size_t>(inst.arrived) < size) return false;
             double duration = 0;
             if (isZeroGather(in.kind)) duration = durations_.zero_gather ? durations_.zero_gather(s, in) : 0.0;
-            else duration = durations_.tensor_parallel ? durations_.tensor_parallel(in) : 0.0;
+            else duration = durations_.tensor_parallel ? durations_.tensor_parallel(s, in) : 0.0;
             const double end = inst.ready + duration;
             const Member* members = group.membersOf(st.inline_instance, size);
             for (size_t i = 0; i < size; ++i) {

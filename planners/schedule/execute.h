@@ -23,7 +23,7 @@ struct ExecutionDurations {
     std::function<double(int stream, const Instr& collective)> collective;
     // TensorParallel: its collectives over its group (0 when unset). The compute before it
     // and its collectives are one blocking unit: that compute's timing ends with them.
-    std::function<double(const Instr& tensor_parallel)> tensor_parallel;
+    std::function<double(int stream, const Instr& tensor_parallel)> tensor_parallel;
     // ZeroGather: how much longer the compute before it lasts for its per-layer gathers (0
     // when unset); the same blocking unit over its data-parallel group.
     std::function<double(int stream, const Instr& zero_gather)> zero_gather;

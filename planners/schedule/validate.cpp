@@ -480,7 +480,7 @@ private:
         unit.compute = [](int, const Instr&) { return 1.0; };
         unit.transfer = [](const Instr&, int, int) { return 1.0; };
         unit.collective = [](int, const Instr&) { return 1.0; };
-        unit.tensor_parallel = [](const Instr&) { return 1.0; };
+        unit.tensor_parallel = [](int, const Instr&) { return 1.0; };
         unit.zero_gather = [](int, const Instr&) { return 1.0; };
         const ExecutionResult res = execute(p_, unit);
         if (!res.finished) {

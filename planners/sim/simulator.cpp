@@ -155,17 +155,36 @@ std::vector<std::map<int, int>> groupNodes(const Program& prog, const Cluster& c
     return nodes;
 }
 
-// countedGroupSharing from each group's nodes.
-std::vector<int> sharingOf(const std::vector<std::map<int, int>>& group_nodes) {
+// countedGroupSharing from each group's nodes; with `only`, of those groups alone (1 for the others).
+std::vector<int> sharingOf(const std::vector<std::map<int, int>>& group_nodes, const std::vector<bool>* only = nullptr) {
+    const auto counted = [&](size_t g) { return group_nodes[g].size() > 1 && (only == nullptr || (*only)[g]); };
     std::map<int, int> groups_on_node;
-    for (const auto& nodes : group_nodes)
-        if (nodes.size() > 1)
-            for (const auto& [n, members] : nodes) ++groups_on_node[n];
+    for (size_t g = 0; g < group_nodes.size(); ++g)
+        if (counted(g))
+            for (const auto& [n, members] : group_nodes[g]) ++groups_on_node[n];
     std::vector<int> sharing(group_nodes.size(), 1);
     for (size_t g = 0; g < group_nodes.size(); ++g)
-        if (group_nodes[g].size() > 1)
+        if (counted(g))
             for (const auto& [n, members] : group_nodes[g]) sharing[g] = std::max(sharing[g], groups_on_node[n]);
     return sharing;
+}
+
+// A compute whose layers each wait for a collective run a layer ahead (ZeRO-3's gathers): how
+// much longer than its layers' compute alone it lasts. Layer i's collective starts once layer
+// i-1's has ended and layer i-2's compute has (its parameters freed: two buffers); layer i
+// computes once its collective and layer i-1's compute have ended. One layer of no compute is
+// a collective after the compute, whole (a TensorParallel instruction's).
+template <class ComputeAt, class CollectiveAt>
+double pipelinedExposure(size_t layers, ComputeAt compute, CollectiveAt collective) {
+    double gather_end = 0, compute_end = 0, compute_before = 0, computed = 0;
+    for (size_t i = 0; i < layers; ++i) {
+        const double c = compute(i), g = collective(i);
+        gather_end = std::max(gather_end, compute_before) + g;
+        compute_before = compute_end;
+        compute_end = std::max(compute_end, gather_end) + c;
+        computed += c;
+    }
+    return std::max(0.0, compute_end - computed);
 }
 
 class Simulation {
@@ -199,14 +218,18 @@ public:
             return flowTime(stream_of_device_[static_cast<size_t>(from)], in, cost_.p2pTime(in.bytes, from, to));
         };
         d.collective = [this](int s, const Instr& in) { return flowTime(static_cast<size_t>(s), in, collectiveTime(in, 1.0)); };
-        d.tensor_parallel = [this](const Instr& in) {
+        d.tensor_parallel = [this](int s, const Instr& in) {
             const auto key = std::make_tuple(in.group, in.count, in.bytes, in.sequence_parallel);
-            if (auto it = tensor_parallel_s_.find(key); it != tensor_parallel_s_.end()) return it->second;
-            const auto& group = prog_.groups[static_cast<size_t>(in.group)];
-            return tensor_parallel_s_[key] =
-                       cost_.tensorParallelTime(in.bytes, in.count, group, in.sequence_parallel, group_sharing_[static_cast<size_t>(in.group)]);
+            auto it = tensor_parallel_s_.find(key);
+            if (it == tensor_parallel_s_.end()) {
+                const auto& group = prog_.groups[static_cast<size_t>(in.group)];
+                it = tensor_parallel_s_.emplace(key, cost_.tensorParallelTime(in.bytes, in.count, group, in.sequence_parallel, group_sharing_[static_cast<size_t>(in.group)])).first;
+            }
+            return flowTime(static_cast<size_t>(s), in, it->second);
         };
-        d.zero_gather = [this](int s, const Instr& in) { return zeroGatherExposedTime(prog_.devices[static_cast<size_t>(s)], in); };
+        d.zero_gather = [this](int s, const Instr& in) {
+            return flowTime(static_cast<size_t>(s), in, zeroGatherExposedTime(prog_.devices[static_cast<size_t>(s)], in));
+        };
         if (opt_.repeat_symmetric_streams) representative_ = symmetricRepresentatives(prog_, cost_.cluster(), group_sharing_);
         ExecutionResult res = shareHostsAndPorts(d, executeOnce(d));
 
@@ -220,18 +243,22 @@ public:
     }
 
 private:
-    // Network ports are shared by what leaves a node at once. Cross-node sends and bucket
-    // collectives (all-reduce, reduce-scatter, all-gather) are measured from the run's
-    // timeline (sharePorts). The collectives inside a compute (tensor-parallel, ZeRO-3
-    // gathers), which the executor does not time apart from it, are counted from the
-    // program: a node's count is the number of multi-node groups with a member on it.
+    // Network ports are shared by what leaves a node at once. Cross-node sends, bucket
+    // collectives (all-reduce, reduce-scatter, all-gather) and the collectives inside a
+    // compute (tensor-parallel, ZeRO-3 gathers) are measured from the run's timeline
+    // (sharePorts). Before that, and where no port can slow a flow, an in-compute collective
+    // counts the multi-node groups with a member on its nodes (group_sharing_).
     void countPortSharing() {
         const Cluster& c = cost_.cluster();
+        group_inline_.assign(prog_.groups.size(), false);
         for (size_t s = 0; s < prog_.streams.size(); ++s)
-            for (const Instr& in : prog_.streams[s])
+            for (const Instr& in : prog_.streams[s]) {
                 if (isSend(in.kind) && in.peer >= 0 && !c.sameNode(prog_.devices[s], in.peer)) cross_pairs_.insert({prog_.devices[s], in.peer});
+                if (isInline(in.kind) && in.group >= 0 && static_cast<size_t>(in.group) < group_inline_.size()) group_inline_[static_cast<size_t>(in.group)] = true;
+            }
         group_nodes_ = groupNodes(prog_, c);
         group_sharing_ = sharingOf(group_nodes_);
+        inline_sharing_ = sharingOf(group_nodes_, &group_inline_);
     }
 
     // Gradient accumulation (CostModel::gradAccumulationTime): a stream's weight-gradient
@@ -296,6 +323,7 @@ private:
         if (!runs.empty())
             for (size_t s = 0; s < runs.size(); ++s)
                 if (!runs[s]) res.timing[s] = res.timing[representative_[s]];
+        timings_copied_ = !runs.empty();
         return res;
     }
 
@@ -311,7 +339,7 @@ private:
 
     ExecutionResult shareHostsAndPorts(const ExecutionDurations& d, ExecutionResult res) {
         const bool shared_hosts = sharedHosts();
-        const bool shared_ports = !flows_.empty();
+        const bool shared_ports = !flows_.empty() || !inline_flows_.empty();
         if (!shared_hosts && !shared_ports) return res;
         double last_span = -1;
         bool ports_settled = false;
@@ -393,10 +421,14 @@ private:
                 slows_above[static_cast<size_t>(p)] = std::min(slows_above[static_cast<size_t>(p)], binds);
             }
         }
-        std::vector<std::set<int>> in_groups(c.nodes.size());
+        // A device runs a bucket collective and, inside its compute, an in-compute one at once.
+        std::vector<std::set<int>> in_groups(c.nodes.size()), in_inline_groups(c.nodes.size());
         for (size_t g = 0; g < prog_.groups.size(); ++g) {
             if (group_nodes_[g].size() < 2) continue;
-            for (int d : prog_.groups[g]) in_groups[static_cast<size_t>(nodeOf(d))].insert(d);
+            for (int d : prog_.groups[g]) {
+                in_groups[static_cast<size_t>(nodeOf(d))].insert(d);
+                if (group_inline_[g]) in_inline_groups[static_cast<size_t>(nodeOf(d))].insert(d);
+            }
             const double binds = ringKnee(g);  // per ring
             for (const auto& [node, members] : group_nodes_[g])
                 for (const int p : {2 * node, 2 * node + 1}) slows_above[static_cast<size_t>(p)] = std::min(slows_above[static_cast<size_t>(p)], binds * members);
@@ -404,7 +436,7 @@ private:
         port_hot_.assign(ports, false);
         bool any = false;
         for (size_t p = 0; p < ports; ++p) {
-            port_hot_[p] = most[p] + static_cast<double>(in_groups[p / 2].size()) > slows_above[p];
+            port_hot_[p] = most[p] + static_cast<double>(in_groups[p / 2].size() + in_inline_groups[p / 2].size()) > slows_above[p];
             any = any || port_hot_[p];
         }
         return any;
@@ -423,6 +455,42 @@ private:
         int ports = -1;  // the flow's ports and knee, numbered: flows of the same are counted alike (sharePorts)
         double alone = 0, knee = 1, slope = 0;
         double time(double share) const { return alone + slope * std::max(0.0, share - knee); }
+    };
+
+    // A collective inside a compute (tensor-parallel, ZeRO-3 gathers) over a multi-node group,
+    // as layers: each a compute alone and a collective of alone + slope * max(0, s - knee)
+    // seconds at a share s of the ports (as PortFlow's). ZeRO-3's are the layers of its compute
+    // and their gathers, run a layer ahead; a TensorParallel instruction's one layer of no
+    // compute and its collectives summed (pipelinedExposure).
+    struct InlineCurve {
+        struct Layer {
+            double compute = 0, alone = 0, slope = 0;
+        };
+        std::vector<Layer> layers;
+        double knee = 1;
+        double collective(size_t i, double share) const { return layers[i].alone + layers[i].slope * std::max(0.0, share - knee); }
+        // Seconds the collectives keep the ports busy.
+        double busy(double share) const {
+            double t = 0;
+            for (size_t i = 0; i < layers.size(); ++i) t += collective(i, share);
+            return t;
+        }
+        // How much longer than its compute alone the unit lasts.
+        double exposed(double share) const {
+            return pipelinedExposure(layers.size(), [&](size_t i) { return layers[i].compute; }, [&](size_t i) { return collective(i, share); });
+        }
+    };
+
+    // One instance of an in-compute collective over a multi-node group (the k-th of the group
+    // on every member), found by its group's first device's instruction.
+    struct InlineFlow {
+        size_t stream = 0, index = 0;
+        size_t compute = 0;      // the compute instruction its collectives belong to, on `stream`
+        bool whole_unit = true;  // ZeroGather: its ports are busy from the compute's start
+        size_t first_member = 0, members = 0;  // in flow_members_: every member's instruction
+        size_t first_node = 0, nodes = 0;      // in flow_nodes_
+        int curve = -1;                        // in inline_curves_
+        double sharing = 1;                    // in-compute collectives on its nodes (inline_sharing_)
     };
 
     // A span of flows: start, end and the flows' ports (PortFlow::ports).
@@ -457,11 +525,16 @@ private:
         // ([group][k * members + j]: stream and instruction of member j's k-th; kNoMember
         // where a malformed program's member posts fewer), members in stream order.
         std::vector<size_t> posted(prog_.groups.size() * prog_.streams.size(), 0);  // [group * streams + s]
+        // In-compute collectives over multi-node groups: [group * streams + s] -> their instructions.
+        std::vector<std::vector<size_t>> inline_posted(prog_.groups.size() * prog_.streams.size());
         size_t sends = 0;
         for (size_t s = 0; s < prog_.streams.size(); ++s)
-            for (const Instr& in : prog_.streams[s]) {
+            for (size_t i = 0; i < prog_.streams[s].size(); ++i) {
+                const Instr& in = prog_.streams[s][i];
                 if (isSend(in.kind) && in.peer >= 0 && !c.sameNode(prog_.devices[s], in.peer)) ++sends;
-                if (isCollective(in.kind) && group_nodes_[static_cast<size_t>(in.group)].size() > 1) ++posted[static_cast<size_t>(in.group) * prog_.streams.size() + s];
+                if (in.group < 0 || group_nodes_[static_cast<size_t>(in.group)].size() < 2) continue;
+                if (isCollective(in.kind)) ++posted[static_cast<size_t>(in.group) * prog_.streams.size() + s];
+                else if (isInline(in.kind)) inline_posted[static_cast<size_t>(in.group) * prog_.streams.size() + s].push_back(i);
             }
         std::vector<std::vector<std::pair<size_t, size_t>>> instances(prog_.groups.size());
         std::vector<size_t> group_members(prog_.groups.size(), 0), member_index(prog_.groups.size() * prog_.streams.size(), 0);
@@ -477,8 +550,10 @@ private:
             collectives += most;
             member_slots += most * group_members[g];
         }
+        size_t inline_slots = 0;
+        for (const auto& list : inline_posted) inline_slots += list.size();
         flows_.reserve(sends + collectives);
-        flow_members_.reserve(member_slots);
+        flow_members_.reserve(member_slots + inline_slots);
         for (size_t s = 0; s < prog_.streams.size(); ++s) {
             std::vector<size_t> k(prog_.groups.size(), 0);
             for (size_t i = 0; i < prog_.streams[s].size(); ++i) {
@@ -507,6 +582,7 @@ private:
             if (added) ++port_sets;
             return ports_of_group[group] = it->second;
         };
+        std::vector<size_t> group_first_node(prog_.groups.size(), kNoMember);  // in flow_nodes_
         std::map<std::tuple<int64_t, int, int>, PortFlow> send_curves;           // by (bytes, from, to)
         std::map<std::tuple<int, int, int>, PortFlow> collective_curves;         // by (kind, group, bucket)
         for (size_t s = 0; s < prog_.streams.size(); ++s) {
@@ -532,9 +608,13 @@ private:
                     for (size_t j = 0; j < group_members[g]; ++j)
                         if (instances[g][instance * group_members[g] + j].first != kNoMember) flow_members_.push_back(instances[g][instance * group_members[g] + j]);
                     f.members = flow_members_.size() - f.first_member;
-                    f.first_node = flow_nodes_.size();
-                    for (const auto& [node, members] : group_nodes_[static_cast<size_t>(in.group)]) flow_nodes_.push_back({node, members});
-                    f.nodes = flow_nodes_.size() - f.first_node;
+                    // The group's nodes, listed once for all its instances.
+                    if (group_first_node[g] == kNoMember) {
+                        group_first_node[g] = flow_nodes_.size();
+                        for (const auto& [node, members] : group_nodes_[g]) flow_nodes_.push_back({node, members});
+                    }
+                    f.first_node = group_first_node[g];
+                    f.nodes = group_nodes_[g].size();
                 } else {
                     continue;
                 }
@@ -544,6 +624,76 @@ private:
                 flows_.push_back(f);
             }
         }
+        findInlineFlows(inline_posted);
+    }
+
+    // Every in-compute collective instance over a multi-node group: the k-th of the group on
+    // each member (as the executor pairs them), with its curve, found once per kind of unit on
+    // a kind of node and group (its members on each node).
+    // `posted`: [group * streams + stream] -> the stream's in-compute instructions of the group.
+    void findInlineFlows(const std::vector<std::vector<size_t>>& posted) {
+        const size_t streams = prog_.streams.size();
+        // Curves by (kind, segment, compute kind, bucket, count, bytes, sequence parallel, node
+        // of the first member, the group's members on each node, numbered).
+        using CurveKey = std::tuple<int, int, int, int, int, int64_t, bool, int, int>;
+        std::map<CurveKey, int> curves;
+        std::map<std::vector<std::pair<int, int>>, int> spreads;
+        for (size_t g = 0; g < prog_.groups.size(); ++g) {
+            if (group_nodes_[g].size() < 2) continue;
+            const std::vector<int>& devices = prog_.groups[g];
+            std::vector<const std::vector<size_t>*> of_member;
+            for (int d : devices) {
+                const auto& list = posted[g * streams + stream_of_device_[static_cast<size_t>(d)]];
+                of_member.push_back(list.empty() ? nullptr : &list);
+            }
+            if (of_member.front() == nullptr) continue;
+            const std::vector<std::pair<int, int>> nodes(group_nodes_[g].begin(), group_nodes_[g].end());
+            const int spread = spreads.try_emplace(nodes, static_cast<int>(spreads.size())).first->second;
+            const size_t first_node = flow_nodes_.size();
+            flow_nodes_.insert(flow_nodes_.end(), nodes.begin(), nodes.end());
+            for (size_t k = 0; k < of_member.front()->size(); ++k) {
+                InlineFlow f;
+                f.stream = stream_of_device_[static_cast<size_t>(devices.front())];
+                f.index = (*of_member.front())[k];
+                const Instr& in = prog_.streams[f.stream][f.index];
+                f.compute = f.index;
+                while (f.compute > 0 && isInline(prog_.streams[f.stream][f.compute].kind)) --f.compute;
+                f.whole_unit = isZeroGather(in.kind);
+                f.sharing = inline_sharing_[g];
+                f.first_member = flow_members_.size();
+                for (size_t j = 0; j < devices.size(); ++j)
+                    if (of_member[j] != nullptr && of_member[j]->size() > k)
+                        flow_members_.push_back({stream_of_device_[static_cast<size_t>(devices[j])], (*of_member[j])[k]});
+                f.members = flow_members_.size() - f.first_member;
+                f.first_node = first_node;
+                f.nodes = nodes.size();
+                const int device = devices.front();
+                const CurveKey key{static_cast<int>(in.kind), in.segment, static_cast<int>(in.of), in.bucket, in.count, in.bytes, in.sequence_parallel, nodeOf(device), spread};
+                const auto [it, added] = curves.try_emplace(key, static_cast<int>(inline_curves_.size()));
+                if (added) inline_curves_.push_back(inlineCurve(in, g, device));
+                f.curve = it->second;
+                inline_flows_.push_back(f);
+            }
+        }
+    }
+
+    // An in-compute collective's curve (InlineCurve) on `device`, over group g.
+    InlineCurve inlineCurve(const Instr& in, size_t g, int device) {
+        InlineCurve curve;
+        curve.knee = std::max(1.0, ringKnee(g));
+        const auto& group = prog_.groups[g];
+        const auto add = [&](double compute, auto at) {
+            const double k = curve.knee;
+            curve.layers.push_back({compute, at(1.0), (at(2 * k) - at(k)) / k});
+        };
+        if (isZeroGather(in.kind)) {
+            // A pair, not a structured binding: clang 14 cannot capture those in a lambda.
+            for (const std::pair<double, int64_t>& layer : zeroGatherLayers(device, in))
+                add(layer.first, [&](double share) { return cost_.allGatherTime(layer.second, group, share); });
+        } else {
+            add(0.0, [&](double share) { return cost_.tensorParallelTime(in.bytes, in.count, group, in.sequence_parallel, share); });
+        }
+        return curve;
     }
 
     // Shares of the ports measured from `res`: each flow's flows on its busiest port, averaged
@@ -560,7 +710,14 @@ private:
         std::vector<std::pair<size_t, int>> spans;                   // (first flow, flows)
         std::vector<size_t> span_of(flows_.size(), kNoSpan);
         distinct.reserve(flows_.size());
+        if (timings_copied_ && flow_twin_.empty()) findFlowTwins();
         for (size_t k = 0; k < flows_.size(); ++k) {
+            // A copied stream's flow has its twin's span (found before it, on a lower stream).
+            if (timings_copied_ && flow_twin_[k] < k) {
+                span_of[k] = span_of[flow_twin_[k]];
+                if (span_of[k] != kNoSpan) ++spans[span_of[k]].second;
+                continue;
+            }
             const InstrTiming& t = res.timing[flows_[k].stream][flows_[k].index];
             if (!(t.end > t.start)) continue;
             const auto [it, added] = distinct.try_emplace(SpanKey{t.start, t.end, flows_[k].ports}, spans.size());
@@ -569,7 +726,7 @@ private:
             span_of[k] = it->second;
         }
         // Sends by port; collectives by node (both directions alike).
-        std::vector<std::vector<std::pair<double, int>>> send_edges(2 * nodes), collective_edges(nodes);
+        std::vector<std::vector<std::pair<double, double>>> send_edges(2 * nodes), collective_edges(nodes), inline_edges(nodes);
         for (const auto& [first, count] : spans) {
             const PortFlow& f = flows_[first];
             const InstrTiming& t = res.timing[f.stream][f.index];
@@ -588,27 +745,67 @@ private:
                 }
             }
         }
-        std::vector<std::optional<FlowIntegral>> sends(2 * nodes), collectives(nodes);
+        // In-compute collectives over their units' spans, each ring weighted by the share of the
+        // span its collectives keep the ports busy (InlineCurve::busy at its share so far).
+        std::unordered_map<SpanKey, size_t, SpanKeyHash> distinct_inline;  // -> index into `inline_spans`
+        std::vector<std::pair<size_t, int>> inline_spans;                  // (first flow, flows)
+        std::vector<size_t> inline_span_of(inline_flows_.size(), kNoSpan);
+        if (inline_share_.empty()) {
+            inline_share_.resize(inline_flows_.size());
+            for (size_t k = 0; k < inline_flows_.size(); ++k) inline_share_[k] = inline_flows_[k].sharing;
+            inline_step_.assign(inline_flows_.size(), 0.0);
+        }
+        for (size_t k = 0; k < inline_flows_.size(); ++k) {
+            const auto [start, end] = unitSpan(res, inline_flows_[k]);
+            if (!(end > start)) continue;
+            const auto [it, added] = distinct_inline.try_emplace(SpanKey{start, end, inline_flows_[k].curve}, inline_spans.size());
+            if (added) inline_spans.push_back({k, 0});
+            ++inline_spans[it->second].second;
+            inline_span_of[k] = it->second;
+        }
+        for (const auto& [first, count] : inline_spans) {
+            const InlineFlow& f = inline_flows_[first];
+            const auto [start, end] = unitSpan(res, f);
+            const double busy = std::min(1.0, inline_curves_[static_cast<size_t>(f.curve)].busy(inline_share_[first]) / (end - start));
+            for (size_t n = f.first_node; n < f.first_node + f.nodes; ++n) {
+                const auto [node, members] = flow_nodes_[n];
+                if (!port_hot_[static_cast<size_t>(2 * node)] && !port_hot_[static_cast<size_t>(2 * node + 1)]) continue;
+                inline_edges[static_cast<size_t>(node)].push_back({start, members * count * busy});
+                inline_edges[static_cast<size_t>(node)].push_back({end, -members * count * busy});
+            }
+        }
+        std::vector<std::optional<FlowIntegral>> sends(2 * nodes), collectives(nodes), inlines(nodes);
         for (size_t p = 0; p < 2 * nodes; ++p)
             if (!send_edges[p].empty()) sends[p].emplace(std::move(send_edges[p]));
-        for (size_t n = 0; n < nodes; ++n)
+        for (size_t n = 0; n < nodes; ++n) {
             if (!collective_edges[n].empty()) collectives[n].emplace(std::move(collective_edges[n]));
+            if (!inline_edges[n].empty()) inlines[n].emplace(std::move(inline_edges[n]));
+        }
         // Flows on port p over [a, b], integrated (the collectives' part given); and the most
         // at once, bounded.
         const auto sendSeconds = [&](int p, double a, double b) {
             const auto& on = sends[static_cast<size_t>(p)];
             return on ? on->over(a, b) : 0.0;
         };
+        const auto collectiveSeconds = [&](int node, double a, double b) {
+            const auto& on = collectives[static_cast<size_t>(node)];
+            return on ? on->over(a, b) : 0.0;
+        };
+        const auto inlineSeconds = [&](int node, double a, double b) {
+            const auto& on = inlines[static_cast<size_t>(node)];
+            return on ? on->over(a, b) : 0.0;
+        };
         const auto most = [&](int p) {
             const auto& on = sends[static_cast<size_t>(p)];
             const auto& all = collectives[static_cast<size_t>(p / 2)];
-            return (on ? on->most() : 0) + (all ? all->most() : 0);
+            const auto& in_compute = inlines[static_cast<size_t>(p / 2)];
+            return (on ? on->most() : 0.0) + (all ? all->most() : 0.0) + (in_compute ? in_compute->most() : 0.0);
         };
-        if (flow_share_.empty()) {
+        if (port_time_.empty()) {
             flow_share_.assign(flows_.size(), 1.0);
             flow_step_.assign(flows_.size(), 0.0);
             port_time_.resize(prog_.streams.size());
-            for (size_t s = 0; s < prog_.streams.size(); ++s) port_time_[s].assign(prog_.streams[s].size(), 0.0);
+            for (size_t s = 0; s < prog_.streams.size(); ++s) port_time_[s].assign(prog_.streams[s].size(), -1.0);
         }
         // Each distinct span's share: its flows on its busiest port averaged over the span,
         // over its own flows there.
@@ -620,11 +817,8 @@ private:
             // The flows on port p over the span, the node's collectives' `collective` seconds
             // among them (< 0: not yet integrated), over `own`.
             const auto consider = [&](int p, int own, double& collective) {
-                if (static_cast<double>(most(p)) / own <= f.knee) return;  // it cannot slow it
-                if (collective < 0) {
-                    const auto& all = collectives[static_cast<size_t>(p / 2)];
-                    collective = all ? all->over(t.start, t.end) : 0.0;
-                }
+                if (most(p) / own <= f.knee) return;  // it cannot slow it
+                if (collective < 0) collective = collectiveSeconds(p / 2, t.start, t.end) + inlineSeconds(p / 2, t.start, t.end);
                 share = std::max(share, (collective + sendSeconds(p, t.start, t.end)) / (t.end - t.start) / own);
             };
             if (f.from_node >= 0) {
@@ -657,16 +851,73 @@ private:
                 for (size_t m = f.first_member; m < f.first_member + f.members; ++m) port_time_[flow_members_[m].first][flow_members_[m].second] = new_time;
             }
         }
+        // Each in-compute collective's share: its group's and the other groups' in-compute
+        // collectives on its nodes (InlineFlow::sharing: they run in step with it), and on
+        // its busiest port, averaged over its unit, the other flows over its own rings there.
+        std::vector<double> inline_span_share(inline_spans.size());
+        for (size_t i = 0; i < inline_spans.size(); ++i) {
+            const InlineFlow& f = inline_flows_[inline_spans[i].first];
+            const auto [start, end] = unitSpan(res, f);
+            double share = f.sharing;
+            for (size_t n = f.first_node; n < f.first_node + f.nodes; ++n) {
+                const auto [node, members] = flow_nodes_[n];
+                const double collective = collectiveSeconds(node, start, end);
+                for (const int p : {2 * node, 2 * node + 1})
+                    if (port_hot_[static_cast<size_t>(p)]) share = std::max(share, f.sharing + (collective + sendSeconds(p, start, end)) / (end - start) / members);
+            }
+            inline_span_share[i] = share;
+        }
+        for (size_t k = 0; k < inline_flows_.size(); ++k) {
+            if (inline_span_of[k] == kNoSpan) continue;
+            const InlineFlow& f = inline_flows_[k];
+            const InlineCurve& curve = inline_curves_[static_cast<size_t>(f.curve)];
+            const double before = inline_share_[k];
+            double share = inline_span_share[inline_span_of[k]];
+            if (inline_step_[k] * (share - before) < 0) share = std::sqrt(share * before);
+            inline_step_[k] = share > before ? 1.0 : share < before ? -1.0 : 0.0;
+            inline_share_[k] = share;
+            const double old_busy = curve.busy(before), new_busy = curve.busy(share);
+            if (old_busy > 0 && new_busy > 0) moved = std::max(moved, std::abs(std::log(new_busy / old_busy)));
+            const double exposed = curve.exposed(share);
+            for (size_t m = f.first_member; m < f.first_member + f.members; ++m) port_time_[flow_members_[m].first][flow_members_[m].second] = exposed;
+        }
         return moved;
     }
 
-    // The integral over time of a count that steps up and down at `edges` (time, change).
+    // Per flow, the flow of the same instruction on the stream its stream repeats
+    // (representative_), on the same ports: while the run copies timings, their spans are the
+    // same. kNoSpan where there is none. flows_ are in stream order, each stream's in
+    // instruction order.
+    void findFlowTwins() {
+        flow_twin_.assign(flows_.size(), kNoSpan);
+        if (representative_.empty()) return;
+        std::vector<size_t> begin(prog_.streams.size() + 1, flows_.size());
+        for (size_t k = flows_.size(); k-- > 0;) begin[flows_[k].stream] = k;
+        for (size_t s = prog_.streams.size(); s-- > 0;) begin[s] = std::min(begin[s], begin[s + 1]);
+        for (size_t k = 0; k < flows_.size(); ++k) {
+            const size_t r = representative_[flows_[k].stream];
+            if (r == flows_[k].stream) continue;
+            const auto first = flows_.begin() + static_cast<std::ptrdiff_t>(begin[r]), last = flows_.begin() + static_cast<std::ptrdiff_t>(begin[r + 1]);
+            const auto it = std::lower_bound(first, last, flows_[k].index, [](const PortFlow& f, size_t i) { return f.index < i; });
+            if (it != last && it->index == flows_[k].index && it->ports == flows_[k].ports) flow_twin_[k] = static_cast<size_t>(it - flows_.begin());
+        }
+    }
+
+    // An in-compute collective's unit: from its compute's start (ZeRO-3: the gathers run
+    // through the compute) or its own (tensor-parallel: the collectives after the compute) to
+    // the unit's end.
+    static std::pair<double, double> unitSpan(const ExecutionResult& res, const InlineFlow& f) {
+        const auto& timing = res.timing[f.stream];
+        return {timing[f.whole_unit ? f.compute : f.index].start, timing[f.index].end};
+    }
+
+    // The integral over time of a count that steps up and down at `edges` (time, change). A
+    // change may be a fraction: an in-compute collective counts its ports' busy share of its unit.
     class FlowIntegral {
     public:
-        explicit FlowIntegral(std::vector<std::pair<double, int>> edges) {
+        explicit FlowIntegral(std::vector<std::pair<double, double>> edges) {
             std::sort(edges.begin(), edges.end());
-            int count = 0;
-            double acc = 0;
+            double count = 0, acc = 0;
             for (size_t k = 0; k < edges.size();) {
                 const double t = edges[k].first;
                 if (!times_.empty()) acc += count * (t - times_.back());
@@ -678,7 +929,7 @@ private:
             }
         }
         // The largest count at any time.
-        int most() const { return most_; }
+        double most() const { return most_; }
         // From `a` to `b`.
         double over(double a, double b) const { return at(b) - at(a); }
 
@@ -689,8 +940,8 @@ private:
             return i == 0 ? 0.0 : area_[i - 1] + count_[i - 1] * (t - times_[i - 1]);
         }
         std::vector<double> times_, area_;
-        std::vector<int> count_;  // from each edge time on
-        int most_ = 0;
+        std::vector<double> count_;  // from each edge time on
+        double most_ = 0;
     };
 
     static bool occupiesCores(InstrKind k) { return isCompute(k) || isSend(k) || isRecv(k) || isCollective(k); }
@@ -700,7 +951,7 @@ private:
     std::vector<std::vector<double>> sharingFactors(const ExecutionResult& res) const {
         const Cluster& c = cost_.cluster();
         std::vector<std::vector<double>> factor(prog_.streams.size());
-        std::map<int, std::vector<std::pair<double, int>>> edges;  // by node: (time, +1 start / -1 end)
+        std::map<int, std::vector<std::pair<double, double>>> edges;  // by node: (time, +1 start / -1 end)
         for (size_t s = 0; s < prog_.streams.size(); ++s) {
             factor[s].assign(prog_.streams[s].size(), 1.0);
             const int node = c.nodeOf(prog_.devices[s]);
@@ -728,12 +979,13 @@ private:
         return factor;
     }
 
-    // The time of a send or bucket collective of stream `s`: measured against the ports'
-    // sharing (sharePorts), else `alone`, with its whole link.
+    // The time of a send, bucket collective or in-compute collective of stream `s`: measured
+    // against the ports' sharing (sharePorts), else `alone`, with its whole link (an in-compute
+    // one: its group_sharing_).
     double flowTime(size_t s, const Instr& in, double alone) const {
         if (port_time_.empty()) return alone;
         const double measured = port_time_[s][static_cast<size_t>(&in - prog_.streams[s].data())];
-        return measured > 0 ? measured : alone;
+        return measured >= 0 ? measured : alone;
     }
 
     // A bucket collective's time at a share of the ports. It is the same every micro-batch
@@ -872,19 +1124,12 @@ private:
         return gathered_buckets_[key] = zeroGatheredBuckets(prog_, cost_.graph(), compute);
     }
 
-    // ZeRO-3: how much longer a compute lasts for its per-layer gathers. Layer i's gather
-    // starts once layer i-1's has ended and layer i-2's compute has (its parameters freed: two
-    // buffers), layer i computes once its gather and layer i-1's compute have ended; what the
-    // compute would take alone is already the compute instruction's time.
-    double zeroGatherExposedTime(int device, const Instr& in) {
-        const auto key = std::make_tuple(in.segment, static_cast<int>(in.of), in.bucket, nodeOf(device), in.group);
-        if (auto it = zero_gather_s_.find(key); it != zero_gather_s_.end()) return it->second;
-        const std::vector<int>& buckets = gatheredBuckets(in);
-        const auto& group = prog_.groups[static_cast<size_t>(in.group)];
-        const int sharing = group_sharing_[static_cast<size_t>(in.group)];
+    // ZeRO-3: the layers a ZeroGather instruction's compute runs, in order, each as its compute
+    // alone and the bytes of the parameters gathered for it.
+    std::vector<std::pair<double, int64_t>> zeroGatherLayers(int device, const Instr& in) {
         const double b = prog_.micro_batch_size;
-        double gather_end = 0, compute_end = 0, compute_before = 0, computed = 0;
-        for (int bucket : buckets) {
+        std::vector<std::pair<double, int64_t>> layers;
+        for (int bucket : gatheredBuckets(in)) {
             const Bucket& bk = prog_.buckets[static_cast<size_t>(bucket)];
             std::vector<int> ops;
             for (int op : bk.ops)
@@ -898,13 +1143,22 @@ private:
                 break;
             default: c = segmentCost(in.segment).bwdTime(ops, b, device); break;
             }
-            const double g = cost_.allGatherTime(bk.bytes, group, sharing);
-            gather_end = std::max(gather_end, compute_before) + g;
-            compute_before = compute_end;
-            compute_end = std::max(compute_end, gather_end) + c;
-            computed += c;
+            layers.emplace_back(c, bk.bytes);
         }
-        return zero_gather_s_[key] = std::max(0.0, compute_end - computed);
+        return layers;
+    }
+
+    // ZeRO-3: how much longer a compute lasts for its per-layer gathers (pipelinedExposure),
+    // its group's in-compute collectives counted on its ports (group_sharing_); what the
+    // compute would take alone is already the compute instruction's time.
+    double zeroGatherExposedTime(int device, const Instr& in) {
+        const auto key = std::make_tuple(in.segment, static_cast<int>(in.of), in.bucket, nodeOf(device), in.group);
+        if (auto it = zero_gather_s_.find(key); it != zero_gather_s_.end()) return it->second;
+        const auto& group = prog_.groups[static_cast<size_t>(in.group)];
+        const int sharing = group_sharing_[static_cast<size_t>(in.group)];
+        const auto layers = zeroGatherLayers(device, in);
+        return zero_gather_s_[key] = pipelinedExposure(
+                   layers.size(), [&](size_t i) { return layers[i].first; }, [&](size_t i) { return cost_.allGatherTime(layers[i].second, group, sharing); });
     }
 
     void recordEvents(const ExecutionResult& res, Trace& t) const {
@@ -1090,11 +1344,18 @@ private:
     std::vector<int> group_sharing_;                   // per group: its inline collectives' count of flows on its ports
     std::vector<std::map<int, int>> group_nodes_;      // per group: node -> members on it
     std::vector<PortFlow> flows_;                      // cross-node sends and collective instances (findPortFlows)
+    std::vector<bool> group_inline_;                   // per group: it runs in-compute collectives
+    std::vector<int> inline_sharing_;                  // per group: group_sharing_ counting only such groups
+    std::vector<InlineFlow> inline_flows_;             // in-compute collective instances over several nodes (findInlineFlows)
+    std::vector<InlineCurve> inline_curves_;
+    std::vector<double> inline_share_, inline_step_;   // by in-compute flow: as flow_share_, flow_step_
+    std::vector<size_t> flow_twin_;                    // by flow: findFlowTwins (empty: not found yet)
+    mutable bool timings_copied_ = false;              // the last run copied streams' timings (executeOnce)
     std::vector<bool> port_hot_;                       // by port (node * 2 + direction): may carry enough flows to slow one
     std::vector<std::pair<size_t, size_t>> flow_members_;  // a collective instance's members: (stream, instruction)
     std::vector<std::pair<int, int>> flow_nodes_;     // a collective flow's nodes: (node, members on it)
     std::vector<double> flow_share_, flow_step_;       // by flow: measured share of the ports, the sign of its last change
-    std::vector<std::vector<double>> port_time_;       // [stream][instruction]: measured time of a flow (0: none; empty: not measured)
+    std::vector<std::vector<double>> port_time_;       // [stream][instruction]: measured time of a flow (-1: none; empty: not measured)
     std::vector<size_t> stream_of_device_;             // by device of the cluster: its stream
     std::vector<size_t> representative_;               // by stream: the stream whose timing it repeats (empty: run all)
     std::unordered_map<uint64_t, double> fwd_, bwd_, bwd_w_, recompute_, bwd_bucket_;

@@ -348,7 +348,7 @@ private slots:
         d.compute = [](int s, const Instr& in) { return in.kind == InstrKind::Forward ? (s == 1 ? 3.0 : 1.0) : 0.0; };
         d.transfer = [](const Instr&, int, int) { return 0.0; };
         d.collective = [](int, const Instr&) { return 0.0; };
-        d.tensor_parallel = [](const Instr&) { return 0.25; };
+        d.tensor_parallel = [](int, const Instr&) { return 0.25; };
         const ExecutionResult r = execute(p, d);
         QVERIFY(r.finished);
         // Rank 0's forward ends when the group's all-reduce does: at 3 + 0.25.
