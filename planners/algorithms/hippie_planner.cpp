@@ -8,6 +8,7 @@
 #include <memory>
 #include <map>
 #include <optional>
+#include <set>
 #include <stop_token>
 #include <thread>
 #include <tuple>
@@ -28,6 +29,9 @@
 #include "planners/algorithms/hybrid_candidates.h"
 #include "planners/algorithms/partition.h"
 #include "planners/algorithms/pipeline_search.h"
+#include <nlohmann/json.hpp>
+
+#include "planners/schedule/plan_json.h"
 
 namespace hippie {
 
@@ -649,9 +653,15 @@ private:
                 twins.back().selective_recompute = true;
             }
         }
+        // Two entries of the front can bring the same twin (a plan recomputing whole layers and
+        // the same plan keeping every activation), or one the front holds: each is simulated once.
+        std::set<std::string> tried;
+        for (const hybrid::Incumbents::Entry& e : found_.front())
+            if (e.plan.selective_recompute) tried.insert(planToJson(e.plan).dump());
         int kept = 0;
         for (const Plan& plan : twins) {
             if (context_.shouldStop()) break;
+            if (!tried.insert(planToJson(plan).dump()).second) continue;
             const TraceMetrics metrics = evaluate(problem_, plan);
             kept += found_.offer(plan, metrics) ? 1 : 0;
         }

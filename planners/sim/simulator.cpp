@@ -203,7 +203,8 @@ public:
         for (size_t s = 0; s < prog.devices.size(); ++s) stream_of_device_[static_cast<size_t>(prog.devices[s])] = s;
         mem_ = segmentMemory(prog, cost.graph(), [this](int segment) -> const CostModel& { return segmentCost(segment); });
         countPortSharing();
-        if (opt_.measure_port_sharing && findHotPorts()) findPortFlows();
+        if (opt_.repeat_symmetric_streams) representative_ = symmetricRepresentatives(prog_, cost_.cluster(), group_sharing_);
+        if (opt_.measure_port_sharing && findHotPorts()) listPortFlows(!representative_.empty());
         timeGradAccumulation();
     }
 
@@ -230,7 +231,6 @@ public:
         d.zero_gather = [this](int s, const Instr& in) {
             return flowTime(static_cast<size_t>(s), in, zeroGatherExposedTime(prog_.devices[static_cast<size_t>(s)], in));
         };
-        if (opt_.repeat_symmetric_streams) representative_ = symmetricRepresentatives(prog_, cost_.cluster(), group_sharing_);
         ExecutionResult res = shareHostsAndPorts(d, executeOnce(d));
 
         Trace t;
@@ -253,7 +253,7 @@ private:
         group_inline_.assign(prog_.groups.size(), false);
         for (size_t s = 0; s < prog_.streams.size(); ++s)
             for (const Instr& in : prog_.streams[s]) {
-                if (isSend(in.kind) && in.peer >= 0 && !c.sameNode(prog_.devices[s], in.peer)) cross_pairs_.insert({prog_.devices[s], in.peer});
+                if (isSend(in.kind) && in.peer >= 0 && nodeOf(prog_.devices[s]) != nodeOf(in.peer)) cross_pairs_.insert({prog_.devices[s], in.peer});
                 if (isInline(in.kind) && in.group >= 0 && static_cast<size_t>(in.group) < group_inline_.size()) group_inline_[static_cast<size_t>(in.group)] = true;
             }
         group_nodes_ = groupNodes(prog_, c);
@@ -278,7 +278,7 @@ private:
                 if (in.kind != InstrKind::Backward && in.kind != InstrKind::BackwardWeight) continue;
                 if (first_mb.try_emplace(in.segment, in.mb).first->second == in.mb) continue;
                 const int bucket = in.kind == InstrKind::Backward ? in.bucket : -1;
-                const auto key = std::make_tuple(in.segment, bucket, cost_.cluster().nodeOf(device));
+                const auto key = std::make_tuple(in.segment, bucket, nodeOf(device));
                 auto it = by_ops.find(key);
                 if (it == by_ops.end()) {
                     const auto& ops = bucket >= 0 ? prog_.buckets[static_cast<size_t>(bucket)].ops : prog_.segments[static_cast<size_t>(in.segment)].ops;
@@ -367,6 +367,13 @@ private:
             }
             if (moved <= kSharingTolerance) break;
             res = executeOnce(d);
+            // A run that did not copy timings (the hosts' shares differ between copies) needs
+            // every flow listed: measured again from this run.
+            if (copies_skipped_ && !timings_copied_) {
+                listPortFlows(false);
+                last_span = -1;
+                ports_settled = false;
+            }
         }
         return res;
     }
@@ -453,6 +460,7 @@ private:
         size_t first_member = 0, members = 0;  // a collective's: in flow_members_, and nodes: in flow_nodes_
         size_t first_node = 0, nodes = 0;
         int ports = -1;  // the flow's ports and knee, numbered: flows of the same are counted alike (sharePorts)
+        int copies = 0;  // flows of streams repeating this one's, not listed (findPortFlows)
         double alone = 0, knee = 1, slope = 0;
         double time(double share) const { return alone + slope * std::max(0.0, share - knee); }
     };
@@ -517,9 +525,32 @@ private:
         f.slope /= f.knee;
     }
 
+    // The flows of the program (findPortFlows), those of streams that repeat another's timing
+    // counted on their twins where `skip_copies` and every one has a twin; all of them listed
+    // otherwise. What an earlier listing measured is dropped.
+    void listPortFlows(bool skip_copies) {
+        flows_.clear();
+        flow_members_.clear();
+        flow_nodes_.clear();
+        inline_flows_.clear();
+        inline_curves_.clear();
+        flow_share_.clear();
+        flow_step_.clear();
+        inline_share_.clear();
+        inline_step_.clear();
+        if (skip_copies && findPortFlows(true)) return;
+        flows_.clear();
+        flow_members_.clear();
+        flow_nodes_.clear();
+        findPortFlows(false);
+    }
+
     // Every cross-node send and multi-node collective instance of the program. The k-th
-    // collective of a group on each member's stream is one instance.
-    void findPortFlows() {
+    // collective of a group on each member's stream is one instance. With `skip_copies`, a
+    // flow of a stream that repeats another's timing (representative_) is not listed but
+    // counted on its twin, the same instruction's flow of that stream on the same ports
+    // (PortFlow::copies); where one has no twin, nothing is listed and it returns false.
+    bool findPortFlows(bool skip_copies) {
         const Cluster& c = cost_.cluster();
         // Each multi-node group's collective instances: the k-th of every member, flat
         // ([group][k * members + j]: stream and instruction of member j's k-th; kNoMember
@@ -527,13 +558,16 @@ private:
         std::vector<size_t> posted(prog_.groups.size() * prog_.streams.size(), 0);  // [group * streams + s]
         // In-compute collectives over multi-node groups: [group * streams + s] -> their instructions.
         std::vector<std::vector<size_t>> inline_posted(prog_.groups.size() * prog_.streams.size());
+        // Streams whose flows are listed, and whose members' instructions the flows name: with
+        // `skip_copies` the representatives alone (the others take their times, sharePorts).
+        const auto listed = [&](size_t s) { return !skip_copies || representative_[s] == s; };
         size_t sends = 0;
         for (size_t s = 0; s < prog_.streams.size(); ++s)
             for (size_t i = 0; i < prog_.streams[s].size(); ++i) {
                 const Instr& in = prog_.streams[s][i];
-                if (isSend(in.kind) && in.peer >= 0 && !c.sameNode(prog_.devices[s], in.peer)) ++sends;
+                if (isSend(in.kind) && in.peer >= 0 && nodeOf(prog_.devices[s]) != nodeOf(in.peer)) ++sends;
                 if (in.group < 0 || group_nodes_[static_cast<size_t>(in.group)].size() < 2) continue;
-                if (isCollective(in.kind)) ++posted[static_cast<size_t>(in.group) * prog_.streams.size() + s];
+                if (isCollective(in.kind) && listed(s)) ++posted[static_cast<size_t>(in.group) * prog_.streams.size() + s];
                 else if (isInline(in.kind)) inline_posted[static_cast<size_t>(in.group) * prog_.streams.size() + s].push_back(i);
             }
         std::vector<std::vector<std::pair<size_t, size_t>>> instances(prog_.groups.size());
@@ -555,6 +589,7 @@ private:
         flows_.reserve(sends + collectives);
         flow_members_.reserve(member_slots + inline_slots);
         for (size_t s = 0; s < prog_.streams.size(); ++s) {
+            if (!listed(s)) continue;
             std::vector<size_t> k(prog_.groups.size(), 0);
             for (size_t i = 0; i < prog_.streams[s].size(); ++i) {
                 const Instr& in = prog_.streams[s][i];
@@ -583,6 +618,7 @@ private:
             return ports_of_group[group] = it->second;
         };
         std::vector<size_t> group_first_node(prog_.groups.size(), kNoMember);  // in flow_nodes_
+        std::vector<size_t> stream_flows(prog_.streams.size() + 1, 0);       // where each stream's flows start in flows_
         std::map<std::tuple<int64_t, int, int>, PortFlow> send_curves;           // by (bytes, from, to)
         std::map<std::tuple<int, int, int>, PortFlow> collective_curves;         // by (kind, group, bucket)
         for (size_t s = 0; s < prog_.streams.size(); ++s) {
@@ -593,7 +629,7 @@ private:
                 const size_t instance = multi_node ? k[static_cast<size_t>(in.group)]++ : 0;
                 PortFlow f;
                 const int from = prog_.devices[s];
-                if (isSend(in.kind) && in.peer >= 0 && !c.sameNode(from, in.peer)) {
+                if (isSend(in.kind) && in.peer >= 0 && nodeOf(from) != nodeOf(in.peer)) {
                     auto [it, added] = send_curves.try_emplace({in.bytes, from, in.peer});
                     if (added) fitShareCurve(it->second, sendKnee(from, in.peer), [&](double share) { return cost_.p2pTime(in.bytes, from, in.peer, share); });
                     f = it->second;
@@ -603,11 +639,7 @@ private:
                     auto [it, added] = collective_curves.try_emplace({static_cast<int>(in.kind), in.group, in.bucket});
                     if (added) fitShareCurve(it->second, ringKnee(static_cast<size_t>(in.group)), [&](double share) { return collectiveTime(in, share); });
                     f = it->second;
-                    f.first_member = flow_members_.size();
                     const auto g = static_cast<size_t>(in.group);
-                    for (size_t j = 0; j < group_members[g]; ++j)
-                        if (instances[g][instance * group_members[g] + j].first != kNoMember) flow_members_.push_back(instances[g][instance * group_members[g] + j]);
-                    f.members = flow_members_.size() - f.first_member;
                     // The group's nodes, listed once for all its instances.
                     if (group_first_node[g] == kNoMember) {
                         group_first_node[g] = flow_nodes_.size();
@@ -621,10 +653,29 @@ private:
                 f.stream = s;
                 f.index = i;
                 f.ports = f.from_node >= 0 ? portsOfSend(f) : portsOfCollective(f, in.group);
+                if (skip_copies && representative_[s] != s) {
+                    // Its twin: the flow of the same instruction of the stream it repeats.
+                    const size_t r = representative_[s];
+                    const auto first = flows_.begin() + static_cast<std::ptrdiff_t>(stream_flows[r]), last = flows_.begin() + static_cast<std::ptrdiff_t>(stream_flows[r + 1]);
+                    const auto twin = std::lower_bound(first, last, i, [](const PortFlow& x, size_t index) { return x.index < index; });
+                    if (twin == last || twin->index != i || twin->ports != f.ports) return false;
+                    ++twin->copies;
+                    continue;
+                }
+                if (f.from_node < 0) {
+                    const auto g = static_cast<size_t>(in.group);
+                    f.first_member = flow_members_.size();
+                    for (size_t j = 0; j < group_members[g]; ++j)
+                        if (instances[g][instance * group_members[g] + j].first != kNoMember) flow_members_.push_back(instances[g][instance * group_members[g] + j]);
+                    f.members = flow_members_.size() - f.first_member;
+                }
                 flows_.push_back(f);
             }
+            stream_flows[s + 1] = flows_.size();
         }
+        copies_skipped_ = skip_copies;
         findInlineFlows(inline_posted);
+        return true;
     }
 
     // Every in-compute collective instance over a multi-node group: the k-th of the group on
@@ -705,25 +756,22 @@ private:
         const size_t nodes = cost_.cluster().nodes.size();
         // Flows of the same span on the same ports (the replicas' copies of one another) are
         // one, times their number: their edges go in once, weighted, and their share is found
-        // once (the counts and so the integrals are the same).
+        // once (the counts and so the integrals are the same). Where the copies are counted on
+        // their twins already (copies_skipped_), the flows listed rarely meet one of the same
+        // span: each is its own.
         std::unordered_map<SpanKey, size_t, SpanKeyHash> distinct;  // -> index into `spans`
         std::vector<std::pair<size_t, int>> spans;                   // (first flow, flows)
         std::vector<size_t> span_of(flows_.size(), kNoSpan);
-        distinct.reserve(flows_.size());
-        if (timings_copied_ && flow_twin_.empty()) findFlowTwins();
+        if (!copies_skipped_) distinct.reserve(flows_.size());
+        spans.reserve(flows_.size());
         for (size_t k = 0; k < flows_.size(); ++k) {
-            // A copied stream's flow has its twin's span (found before it, on a lower stream).
-            if (timings_copied_ && flow_twin_[k] < k) {
-                span_of[k] = span_of[flow_twin_[k]];
-                if (span_of[k] != kNoSpan) ++spans[span_of[k]].second;
-                continue;
-            }
             const InstrTiming& t = res.timing[flows_[k].stream][flows_[k].index];
             if (!(t.end > t.start)) continue;
-            const auto [it, added] = distinct.try_emplace(SpanKey{t.start, t.end, flows_[k].ports}, spans.size());
-            if (added) spans.push_back({k, 0});
-            ++spans[it->second].second;
-            span_of[k] = it->second;
+            size_t span = spans.size();
+            if (!copies_skipped_) span = distinct.try_emplace(SpanKey{t.start, t.end, flows_[k].ports}, spans.size()).first->second;
+            if (span == spans.size()) spans.push_back({k, 0});
+            spans[span].second += 1 + flows_[k].copies;
+            span_of[k] = span;
         }
         // Sends by port; collectives by node (both directions alike).
         std::vector<std::vector<std::pair<double, double>>> send_edges(2 * nodes), collective_edges(nodes), inline_edges(nodes);
@@ -750,7 +798,7 @@ private:
         std::unordered_map<SpanKey, size_t, SpanKeyHash> distinct_inline;  // -> index into `inline_spans`
         std::vector<std::pair<size_t, int>> inline_spans;                  // (first flow, flows)
         std::vector<size_t> inline_span_of(inline_flows_.size(), kNoSpan);
-        if (inline_share_.empty()) {
+        if (inline_share_.size() != inline_flows_.size()) {
             inline_share_.resize(inline_flows_.size());
             for (size_t k = 0; k < inline_flows_.size(); ++k) inline_share_[k] = inline_flows_[k].sharing;
             inline_step_.assign(inline_flows_.size(), 0.0);
@@ -802,10 +850,12 @@ private:
             return (on ? on->most() : 0.0) + (all ? all->most() : 0.0) + (in_compute ? in_compute->most() : 0.0);
         };
         if (port_time_.empty()) {
-            flow_share_.assign(flows_.size(), 1.0);
-            flow_step_.assign(flows_.size(), 0.0);
             port_time_.resize(prog_.streams.size());
             for (size_t s = 0; s < prog_.streams.size(); ++s) port_time_[s].assign(prog_.streams[s].size(), -1.0);
+        }
+        if (flow_share_.size() != flows_.size()) {  // first measured, or listed again (listPortFlows)
+            flow_share_.assign(flows_.size(), 1.0);
+            flow_step_.assign(flows_.size(), 0.0);
         }
         // Each distinct span's share: its flows on its busiest port averaged over the span,
         // over its own flows there.
@@ -881,26 +931,12 @@ private:
             const double exposed = curve.exposed(share);
             for (size_t m = f.first_member; m < f.first_member + f.members; ++m) port_time_[flow_members_[m].first][flow_members_[m].second] = exposed;
         }
+        // The flows not listed have their twins' times, as their streams have their
+        // representatives' timings.
+        if (copies_skipped_)
+            for (size_t s = 0; s < representative_.size(); ++s)
+                if (representative_[s] != s) port_time_[s] = port_time_[representative_[s]];
         return moved;
-    }
-
-    // Per flow, the flow of the same instruction on the stream its stream repeats
-    // (representative_), on the same ports: while the run copies timings, their spans are the
-    // same. kNoSpan where there is none. flows_ are in stream order, each stream's in
-    // instruction order.
-    void findFlowTwins() {
-        flow_twin_.assign(flows_.size(), kNoSpan);
-        if (representative_.empty()) return;
-        std::vector<size_t> begin(prog_.streams.size() + 1, flows_.size());
-        for (size_t k = flows_.size(); k-- > 0;) begin[flows_[k].stream] = k;
-        for (size_t s = prog_.streams.size(); s-- > 0;) begin[s] = std::min(begin[s], begin[s + 1]);
-        for (size_t k = 0; k < flows_.size(); ++k) {
-            const size_t r = representative_[flows_[k].stream];
-            if (r == flows_[k].stream) continue;
-            const auto first = flows_.begin() + static_cast<std::ptrdiff_t>(begin[r]), last = flows_.begin() + static_cast<std::ptrdiff_t>(begin[r + 1]);
-            const auto it = std::lower_bound(first, last, flows_[k].index, [](const PortFlow& f, size_t i) { return f.index < i; });
-            if (it != last && it->index == flows_[k].index && it->ports == flows_[k].ports) flow_twin_[k] = static_cast<size_t>(it - flows_.begin());
-        }
     }
 
     // An in-compute collective's unit: from its compute's start (ZeRO-3: the gathers run
@@ -916,7 +952,8 @@ private:
     class FlowIntegral {
     public:
         explicit FlowIntegral(std::vector<std::pair<double, double>> edges) {
-            std::sort(edges.begin(), edges.end());
+            // One stream's flows come in time order: nothing to sort.
+            if (!std::is_sorted(edges.begin(), edges.end())) std::sort(edges.begin(), edges.end());
             double count = 0, acc = 0;
             for (size_t k = 0; k < edges.size();) {
                 const double t = edges[k].first;
@@ -931,17 +968,31 @@ private:
         // The largest count at any time.
         double most() const { return most_; }
         // From `a` to `b`.
-        double over(double a, double b) const { return at(b) - at(a); }
+        double over(double a, double b) const { return at(b, after_b_) - at(a, after_a_); }
 
     private:
-        // Up to `t`: the area at the last edge at or before it, plus the count since.
-        double at(double t) const {
-            const auto i = static_cast<size_t>(std::upper_bound(times_.begin(), times_.end(), t) - times_.begin());
+        // Up to `t`: the area at the last edge at or before it, plus the count since. `after`:
+        // the edges at or before the time asked last (spans are mostly asked in time order, so
+        // the search steps on from there before it bisects).
+        double at(double t, size_t& after) const {
+            size_t i = 0;
+            if (after > 0 && after <= times_.size() && times_[after - 1] <= t) {
+                i = after;
+                for (int step = 0; i < times_.size() && times_[i] <= t; ++i)
+                    if (++step == 8) {
+                        i = static_cast<size_t>(std::upper_bound(times_.begin() + static_cast<std::ptrdiff_t>(i), times_.end(), t) - times_.begin());
+                        break;
+                    }
+            } else {
+                i = static_cast<size_t>(std::upper_bound(times_.begin(), times_.end(), t) - times_.begin());
+            }
+            after = i;
             return i == 0 ? 0.0 : area_[i - 1] + count_[i - 1] * (t - times_[i - 1]);
         }
         std::vector<double> times_, area_;
         std::vector<double> count_;  // from each edge time on
         double most_ = 0;
+        mutable size_t after_a_ = 0, after_b_ = 0;  // at()'s `after` for each end of over()
     };
 
     static bool occupiesCores(InstrKind k) { return isCompute(k) || isSend(k) || isRecv(k) || isCollective(k); }
@@ -954,7 +1005,7 @@ private:
         std::map<int, std::vector<std::pair<double, double>>> edges;  // by node: (time, +1 start / -1 end)
         for (size_t s = 0; s < prog_.streams.size(); ++s) {
             factor[s].assign(prog_.streams[s].size(), 1.0);
-            const int node = c.nodeOf(prog_.devices[s]);
+            const int node = nodeOf(prog_.devices[s]);
             if (c.nodes[static_cast<size_t>(node)].compute_slots <= 0) continue;
             for (size_t i = 0; i < prog_.streams[s].size(); ++i) {
                 const InstrTiming& t = res.timing[s][i];
@@ -966,7 +1017,7 @@ private:
         std::map<int, FlowIntegral> integral;  // by node: of the activity count
         for (auto& [node, e] : edges) integral.emplace(node, FlowIntegral(std::move(e)));
         for (size_t s = 0; s < prog_.streams.size(); ++s) {
-            const int node = c.nodeOf(prog_.devices[s]);
+            const int node = nodeOf(prog_.devices[s]);
             const double slots = c.nodes[static_cast<size_t>(node)].compute_slots;
             if (slots <= 0) continue;
             const FlowIntegral& activity = integral.at(node);
@@ -1349,7 +1400,7 @@ private:
     std::vector<InlineFlow> inline_flows_;             // in-compute collective instances over several nodes (findInlineFlows)
     std::vector<InlineCurve> inline_curves_;
     std::vector<double> inline_share_, inline_step_;   // by in-compute flow: as flow_share_, flow_step_
-    std::vector<size_t> flow_twin_;                    // by flow: findFlowTwins (empty: not found yet)
+    bool copies_skipped_ = false;                      // flows_ leaves out the repeating streams' flows (findPortFlows)
     mutable bool timings_copied_ = false;              // the last run copied streams' timings (executeOnce)
     std::vector<bool> port_hot_;                       // by port (node * 2 + direction): may carry enough flows to slow one
     std::vector<std::pair<size_t, size_t>> flow_members_;  // a collective instance's members: (stream, instruction)

@@ -57,6 +57,7 @@ class Classes {
 public:
     Classes(const Program& prog, const Cluster& cluster, const std::vector<int>& group_sharing)
         : prog_(prog), cluster_(cluster), group_sharing_(group_sharing) {
+        for (size_t n = 0; n < cluster.nodes.size(); ++n) node_of_.insert(node_of_.end(), static_cast<size_t>(std::max(cluster.nodes[n].devices, 0)), static_cast<int>(n));
         for (size_t s = 0; s < prog.devices.size(); ++s) {
             const int d = prog.devices[s];
             if (d < 0 || d >= cluster.deviceCount()) continue;  // the validator names it
@@ -114,7 +115,7 @@ private:
             if (x.peer >= 0) {
                 const size_t px = streamOf(x.peer), py = streamOf(y.peer);
                 if (px == kNone || py == kNone) return false;
-                if (rep_[px] != py || cluster_.sameNode(da, x.peer) != cluster_.sameNode(db, y.peer)) return false;
+                if (rep_[px] != py || (nodeOf(da) == nodeOf(x.peer)) != (nodeOf(db) == nodeOf(y.peer))) return false;
             }
             if (x.group >= 0) {
                 if (x.group >= groups_n || y.group >= groups_n) return false;
@@ -152,7 +153,7 @@ private:
 
     std::vector<int> shape(size_t g) const {
         std::map<int, int> per_node;
-        for (int d : prog_.groups[g]) ++per_node[cluster_.nodeOf(d)];
+        for (int d : prog_.groups[g]) ++per_node[nodeOf(d)];
         std::vector<int> counts;
         for (const auto& [n, count] : per_node) {
             if (!(node(cluster_.firstDeviceOf(n)) == node(prog_.groups[g].front()))) return {-1};  // mixed nodes: never equal
@@ -181,13 +182,18 @@ private:
         return c == Closed;
     }
 
-    const Node& node(int device) const { return cluster_.nodes[static_cast<size_t>(cluster_.nodeOf(device))]; }
+    // The device's node, from a table (Cluster::nodeOf walks the nodes; this runs per instruction).
+    int nodeOf(int device) const {
+        return device >= 0 && static_cast<size_t>(device) < node_of_.size() ? node_of_[static_cast<size_t>(device)] : cluster_.nodeOf(device);
+    }
+    const Node& node(int device) const { return cluster_.nodes[static_cast<size_t>(nodeOf(device))]; }
 
     const Program& prog_;
     const Cluster& cluster_;
     const std::vector<int>& group_sharing_;  // by group (countedGroupSharing)
     static constexpr size_t kNone = static_cast<size_t>(-1);
     std::vector<size_t> stream_of_device_;  // by device: its stream (kNone: none)
+    std::vector<int> node_of_;              // by device of the cluster: its node
     size_t devices_ = 0;                    // distinct devices with a stream
     std::vector<size_t> rep_;
     mutable std::vector<Closure> closed_;

@@ -214,6 +214,29 @@ private slots:
         plan.device_map = map.value<std::vector<std::vector<int>>>();
         compareTraces(simulateWith(g, cluster, plan, true), simulateWith(g, cluster, plan, false));
     }
+
+    // ZeRO-3 across servers of one port (v100-4x4): the in-compute gathers and the
+    // reduce-scatters share each server's port, and the repeating streams' flows are counted
+    // on their twins rather than listed (PortFlow::copies). The trace is the one of every
+    // stream run with every flow listed.
+    void portFlowsCountedOnTheirTwinsEqualEveryFlowListed_data() {
+        QTest::addColumn<int>("dp");
+        QTest::addColumn<int>("tp");
+        QTest::addRow("dp16 zero-3") << 16 << 1;
+        QTest::addRow("dp8 t2 sp zero-3") << 8 << 2;
+    }
+    void portFlowsCountedOnTheirTwinsEqualEveryFlowListed() {
+        QFETCH(int, dp);
+        QFETCH(int, tp);
+        const Graph g = smallGpt();
+        const Cluster cluster = buildClusterPreset("v100-4x4");
+        Plan plan = gptPlan(1, dp, tp, 2, ScheduleKind::OneFOneB);
+        plan.zero_stage = 3;
+        plan.sequence_parallel = tp > 1;
+        const Program prog = lower(plan, g);
+        QVERIFY(streamsRun(prog, cluster) < prog.streams.size());
+        compareTraces(simulateWith(g, cluster, plan, true), simulateWith(g, cluster, plan, false));
+    }
 };
 
 QTEST_GUILESS_MAIN(TestSymmetricStreams)
