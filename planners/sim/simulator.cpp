@@ -204,7 +204,10 @@ public:
         mem_ = segmentMemory(prog, cost.graph(), [this](int segment) -> const CostModel& { return segmentCost(segment); });
         countPortSharing();
         if (opt_.repeat_symmetric_streams) representative_ = symmetricRepresentatives(prog_, cost_.cluster(), group_sharing_);
-        if (opt_.measure_port_sharing && findHotPorts()) listPortFlows(!representative_.empty());
+        // Where hosts are not shared, copies' shares are their representatives' (their ports'
+        // times are copied too, sharePorts), so every run copies timings and the copies' flows
+        // need not be listed.
+        if (opt_.measure_port_sharing && findHotPorts()) listPortFlows(!representative_.empty() && !sharedHosts());
         timeGradAccumulation();
     }
 
@@ -323,7 +326,6 @@ private:
         if (!runs.empty())
             for (size_t s = 0; s < runs.size(); ++s)
                 if (!runs[s]) res.timing[s] = res.timing[representative_[s]];
-        timings_copied_ = !runs.empty();
         return res;
     }
 
@@ -367,13 +369,6 @@ private:
             }
             if (moved <= kSharingTolerance) break;
             res = executeOnce(d);
-            // A run that did not copy timings (the hosts' shares differ between copies) needs
-            // every flow listed: measured again from this run.
-            if (copies_skipped_ && !timings_copied_) {
-                listPortFlows(false);
-                last_span = -1;
-                ports_settled = false;
-            }
         }
         return res;
     }
@@ -527,17 +522,8 @@ private:
 
     // The flows of the program (findPortFlows), those of streams that repeat another's timing
     // counted on their twins where `skip_copies` and every one has a twin; all of them listed
-    // otherwise. What an earlier listing measured is dropped.
+    // otherwise.
     void listPortFlows(bool skip_copies) {
-        flows_.clear();
-        flow_members_.clear();
-        flow_nodes_.clear();
-        inline_flows_.clear();
-        inline_curves_.clear();
-        flow_share_.clear();
-        flow_step_.clear();
-        inline_share_.clear();
-        inline_step_.clear();
         if (skip_copies && findPortFlows(true)) return;
         flows_.clear();
         flow_members_.clear();
@@ -853,7 +839,7 @@ private:
             port_time_.resize(prog_.streams.size());
             for (size_t s = 0; s < prog_.streams.size(); ++s) port_time_[s].assign(prog_.streams[s].size(), -1.0);
         }
-        if (flow_share_.size() != flows_.size()) {  // first measured, or listed again (listPortFlows)
+        if (flow_share_.size() != flows_.size()) {  // first measured
             flow_share_.assign(flows_.size(), 1.0);
             flow_step_.assign(flows_.size(), 0.0);
         }
@@ -1401,7 +1387,6 @@ private:
     std::vector<InlineCurve> inline_curves_;
     std::vector<double> inline_share_, inline_step_;   // by in-compute flow: as flow_share_, flow_step_
     bool copies_skipped_ = false;                      // flows_ leaves out the repeating streams' flows (findPortFlows)
-    mutable bool timings_copied_ = false;              // the last run copied streams' timings (executeOnce)
     std::vector<bool> port_hot_;                       // by port (node * 2 + direction): may carry enough flows to slow one
     std::vector<std::pair<size_t, size_t>> flow_members_;  // a collective instance's members: (stream, instruction)
     std::vector<std::pair<int, int>> flow_nodes_;     // a collective flow's nodes: (node, members on it)
