@@ -873,12 +873,7 @@ private:
             if (span_of[k] == kNoSpan) continue;
             const PortFlow& f = flows_[k];
             const double before = flow_share_[k];
-            double share = span_share[span_of[k]];
-            // A share that turns back (it rose last time and falls now, or the reverse) is
-            // damped: the geometric mean with the one before.
-            if (flow_step_[k] * (share - before) < 0) share = std::sqrt(share * before);
-            flow_step_[k] = share > before ? 1.0 : share < before ? -1.0 : 0.0;
-            flow_share_[k] = share;
+            const double share = flow_share_[k] = damped(span_share[span_of[k]], before, flow_step_[k]);
             const double old_time = f.time(before), new_time = f.time(share);
             moved = std::max(moved, std::abs(std::log(new_time / old_time)));
             if (f.members == 0) {
@@ -908,10 +903,7 @@ private:
             const InlineFlow& f = inline_flows_[k];
             const InlineCurve& curve = inline_curves_[static_cast<size_t>(f.curve)];
             const double before = inline_share_[k];
-            double share = inline_span_share[inline_span_of[k]];
-            if (inline_step_[k] * (share - before) < 0) share = std::sqrt(share * before);
-            inline_step_[k] = share > before ? 1.0 : share < before ? -1.0 : 0.0;
-            inline_share_[k] = share;
+            const double share = inline_share_[k] = damped(inline_span_share[inline_span_of[k]], before, inline_step_[k]);
             const double old_busy = curve.busy(before), new_busy = curve.busy(share);
             if (old_busy > 0 && new_busy > 0) moved = std::max(moved, std::abs(std::log(new_busy / old_busy)));
             const double exposed = curve.exposed(share);
@@ -923,6 +915,15 @@ private:
             for (size_t s = 0; s < representative_.size(); ++s)
                 if (representative_[s] != s) port_time_[s] = port_time_[representative_[s]];
         return moved;
+    }
+
+    // A flow's share measured anew (`share`), after `before`: damped where it turns back (it rose
+    // last time and falls now, or the reverse) to the geometric mean with the one before.
+    // `step`: the sign of its last change, updated.
+    static double damped(double share, double before, double& step) {
+        if (step * (share - before) < 0) share = std::sqrt(share * before);
+        step = share > before ? 1.0 : share < before ? -1.0 : 0.0;
+        return share;
     }
 
     // An in-compute collective's unit: from its compute's start (ZeRO-3: the gathers run
