@@ -15,6 +15,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <nlohmann/json.hpp>
+
 #include "planners/algorithms/data_parallel.h"
 #include "planners/algorithms/deepspeed_3d.h"
 #include "planners/algorithms/device_mapping.h"
@@ -29,8 +31,6 @@
 #include "planners/algorithms/hybrid_candidates.h"
 #include "planners/algorithms/partition.h"
 #include "planners/algorithms/pipeline_search.h"
-#include <nlohmann/json.hpp>
-
 #include "planners/schedule/plan_json.h"
 
 namespace hippie {

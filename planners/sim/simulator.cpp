@@ -444,43 +444,47 @@ private:
         return any;
     }
 
+    // A flow's time at a share s of its ports (s >= 1): alone + slope * max(0, s - knee). A flow
+    // has its link's bandwidth until its share of the ports falls below it (the knee), and from
+    // there its bytes across nodes take longer in proportion (CostModel::p2pTime,
+    // ringCollectiveTime).
+    struct ShareCurve {
+        double alone = 0, knee = 1, slope = 0;
+        double time(double share) const { return alone + slope * std::max(0.0, share - knee); }
+    };
+
     // A flow across node boundaries: a send, or one instance of a collective (found by its
-    // group's first device's instruction; `members` lists every member's, that one included).
-    // Its time at a share s of the ports is alone + slope * max(0, s - knee): a flow has its
-    // link's bandwidth until its share of the ports falls below it (the knee), and from there
-    // its bytes across nodes take longer in proportion (CostModel::p2pTime, ringCollectiveTime).
-    struct PortFlow {
+    // group's first device's instruction; `members` lists every member's, that one included),
+    // with its time at a share of the ports.
+    struct PortFlow : ShareCurve {
         size_t stream = 0, index = 0;
         int from_node = -1, to_node = -1;      // a send's nodes (-1: a collective)
         size_t first_member = 0, members = 0;  // a collective's: in flow_members_, and nodes: in flow_nodes_
         size_t first_node = 0, nodes = 0;
         int ports = -1;  // the flow's ports and knee, numbered: flows of the same are counted alike (sharePorts)
         int copies = 0;  // flows of streams repeating this one's, not listed (findPortFlows)
-        double alone = 0, knee = 1, slope = 0;
-        double time(double share) const { return alone + slope * std::max(0.0, share - knee); }
     };
 
     // A collective inside a compute (tensor-parallel, ZeRO-3 gathers) over a multi-node group,
-    // as layers: each a compute alone and a collective of alone + slope * max(0, s - knee)
-    // seconds at a share s of the ports (as PortFlow's). ZeRO-3's are the layers of its compute
-    // and their gathers, run a layer ahead; a TensorParallel instruction's one layer of no
-    // compute and its collectives summed (pipelinedExposure).
+    // as layers: each a compute alone and a collective with its time at a share of the ports.
+    // ZeRO-3's are the layers of its compute and their gathers, run a layer ahead; a
+    // TensorParallel instruction's one layer of no compute and its collectives summed
+    // (pipelinedExposure).
     struct InlineCurve {
         struct Layer {
-            double compute = 0, alone = 0, slope = 0;
+            double compute = 0;
+            ShareCurve collective;
         };
         std::vector<Layer> layers;
-        double knee = 1;
-        double collective(size_t i, double share) const { return layers[i].alone + layers[i].slope * std::max(0.0, share - knee); }
         // Seconds the collectives keep the ports busy.
         double busy(double share) const {
             double t = 0;
-            for (size_t i = 0; i < layers.size(); ++i) t += collective(i, share);
+            for (const Layer& l : layers) t += l.collective.time(share);
             return t;
         }
         // How much longer than its compute alone the unit lasts.
         double exposed(double share) const {
-            return pipelinedExposure(layers.size(), [&](size_t i) { return layers[i].compute; }, [&](size_t i) { return collective(i, share); });
+            return pipelinedExposure(layers.size(), [&](size_t i) { return layers[i].compute; }, [&](size_t i) { return layers[i].collective.time(share); });
         }
     };
 
@@ -513,7 +517,7 @@ private:
 
     // A flow's time curve from the cost model: `at(s)` its time at share s (s >= 1).
     template <class At>
-    static void fitShareCurve(PortFlow& f, double binds_above, At at) {
+    static void fitShareCurve(ShareCurve& f, double binds_above, At at) {
         f.alone = at(1.0);
         f.knee = std::max(1.0, binds_above);
         f.slope = at(2 * f.knee) - at(f.knee);
@@ -523,12 +527,22 @@ private:
     // The flows of the program (findPortFlows), those of streams that repeat another's timing
     // counted on their twins where `skip_copies` and every one has a twin; all of them listed
     // otherwise.
+    // Their shares start at a share of 1 (an in-compute flow's at its groups' count), their
+    // times unmeasured (-1: the time alone, flowTime).
     void listPortFlows(bool skip_copies) {
-        if (skip_copies && findPortFlows(true)) return;
-        flows_.clear();
-        flow_members_.clear();
-        flow_nodes_.clear();
-        findPortFlows(false);
+        if (!skip_copies || !findPortFlows(true)) {
+            flows_.clear();
+            flow_members_.clear();
+            flow_nodes_.clear();
+            findPortFlows(false);
+        }
+        flow_share_.assign(flows_.size(), 1.0);
+        flow_step_.assign(flows_.size(), 0.0);
+        inline_share_.clear();
+        for (const InlineFlow& f : inline_flows_) inline_share_.push_back(f.sharing);
+        inline_step_.assign(inline_flows_.size(), 0.0);
+        port_time_.resize(prog_.streams.size());
+        for (size_t s = 0; s < prog_.streams.size(); ++s) port_time_[s].assign(prog_.streams[s].size(), -1.0);
     }
 
     // Every cross-node send and multi-node collective instance of the program. The k-th
@@ -717,11 +731,11 @@ private:
     // An in-compute collective's curve (InlineCurve) on `device`, over group g.
     InlineCurve inlineCurve(const Instr& in, size_t g, int device) {
         InlineCurve curve;
-        curve.knee = std::max(1.0, ringKnee(g));
+        const double knee = ringKnee(g);
         const auto& group = prog_.groups[g];
         const auto add = [&](double compute, auto at) {
-            const double k = curve.knee;
-            curve.layers.push_back({compute, at(1.0), (at(2 * k) - at(k)) / k});
+            curve.layers.push_back({compute, {}});
+            fitShareCurve(curve.layers.back().collective, knee, at);
         };
         if (isZeroGather(in.kind)) {
             // A pair, not a structured binding: clang 14 cannot capture those in a lambda.
@@ -784,11 +798,6 @@ private:
         std::unordered_map<SpanKey, size_t, SpanKeyHash> distinct_inline;  // -> index into `inline_spans`
         std::vector<std::pair<size_t, int>> inline_spans;                  // (first flow, flows)
         std::vector<size_t> inline_span_of(inline_flows_.size(), kNoSpan);
-        if (inline_share_.size() != inline_flows_.size()) {
-            inline_share_.resize(inline_flows_.size());
-            for (size_t k = 0; k < inline_flows_.size(); ++k) inline_share_[k] = inline_flows_[k].sharing;
-            inline_step_.assign(inline_flows_.size(), 0.0);
-        }
         for (size_t k = 0; k < inline_flows_.size(); ++k) {
             const auto [start, end] = unitSpan(res, inline_flows_[k]);
             if (!(end > start)) continue;
@@ -815,34 +824,21 @@ private:
             if (!collective_edges[n].empty()) collectives[n].emplace(std::move(collective_edges[n]));
             if (!inline_edges[n].empty()) inlines[n].emplace(std::move(inline_edges[n]));
         }
-        // Flows on port p over [a, b], integrated (the collectives' part given); and the most
-        // at once, bounded.
-        const auto sendSeconds = [&](int p, double a, double b) {
-            const auto& on = sends[static_cast<size_t>(p)];
+        // Flows over [a, b], integrated: sends on port p, collectives and in-compute ones on
+        // node p / 2; and the most at once, bounded.
+        const auto seconds = [](const std::vector<std::optional<FlowIntegral>>& integrals, int i, double a, double b) {
+            const auto& on = integrals[static_cast<size_t>(i)];
             return on ? on->over(a, b) : 0.0;
         };
-        const auto collectiveSeconds = [&](int node, double a, double b) {
-            const auto& on = collectives[static_cast<size_t>(node)];
-            return on ? on->over(a, b) : 0.0;
-        };
-        const auto inlineSeconds = [&](int node, double a, double b) {
-            const auto& on = inlines[static_cast<size_t>(node)];
-            return on ? on->over(a, b) : 0.0;
-        };
+        const auto sendSeconds = [&](int p, double a, double b) { return seconds(sends, p, a, b); };
+        const auto collectiveSeconds = [&](int node, double a, double b) { return seconds(collectives, node, a, b); };
+        const auto inlineSeconds = [&](int node, double a, double b) { return seconds(inlines, node, a, b); };
         const auto most = [&](int p) {
             const auto& on = sends[static_cast<size_t>(p)];
             const auto& all = collectives[static_cast<size_t>(p / 2)];
             const auto& in_compute = inlines[static_cast<size_t>(p / 2)];
             return (on ? on->most() : 0.0) + (all ? all->most() : 0.0) + (in_compute ? in_compute->most() : 0.0);
         };
-        if (port_time_.empty()) {
-            port_time_.resize(prog_.streams.size());
-            for (size_t s = 0; s < prog_.streams.size(); ++s) port_time_[s].assign(prog_.streams[s].size(), -1.0);
-        }
-        if (flow_share_.size() != flows_.size()) {  // first measured
-            flow_share_.assign(flows_.size(), 1.0);
-            flow_step_.assign(flows_.size(), 0.0);
-        }
         // Each distinct span's share: its flows on its busiest port averaged over the span,
         // over its own flows there.
         std::vector<double> span_share(spans.size(), 1.0);
@@ -1392,7 +1388,7 @@ private:
     std::vector<std::pair<size_t, size_t>> flow_members_;  // a collective instance's members: (stream, instruction)
     std::vector<std::pair<int, int>> flow_nodes_;     // a collective flow's nodes: (node, members on it)
     std::vector<double> flow_share_, flow_step_;       // by flow: measured share of the ports, the sign of its last change
-    std::vector<std::vector<double>> port_time_;       // [stream][instruction]: measured time of a flow (-1: none; empty: not measured)
+    std::vector<std::vector<double>> port_time_;       // [stream][instruction]: measured time of a flow (-1: none yet; empty: no flows)
     std::vector<size_t> stream_of_device_;             // by device of the cluster: its stream
     std::vector<size_t> representative_;               // by stream: the stream whose timing it repeats (empty: run all)
     std::unordered_map<uint64_t, double> fwd_, bwd_, bwd_w_, recompute_, bwd_bucket_;
